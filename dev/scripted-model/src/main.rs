@@ -1,0 +1,2 @@
+//! scripted-model (work in progress: issue 2).
+fn main() {}

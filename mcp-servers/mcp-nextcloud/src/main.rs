@@ -1,0 +1,2 @@
+//! mcp-nextcloud (work in progress: issue 3).
+fn main() {}
