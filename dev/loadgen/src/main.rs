@@ -1,0 +1,2 @@
+//! loadgen (work in progress: issue 2).
+fn main() {}
