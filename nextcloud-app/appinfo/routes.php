@@ -1,0 +1,21 @@
+<?php
+
+declare(strict_types=1);
+
+// Route names and URLs are a contract with the island (see docs/nextcloud-app.md): keep them stable.
+return [
+	'routes' => [
+		['name' => 'page#index', 'url' => '/', 'verb' => 'GET'],
+		['name' => 'frame#show', 'url' => '/frame', 'verb' => 'GET'],
+		['name' => 'connect#start', 'url' => '/connect', 'verb' => 'GET'],
+		['name' => 'connect#callback', 'url' => '/oauth/callback', 'verb' => 'GET'],
+
+		['name' => 'api#chat', 'url' => '/api/chat', 'verb' => 'POST'],
+		['name' => 'api#resume', 'url' => '/api/chat/{id}/stream', 'verb' => 'GET'],
+		['name' => 'api#conversations', 'url' => '/api/conversations', 'verb' => 'GET'],
+		['name' => 'api#conversation', 'url' => '/api/conversations/{id}', 'verb' => 'GET'],
+		['name' => 'api#deleteConversation', 'url' => '/api/conversations/{id}', 'verb' => 'DELETE'],
+		['name' => 'api#toolsCall', 'url' => '/api/apps/tools/call', 'verb' => 'POST'],
+		['name' => 'api#toolsDispatch', 'url' => '/api/apps/tools/dispatch', 'verb' => 'POST'],
+	],
+];

@@ -1,0 +1,30 @@
+<?php
+
+declare(strict_types=1);
+
+namespace OCA\Tamebi\AppInfo;
+
+use OCP\AppFramework\App;
+use OCP\AppFramework\Bootstrap\IBootContext;
+use OCP\AppFramework\Bootstrap\IBootstrap;
+use OCP\AppFramework\Bootstrap\IRegistrationContext;
+
+/**
+ * The app's entry point. Everything is wired by the DI container from constructor types;
+ * commands and the admin settings are declared in appinfo/info.xml.
+ * It must never register anything that runs on other apps' requests: Tamebi only acts when
+ * the signed-in user talks to it.
+ */
+class Application extends App implements IBootstrap {
+	public const APP_ID = 'tamebi';
+
+	public function __construct(array $urlParams = []) {
+		parent::__construct(self::APP_ID, $urlParams);
+	}
+
+	public function register(IRegistrationContext $context): void {
+	}
+
+	public function boot(IBootContext $context): void {
+	}
+}

@@ -1,0 +1,71 @@
+<?php
+
+declare(strict_types=1);
+
+namespace OCA\Tamebi\Controller;
+
+use OCA\Tamebi\AppInfo\Application;
+use OCA\Tamebi\Exception\ProxyError;
+use OCA\Tamebi\Http\FrameResponse;
+use OCA\Tamebi\Service\Orchestrator;
+use OCA\Tamebi\Service\Relay;
+use OCA\Tamebi\Service\TokenService;
+use OCP\AppFramework\Controller;
+use OCP\AppFramework\Http\Attribute\NoAdminRequired;
+use OCP\AppFramework\Http\Attribute\NoCSRFRequired;
+use OCP\AppFramework\Http\Attribute\UseSession;
+use OCP\AppFramework\Http\Response;
+use OCP\IRequest;
+use OCP\IUserSession;
+
+/**
+ * Serves an MCP App's `ui://` document as a same-origin frame (never srcdoc), with exactly the
+ * policy the orchestrator built from the document. No CSRF token: an iframe navigation cannot
+ * send one, and the answer is only the user's own app document.
+ * It must never serve a document that came without its policy (fail closed).
+ */
+class FrameController extends Controller {
+	public function __construct(
+		IRequest $request,
+		private Orchestrator $orchestrator,
+		private TokenService $tokens,
+		private IUserSession $userSession,
+		private Relay $relay,
+	) {
+		parent::__construct(Application::APP_ID, $request);
+	}
+
+	#[NoAdminRequired]
+	#[NoCSRFRequired]
+	#[UseSession]
+	public function show(string $server = '', string $uri = ''): Response {
+		try {
+			self::checkTarget($server, $uri);
+			$user = $this->userSession->getUser();
+			if ($user === null) {
+				throw ProxyError::upstream(401, 'no user in session');
+			}
+			$path = '/v1/apps/resource?' . http_build_query(['server' => $server, 'uri' => $uri], '', '&', PHP_QUERY_RFC3986);
+			$reply = $this->orchestrator->send('GET', $path, $user->getUID(), '', $this->tokens->accessToken(), $this->request->getId());
+			if (!$reply->isSuccess()) {
+				throw ProxyError::upstream($reply->status, "app resource answered {$reply->status}");
+			}
+			$policy = trim($reply->header('content-security-policy') ?? '');
+			if ($policy === '') {
+				throw ProxyError::upstream(502, 'app resource came without a Content-Security-Policy');
+			}
+			return new FrameResponse($reply->body, $policy);
+		} catch (ProxyError $e) {
+			return $this->relay->error($e);
+		}
+	}
+
+	public static function checkTarget(string $server, string $uri): void {
+		if (preg_match('/^[A-Za-z0-9_.-]{1,64}$/D', $server) !== 1) {
+			throw ProxyError::badRequest('malformed MCP server name');
+		}
+		if (!str_starts_with($uri, 'ui://') || strlen($uri) > 2048 || preg_match('/[\x00-\x20\x7f]/', $uri) === 1) {
+			throw ProxyError::badRequest('malformed ui:// resource URI');
+		}
+	}
+}

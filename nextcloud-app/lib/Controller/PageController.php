@@ -1,0 +1,65 @@
+<?php
+
+declare(strict_types=1);
+
+namespace OCA\Tamebi\Controller;
+
+use OCA\Tamebi\AppInfo\Application;
+use OCA\Tamebi\Service\TokenService;
+use OCP\AppFramework\Controller;
+use OCP\AppFramework\Http\Attribute\NoAdminRequired;
+use OCP\AppFramework\Http\Attribute\NoCSRFRequired;
+use OCP\AppFramework\Http\Attribute\UseSession;
+use OCP\AppFramework\Http\TemplateResponse;
+use OCP\AppFramework\Services\IInitialState;
+use OCP\IRequest;
+use OCP\IURLGenerator;
+use OCP\IUserSession;
+use OCP\Util;
+
+/**
+ * The Tamebi page: loads the island bundle and hands it its configuration through initial state.
+ * It must never put a token or secret into the page: the island only learns whether workspace
+ * access is connected.
+ */
+class PageController extends Controller {
+	public const INITIAL_STATE_KEY = 'tamebi-config';
+
+	public function __construct(
+		IRequest $request,
+		private IUserSession $userSession,
+		private IInitialState $initialState,
+		private IURLGenerator $urlGenerator,
+		private TokenService $tokens,
+	) {
+		parent::__construct(Application::APP_ID, $request);
+	}
+
+	#[NoAdminRequired]
+	#[NoCSRFRequired]
+	#[UseSession]
+	public function index(): TemplateResponse {
+		$this->initialState->provideInitialState(self::INITIAL_STATE_KEY, $this->config());
+		Util::addScript(Application::APP_ID, 'tamebi-island');
+		Util::addStyle(Application::APP_ID, 'tamebi-island');
+		return new TemplateResponse(Application::APP_ID, 'main');
+	}
+
+	/** @return array<string, mixed> */
+	public function config(): array {
+		$user = $this->userSession->getUser();
+		// Built from routes so a sub-path install or one without pretty URLs still works;
+		// on a standard install these are "/apps/tamebi/api" and "/apps/tamebi/frame".
+		$conversations = $this->urlGenerator->linkToRoute('tamebi.api.conversations');
+		return [
+			'apiBase' => substr($conversations, 0, -strlen('/conversations')),
+			'frameUrl' => $this->urlGenerator->linkToRoute('tamebi.frame.show'),
+			'connectUrl' => $this->urlGenerator->linkToRoute('tamebi.connect.start'),
+			'user' => [
+				'uid' => $user?->getUID() ?? '',
+				'displayName' => $user?->getDisplayName() ?? '',
+			],
+			'workspaceConnected' => $this->tokens->isConnected(),
+		];
+	}
+}

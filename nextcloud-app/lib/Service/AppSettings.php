@@ -1,0 +1,79 @@
+<?php
+
+declare(strict_types=1);
+
+namespace OCA\Tamebi\Service;
+
+use OCA\Tamebi\AppInfo\Application;
+use OCA\Tamebi\Exception\ProxyError;
+use OCP\IAppConfig;
+
+/**
+ * The app's whole configuration, typed, in one place: what `occ tamebi:setup` writes and every
+ * other class reads. Secrets are stored with IAppConfig's sensitive flag, so Nextcloud hides them
+ * from config listings and the admin page.
+ * It must never hold a user credential: those live in the user's PHP session only (TokenService).
+ */
+class AppSettings {
+	public const ORCHESTRATOR_URL = 'orchestrator_url';
+	public const MCP_URL = 'mcp_url';
+	public const PROXY_SECRET = 'proxy_secret';
+	public const SIGNING_SECRET = 'signing_secret';
+	public const OIDC_CLIENT_ID = 'oidc_client_id';
+	public const OIDC_CLIENT_SECRET = 'oidc_client_secret';
+	/** Optional: how this server reaches its own Nextcloud (loopback), when the public URL does not resolve inside. */
+	public const INTERNAL_URL = 'internal_url';
+
+	private const SENSITIVE = [self::PROXY_SECRET, self::SIGNING_SECRET, self::OIDC_CLIENT_SECRET];
+
+	public function __construct(
+		private IAppConfig $appConfig,
+	) {
+	}
+
+	public function get(string $key): string {
+		return $this->appConfig->getValueString(Application::APP_ID, $key, '');
+	}
+
+	public function set(string $key, string $value): void {
+		$sensitive = in_array($key, self::SENSITIVE, true);
+		$this->appConfig->setValueString(Application::APP_ID, $key, $value, false, $sensitive);
+	}
+
+	public function orchestratorUrl(): string {
+		return rtrim($this->get(self::ORCHESTRATOR_URL), '/');
+	}
+
+	public function mcpUrl(): string {
+		return $this->get(self::MCP_URL);
+	}
+
+	/** @throws ProxyError 503 when setup has not run */
+	public function signer(): Signer {
+		$proxy = $this->get(self::PROXY_SECRET);
+		$signing = $this->get(self::SIGNING_SECRET);
+		if ($proxy === '' || $signing === '' || $this->orchestratorUrl() === '') {
+			throw ProxyError::notConfigured('orchestrator URL or secrets missing; run occ tamebi:setup');
+		}
+		return new Signer($proxy, $signing);
+	}
+
+	/** The OIDC client used for the user's token, or null when setup has not created one. */
+	public function oidcClient(): ?array {
+		$id = $this->get(self::OIDC_CLIENT_ID);
+		$secret = $this->get(self::OIDC_CLIENT_SECRET);
+		return ($id === '' || $secret === '') ? null : ['id' => $id, 'secret' => $secret];
+	}
+
+	/** Validates an operator-given URL: absolute http(s), no credentials, no fragment. */
+	public static function validUrl(string $url): bool {
+		if (filter_var($url, FILTER_VALIDATE_URL) === false) {
+			return false;
+		}
+		$parts = parse_url($url);
+		return is_array($parts)
+			&& in_array(strtolower($parts['scheme'] ?? ''), ['http', 'https'], true)
+			&& !isset($parts['user'])
+			&& !isset($parts['fragment']);
+	}
+}

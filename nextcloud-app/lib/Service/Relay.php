@@ -1,0 +1,114 @@
+<?php
+
+declare(strict_types=1);
+
+namespace OCA\Tamebi\Service;
+
+use OCA\Tamebi\Exception\ProxyError;
+use OCA\Tamebi\Http\RelayResponse;
+use OCP\AppFramework\Http;
+use OCP\AppFramework\Http\DataDisplayResponse;
+use OCP\AppFramework\Http\JSONResponse;
+use OCP\AppFramework\Http\Response;
+use OCP\IRequest;
+use OCP\IUserSession;
+use Psr\Log\LoggerInterface;
+
+/**
+ * Forwards one browser request to its orchestrator twin and turns the answer into a response.
+ * This is where the uid is read (G1: from IUserSession only), where the user's token is attached,
+ * and where every failure becomes the generic error shape (internals go to the log only).
+ * It must never send anything when the request is refused; checks run before the first byte leaves.
+ */
+class Relay {
+	/** Tells the island whether the user's workspace is reachable (no token → no workspace tools). */
+	public const WORKSPACE_HEADER = 'X-Tamebi-Workspace';
+	private const ERROR_LOG_BYTES = 2048;
+
+	public function __construct(
+		private Orchestrator $orchestrator,
+		private TokenService $tokens,
+		private IUserSession $userSession,
+		private IRequest $request,
+		private LoggerInterface $logger,
+	) {
+	}
+
+	/** A buffered request: JSON (or empty) answers, passed through on success. */
+	public function forward(string $method, string $path, string $body = ''): Response {
+		try {
+			[$uid, $token] = $this->identity();
+			$reply = $this->orchestrator->send($method, $path, $uid, $body, $token, $this->request->getId());
+			if (!$reply->isSuccess()) {
+				throw ProxyError::upstream($reply->status, "orchestrator $method $path answered {$reply->status}: "
+					. substr($reply->body, 0, self::ERROR_LOG_BYTES));
+			}
+			$response = $reply->status === Http::STATUS_NO_CONTENT
+				? new Response(Http::STATUS_NO_CONTENT)
+				: new DataDisplayResponse($reply->body, $reply->status,
+					['Content-Type' => $reply->header('content-type') ?? 'application/json']);
+			return $this->mark($response, $token);
+		} catch (ProxyError $e) {
+			return $this->error($e);
+		}
+	}
+
+	/** A streamed request: the SSE answer is relayed chunk by chunk. */
+	public function stream(string $method, string $path, string $body = ''): Response {
+		try {
+			[$uid, $token] = $this->identity();
+			$upstream = $this->orchestrator->stream($method, $path, $uid, $body, $token, $this->request->getId());
+			$status = $upstream->status();
+			if ($status >= 300) {
+				$detail = $upstream->drain(self::ERROR_LOG_BYTES);
+				$upstream->close();
+				throw ProxyError::upstream($status, "orchestrator stream $method $path answered $status: $detail");
+			}
+			if ($status === Http::STATUS_NO_CONTENT) {
+				$upstream->close();
+				return $this->mark(new Response(Http::STATUS_NO_CONTENT), $token);
+			}
+			return $this->mark(new RelayResponse($upstream, $this->request->getId(), $this->logger), $token);
+		} catch (ProxyError $e) {
+			return $this->error($e);
+		}
+	}
+
+	/** Runs a check that may refuse the request, turning a refusal into the error response. */
+	public function guard(callable $check): ?Response {
+		try {
+			$check();
+			return null;
+		} catch (ProxyError $e) {
+			return $this->error($e);
+		}
+	}
+
+	public function error(ProxyError $e): JSONResponse {
+		$requestId = $this->request->getId();
+		$context = ['app' => 'tamebi', 'requestId' => $requestId, 'status' => $e->status()];
+		if ($e->isServerSide()) {
+			$this->logger->error('Tamebi: ' . $e->getMessage(), $context + ['exception' => $e]);
+		} else {
+			$this->logger->info('Tamebi: refused: ' . $e->getMessage(), $context);
+		}
+		$status = ErrorShape::status($e->status());
+		$response = new JSONResponse(ErrorShape::body($status, $requestId), $status);
+		$response->addHeader('X-Request-Id', $requestId);
+		return $response;
+	}
+
+	/** @return array{0: string, 1: ?string} the session's uid and the user's token (if any) */
+	private function identity(): array {
+		$user = $this->userSession->getUser();
+		if ($user === null) {
+			throw ProxyError::upstream(Http::STATUS_UNAUTHORIZED, 'no user in session');
+		}
+		return [$user->getUID(), $this->tokens->accessToken()];
+	}
+
+	private function mark(Response $response, ?string $token): Response {
+		$response->addHeader(self::WORKSPACE_HEADER, $token === null ? 'disconnected' : 'connected');
+		return $response;
+	}
+}
