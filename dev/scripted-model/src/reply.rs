@@ -1,0 +1,456 @@
+//! Turning a decided reply into bytes on the wire: the streamed chunk sequence (as a pure
+//! plan, then paced out over SSE) or a whole `chat.completion`.
+//!
+//! The plan is pure so its exact frame order is unit-tested; only `sse_response` and
+//! `json_response` touch time. Every stream ends when the server shuts down, so an open
+//! stream can never hold graceful shutdown hostage.
+
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::openai::{
+    AssistantMessage, CompletedFunction, CompletedToolCall, Completion, CompletionChoice, Delta,
+    FunctionDelta, ResponseMeta, ToolCallDelta, Usage, tokens_for,
+};
+use crate::script::Reply;
+
+/// A tool call with its id assigned and its arguments rendered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdentifiedCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One thing the stream does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Emit {
+    /// A `data:` frame with this payload.
+    Data(String),
+    Pause(Duration),
+    /// Drop the connection without finishing the response.
+    Cut,
+}
+
+/// Splits `text` into pieces of at most `n` characters (never inside a character).
+pub fn split_chars(text: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(n.max(1)).map(|c| c.iter().collect()).collect()
+}
+
+/// Usage for a reply: the script's override where given, an estimate otherwise.
+pub fn usage_for(reply: &Reply, calls: &[IdentifiedCall], prompt_tokens: u64) -> Usage {
+    let produced = reply.text.chars().count()
+        + calls
+            .iter()
+            .map(|c| c.arguments.chars().count())
+            .sum::<usize>();
+    let prompt = reply
+        .usage
+        .and_then(|u| u.prompt_tokens)
+        .unwrap_or(prompt_tokens);
+    let completion = reply
+        .usage
+        .and_then(|u| u.completion_tokens)
+        .unwrap_or_else(|| tokens_for(produced));
+    Usage::new(prompt, completion)
+}
+
+/// The whole streamed answer in OpenAI's order: a role delta, text deltas, for each call a
+/// delta with index/id/type/name then argument pieces, the finish chunk, the usage chunk
+/// when asked for, then `[DONE]`. `Pause`s go between content pieces.
+pub fn stream_plan(
+    reply: &Reply,
+    calls: &[IdentifiedCall],
+    meta: &ResponseMeta,
+    usage: Usage,
+) -> Vec<Emit> {
+    let mut plan = Vec::new();
+    let frame =
+        |delta: Delta, finish: Option<&'static str>| Emit::Data(json(&meta.chunk(delta, finish)));
+    plan.push(frame(
+        Delta {
+            role: Some("assistant"),
+            content: Some(String::new()),
+            tool_calls: None,
+        },
+        None,
+    ));
+
+    let mut pieces = 0usize;
+    let mut pace = |plan: &mut Vec<Emit>| {
+        if pieces > 0 && !reply.pacing.delay.is_zero() {
+            plan.push(Emit::Pause(reply.pacing.delay));
+        }
+        pieces += 1;
+    };
+
+    let text: String = match reply.abort_after_chars {
+        Some(n) => reply.text.chars().take(n).collect(),
+        None => reply.text.clone(),
+    };
+    for piece in split_chars(&text, reply.pacing.chunk_chars) {
+        pace(&mut plan);
+        plan.push(frame(
+            Delta {
+                content: Some(piece),
+                ..Delta::default()
+            },
+            None,
+        ));
+    }
+    if reply.abort_after_chars.is_some() {
+        plan.push(Emit::Cut);
+        return plan;
+    }
+
+    for (index, call) in (0u32..).zip(calls) {
+        pace(&mut plan);
+        let announce = ToolCallDelta {
+            index,
+            id: Some(call.id.clone()),
+            kind: Some("function"),
+            function: FunctionDelta {
+                name: Some(call.name.clone()),
+                arguments: String::new(),
+            },
+        };
+        plan.push(frame(
+            Delta {
+                tool_calls: Some(vec![announce]),
+                ..Delta::default()
+            },
+            None,
+        ));
+        for piece in split_chars(&call.arguments, reply.pacing.chunk_chars) {
+            pace(&mut plan);
+            let args = ToolCallDelta {
+                index,
+                id: None,
+                kind: None,
+                function: FunctionDelta {
+                    name: None,
+                    arguments: piece,
+                },
+            };
+            plan.push(frame(
+                Delta {
+                    tool_calls: Some(vec![args]),
+                    ..Delta::default()
+                },
+                None,
+            ));
+        }
+    }
+
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    plan.push(frame(Delta::default(), Some(finish)));
+    if meta.include_usage {
+        plan.push(Emit::Data(json(&meta.usage_chunk(usage))));
+    }
+    plan.push(Emit::Data("[DONE]".to_string()));
+    plan
+}
+
+/// The non-streamed `chat.completion` object.
+pub fn completion_body(
+    reply: &Reply,
+    calls: &[IdentifiedCall],
+    meta: &ResponseMeta,
+    usage: Usage,
+) -> String {
+    let content = (!reply.text.is_empty() || calls.is_empty()).then(|| reply.text.clone());
+    let tool_calls = calls
+        .iter()
+        .map(|c| CompletedToolCall {
+            id: c.id.clone(),
+            kind: "function",
+            function: CompletedFunction {
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            },
+        })
+        .collect();
+    json(&Completion {
+        id: &meta.id,
+        object: "chat.completion",
+        created: meta.created,
+        model: &meta.model,
+        system_fingerprint: None,
+        choices: vec![CompletionChoice {
+            index: 0,
+            message: AssistantMessage {
+                role: "assistant",
+                content,
+                tool_calls,
+                refusal: None,
+            },
+            logprobs: None,
+            finish_reason: if calls.is_empty() {
+                "stop"
+            } else {
+                "tool_calls"
+            },
+        }],
+        usage,
+    })
+}
+
+fn json<T: serde::Serialize>(value: &T) -> String {
+    // Serialising these plain structs cannot fail; an empty object keeps the stream going if
+    // it somehow did.
+    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_string())
+}
+
+/// The error a `Cut` raises inside the body, which makes hyper drop the connection.
+#[derive(Debug, thiserror::Error)]
+#[error("scripted abort")]
+struct Abort;
+
+/// Streams the plan over SSE, pausing as planned; ends early on shutdown.
+pub fn sse_response(plan: Vec<Emit>, shutdown: CancellationToken) -> Response {
+    let stream = async_stream::stream! {
+        for emit in plan {
+            match emit {
+                Emit::Data(data) => yield Ok::<Event, Abort>(Event::default().data(data)),
+                Emit::Pause(d) => tokio::time::sleep(d).await,
+                Emit::Cut => {
+                    yield Err(Abort);
+                    return;
+                }
+            }
+        }
+    };
+    Sse::new(stream.take_until(shutdown.cancelled_owned())).into_response()
+}
+
+/// Sends a whole completion after the pauses its chunks would have taken. With an abort,
+/// only the first `after_chars` bytes of the JSON are sent before the connection is cut.
+pub async fn json_response(
+    body: String,
+    pauses: Duration,
+    abort_after_chars: Option<usize>,
+    shutdown: &CancellationToken,
+) -> Response {
+    if !pauses.is_zero() {
+        tokio::select! {
+            () = tokio::time::sleep(pauses) => {}
+            () = shutdown.cancelled() => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
+        }
+    }
+    let Some(after) = abort_after_chars else {
+        return ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+    };
+    let mut cut = after.min(body.len());
+    while !body.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let partial = Bytes::copy_from_slice(&body.as_bytes()[..cut]);
+    let parts = futures::stream::iter([Ok::<Bytes, Abort>(partial), Err(Abort)]);
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(parts),
+    )
+        .into_response()
+}
+
+/// Waits for shutdown: the `hang` step accepts the request and never answers before it.
+pub async fn hang(shutdown: &CancellationToken) -> Response {
+    shutdown.cancelled().await;
+    StatusCode::SERVICE_UNAVAILABLE.into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::script::{Pacing, ScriptedCall};
+    use serde_json::{Value, json};
+
+    fn meta(include_usage: bool) -> ResponseMeta {
+        ResponseMeta {
+            id: "chatcmpl-7".into(),
+            created: 1_767_225_600,
+            model: "scripted".into(),
+            include_usage,
+        }
+    }
+
+    fn reply(text: &str, chunk_chars: usize) -> Reply {
+        Reply {
+            text: text.into(),
+            calls: Vec::new(),
+            pacing: Pacing {
+                chunk_chars,
+                ..Pacing::default()
+            },
+            abort_after_chars: None,
+            usage: None,
+        }
+    }
+
+    fn frames(plan: &[Emit]) -> Vec<Value> {
+        plan.iter()
+            .filter_map(|e| match e {
+                Emit::Data(d) if d != "[DONE]" => Some(serde_json::from_str(d).unwrap()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn split_respects_characters() {
+        assert_eq!(split_chars("héllo✓", 2), vec!["hé", "ll", "o✓"]);
+        assert!(split_chars("", 3).is_empty());
+    }
+
+    #[test]
+    fn a_text_reply_streams_role_content_finish_usage_done() {
+        let r = reply("Hello world", 4);
+        let usage = usage_for(&r, &[], 10);
+        let plan = stream_plan(&r, &[], &meta(true), usage);
+        assert_eq!(plan.last(), Some(&Emit::Data("[DONE]".into())));
+        let f = frames(&plan);
+        assert_eq!(
+            f[0]["choices"][0]["delta"],
+            json!({"role": "assistant", "content": ""})
+        );
+        let text: String = f[1..4]
+            .iter()
+            .map(|c| c["choices"][0]["delta"]["content"].as_str().unwrap())
+            .collect();
+        assert_eq!(text, "Hello world");
+        assert_eq!(f[4]["choices"][0]["finish_reason"], "stop");
+        assert_eq!(f[4]["usage"], Value::Null);
+        assert_eq!(f[5]["choices"], json!([]));
+        assert_eq!(
+            f[5]["usage"],
+            json!({"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13})
+        );
+        assert!(
+            f.iter()
+                .all(|c| c["object"] == "chat.completion.chunk" && c["id"] == "chatcmpl-7")
+        );
+    }
+
+    #[test]
+    fn tool_calls_announce_then_stream_arguments() {
+        let mut r = reply("Let me look.", 100);
+        r.calls = vec![ScriptedCall {
+            name: "files_list".into(),
+            arguments: json!({"path": "/"}),
+        }];
+        let calls = vec![
+            IdentifiedCall {
+                id: "call_1".into(),
+                name: "files_list".into(),
+                arguments: "{\"path\":\"/\"}".into(),
+            },
+            IdentifiedCall {
+                id: "call_2".into(),
+                name: "files_grep".into(),
+                arguments: "{}".into(),
+            },
+        ];
+        r.pacing.chunk_chars = 5;
+        let plan = stream_plan(&r, &calls, &meta(false), usage_for(&r, &calls, 1));
+        let f = frames(&plan);
+        let deltas: Vec<&Value> = f.iter().map(|c| &c["choices"][0]["delta"]).collect();
+        let first_call = deltas
+            .iter()
+            .position(|d| d.get("tool_calls").is_some())
+            .unwrap();
+        assert_eq!(
+            deltas[first_call]["tool_calls"][0],
+            json!({"index": 0, "id": "call_1", "type": "function", "function": {"name": "files_list", "arguments": ""}})
+        );
+        let args0: String = deltas
+            .iter()
+            .filter_map(|d| d.get("tool_calls"))
+            .filter(|t| t[0]["index"] == 0 && t[0].get("id").is_none())
+            .map(|t| t[0]["function"]["arguments"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(args0, "{\"path\":\"/\"}");
+        assert!(deltas.iter().any(|d| d["tool_calls"][0]["id"] == "call_2"));
+        assert_eq!(
+            f.last().unwrap()["choices"][0]["finish_reason"],
+            "tool_calls"
+        );
+        assert!(f.iter().all(|c| c.get("usage").is_none()));
+    }
+
+    #[test]
+    fn pauses_go_between_pieces_only() {
+        let mut r = reply("abcd", 1);
+        r.pacing.delay = Duration::from_millis(3);
+        let plan = stream_plan(&r, &[], &meta(false), usage_for(&r, &[], 1));
+        let pauses = plan.iter().filter(|e| matches!(e, Emit::Pause(_))).count();
+        assert_eq!(pauses, 3);
+        assert!(
+            matches!(plan[1], Emit::Data(_)),
+            "no pause before the first piece"
+        );
+    }
+
+    #[test]
+    fn an_abort_cuts_after_the_given_characters_without_finishing() {
+        let mut r = reply("abcdefgh", 2);
+        r.abort_after_chars = Some(5);
+        let plan = stream_plan(&r, &[], &meta(true), usage_for(&r, &[], 1));
+        assert_eq!(plan.last(), Some(&Emit::Cut));
+        let f = frames(&plan);
+        let text: String = f
+            .iter()
+            .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+            .collect();
+        assert_eq!(text, "abcde");
+        assert!(f.iter().all(|c| c["choices"][0]["finish_reason"].is_null()));
+    }
+
+    #[test]
+    fn a_completion_has_content_or_tool_calls() {
+        let r = reply("hi", 8);
+        let body: Value =
+            serde_json::from_str(&completion_body(&r, &[], &meta(false), Usage::new(1, 1)))
+                .unwrap();
+        assert_eq!(body["object"], "chat.completion");
+        assert_eq!(body["choices"][0]["message"]["content"], "hi");
+        assert_eq!(body["choices"][0]["finish_reason"], "stop");
+        assert!(body["choices"][0]["message"].get("tool_calls").is_none());
+
+        let r = reply("", 8);
+        let calls = vec![IdentifiedCall {
+            id: "call_9".into(),
+            name: "a".into(),
+            arguments: "{}".into(),
+        }];
+        let body: Value =
+            serde_json::from_str(&completion_body(&r, &calls, &meta(false), Usage::new(1, 1)))
+                .unwrap();
+        assert_eq!(body["choices"][0]["message"]["content"], Value::Null);
+        assert_eq!(
+            body["choices"][0]["message"]["tool_calls"][0]["id"],
+            "call_9"
+        );
+        assert_eq!(body["choices"][0]["finish_reason"], "tool_calls");
+    }
+
+    #[test]
+    fn usage_overrides_win() {
+        let mut r = reply("abcdefgh", 8);
+        r.usage = Some(crate::script::UsageOverride {
+            prompt_tokens: Some(5000),
+            completion_tokens: None,
+        });
+        assert_eq!(usage_for(&r, &[], 3), Usage::new(5000, 2));
+    }
+}

@@ -1,0 +1,588 @@
+//! Scripts: the rules tests write, and the pure choice of what the model says next.
+//!
+//! Selection is stateless on purpose: the rule is found from the last `user` message of the
+//! request and the step from the number of `assistant` messages after it, so a script keeps
+//! working across orchestrator restarts and any number of concurrent conversations.
+//! This module never does I/O and never sleeps; `reply` turns its answer into bytes.
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde::Deserialize;
+
+use crate::error::Error;
+use crate::openai::Conversation;
+
+/// What the script says when the step index runs past a script whose last step is not text.
+pub const EXHAUSTED: &str = "(script exhausted)";
+
+/// `{"rules": [...]}`, as sent to `POST /__scripts` or read from `--scripts`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSet {
+    pub rules: Vec<Rule>,
+}
+
+impl RuleSet {
+    pub fn parse(json: &[u8]) -> Result<RuleSet, Error> {
+        serde_json::from_slice(json).map_err(|e| Error::BadScripts(e.to_string()))
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(try_from = "RawRule")]
+pub struct Rule {
+    /// Substring of the last user message's text that selects this rule.
+    pub pattern: String,
+    /// When set, the request's model must equal it too.
+    pub model: Option<String>,
+    /// Never empty.
+    pub steps: Vec<Step>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    #[serde(rename = "match")]
+    pattern: String,
+    #[serde(default)]
+    model: Option<String>,
+    steps: Vec<Step>,
+}
+
+impl TryFrom<RawRule> for Rule {
+    type Error = String;
+    fn try_from(raw: RawRule) -> Result<Rule, String> {
+        if raw.steps.is_empty() {
+            return Err(format!("the rule matching {:?} has no steps", raw.pattern));
+        }
+        Ok(Rule {
+            pattern: raw.pattern,
+            model: raw.model,
+            steps: raw.steps,
+        })
+    }
+}
+
+/// How a reply is paced on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pacing {
+    /// Characters of text (or of tool-call arguments) per chunk; at least 1.
+    pub chunk_chars: usize,
+    /// Pause between two chunks.
+    pub delay: Duration,
+    /// Pause before the response starts at all (before the status line).
+    pub first_byte_delay: Duration,
+}
+
+impl Default for Pacing {
+    fn default() -> Pacing {
+        Pacing {
+            chunk_chars: 8,
+            delay: Duration::ZERO,
+            first_byte_delay: Duration::ZERO,
+        }
+    }
+}
+
+/// Where the text of a text step comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextSource {
+    Literal(String),
+    /// Exactly the content of the last `tool` message.
+    EchoToolResult,
+    /// `{{last_tool_result}}` and `{{last_user_text}}` are replaced.
+    Template(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptedCall {
+    pub name: String,
+    pub arguments: serde_json::Value,
+}
+
+/// Token counts that override the estimate, for tests of token accounting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageOverride {
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawStep")]
+pub enum Step {
+    Text {
+        text: TextSource,
+        pacing: Pacing,
+        usage: Option<UsageOverride>,
+    },
+    ToolCalls {
+        text: Option<String>,
+        calls: Vec<ScriptedCall>,
+        pacing: Pacing,
+        usage: Option<UsageOverride>,
+    },
+    Error {
+        status: StatusCode,
+        message: String,
+    },
+    Hang,
+    Abort {
+        text: String,
+        after_chars: usize,
+        pacing: Pacing,
+    },
+}
+
+impl Step {
+    /// Text steps are the ones repeated when a script runs out.
+    fn repeats(&self) -> bool {
+        match self {
+            Step::Text { .. } => true,
+            Step::ToolCalls { .. } | Step::Error { .. } | Step::Hang | Step::Abort { .. } => false,
+        }
+    }
+}
+
+/// Every step field, all optional: the typed `Step` is built from it with clear errors.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    text: Option<String>,
+    tool_calls: Option<Vec<RawCall>>,
+    error: Option<RawError>,
+    hang: Option<bool>,
+    abort_after_chars: Option<usize>,
+    echo_tool_result: Option<bool>,
+    text_from_template: Option<String>,
+    chunk_chars: Option<usize>,
+    delay_ms: Option<u64>,
+    first_byte_delay_ms: Option<u64>,
+    usage: Option<UsageOverride>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCall {
+    name: String,
+    #[serde(default = "empty_object")]
+    arguments: serde_json::Value,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(serde_json::Map::new())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawError {
+    status: u16,
+    message: String,
+}
+
+impl TryFrom<RawStep> for Step {
+    type Error = String;
+
+    fn try_from(raw: RawStep) -> Result<Step, String> {
+        let pacing = raw_pacing(&raw)?;
+        let kinds = [
+            raw.tool_calls.is_some(),
+            raw.error.is_some(),
+            raw.hang.is_some(),
+            raw.abort_after_chars.is_some(),
+            raw.echo_tool_result.is_some(),
+            raw.text_from_template.is_some(),
+        ];
+        let count = kinds.iter().filter(|k| **k).count();
+        if count > 1 || (count == 0 && raw.text.is_none()) {
+            return Err(
+                "a step needs exactly one of: text, tool_calls (with optional text), error, hang, \
+                        abort_after_chars (with text), echo_tool_result, text_from_template"
+                    .into(),
+            );
+        }
+        let text_allowed =
+            count == 0 || raw.tool_calls.is_some() || raw.abort_after_chars.is_some();
+        if raw.text.is_some() && !text_allowed {
+            return Err("\"text\" goes only with tool_calls or abort_after_chars, or alone".into());
+        }
+        if let Some(calls) = raw.tool_calls {
+            return tool_calls_step(raw.text, calls, pacing, raw.usage);
+        }
+        if let Some(err) = raw.error {
+            let status = StatusCode::from_u16(err.status)
+                .ok()
+                .filter(|s| s.is_client_error() || s.is_server_error())
+                .ok_or_else(|| format!("error status {} is not a 4xx or 5xx", err.status))?;
+            return Ok(Step::Error {
+                status,
+                message: err.message,
+            });
+        }
+        if let Some(hang) = raw.hang {
+            return if hang {
+                Ok(Step::Hang)
+            } else {
+                Err("\"hang\" must be true".into())
+            };
+        }
+        if let Some(after_chars) = raw.abort_after_chars {
+            let text = raw
+                .text
+                .ok_or("abort_after_chars needs the text to stream before the cut")?;
+            return Ok(Step::Abort {
+                text,
+                after_chars,
+                pacing,
+            });
+        }
+        let text = if let Some(echo) = raw.echo_tool_result {
+            if !echo {
+                return Err("\"echo_tool_result\" must be true".into());
+            }
+            TextSource::EchoToolResult
+        } else if let Some(template) = raw.text_from_template {
+            TextSource::Template(template)
+        } else {
+            TextSource::Literal(raw.text.unwrap_or_default())
+        };
+        Ok(Step::Text {
+            text,
+            pacing,
+            usage: raw.usage,
+        })
+    }
+}
+
+fn raw_pacing(raw: &RawStep) -> Result<Pacing, String> {
+    let chunk_chars = raw.chunk_chars.unwrap_or(Pacing::default().chunk_chars);
+    if chunk_chars == 0 {
+        return Err("chunk_chars must be at least 1".into());
+    }
+    Ok(Pacing {
+        chunk_chars,
+        delay: Duration::from_millis(raw.delay_ms.unwrap_or(0)),
+        first_byte_delay: Duration::from_millis(raw.first_byte_delay_ms.unwrap_or(0)),
+    })
+}
+
+fn tool_calls_step(
+    text: Option<String>,
+    calls: Vec<RawCall>,
+    pacing: Pacing,
+    usage: Option<UsageOverride>,
+) -> Result<Step, String> {
+    if calls.is_empty() {
+        return Err("tool_calls must name at least one call".into());
+    }
+    let calls = calls
+        .into_iter()
+        .map(|c| {
+            if c.name.is_empty() {
+                return Err("a tool call needs a name".to_string());
+            }
+            if !c.arguments.is_object() {
+                return Err(format!(
+                    "the arguments of {:?} must be a JSON object",
+                    c.name
+                ));
+            }
+            Ok(ScriptedCall {
+                name: c.name,
+                arguments: c.arguments,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Step::ToolCalls {
+        text,
+        calls,
+        pacing,
+        usage,
+    })
+}
+
+/// The decision for one request, before any id is assigned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Reply(Reply),
+    Fail { status: StatusCode, message: String },
+    Hang,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub text: String,
+    pub calls: Vec<ScriptedCall>,
+    pub pacing: Pacing,
+    /// Cut the connection once this many characters of text were sent.
+    pub abort_after_chars: Option<usize>,
+    pub usage: Option<UsageOverride>,
+}
+
+impl Reply {
+    fn text(text: String, pacing: Pacing, usage: Option<UsageOverride>) -> Reply {
+        Reply {
+            text,
+            calls: Vec::new(),
+            pacing,
+            abort_after_chars: None,
+            usage,
+        }
+    }
+}
+
+/// The first rule (in order) whose pattern is in the last user text and whose model, if
+/// any, is the request's.
+pub fn find_rule<'a>(
+    rules: impl IntoIterator<Item = &'a Rule>,
+    convo: &Conversation,
+) -> Option<&'a Rule> {
+    rules.into_iter().find(|r| {
+        convo.last_user_text.contains(&r.pattern)
+            && r.model.as_ref().is_none_or(|m| *m == convo.model)
+    })
+}
+
+/// What to answer: the step at the conversation's step index, the repeated last text step,
+/// `(script exhausted)`, or with no rule the default `You said: …` reply.
+pub fn decide(rule: Option<&Rule>, convo: &Conversation) -> Outcome {
+    let Some(rule) = rule else {
+        return Outcome::Reply(Reply::text(
+            format!("You said: {}", convo.last_user_text),
+            Pacing::default(),
+            None,
+        ));
+    };
+    let step = match rule.steps.get(convo.steps_taken) {
+        Some(step) => step,
+        None => match rule.steps.last() {
+            Some(last) if last.repeats() => last,
+            _ => {
+                return Outcome::Reply(Reply::text(EXHAUSTED.to_string(), Pacing::default(), None));
+            }
+        },
+    };
+    render(step, convo)
+}
+
+fn render(step: &Step, convo: &Conversation) -> Outcome {
+    match step {
+        Step::Text {
+            text,
+            pacing,
+            usage,
+        } => Outcome::Reply(Reply::text(text_of(text, convo), *pacing, *usage)),
+        Step::ToolCalls {
+            text,
+            calls,
+            pacing,
+            usage,
+        } => Outcome::Reply(Reply {
+            text: text.clone().unwrap_or_default(),
+            calls: calls.clone(),
+            pacing: *pacing,
+            abort_after_chars: None,
+            usage: *usage,
+        }),
+        Step::Error { status, message } => Outcome::Fail {
+            status: *status,
+            message: message.clone(),
+        },
+        Step::Hang => Outcome::Hang,
+        Step::Abort {
+            text,
+            after_chars,
+            pacing,
+        } => Outcome::Reply(Reply {
+            text: text.clone(),
+            calls: Vec::new(),
+            pacing: *pacing,
+            abort_after_chars: Some(*after_chars),
+            usage: None,
+        }),
+    }
+}
+
+fn text_of(source: &TextSource, convo: &Conversation) -> String {
+    let tool_result = convo.last_tool_result.as_deref().unwrap_or("");
+    match source {
+        TextSource::Literal(text) => text.clone(),
+        TextSource::EchoToolResult => tool_result.to_string(),
+        TextSource::Template(t) => t
+            .replace("{{last_tool_result}}", tool_result)
+            .replace("{{last_user_text}}", &convo.last_user_text),
+    }
+}
+
+/// Model names the rules mention, for `GET /v1/models` and the model check.
+pub fn model_names<'a>(rules: impl IntoIterator<Item = &'a Rule>) -> impl Iterator<Item = &'a str> {
+    rules.into_iter().filter_map(|r| r.model.as_deref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rules(v: serde_json::Value) -> Vec<Rule> {
+        RuleSet::parse(v.to_string().as_bytes()).unwrap().rules
+    }
+
+    fn convo(user: &str, steps_taken: usize) -> Conversation {
+        Conversation {
+            model: "scripted".into(),
+            stream: true,
+            include_usage: false,
+            last_user_text: user.into(),
+            steps_taken,
+            last_tool_result: Some("<tool-result>data</tool-result>".into()),
+            prompt_tokens: 1,
+        }
+    }
+
+    fn text_of_outcome(o: Outcome) -> String {
+        match o {
+            Outcome::Reply(r) => r.text,
+            other => panic!("expected a reply, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_first_matching_rule_wins_and_model_narrows() {
+        let rs = rules(json!({"rules": [
+            {"match": "week", "model": "other", "steps": [{"text": "other model"}]},
+            {"match": "week", "steps": [{"text": "first"}]},
+            {"match": "my week", "steps": [{"text": "second"}]}
+        ]}));
+        let c = convo("show my week please", 0);
+        assert_eq!(text_of_outcome(decide(find_rule(&rs, &c), &c)), "first");
+        let c2 = Conversation {
+            model: "other".into(),
+            ..c
+        };
+        assert_eq!(
+            text_of_outcome(decide(find_rule(&rs, &c2), &c2)),
+            "other model"
+        );
+    }
+
+    #[test]
+    fn no_rule_gives_the_default_reply() {
+        let c = convo("hello", 0);
+        assert_eq!(text_of_outcome(decide(None, &c)), "You said: hello");
+    }
+
+    #[test]
+    fn steps_advance_and_the_last_text_step_repeats() {
+        let rs = rules(json!({"rules": [{"match": "x", "steps": [
+            {"tool_calls": [{"name": "files_list", "arguments": {"path": "/"}}]},
+            {"text": "done"}
+        ]}]}));
+        let at = |n| decide(find_rule(&rs, &convo("x", n)), &convo("x", n));
+        match at(0) {
+            Outcome::Reply(r) => {
+                assert_eq!(
+                    r.calls,
+                    vec![ScriptedCall {
+                        name: "files_list".into(),
+                        arguments: json!({"path": "/"})
+                    }]
+                );
+                assert_eq!(r.text, "");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(text_of_outcome(at(1)), "done");
+        assert_eq!(text_of_outcome(at(5)), "done");
+    }
+
+    #[test]
+    fn a_script_ending_in_a_tool_call_is_exhausted() {
+        let rs =
+            rules(json!({"rules": [{"match": "x", "steps": [{"tool_calls": [{"name": "a"}]}]}]}));
+        assert_eq!(
+            text_of_outcome(decide(find_rule(&rs, &convo("x", 1)), &convo("x", 1))),
+            EXHAUSTED
+        );
+    }
+
+    #[test]
+    fn echo_and_template_quote_the_tool_result() {
+        let rs = rules(json!({"rules": [
+            {"match": "echo", "steps": [{"echo_tool_result": true}]},
+            {"match": "tpl", "steps": [{"text_from_template": "got [{{last_tool_result}}] for {{last_user_text}}"}]}
+        ]}));
+        let c = convo("echo", 0);
+        assert_eq!(
+            text_of_outcome(decide(find_rule(&rs, &c), &c)),
+            "<tool-result>data</tool-result>"
+        );
+        let c = convo("tpl", 0);
+        assert_eq!(
+            text_of_outcome(decide(find_rule(&rs, &c), &c)),
+            "got [<tool-result>data</tool-result>] for tpl"
+        );
+    }
+
+    #[test]
+    fn error_hang_and_abort_steps_decide_accordingly() {
+        let rs = rules(json!({"rules": [
+            {"match": "err", "steps": [{"error": {"status": 503, "message": "overloaded"}}]},
+            {"match": "hang", "steps": [{"hang": true}]},
+            {"match": "cut", "steps": [{"abort_after_chars": 3, "text": "abcdef", "chunk_chars": 1, "delay_ms": 5}]}
+        ]}));
+        let d = |u: &str| decide(find_rule(&rs, &convo(u, 0)), &convo(u, 0));
+        assert_eq!(
+            d("err"),
+            Outcome::Fail {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                message: "overloaded".into()
+            }
+        );
+        assert_eq!(d("hang"), Outcome::Hang);
+        match d("cut") {
+            Outcome::Reply(r) => {
+                assert_eq!(r.abort_after_chars, Some(3));
+                assert_eq!(r.pacing.chunk_chars, 1);
+                assert_eq!(r.pacing.delay, Duration::from_millis(5));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn malformed_steps_are_refused_with_a_reason() {
+        let bad = [
+            json!({"rules": [{"match": "x", "steps": []}]}),
+            json!({"rules": [{"match": "x", "steps": [{}]}]}),
+            json!({"rules": [{"match": "x", "steps": [{"text": "a", "hang": true}]}]}),
+            json!({"rules": [{"match": "x", "steps": [{"abort_after_chars": 3}]}]}),
+            json!({"rules": [{"match": "x", "steps": [{"error": {"status": 200, "message": "no"}}]}]}),
+            json!({"rules": [{"match": "x", "steps": [{"text": "a", "chunk_chars": 0}]}]}),
+            json!({"rules": [{"match": "x", "steps": [{"tool_calls": []}]}]}),
+            json!({"rules": [{"match": "x", "steps": [{"tool_calls": [{"name": "a", "arguments": [1]}]}]}]}),
+            json!({"rules": [{"match": "x", "steps": [{"txt": "typo"}]}]}),
+            json!({"rules": [{"steps": [{"text": "no match"}]}]}),
+            json!({"rule": []}),
+        ];
+        for b in bad {
+            assert!(
+                matches!(
+                    RuleSet::parse(b.to_string().as_bytes()),
+                    Err(Error::BadScripts(_))
+                ),
+                "accepted {b}"
+            );
+        }
+    }
+
+    #[test]
+    fn model_names_come_from_rules() {
+        let rs = rules(json!({"rules": [
+            {"match": "a", "model": "m1", "steps": [{"text": "x"}]},
+            {"match": "b", "steps": [{"text": "x"}]}
+        ]}));
+        assert_eq!(model_names(&rs).collect::<Vec<_>>(), vec!["m1"]);
+    }
+}

@@ -1,0 +1,178 @@
+//! The HTTP surface: one `app(state)` router, thin handlers, and `serve` which runs it on a
+//! listener it is given until a shutdown token fires.
+//!
+//! Handlers only parse, ask `script` what to say and hand the answer to `reply`. No handler
+//! may outlive shutdown: hanging and streaming answers all watch the token.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::control::{RequestLog, Scripts};
+use crate::error::Error;
+use crate::openai::{self, ModelEntry, ModelList, ResponseMeta};
+use crate::reply::{self, IdentifiedCall};
+use crate::script::{Outcome, Reply, Rule, RuleSet};
+
+/// Requests carry whole conversations with tool results; allow more than axum's 2 MB.
+const BODY_LIMIT: usize = 32 * 1024 * 1024;
+
+pub struct AppState {
+    scripts: Scripts,
+    log: RequestLog,
+    responses: AtomicU64,
+    calls: AtomicU64,
+    shutdown: CancellationToken,
+}
+
+impl AppState {
+    pub fn new(rules: Vec<Rule>, shutdown: CancellationToken) -> Arc<AppState> {
+        Arc::new(AppState {
+            scripts: Scripts::new(rules),
+            log: RequestLog::default(),
+            responses: AtomicU64::new(0),
+            calls: AtomicU64::new(0),
+            shutdown,
+        })
+    }
+
+    /// `call_<n>`: unique for the life of this process, so ids never repeat in a conversation.
+    fn next_call_id(&self) -> String {
+        format!("call_{}", self.calls.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+
+    fn next_response_id(&self) -> String {
+        format!(
+            "chatcmpl-{}",
+            self.responses.fetch_add(1, Ordering::Relaxed) + 1
+        )
+    }
+}
+
+pub fn app(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/models", get(models))
+        .route("/__scripts", post(add_scripts).delete(clear_scripts))
+        .route("/__requests", get(list_requests).delete(clear_requests))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(state)
+}
+
+/// Serves `app` on `listener` until `shutdown` fires, then ends open streams and returns.
+pub async fn serve(
+    listener: TcpListener,
+    rules: Vec<Rule>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let state = AppState::new(rules, shutdown.clone());
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+}
+
+async fn chat_completions(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    state.log.record(&body);
+    match answer(&state, &body).await {
+        Ok(response) => response,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn answer(state: &AppState, body: &[u8]) -> Result<Response, Error> {
+    let request = openai::parse_request(body)?;
+    let convo = openai::validate(&request)?;
+    if !state.scripts.models().contains(&convo.model) {
+        return Err(Error::ModelNotFound(convo.model));
+    }
+    let reply = match state.scripts.decide(&convo) {
+        Outcome::Reply(reply) => reply,
+        Outcome::Fail { status, message } => return Err(Error::Scripted { status, message }),
+        Outcome::Hang => return Ok(reply::hang(&state.shutdown).await),
+    };
+    let calls = identify(state, &reply);
+    let meta = ResponseMeta {
+        id: state.next_response_id(),
+        created: chrono::Utc::now().timestamp(),
+        model: convo.model.clone(),
+        include_usage: convo.include_usage,
+    };
+    let usage = reply::usage_for(&reply, &calls, convo.prompt_tokens);
+    if !reply.pacing.first_byte_delay.is_zero() {
+        tokio::select! {
+            () = tokio::time::sleep(reply.pacing.first_byte_delay) => {}
+            () = state.shutdown.cancelled() => return Ok(StatusCode::SERVICE_UNAVAILABLE.into_response()),
+        }
+    }
+    if convo.stream {
+        let plan = reply::stream_plan(&reply, &calls, &meta, usage);
+        return Ok(reply::sse_response(plan, state.shutdown.clone()));
+    }
+    let body = reply::completion_body(&reply, &calls, &meta, usage);
+    let pieces = reply::split_chars(&reply.text, reply.pacing.chunk_chars).len() as u32;
+    let pauses = reply.pacing.delay * pieces.saturating_sub(1);
+    Ok(reply::json_response(body, pauses, reply.abort_after_chars, &state.shutdown).await)
+}
+
+fn identify(state: &AppState, reply: &Reply) -> Vec<IdentifiedCall> {
+    reply
+        .calls
+        .iter()
+        .map(|c| IdentifiedCall {
+            id: state.next_call_id(),
+            name: c.name.clone(),
+            arguments: c.arguments.to_string(),
+        })
+        .collect()
+}
+
+async fn models(State(state): State<Arc<AppState>>) -> Json<ModelList> {
+    let data = state
+        .scripts
+        .models()
+        .into_iter()
+        .map(|id| ModelEntry {
+            id,
+            object: "model",
+            created: 0,
+            owned_by: "scripted-model",
+        })
+        .collect();
+    Json(ModelList {
+        object: "list",
+        data,
+    })
+}
+
+async fn add_scripts(
+    State(state): State<Arc<AppState>>,
+    body: Bytes,
+) -> Result<Json<serde_json::Value>, Error> {
+    let set = RuleSet::parse(&body)?;
+    let added = set.rules.len();
+    state.scripts.prepend(set.rules);
+    Ok(Json(json!({"added": added})))
+}
+
+async fn clear_scripts(State(state): State<Arc<AppState>>) -> StatusCode {
+    state.scripts.clear_runtime();
+    StatusCode::NO_CONTENT
+}
+
+async fn list_requests(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
+    Json(json!({"requests": state.log.snapshot()}))
+}
+
+async fn clear_requests(State(state): State<Arc<AppState>>) -> StatusCode {
+    state.log.clear();
+    StatusCode::NO_CONTENT
+}
