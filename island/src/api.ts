@@ -1,0 +1,67 @@
+/**
+ * HTTP calls from the island to our API (the Nextcloud app, or the dev host in development).
+ *
+ * Owns: the `requesttoken` header on every request, JSON in and out, and turning a failed
+ * answer into an `ApiError`. The chat stream itself goes through the AI SDK transport
+ * (see chat.ts), which gets the same header.
+ *
+ * Must never: put a uid in a body (G1: the server takes identity from the session only).
+ */
+import type { IslandConfig } from './config';
+import { ApiError, parseErrorBody } from './errors';
+
+export interface ConversationSummary {
+  id: string;
+  title: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface ToolResult {
+  content?: unknown[];
+  structuredContent?: unknown;
+  isError?: boolean;
+}
+
+export class Api {
+  constructor(private readonly config: IslandConfig) {}
+
+  headers(extra: Record<string, string> = {}): Record<string, string> {
+    return { requesttoken: this.config.requestToken, ...extra };
+  }
+
+  async listConversations(): Promise<ConversationSummary[]> {
+    const body = (await this.request('GET', '/conversations')) as { conversations?: ConversationSummary[] };
+    return Array.isArray(body.conversations) ? body.conversations : [];
+  }
+
+  async getConversation(id: string): Promise<{ id: string; title: string; messages: unknown[] }> {
+    return (await this.request('GET', `/conversations/${encodeURIComponent(id)}`)) as { id: string; title: string; messages: unknown[] };
+  }
+
+  async deleteConversation(id: string): Promise<void> {
+    await this.request('DELETE', `/conversations/${encodeURIComponent(id)}`);
+  }
+
+  /** The relay for frames: read-only, app-visible tools only (the server answers 403 otherwise). */
+  async callAppTool(server: string, name: string, args: Record<string, unknown>): Promise<ToolResult> {
+    return (await this.request('POST', '/apps/tools/call', { server, name, arguments: args })) as ToolResult;
+  }
+
+  /** Effectful app-only tools; called only from a button in the island's own DOM. */
+  async dispatchAppTool(server: string, name: string, args: Record<string, unknown>): Promise<ToolResult> {
+    return (await this.request('POST', '/apps/tools/dispatch', { server, name, arguments: args })) as ToolResult;
+  }
+
+  private async request(method: string, path: string, body?: unknown): Promise<unknown> {
+    const init: RequestInit = { method, credentials: 'same-origin', headers: this.headers(body === undefined ? {} : { 'Content-Type': 'application/json' }) };
+    if (body !== undefined) init.body = JSON.stringify(body);
+    const response = await fetch(`${this.config.apiBase}${path}`, init);
+    if (!response.ok) {
+      const { message, requestId } = parseErrorBody(await response.text());
+      throw new ApiError(response.status, message, requestId ?? response.headers.get('X-Request-Id'));
+    }
+    if (response.status === 204) return {};
+    return response.json();
+  }
+}

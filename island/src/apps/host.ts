@@ -1,0 +1,175 @@
+/**
+ * The MCP Apps host: which frames exist and what their requests do.
+ *
+ * Owns: the registry of live frames, keyed by their `contentWindow` (third point of
+ * distrust: a sandboxed frame's origin is the string "null", so `event.source` is the only
+ * honest identity), the handshake (`ui/initialize` → `ui/notifications/initialized` → tool
+ * input → tool result), and what each accepted request is allowed to do:
+ *   - `tools/call` goes to the relay `POST <apiBase>/apps/tools/call` for the frame's own
+ *     server (the server refuses anything not app-visible and read-only with 403);
+ *   - `ui/open-link` is honoured only for a `tamebi:` target; the host builds the URL;
+ *   - `ui/notifications/size-changed` is clamped to 1200 px.
+ *
+ * Must never: parse a message itself (bridge.ts does), trust `event.origin`, dispatch an
+ * effectful tool (only a click in the island's own DOM may), or navigate to a URL a frame
+ * wrote.
+ */
+import { clampHeight, parseFrameMessage, type FrameMessage, type RequestId } from './bridge';
+import { buildLinkUrl, parseLinkTarget } from './links';
+import { ApiError } from '../errors';
+import type { ToolResult } from '../api';
+
+export const PROTOCOL_VERSION = '2026-01-26';
+/** Tool calls one frame may have in flight; more are refused rather than queued. */
+export const MAX_CALLS_IN_FLIGHT = 4;
+
+export interface FrameRecord {
+  server: string;
+  resourceUri: string;
+  toolName: string;
+  toolInput: Record<string, unknown>;
+  toolResult: ToolResult;
+  onResize(height: number): void;
+  /** Set when the frame has completed its handshake. */
+  initialized?: boolean;
+  inFlight?: number;
+}
+
+export interface HostDeps {
+  callTool(server: string, name: string, args: Record<string, unknown>): Promise<ToolResult>;
+  openUrl(url: string): void;
+  linkBase: string;
+  theme(): 'light' | 'dark';
+}
+
+export class AppHost {
+  private readonly frames = new Map<MessageEventSource, FrameRecord>();
+  private readonly listener = (event: MessageEvent) => this.onMessage(event);
+
+  constructor(
+    private readonly deps: HostDeps,
+    private readonly win: Window = window,
+  ) {
+    this.win.addEventListener('message', this.listener);
+  }
+
+  dispose(): void {
+    this.win.removeEventListener('message', this.listener);
+    this.frames.clear();
+  }
+
+  register(frameWindow: Window, record: FrameRecord): void {
+    this.frames.set(frameWindow, { ...record, initialized: false, inFlight: 0 });
+  }
+
+  unregister(frameWindow: Window): void {
+    this.frames.delete(frameWindow);
+  }
+
+  get size(): number {
+    return this.frames.size;
+  }
+
+  private onMessage(event: MessageEvent): void {
+    // Identity is the window object the message came from, never event.origin.
+    const source = event.source;
+    if (source === null) return;
+    const record = this.frames.get(source);
+    if (!record) return;
+    const message = parseFrameMessage(event.data);
+    if (!message) return;
+    void this.handle(source as Window, record, message);
+  }
+
+  private async handle(frame: Window, record: FrameRecord, message: FrameMessage): Promise<void> {
+    switch (message.kind) {
+      case 'initialize':
+        return reply(frame, message.id, {
+          protocolVersion: PROTOCOL_VERSION,
+          hostInfo: { name: 'tamebi', version: '0.1.0' },
+          hostCapabilities: { openLinks: {}, serverTools: {} },
+          hostContext: {
+            theme: this.deps.theme(),
+            displayMode: 'inline',
+            availableDisplayModes: ['inline'],
+            containerDimensions: { maxHeight: 1200 },
+            locale: globalThis.navigator?.language ?? 'en',
+            timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+            platform: 'web',
+          },
+        });
+      case 'initialized':
+        if (record.initialized) return;
+        record.initialized = true;
+        notify(frame, 'ui/notifications/tool-input', { arguments: record.toolInput });
+        notify(frame, 'ui/notifications/tool-result', record.toolResult);
+        return;
+      case 'tools-call':
+        return this.relayToolCall(frame, record, message.id, message.name, message.arguments);
+      case 'open-link': {
+        const target = parseLinkTarget(message.url);
+        if (!target) return replyError(frame, message.id, -32000, 'Policy violation: unknown link target');
+        this.deps.openUrl(buildLinkUrl(target, this.deps.linkBase));
+        return reply(frame, message.id, {});
+      }
+      case 'size-changed':
+        if (message.height !== null) record.onResize(clampHeight(message.height));
+        return;
+      case 'ping':
+        return reply(frame, message.id, {});
+      case 'log':
+        return;
+    }
+  }
+
+  private async relayToolCall(frame: Window, record: FrameRecord, id: RequestId, name: string, args: Record<string, unknown>): Promise<void> {
+    if ((record.inFlight ?? 0) >= MAX_CALLS_IN_FLIGHT) return replyError(frame, id, -32000, 'Too many requests');
+    record.inFlight = (record.inFlight ?? 0) + 1;
+    try {
+      const result = await this.deps.callTool(record.server, name, args);
+      reply(frame, id, result);
+    } catch (error) {
+      const message = error instanceof ApiError && error.status === 403 ? 'This action is not allowed.' : 'The tool call failed.';
+      replyError(frame, id, -32000, message);
+    } finally {
+      record.inFlight = (record.inFlight ?? 1) - 1;
+    }
+  }
+}
+
+// A sandboxed frame has an opaque origin, so "*" is the only target origin that reaches it.
+// The message goes to that one window object, which is what makes this safe.
+function reply(frame: Window, id: RequestId, result: unknown): void {
+  frame.postMessage({ jsonrpc: '2.0', id, result }, '*');
+}
+
+function replyError(frame: Window, id: RequestId, code: number, message: string): void {
+  frame.postMessage({ jsonrpc: '2.0', id, error: { code, message } }, '*');
+}
+
+function notify(frame: Window, method: string, params: unknown): void {
+  frame.postMessage({ jsonrpc: '2.0', method, params }, '*');
+}
+
+/** Where a tool output says its MCP App lives, if it has one. */
+export interface AppRef {
+  server: string;
+  resourceUri: string;
+}
+
+export function appRefFromOutput(output: unknown): AppRef | null {
+  if (typeof output !== 'object' || output === null) return null;
+  const o = output as Record<string, unknown>;
+  const meta = o._meta as Record<string, unknown> | undefined;
+  const ui = meta?.ui as Record<string, unknown> | undefined;
+  const resourceUri = ui?.resourceUri;
+  const server = meta?.server ?? o.server;
+  if (typeof resourceUri !== 'string' || !resourceUri.startsWith('ui://') || resourceUri.length > 512) return null;
+  if (typeof server !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(server)) return null;
+  return { server, resourceUri };
+}
+
+/** The frame route for an app: always the route, never srcdoc, blob: or data: (second point). */
+export function frameSrc(frameUrl: string, ref: AppRef): string {
+  return `${frameUrl}?${new URLSearchParams({ server: ref.server, uri: ref.resourceUri }).toString()}`;
+}

@@ -1,0 +1,70 @@
+/**
+ * The chat session: the AI SDK's `useChat` wired to our API.
+ *
+ * Owns: the transport (POST `<apiBase>/chat`, resume via GET `<apiBase>/chat/<id>/stream`,
+ * the `requesttoken` header), sending only the last message (the server's chat.db is the
+ * truth, see docs/api.md), sending automatically once every approval is answered, and
+ * reconnecting after a dropped connection.
+ *
+ * Must never: decide anything about approvals itself (G3 is the orchestrator's; the card only
+ * reports the person's click).
+ */
+import { useChat } from '@ai-sdk/vue';
+import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai';
+import { shallowRef, watch } from 'vue';
+import type { IslandConfig } from './config';
+
+/** How often we try to reattach to a reply after the connection dropped. */
+const MAX_RESUME_ATTEMPTS = 3;
+
+export function newConversationId(): string {
+  return crypto.randomUUID();
+}
+
+export function useTamebiChat(config: IslandConfig) {
+  const init = shallowRef(chatInit(config, newConversationId(), []));
+  const chat = useChat(init);
+  let resumeAttempts = 0;
+
+  /** Switches to a conversation (its stored messages), reattaching to a reply in flight. */
+  function open(id: string, messages: UIMessage[]): void {
+    init.value = chatInit(config, id, messages);
+    resumeAttempts = 0;
+    void chat.resumeStream();
+  }
+
+  // A dropped connection (not an answer from the server) gets a few resume attempts.
+  watch(chat.error, (error) => {
+    if (!error || !isDroppedConnection(error) || resumeAttempts >= MAX_RESUME_ATTEMPTS) return;
+    resumeAttempts += 1;
+    chat.clearError();
+    void chat.resumeStream();
+  });
+
+  return { ...chat, open };
+}
+
+function chatInit(config: IslandConfig, id: string, messages: UIMessage[]) {
+  return {
+    id,
+    messages,
+    transport: new DefaultChatTransport<UIMessage>({
+      api: `${config.apiBase}/chat`,
+      credentials: 'same-origin',
+      headers: () => ({ requesttoken: config.requestToken }),
+      prepareSendMessagesRequest: ({ id: chatId, messages: all, trigger, messageId }) => ({
+        body: { id: chatId, messages: all.slice(-1), trigger, messageId },
+      }),
+      prepareReconnectToStreamRequest: ({ id: chatId }) => ({
+        api: `${config.apiBase}/chat/${encodeURIComponent(chatId)}/stream`,
+        credentials: 'same-origin',
+        headers: { requesttoken: config.requestToken },
+      }),
+    }),
+    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+  };
+}
+
+function isDroppedConnection(error: Error): boolean {
+  return error.name === 'TypeError' || /network error|failed to fetch|terminated/i.test(error.message);
+}

@@ -1,0 +1,93 @@
+/**
+ * The island's configuration, read once from the page that embeds it.
+ *
+ * Owns: finding and validating `tamebi-config` and the CSRF token. Inside Nextcloud the PHP
+ * app renders the config with IInitialState, which becomes
+ * `<input type="hidden" id="initial-state-tamebi-tamebi-config" value="base64(json)">`; a
+ * plain `<div id="tamebi-config" data-config="json">` is accepted too. The CSRF token is
+ * `<head data-requesttoken>`, as Nextcloud renders it.
+ *
+ * Must never: read configuration from anywhere a frame or the model can write (URL
+ * fragments, messages, local storage); guess a missing value.
+ */
+
+export interface IslandConfig {
+  /** Base of our API routes, e.g. `/apps/tamebi/api`. */
+  apiBase: string;
+  /** The frame route that serves MCP App documents, e.g. `/apps/tamebi/frame`. */
+  frameUrl: string;
+  user: { uid: string; displayName: string };
+  workspaceConnected: boolean;
+  /** Prefix for Nextcloud links built by the host ("" = same origin, pretty URLs). */
+  linkBase: string;
+  /** Nextcloud's CSRF token; sent as the `requesttoken` header on every request. */
+  requestToken: string;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export function readConfig(doc: Document): IslandConfig {
+  const raw = readRawConfig(doc);
+  const requestToken = doc.head?.dataset.requesttoken ?? '';
+  return validateConfig(raw, requestToken);
+}
+
+function readRawConfig(doc: Document): unknown {
+  const input = doc.getElementById('initial-state-tamebi-tamebi-config');
+  if (input instanceof HTMLInputElement) {
+    try {
+      const bytes = Uint8Array.from(atob(input.value), (c) => c.charCodeAt(0));
+      return JSON.parse(new TextDecoder().decode(bytes));
+    } catch {
+      throw new ConfigError('The initial state "tamebi-config" is not base64-encoded JSON.');
+    }
+  }
+  const div = doc.getElementById('tamebi-config');
+  const json = div?.dataset.config;
+  if (json !== undefined) {
+    try {
+      return JSON.parse(json);
+    } catch {
+      throw new ConfigError('The data-config attribute of #tamebi-config is not JSON.');
+    }
+  }
+  throw new ConfigError('No configuration found: expected the initial state "tamebi-config".');
+}
+
+export function validateConfig(raw: unknown, requestToken: string): IslandConfig {
+  if (typeof raw !== 'object' || raw === null) throw new ConfigError('tamebi-config must be a JSON object.');
+  const c = raw as Record<string, unknown>;
+  const apiBase = routeBase(c.apiBase, 'apiBase');
+  const frameUrl = routeBase(c.frameUrl, 'frameUrl');
+  const user = c.user as Record<string, unknown> | undefined;
+  if (typeof user !== 'object' || user === null || typeof user.uid !== 'string' || user.uid === '') {
+    throw new ConfigError('tamebi-config.user.uid must be a non-empty string.');
+  }
+  const displayName = typeof user.displayName === 'string' && user.displayName !== '' ? user.displayName : user.uid;
+  if (typeof c.workspaceConnected !== 'boolean') {
+    throw new ConfigError('tamebi-config.workspaceConnected must be true or false.');
+  }
+  const linkBase = c.linkBase === undefined ? '' : linkPrefix(c.linkBase);
+  if (requestToken === '') throw new ConfigError('No CSRF token: expected <head data-requesttoken>.');
+  return { apiBase, frameUrl, user: { uid: user.uid, displayName }, workspaceConnected: c.workspaceConnected, linkBase, requestToken };
+}
+
+/** A same-origin absolute path without a trailing slash. */
+function routeBase(value: unknown, name: string): string {
+  if (typeof value !== 'string' || !/^\/[A-Za-z0-9._~\-/]*$/.test(value) || value.startsWith('//')) {
+    throw new ConfigError(`tamebi-config.${name} must be an absolute path on this site, like "/apps/tamebi/api".`);
+  }
+  return value.replace(/\/+$/, '');
+}
+
+/** "" , a path, or an http(s) origin with an optional path; no trailing slash. */
+function linkPrefix(value: unknown): string {
+  if (value === '') return '';
+  if (typeof value === 'string') {
+    if (/^\/[A-Za-z0-9._~\-/]*$/.test(value) && !value.startsWith('//')) return value.replace(/\/+$/, '');
+    if (/^https?:\/\/[A-Za-z0-9.\-]+(:\d+)?(\/[A-Za-z0-9._~\-/]*)?$/.test(value)) return value.replace(/\/+$/, '');
+  }
+  throw new ConfigError('tamebi-config.linkBase must be "", a path, or an http(s) URL.');
+}

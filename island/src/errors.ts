@@ -1,0 +1,56 @@
+/**
+ * What the person sees when something fails.
+ *
+ * Owns: turning any failure into one short sentence. A server message is shown only when it
+ * carries a request id — that is how we know it is one of our own fixed messages
+ * (`{"error":{"message","requestId"}}`, or an SSE error part ending in "(request id: …)").
+ *
+ * Must never: show raw exception text, upstream bodies or stack traces.
+ */
+
+export const GENERIC = {
+  network: 'Could not reach Tamebi. Check your connection and try again.',
+  failed: 'Something went wrong. Please try again.',
+} as const;
+
+/** An HTTP answer from our API that was not a success. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  constructor(
+    readonly status: number,
+    readonly serverMessage: string | null,
+    readonly requestId: string | null,
+  ) {
+    super(`HTTP ${status}`);
+  }
+}
+
+/** Parses our error body; anything else yields nulls. */
+export function parseErrorBody(text: string): { message: string | null; requestId: string | null } {
+  try {
+    const body = JSON.parse(text) as { error?: { message?: unknown; requestId?: unknown } };
+    const message = typeof body?.error?.message === 'string' ? body.error.message : null;
+    const requestId = typeof body?.error?.requestId === 'string' ? body.error.requestId : null;
+    return { message, requestId };
+  } catch {
+    return { message: null, requestId: null };
+  }
+}
+
+const WITH_REQUEST_ID = /^[^\n]{1,200} \(request id: [A-Za-z0-9._:\-]{1,100}\)$/;
+
+/** The sentence to show for a failure. */
+export function userMessage(error: unknown): string {
+  if (error instanceof ApiError) {
+    return error.serverMessage && error.requestId ? `${error.serverMessage} (request id: ${error.requestId})` : GENERIC.failed;
+  }
+  if (error instanceof Error) {
+    // The chat transport puts a failed response's body into the message.
+    const { message, requestId } = parseErrorBody(error.message);
+    if (message && requestId) return `${message} (request id: ${requestId})`;
+    // An SSE `error` part from the orchestrator ends with its request id.
+    if (WITH_REQUEST_ID.test(error.message)) return error.message;
+    if (error.name === 'TypeError' || /network|fetch/i.test(error.message)) return GENERIC.network;
+  }
+  return GENERIC.failed;
+}

@@ -1,0 +1,44 @@
+// @vitest-environment jsdom
+import { describe, expect, it } from 'vitest';
+import { ApiError, GENERIC, userMessage } from '../src/errors';
+import { renderMarkdown } from '../src/markdown';
+
+describe('userMessage', () => {
+  it('shows our fixed message only with a request id', () => {
+    expect(userMessage(new ApiError(409, 'A reply is already being written in this conversation.', 'req-1'))).toBe(
+      'A reply is already being written in this conversation. (request id: req-1)');
+    expect(userMessage(new ApiError(500, 'secret internals', null))).toBe(GENERIC.failed);
+  });
+  it('reads an error body carried in an Error message', () => {
+    expect(userMessage(new Error('{"error":{"message":"Not signed in.","requestId":"abc"}}'))).toBe('Not signed in. (request id: abc)');
+  });
+  it('passes an SSE error part through', () => {
+    expect(userMessage(new Error('Something went wrong. Please try again. (request id: r-9)'))).toBe('Something went wrong. Please try again. (request id: r-9)');
+  });
+  it('never shows raw exception text', () => {
+    expect(userMessage(new Error('ECONNREFUSED 10.0.0.3:8700 at Socket.connect'))).toBe(GENERIC.failed);
+    expect(userMessage(new TypeError('Failed to fetch'))).toBe(GENERIC.network);
+    expect(userMessage('a string')).toBe(GENERIC.failed);
+  });
+});
+
+describe('renderMarkdown', () => {
+  it('renders markdown', () => {
+    expect(renderMarkdown('**bold** and `code`')).toContain('<strong>bold</strong>');
+  });
+  it('escapes raw HTML from the model', () => {
+    const html = renderMarkdown('<img src=x onerror=alert(1)><script>alert(1)</script>');
+    expect(html).not.toMatch(/<img|<script/);
+    expect(html).toContain('&lt;script&gt;');
+  });
+  it('drops javascript: links and hardens the rest', () => {
+    for (const text of ['[x](javascript:alert(1))', '<a href="javascript:alert(1)">x</a>', '[x](JAVASCRIPT:alert(1))']) {
+      const div = document.createElement('div');
+      div.innerHTML = renderMarkdown(text);
+      expect(div.querySelector('a')).toBeNull();
+    }
+    const link = renderMarkdown('[docs](https://example.org)');
+    expect(link).toContain('rel="noopener noreferrer"');
+    expect(link).toContain('target="_blank"');
+  });
+});
