@@ -1,0 +1,49 @@
+// The dev host's configuration: one object, read from the environment once at startup.
+//
+// ORCHESTRATOR_URL       where `tamebi` listens, e.g. http://127.0.0.1:8700 (required)
+// TAMEBI_PROXY_SECRET    the shared proxy bearer (required)
+// TAMEBI_SIGNING_SECRET  the G1 signing secret (required)
+// DEV_USERS              stand-in users and their Nextcloud app passwords: "alice:pw,bob:pw" (required)
+// NC_URL                 the Nextcloud (or stand-in) base URL; links opened by apps point there (optional)
+// DEV_HOST_BIND          address to listen on, default 127.0.0.1:8080 (port 0 = any free port)
+// DEV_HOST_DIST          the built island, default ../dist next to this file
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env) {
+  const problems = [];
+  const required = (name) => {
+    const value = env[name];
+    if (!value) problems.push(`${name} is required`);
+    return value ?? '';
+  };
+  const orchestratorUrl = required('ORCHESTRATOR_URL').replace(/\/+$/, '');
+  if (orchestratorUrl && !/^https?:\/\/[^/]+$/.test(orchestratorUrl)) problems.push('ORCHESTRATOR_URL must be http(s)://host:port');
+  const proxySecret = required('TAMEBI_PROXY_SECRET');
+  const signingSecret = required('TAMEBI_SIGNING_SECRET');
+  const users = parseUsers(required('DEV_USERS'), problems);
+  const ncUrl = (env.NC_URL ?? '').replace(/\/+$/, '');
+  if (ncUrl && !/^https?:\/\/[A-Za-z0-9.\-]+(:\d+)?(\/[A-Za-z0-9._~\-/]*)?$/.test(ncUrl)) problems.push('NC_URL must be an http(s) URL');
+  const bind = env.DEV_HOST_BIND ?? '127.0.0.1:8080';
+  const match = /^(.+):(\d{1,5})$/.exec(bind);
+  if (!match) problems.push('DEV_HOST_BIND must be HOST:PORT');
+  const dist = env.DEV_HOST_DIST ?? new URL('../dist/', import.meta.url).pathname;
+  if (problems.length > 0) throw new ConfigError(`dev host configuration: ${problems.join('; ')}`);
+  return { orchestratorUrl, proxySecret, signingSecret, users, ncUrl, host: match[1], port: Number(match[2]), dist };
+}
+
+function parseUsers(value, problems) {
+  const users = new Map();
+  for (const entry of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const colon = entry.indexOf(':');
+    const uid = colon > 0 ? entry.slice(0, colon) : '';
+    const password = colon > 0 ? entry.slice(colon + 1) : '';
+    if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(uid) || password === '') {
+      problems.push(`DEV_USERS entry "${uid || entry.slice(0, 16)}" must be uid:app-password`);
+      continue;
+    }
+    users.set(uid, password);
+  }
+  if (value && users.size === 0) problems.push('DEV_USERS names no user');
+  return users;
+}

@@ -1,0 +1,240 @@
+// The dev host: plays the Nextcloud app's role in development and in browser tests.
+//
+// Owns: a stand-in login (a cookie naming one of DEV_USERS; `?as=bob` or the /login page),
+// the island page (with Nextcloud's initial-state markup and CSRF token), and the same
+// routes as the PHP app, each forwarded to the orchestrator's `/v1/...` twin with the G1
+// headers (docs/api.md). SSE is streamed through unbuffered; a frame document is served with
+// exactly the Content-Security-Policy the orchestrator built for it.
+//
+// Must never: let a request choose its uid (G1: a body naming one is 400), serve a frame
+// without the orchestrator's policy, or weaken that policy.
+import { createServer, request as httpRequest } from 'node:http';
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { bodyNamesUser, g1Headers } from './g1.mjs';
+
+const MAX_BODY = 1024 * 1024;
+const COOKIE = 'tamebi_dev_user';
+const ID = /^[A-Za-z0-9_-]{1,64}$/;
+const MESSAGES = {
+  400: 'The request was not understood.',
+  401: 'Not signed in.',
+  403: 'This action is not allowed.',
+  404: 'Not found.',
+  405: 'The request was not understood.',
+  413: 'The request is too large.',
+  502: 'Something went wrong. Please try again.',
+};
+// Headers from the orchestrator that reach the browser; everything else stays behind.
+const PASSED_HEADERS = ['content-type', 'x-vercel-ai-ui-message-stream', 'x-request-id', 'cache-control'];
+
+/** The island page's own policy, close to Nextcloud's: our script and style only, frames from us. */
+const PAGE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+export function createDevHost(config) {
+  const requestToken = randomBytes(24).toString('base64url');
+  return createServer((req, res) => {
+    handle(config, requestToken, req, res).catch(() => {
+      if (!res.headersSent) sendError(res, 502, randomUUID());
+      else res.destroy();
+    });
+  });
+}
+
+async function handle(config, requestToken, req, res) {
+  const url = new URL(req.url ?? '/', 'http://dev-host');
+  const path = url.pathname;
+  if (path === '/healthz') return send(res, 200, 'application/json', '{"status":"ok"}');
+  if (path === '/island/tamebi-island.js') return serveFile(res, join(config.dist, 'tamebi-island.js'), 'text/javascript; charset=utf-8');
+  if (path === '/island/tamebi-island.css') return serveFile(res, join(config.dist, 'tamebi-island.css'), 'text/css; charset=utf-8');
+  if (path === '/login') return send(res, 200, 'text/html; charset=utf-8', loginPage(config));
+
+  const as = url.searchParams.get('as');
+  if (as !== null && (path === '/' || path === '/apps/tamebi/')) {
+    if (!config.users.has(as)) return sendError(res, 401, randomUUID());
+    res.writeHead(303, { 'set-cookie': `${COOKIE}=${as}; Path=/; HttpOnly; SameSite=Strict`, location: '/apps/tamebi/' });
+    return res.end();
+  }
+  const uid = sessionUser(config, req);
+  if (path === '/' || path === '/apps/tamebi/') {
+    if (!uid) {
+      res.writeHead(303, { location: '/login' });
+      return res.end();
+    }
+    return send(res, 200, 'text/html; charset=utf-8', islandPage(config, uid, requestToken), { 'content-security-policy': PAGE_CSP });
+  }
+
+  const requestId = randomUUID();
+  if (path === '/apps/tamebi/frame') {
+    if (req.method !== 'GET') return sendError(res, 405, requestId);
+    if (!uid) return sendError(res, 401, requestId);
+    const server = url.searchParams.get('server') ?? '';
+    const uri = url.searchParams.get('uri') ?? '';
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(server) || !uri.startsWith('ui://') || uri.length > 512) return sendError(res, 400, requestId);
+    const query = new URLSearchParams({ server, uri }).toString();
+    return forward(config, { uid, method: 'GET', path: `/v1/apps/resource?${query}`, body: Buffer.alloc(0), requestId, res, frame: true });
+  }
+
+  if (!path.startsWith('/apps/tamebi/api/')) return sendError(res, 404, requestId);
+  const route = apiRoute(req.method ?? 'GET', path.slice('/apps/tamebi/api'.length));
+  if (route === null) return sendError(res, 404, requestId);
+  if (route === 'bad-method') return sendError(res, 405, requestId);
+  if (route === 'bad-id') return sendError(res, 400, requestId);
+  if (!uid) return sendError(res, 401, requestId);
+  // Nextcloud refuses a state-changing call without the page's CSRF token; so do we, on every call.
+  if (!sameToken(req.headers.requesttoken, requestToken)) return sendError(res, 401, requestId);
+
+  const body = await readBody(req);
+  if (body === null) return sendError(res, 413, requestId);
+  if (bodyNamesUser(body)) return sendError(res, 400, requestId);
+  return forward(config, { uid, method: req.method ?? 'GET', path: `/v1${route}`, body, requestId, res, req });
+}
+
+/** Maps an API path to its orchestrator path, or says why it cannot. */
+function apiRoute(method, sub) {
+  const only = (allowed, target) => (allowed.includes(method) ? target : 'bad-method');
+  if (sub === '/chat') return only(['POST'], sub);
+  if (sub === '/conversations') return only(['GET'], sub);
+  if (sub === '/apps/tools/call' || sub === '/apps/tools/dispatch') return only(['POST'], sub);
+  const stream = /^\/chat\/([^/]+)\/stream$/.exec(sub);
+  if (stream) return ID.test(stream[1]) ? only(['GET'], sub) : 'bad-id';
+  const conversation = /^\/conversations\/([^/]+)$/.exec(sub);
+  if (conversation) return ID.test(conversation[1]) ? only(['GET', 'DELETE'], sub) : 'bad-id';
+  return null;
+}
+
+/** Sends one request to the orchestrator and streams its answer back unbuffered. */
+function forward(config, { uid, method, path, body, requestId, res, req, frame = false }) {
+  const target = new URL(path, config.orchestratorUrl);
+  const headers = g1Headers({
+    proxySecret: config.proxySecret,
+    signingSecret: config.signingSecret,
+    uid,
+    appPassword: config.users.get(uid),
+    body,
+    requestId,
+  });
+  if (body.length > 0) headers['content-type'] = 'application/json';
+  headers['content-length'] = String(body.length);
+  if (req?.headers.accept) headers.accept = req.headers.accept;
+
+  return new Promise((resolve) => {
+    const upstream = httpRequest(target, { method, headers }, (answer) => {
+      const status = answer.statusCode ?? 502;
+      const out = { 'x-accel-buffering': 'no' };
+      for (const name of PASSED_HEADERS) if (answer.headers[name] !== undefined) out[name] = answer.headers[name];
+      if (frame) {
+        const policy = answer.headers['content-security-policy'];
+        if (status === 200 && (typeof policy !== 'string' || !policy.includes("default-src 'none'"))) {
+          // No policy from the orchestrator means no frame: we never serve app HTML without one.
+          answer.resume();
+          sendError(res, 502, requestId);
+          return resolve();
+        }
+        if (typeof policy === 'string') out['content-security-policy'] = policy;
+        out['x-content-type-options'] = 'nosniff';
+        out['referrer-policy'] = 'no-referrer';
+        out['cache-control'] = 'no-store';
+      }
+      res.writeHead(status, out);
+      res.flushHeaders();
+      answer.pipe(res);
+      answer.on('end', resolve);
+      answer.on('error', () => { res.destroy(); resolve(); });
+    });
+    upstream.on('error', () => {
+      if (!res.headersSent) sendError(res, 502, requestId);
+      else res.destroy();
+      resolve();
+    });
+    // The browser went away: stop the upstream request too (the orchestrator keeps the turn running).
+    res.on('close', () => { if (!res.writableFinished) upstream.destroy(); });
+    upstream.end(body);
+  });
+}
+
+function readBody(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    let size = 0;
+    req.on('data', (chunk) => {
+      size += chunk.length;
+      if (size > MAX_BODY) {
+        resolve(null);
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function sessionUser(config, req) {
+  const cookies = req.headers.cookie ?? '';
+  for (const part of cookies.split(';')) {
+    const [name, value] = part.trim().split('=');
+    if (name === COOKIE && value && config.users.has(value)) return value;
+  }
+  return null;
+}
+
+function sameToken(given, expected) {
+  if (typeof given !== 'string') return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function send(res, status, type, body, extra = {}) {
+  res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', ...extra });
+  res.end(body);
+}
+
+function sendError(res, status, requestId) {
+  const message = MESSAGES[status] ?? MESSAGES[502];
+  send(res, status, 'application/json', JSON.stringify({ error: { message, requestId } }), { 'x-request-id': requestId });
+}
+
+async function serveFile(res, file, type) {
+  try {
+    send(res, 200, type, await readFile(file));
+  } catch {
+    send(res, 404, 'text/plain; charset=utf-8', 'Build the island first: npm run build');
+  }
+}
+
+const escapeHtml = (s) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+function islandPage(config, uid, requestToken) {
+  const state = {
+    apiBase: '/apps/tamebi/api',
+    frameUrl: '/apps/tamebi/frame',
+    user: { uid, displayName: uid.charAt(0).toUpperCase() + uid.slice(1) },
+    workspaceConnected: true,
+    linkBase: config.ncUrl,
+  };
+  const encoded = Buffer.from(JSON.stringify(state), 'utf8').toString('base64');
+  return `<!doctype html>
+<html lang="en">
+<head data-requesttoken="${escapeHtml(requestToken)}">
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Tamebi (dev host)</title>
+<link rel="stylesheet" href="/island/tamebi-island.css">
+<script src="/island/tamebi-island.js" defer></script>
+</head>
+<body>
+<input type="hidden" id="initial-state-tamebi-tamebi-config" value="${encoded}">
+<div id="tamebi-island"></div>
+</body>
+</html>
+`;
+}
+
+function loginPage(config) {
+  const links = [...config.users.keys()].map((u) => `<li><a href="/apps/tamebi/?as=${encodeURIComponent(u)}">Sign in as ${escapeHtml(u)}</a></li>`).join('');
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Tamebi dev host: sign in</title></head><body><h1>Sign in (stand-in users)</h1><ul>${links}</ul></body></html>`;
+}

@@ -1,0 +1,109 @@
+// The dev host against a real HTTP listener standing where the orchestrator would be: it
+// records what arrives so the G1 headers, the uid refusal and the frame policy pass-through
+// can be checked byte for byte.
+import { createServer } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDevHost } from './server.mjs';
+import { sign } from './g1.mjs';
+
+let upstream; let host; let base; const seen = [];
+const listen = (server) => new Promise((r) => server.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${server.address().port}`)));
+
+beforeAll(async () => {
+  upstream = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      seen.push({ method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString() });
+      if (req.url.startsWith('/v1/apps/resource')) {
+        const csp = req.url.includes('nopolicy') ? {} : { 'content-security-policy': "default-src 'none'; script-src 'sha256-x'" };
+        res.writeHead(200, { 'content-type': 'text/html;profile=mcp-app', ...csp });
+        return res.end('<p>app</p>');
+      }
+      if (req.url === '/v1/chat') {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'x-vercel-ai-ui-message-stream': 'v1', 'x-internal': 'secret' });
+        res.write('data: {"type":"start"}\n\n');
+        return setImmediate(() => res.end('data: [DONE]\n\n'));
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"conversations":[]}');
+    });
+  });
+  const up = await listen(upstream);
+  host = createDevHost({ orchestratorUrl: up, proxySecret: 'proxy', signingSecret: 'sign', users: new Map([['alice', 'pw-a'], ['bob', 'pw-b']]), ncUrl: '', dist: '/nonexistent' });
+  base = await listen(host);
+});
+afterAll(() => { host.close(); upstream.close(); });
+
+async function login(user) {
+  const r = await fetch(`${base}/apps/tamebi/?as=${user}`, { redirect: 'manual' });
+  const cookie = r.headers.get('set-cookie').split(';')[0];
+  const page = await (await fetch(`${base}/apps/tamebi/`, { headers: { cookie } })).text();
+  const token = /data-requesttoken="([^"]+)"/.exec(page)[1];
+  return { cookie, token, page };
+}
+
+describe('dev host', () => {
+  it('renders the page with initial state and a CSRF token', async () => {
+    const { page } = await login('alice');
+    const state = JSON.parse(Buffer.from(/initial-state-tamebi-tamebi-config" value="([^"]+)"/.exec(page)[1], 'base64').toString());
+    expect(state).toMatchObject({ apiBase: '/apps/tamebi/api', frameUrl: '/apps/tamebi/frame', user: { uid: 'alice' }, workspaceConnected: true });
+  });
+
+  it('forwards chat with G1 headers and streams SSE through', async () => {
+    const { cookie, token } = await login('bob');
+    const body = '{"id":"c1","messages":[]}';
+    const r = await fetch(`${base}/apps/tamebi/api/chat`, { method: 'POST', headers: { cookie, requesttoken: token, 'content-type': 'application/json' }, body });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
+    expect(r.headers.get('x-internal')).toBeNull();
+    expect(await r.text()).toBe('data: {"type":"start"}\n\ndata: [DONE]\n\n');
+    const got = seen.at(-1);
+    expect(got.url).toBe('/v1/chat');
+    expect(got.body).toBe(body);
+    expect(got.headers.authorization).toBe('Bearer proxy');
+    expect(got.headers['x-tamebi-uid']).toBe('bob');
+    expect(got.headers['x-tamebi-nc-authorization']).toBe('Bearer pw-b');
+    expect(got.headers['x-tamebi-signature']).toBe(sign('sign', 'bob', Number(got.headers['x-tamebi-ts']), body));
+    expect(got.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('refuses a body naming a uid with 400 and forwards nothing', async () => {
+    const { cookie, token } = await login('alice');
+    const before = seen.length;
+    const r = await fetch(`${base}/apps/tamebi/api/chat`, { method: 'POST', headers: { cookie, requesttoken: token }, body: '{"id":"c1","uid":"bob","messages":[]}' });
+    expect(r.status).toBe(400);
+    expect(await r.json()).toMatchObject({ error: { message: 'The request was not understood.' } });
+    expect(seen.length).toBe(before);
+  });
+
+  it('refuses calls without login or CSRF token', async () => {
+    const { cookie } = await login('alice');
+    expect((await fetch(`${base}/apps/tamebi/api/conversations`)).status).toBe(401);
+    expect((await fetch(`${base}/apps/tamebi/api/conversations`, { headers: { cookie, requesttoken: 'wrong' } })).status).toBe(401);
+  });
+
+  it('signs GET with the empty body and maps ids', async () => {
+    const { cookie, token } = await login('alice');
+    const r = await fetch(`${base}/apps/tamebi/api/conversations/abc_1`, { headers: { cookie, requesttoken: token } });
+    expect(r.status).toBe(200);
+    const got = seen.at(-1);
+    expect(got.url).toBe('/v1/conversations/abc_1');
+    expect(got.headers['x-tamebi-signature']).toBe(sign('sign', 'alice', Number(got.headers['x-tamebi-ts']), ''));
+    expect((await fetch(`${base}/apps/tamebi/api/conversations/a.b`, { headers: { cookie, requesttoken: token } })).status).toBe(400);
+    expect((await fetch(`${base}/apps/tamebi/api/chat`, { headers: { cookie, requesttoken: token } })).status).toBe(405);
+  });
+
+  it('serves a frame with exactly the orchestrator\'s policy, and none without one', async () => {
+    const { cookie } = await login('alice');
+    const r = await fetch(`${base}/apps/tamebi/frame?server=nextcloud&uri=${encodeURIComponent('ui://nextcloud/calendar-week')}`, { headers: { cookie } });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-security-policy')).toBe("default-src 'none'; script-src 'sha256-x'");
+    expect(await r.text()).toBe('<p>app</p>');
+    expect(seen.at(-1).url).toBe('/v1/apps/resource?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Fcalendar-week');
+    const bare = await fetch(`${base}/apps/tamebi/frame?server=nextcloud&uri=ui://nopolicy`, { headers: { cookie } });
+    expect(bare.status).toBe(502);
+    expect(bare.headers.get('content-security-policy')).toBeNull();
+    expect((await fetch(`${base}/apps/tamebi/frame?server=nextcloud&uri=https://evil`, { headers: { cookie } })).status).toBe(400);
+  });
+});
