@@ -1,0 +1,311 @@
+<?php
+
+declare(strict_types=1);
+
+// In-memory implementations of the stubbed interfaces. The HTTP client is real (curl), so tests
+// talk to real local servers rather than to mocks.
+
+namespace OCA\Tamebi\Tests\Stubs;
+
+use OCP\AppFramework\Http\IOutput;
+use OCP\AppFramework\Services\IInitialState;
+use OCP\AppFramework\Utility\ITimeFactory;
+use OCP\Http\Client\IClient;
+use OCP\Http\Client\IClientService;
+use OCP\Http\Client\IResponse;
+use OCP\IAppConfig;
+use OCP\IConfig;
+use OCP\IRequest;
+use OCP\ISession;
+use OCP\IURLGenerator;
+use OCP\IUser;
+use OCP\IUserSession;
+use Psr\Log\LoggerInterface;
+
+final class FakeRequest implements IRequest {
+	public function __construct(private string $id = 'req-123', private array $headers = []) {
+	}
+
+	public function getId(): string {
+		return $this->id;
+	}
+
+	public function getHeader(string $name): string {
+		return $this->headers[$name] ?? '';
+	}
+}
+
+final class FakeUser implements IUser {
+	public function __construct(private string $uid, private string $displayName = '') {
+	}
+
+	public function getUID() {
+		return $this->uid;
+	}
+
+	public function getDisplayName() {
+		return $this->displayName !== '' ? $this->displayName : $this->uid;
+	}
+}
+
+final class FakeUserSession implements IUserSession {
+	public function __construct(private ?IUser $user) {
+	}
+
+	public function getUser() {
+		return $this->user;
+	}
+}
+
+/** Like Nextcloud's session: writing while closed is an error, so a missing reopen() shows up. */
+final class FakeSession implements ISession {
+	public array $data = [];
+	public bool $open = true;
+	/** @var list<string> */
+	public array $events = [];
+
+	public function set(string $key, $value) {
+		if (!$this->open) {
+			throw new \LogicException("session written while closed: $key");
+		}
+		$this->data[$key] = $value;
+	}
+
+	public function get(string $key) {
+		return $this->data[$key] ?? null;
+	}
+
+	public function exists(string $key): bool {
+		return isset($this->data[$key]);
+	}
+
+	public function remove(string $key) {
+		if (!$this->open) {
+			throw new \LogicException("session written while closed: $key");
+		}
+		unset($this->data[$key]);
+	}
+
+	public function close() {
+		$this->open = false;
+		$this->events[] = 'close';
+	}
+
+	public function reopen(): bool {
+		$this->open = true;
+		$this->events[] = 'reopen';
+		return true;
+	}
+}
+
+final class MemoryAppConfig implements IAppConfig {
+	public array $values = [];
+	public array $sensitive = [];
+
+	public function getValueString(string $app, string $key, string $default = '', bool $lazy = false): string {
+		return $this->values["$app/$key"] ?? $default;
+	}
+
+	public function setValueString(string $app, string $key, string $value, bool $lazy = false, bool $sensitive = false): bool {
+		$this->values["$app/$key"] = $value;
+		$this->sensitive["$app/$key"] = $sensitive;
+		return true;
+	}
+}
+
+final class FakeConfig implements IConfig {
+	public function __construct(private array $system = []) {
+	}
+
+	public function getSystemValueString(string $key, string $default = ''): string {
+		return $this->system[$key] ?? $default;
+	}
+}
+
+/** Routes as a pretty-URL Nextcloud at $base would generate them. */
+final class FakeUrlGenerator implements IURLGenerator {
+	private const ROUTES = [
+		'tamebi.page.index' => '/apps/tamebi/',
+		'tamebi.api.conversations' => '/apps/tamebi/api/conversations',
+		'tamebi.frame.show' => '/apps/tamebi/frame',
+		'tamebi.connect.start' => '/apps/tamebi/connect',
+		'tamebi.connect.callback' => '/apps/tamebi/oauth/callback',
+	];
+
+	public function __construct(private string $base) {
+	}
+
+	public function linkToRoute(string $routeName, array $arguments = []): string {
+		return self::ROUTES[$routeName] ?? throw new \InvalidArgumentException("unknown route $routeName");
+	}
+
+	public function linkToRouteAbsolute(string $routeName, array $arguments = []): string {
+		return rtrim($this->base, '/') . $this->linkToRoute($routeName, $arguments);
+	}
+
+	public function getAbsoluteURL(string $url): string {
+		return rtrim($this->base, '/') . $url;
+	}
+}
+
+final class FakeClock implements ITimeFactory {
+	public function __construct(public ?int $now = null) {
+	}
+
+	public function getTime(): int {
+		return $this->now ?? time();
+	}
+}
+
+final class RecordingLogger implements LoggerInterface {
+	/** @var list<array{string, string}> */
+	public array $lines = [];
+
+	public function emergency(string|\Stringable $message, array $context = []): void {
+		$this->log('emergency', $message, $context);
+	}
+	public function alert(string|\Stringable $message, array $context = []): void {
+		$this->log('alert', $message, $context);
+	}
+	public function critical(string|\Stringable $message, array $context = []): void {
+		$this->log('critical', $message, $context);
+	}
+	public function error(string|\Stringable $message, array $context = []): void {
+		$this->log('error', $message, $context);
+	}
+	public function warning(string|\Stringable $message, array $context = []): void {
+		$this->log('warning', $message, $context);
+	}
+	public function notice(string|\Stringable $message, array $context = []): void {
+		$this->log('notice', $message, $context);
+	}
+	public function info(string|\Stringable $message, array $context = []): void {
+		$this->log('info', $message, $context);
+	}
+	public function debug(string|\Stringable $message, array $context = []): void {
+		$this->log('debug', $message, $context);
+	}
+	public function log($level, string|\Stringable $message, array $context = []): void {
+		$this->lines[] = [(string)$level, (string)$message];
+	}
+
+	public function text(): string {
+		return implode("\n", array_map(fn ($l) => $l[0] . ' ' . $l[1], $this->lines));
+	}
+}
+
+final class FakeInitialState implements IInitialState {
+	public array $provided = [];
+
+	public function provideInitialState(string $key, $data): void {
+		$this->provided[$key] = $data;
+	}
+}
+
+/** Records each write with the time it happened; $onWrite lets a test react mid-stream. */
+final class RecordingOutput implements IOutput {
+	/** @var list<array{float, string}> */
+	public array $writes = [];
+
+	public function __construct(private ?\Closure $onWrite = null) {
+	}
+
+	public function setOutput($out) {
+		$this->writes[] = [microtime(true), (string)$out];
+		if ($this->onWrite !== null) {
+			($this->onWrite)((string)$out);
+		}
+	}
+
+	public function setHeader($header) {
+	}
+
+	public function getHttpResponseCode() {
+		return 200;
+	}
+
+	public function body(): string {
+		return implode('', array_map(fn ($w) => $w[1], $this->writes));
+	}
+}
+
+/** A real HTTP client on curl, honouring the IClient options the app uses. */
+final class CurlClientService implements IClientService {
+	public int $clients = 0;
+
+	public function newClient(): IClient {
+		$this->clients++;
+		return new CurlClient();
+	}
+}
+
+final class CurlClient implements IClient {
+	public function get(string $uri, array $options = []): IResponse {
+		return $this->request('GET', $uri, $options);
+	}
+
+	public function post(string $uri, array $options = []): IResponse {
+		return $this->request('POST', $uri, $options);
+	}
+
+	public function delete(string $uri, array $options = []): IResponse {
+		return $this->request('DELETE', $uri, $options);
+	}
+
+	private function request(string $method, string $uri, array $options): IResponse {
+		$headers = ['Expect:'];
+		foreach ($options['headers'] ?? [] as $name => $value) {
+			$headers[] = "$name: $value";
+		}
+		$responseHeaders = [];
+		$ch = curl_init($uri);
+		curl_setopt_array($ch, [
+			CURLOPT_CUSTOMREQUEST => $method,
+			CURLOPT_HTTPHEADER => $headers,
+			CURLOPT_RETURNTRANSFER => true,
+			CURLOPT_FOLLOWLOCATION => ($options['allow_redirects'] ?? true) !== false,
+			CURLOPT_TIMEOUT => (int)($options['timeout'] ?? 30),
+			CURLOPT_HEADERFUNCTION => function ($ch, string $line) use (&$responseHeaders): int {
+				if (str_contains($line, ':')) {
+					[$name, $value] = explode(':', $line, 2);
+					$responseHeaders[strtolower(trim($name))] = trim($value);
+				}
+				return strlen($line);
+			},
+		]);
+		if (isset($options['body'])) {
+			curl_setopt($ch, CURLOPT_POSTFIELDS, $options['body']);
+		}
+		$body = curl_exec($ch);
+		if ($body === false) {
+			$error = curl_error($ch);
+			throw new \RuntimeException("cURL error: $error");
+		}
+		$status = curl_getinfo($ch, CURLINFO_RESPONSE_CODE);
+		if (($options['http_errors'] ?? true) !== false && $status >= 400) {
+			throw new \RuntimeException("HTTP $status");
+		}
+		return new CurlResponse($status, $responseHeaders, (string)$body);
+	}
+}
+
+final class CurlResponse implements IResponse {
+	public function __construct(private int $status, private array $headers, private string $body) {
+	}
+
+	public function getBody() {
+		return $this->body;
+	}
+
+	public function getStatusCode(): int {
+		return $this->status;
+	}
+
+	public function getHeader(string $key): string {
+		return $this->headers[strtolower($key)] ?? '';
+	}
+
+	public function getHeaders(): array {
+		return $this->headers;
+	}
+}
