@@ -1,0 +1,170 @@
+<?php
+
+declare(strict_types=1);
+
+namespace OCA\Tamebi\Tests\Unit;
+
+use OCA\Tamebi\Http\RelayResponse;
+use OCA\Tamebi\Service\AppSettings;
+use OCA\Tamebi\Tests\Stubs\RecordingOutput;
+use OCP\AppFramework\Http\JSONResponse;
+
+/** The chat proxy: G1 headers, SSE pass-through without buffering, refusals and error mapping. */
+final class RelayTest extends AppTestCase {
+	private function relayResponse(string $chatId): RelayResponse {
+		$response = $this->api('{"id":"' . $chatId . '","messages":[{"id":"m1","role":"user","parts":[]}]}')->chat();
+		self::assertInstanceOf(RelayResponse::class, $response);
+		// Tests run inside PHPUnit's own output buffer, which must survive.
+		$r = new \ReflectionProperty(RelayResponse::class, 'endOutputBuffers');
+		$r->setValue($response, false);
+		return $response;
+	}
+
+	public function testSseChunksReachTheBrowserBeforeTheStreamEnds(): void {
+		$this->giveToken();
+		$response = $this->relayResponse('c1');
+		self::assertSame(200, $response->getStatus());
+		$headers = $response->getHeaders();
+		self::assertStringStartsWith('text/event-stream', $headers['Content-Type']);
+		self::assertSame('v1', $headers['x-vercel-ai-ui-message-stream']);
+		self::assertSame('no', $headers['X-Accel-Buffering']);
+		self::assertSame('connected', $headers['X-Tamebi-Workspace']);
+
+		// The fake orchestrator holds the rest of the answer until the first frame has arrived
+		// here; a buffering relay would only deliver it after the upstream ended ("not-released").
+		$output = new RecordingOutput(function (string $chunk): void {
+			if (str_contains($chunk, 'frame-1')) {
+				$this->upstream->release();
+			}
+		});
+		$response->callback($output);
+
+		$body = $output->body();
+		self::assertStringContainsString('"delta":"released"', $body);
+		self::assertStringNotContainsString('not-released', $body);
+		self::assertStringEndsWith("data: [DONE]\n\n", $body);
+		self::assertGreaterThan(1, count($output->writes));
+		self::assertStringNotContainsString('[DONE]', $output->writes[0][1]);
+	}
+
+	public function testG1HeadersAreSentAndVerifiedUpstream(): void {
+		$this->giveToken('access-xyz');
+		$response = $this->api()->conversations();
+		self::assertSame(200, $response->getStatus());
+		self::assertSame(['conversations' => [['id' => 'c1', 'title' => 'Hello', 'createdAt' => 1, 'updatedAt' => 2]]],
+			json_decode($response->render(), true));
+		$sent = $this->orchestratorRequests()[0]['headers'];
+		self::assertSame('alice', $sent['x-tamebi-uid']);
+		self::assertSame('Bearer access-xyz', $sent['x-tamebi-nc-authorization']);
+		self::assertSame('req-123', $sent['x-request-id']);
+		self::assertSame(hash_hmac('sha256', "alice\n" . $sent['x-tamebi-ts'] . "\n" . hash('sha256', ''), self::SIGNING),
+			$sent['x-tamebi-signature']);
+	}
+
+	public function testWithoutTokenNoNcAuthorizationIsSentAndTheIslandIsTold(): void {
+		// No token, no live session cookie for the silent flow: not connected.
+		$this->request = new \OCA\Tamebi\Tests\Stubs\FakeRequest('req-9', ['Cookie' => 'tracker=1']);
+		$this->setUpRelayWith($this->request);
+		$response = $this->api()->conversations();
+		self::assertSame(200, $response->getStatus());
+		self::assertSame('disconnected', $response->getHeaders()['X-Tamebi-Workspace']);
+		self::assertArrayNotHasKey('x-tamebi-nc-authorization', $this->orchestratorRequests()[0]['headers']);
+	}
+
+	/** @return iterable<string, array{string}> */
+	public static function identityBodies(): iterable {
+		yield 'uid' => ['{"uid":"bob","id":"c1","messages":[]}'];
+		yield 'user' => ['{"id":"c1","user":"bob","messages":[]}'];
+		yield 'userId' => ['{"id":"c1","messages":[],"userId":"bob"}'];
+		yield 'null uid' => ['{"id":"c1","messages":[],"uid":null}'];
+	}
+
+	/** @dataProvider identityBodies */
+	public function testUidInBodyIsRefusedAndNothingIsSent(string $body): void {
+		foreach (['chat', 'toolsCall', 'toolsDispatch'] as $route) {
+			$response = $this->api($body)->$route();
+			self::assertInstanceOf(JSONResponse::class, $response);
+			self::assertSame(400, $response->getStatus());
+			self::assertSame(['error' => ['message' => 'The request was not understood.', 'requestId' => 'req-123']], $response->getData());
+		}
+		self::assertSame([], $this->orchestratorRequests());
+	}
+
+	public function testMalformedBodiesAndIdsAreRefusedAndNothingIsSent(): void {
+		self::assertSame(400, $this->api('not json')->chat()->getStatus());
+		self::assertSame(400, $this->api('[1,2]')->toolsCall()->getStatus());
+		self::assertSame(413, $this->api('{"a":"' . str_repeat('x', 1048577) . '"}')->chat()->getStatus());
+		self::assertSame(400, $this->api()->conversation('../../admin')->getStatus());
+		self::assertSame(400, $this->api()->resume(str_repeat('a', 65))->getStatus());
+		self::assertSame([], $this->orchestratorRequests());
+	}
+
+	public function testNestedUidIsOnlyData(): void {
+		$this->giveToken();
+		$response = $this->api('{"server":"files","name":"t","arguments":{"uid":"someone"}}')->toolsCall();
+		self::assertSame(200, $response->getStatus());
+		self::assertSame('{"server":"files","name":"t","arguments":{"uid":"someone"}}', $this->orchestratorRequests()[0]['body']);
+	}
+
+	public function testUpstreamErrorsKeepTheStatusButNeverTheBody(): void {
+		$this->giveToken();
+		foreach ([[fn () => $this->api()->conversation('other'), 404, 'Not found.'],
+			[fn () => $this->api()->deleteConversation('explode'), 500, 'Something went wrong. Please try again.'],
+			[fn () => $this->api('{"id":"busy","messages":[]}')->chat(), 409, 'A reply is already being written in this conversation.'],
+		] as [$call, $status, $message]) {
+			$response = $call();
+			self::assertSame($status, $response->getStatus());
+			self::assertSame(['error' => ['message' => $message, 'requestId' => 'req-123']], $response->getData());
+			self::assertStringNotContainsString('hunter2', $response->render());
+			self::assertSame('req-123', $response->getHeaders()['X-Request-Id']);
+		}
+		// Internals are kept for the operator, in the log.
+		self::assertStringContainsString('hunter2', $this->logger->text());
+	}
+
+	public function testResumeWithNothingInFlightIs204AndDeleteIs204(): void {
+		$this->giveToken();
+		self::assertSame(204, $this->api()->resume('c1')->getStatus());
+		self::assertSame(204, $this->api()->deleteConversation('c1')->getStatus());
+	}
+
+	public function testBadSignatureSecretSurfacesAs401WithoutDetail(): void {
+		$this->giveToken();
+		$this->settings->set(AppSettings::SIGNING_SECRET, 'wrong');
+		$response = $this->api()->conversations();
+		self::assertSame(401, $response->getStatus());
+		self::assertSame('Not signed in.', $response->getData()['error']['message']);
+	}
+
+	public function testUnreachableOrchestratorIs502AndUnconfiguredIs503(): void {
+		$this->giveToken();
+		$this->settings->set(AppSettings::ORCHESTRATOR_URL, 'http://127.0.0.1:1');
+		$response = $this->api('{"id":"c1","messages":[]}')->chat();
+		self::assertSame(502, $response->getStatus());
+		self::assertSame(['error' => ['message' => 'Something went wrong. Please try again.', 'requestId' => 'req-123']], $response->getData());
+		self::assertStringNotContainsString('127.0.0.1', $response->render());
+
+		$this->settings->set(AppSettings::PROXY_SECRET, '');
+		self::assertSame(503, $this->api()->conversations()->getStatus());
+	}
+
+	public function testStreamThatBreaksEndsWithAGenericErrorPart(): void {
+		$this->giveToken();
+		$this->upstream->release();
+		$response = $this->relayResponse('cut');
+		$output = new RecordingOutput();
+		$response->callback($output);
+		$body = $output->body();
+		self::assertStringContainsString('"delta":"released"', $body);
+		self::assertStringContainsString('"type":"error","errorText":"Something went wrong. Please try again. (request id: req-123)"', $body);
+		self::assertStringNotContainsString('127.0.0.1', $body);
+		self::assertStringEndsWith("data: [DONE]\n\n", $body);
+	}
+
+	private function setUpRelayWith(\OCA\Tamebi\Tests\Stubs\FakeRequest $request): void {
+		$this->tokens = new \OCA\Tamebi\Service\TokenService($this->session, $request,
+			new \OCA\Tamebi\Tests\Stubs\FakeConfig(['instanceid' => 'ocabc']), $this->flow, $this->clock, $this->logger);
+		$this->relay = new \OCA\Tamebi\Service\Relay($this->orchestrator, $this->tokens,
+			new \OCA\Tamebi\Tests\Stubs\FakeUserSession(new \OCA\Tamebi\Tests\Stubs\FakeUser('alice')), $request, $this->logger);
+	}
+}
