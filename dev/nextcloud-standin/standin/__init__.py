@@ -1,0 +1,19 @@
+"""A Nextcloud stand-in for tests: real DAV servers (WsgiDAV, Radicale) with Nextcloud's layout.
+
+Modules:
+- ``config``     the typed command line (the only place that reads arguments)
+- ``auth``       app passwords and self-issued JWT access tokens -> the calling uid
+- ``store``      SQLite state Nextcloud keeps beside the files: file ids, shares, Deck
+- ``namespace``  what a user's file tree looks like (own home + share mounts) and what they may do
+- ``files``      the WsgiDAV provider that serves that tree with Nextcloud's properties
+- ``search``     WebDAV SEARCH (RFC 5323 basicsearch) over a user's tree
+- ``groupware``  Radicale behind /remote.php/dav/calendars and /addressbooks
+- ``ocs``        OCS: current user and the files_sharing API
+- ``deck``       the Deck REST API subset
+- ``webhooks``   webhook_listeners-shaped notifications after file changes
+- ``app``        the front WSGI router: authentication first, then the part that answers
+- ``__main__``   starts cheroot, prints the ready line, stops on SIGTERM
+
+Nothing here decides access on the caller's behalf beyond what Nextcloud itself enforces:
+it is a test double whose job is to answer like Nextcloud (or stricter).
+"""

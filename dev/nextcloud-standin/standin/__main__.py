@@ -1,0 +1,83 @@
+"""Entry point: ``python -m standin --state DIR --bind HOST:PORT --user uid:pw ...``.
+
+Owns: wiring the parts together, creating the state layout, serving with cheroot (a real
+threaded WSGI server), printing exactly one ``ready http://HOST:PORT`` line on stdout once
+the socket is listening, and stopping cleanly on SIGTERM/SIGINT. Logs go to stderr.
+Must never: print anything else on stdout (the harness and scripts read that line).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+
+from cheroot import wsgi
+
+from .app import Parts, StandinApp
+from .auth import Authenticator
+from .config import Config, ConfigError, parse
+from .deck import Deck
+from .groupware import Groupware
+from .namespace import Namespace
+from .ocs import Ocs
+from .store import Store
+from .webhooks import Webhooks
+
+log = logging.getLogger("standin")
+
+
+def build(cfg: Config) -> tuple[StandinApp, Webhooks]:
+    state = cfg.state_dir
+    (state / "files").mkdir(parents=True, exist_ok=True)
+    store = Store(state / "standin.db")
+    ns = Namespace(state / "files", store)
+    groupware = Groupware(state)
+    for uid in cfg.users:
+        ns.home(uid).mkdir(exist_ok=True)
+        store.node_id(uid)
+        groupware.ensure_defaults(uid)
+    hooks = Webhooks(cfg.webhook_url, cfg.webhook_secret)
+    parts = Parts(auth=Authenticator(cfg.users), ns=ns, groupware=groupware,
+                  ocs=Ocs(ns, list(cfg.users)), deck=Deck(store), hooks=hooks)
+    return StandinApp(parts), hooks
+
+
+def main(argv: list[str]) -> int:
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = parse(argv)
+    except ConfigError as e:
+        print(f"nextcloud-standin: {e}", file=sys.stderr)
+        return 2
+    try:
+        app, hooks = build(cfg)
+    except OSError as e:
+        print(f"nextcloud-standin: cannot use state directory {cfg.state_dir}: {e}", file=sys.stderr)
+        return 1
+    server = wsgi.Server((cfg.host, cfg.port), app, numthreads=cfg.threads, request_queue_size=128,
+                         server_name="nextcloud-standin")
+    try:
+        server.prepare()
+    except OSError as e:
+        print(f"nextcloud-standin: cannot listen on {cfg.host}:{cfg.port}: {e}", file=sys.stderr)
+        return 1
+    host, port = server.bind_addr[:2]
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    serving = threading.Thread(target=server.serve, name="cheroot", daemon=True)
+    serving.start()
+    print(f"ready http://{host}:{port}", flush=True)
+    log.info("serving %s for %s", cfg.state_dir, ", ".join(cfg.users))
+    stop.wait()
+    log.info("stopping")
+    server.stop()
+    hooks.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

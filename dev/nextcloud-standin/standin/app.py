@@ -1,0 +1,190 @@
+"""The front WSGI application: authenticate, then hand the request to the part that answers.
+
+Owns: Nextcloud's URL layout, the 401 answer, the rules for touching another user's tree
+(files: 404, PUT 403, PROPFIND an empty 207; calendars and contacts: 404), the
+Destination check for MOVE/COPY, the Depth rule for PROPFIND (infinity is served as 1,
+as Nextcloud does), and emitting webhooks after successful file changes.
+
+Must never: let a request reach WsgiDAV, Radicale, OCS or Deck without a verified uid, or
+pass the caller's Authorization header on to them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from .auth import Authenticator, TokenRequestError
+from .deck import PREFIXES as DECK_PREFIXES
+from .deck import Deck
+from .files import DAV_MOUNT, StandinProvider, make_app
+from .groupware import CAL_MOUNT, CARD_MOUNT, Groupware
+from .namespace import BadPath, Namespace
+from .ocs import Ocs
+from .search import SearchError
+from .search import run as run_search
+from .web import HttpError, Request, json_response, respond
+from . import webhooks
+from .webhooks import Webhooks
+
+log = logging.getLogger("standin")
+
+STATUS = {"installed": True, "maintenance": False, "needsDbUpgrade": False, "version": "31.0.2.1",
+          "versionstring": "31.0.2", "edition": "", "productname": "Nextcloud", "extendedSupport": False}
+EMPTY_MULTISTATUS = b'<?xml version="1.0" encoding="utf-8"?>\n<d:multistatus xmlns:d="DAV:"/>'
+WWW_AUTH = [("WWW-Authenticate", 'Basic realm="Nextcloud", charset="UTF-8"'),
+            ("WWW-Authenticate", 'Bearer realm="Nextcloud"')]
+
+
+@dataclass
+class Parts:
+    auth: Authenticator
+    ns: Namespace
+    groupware: Groupware
+    ocs: Ocs
+    deck: Deck
+    hooks: Webhooks
+
+
+class StandinApp:
+    def __init__(self, parts: Parts) -> None:
+        self.p = parts
+        self.dav = make_app(parts.ns)
+        self.provider: StandinProvider = self.dav.provider_map[DAV_MOUNT]  # type: ignore[assignment]
+
+    def __call__(self, environ: dict, start_response):
+        req = Request.of(environ)
+        try:
+            return self.dispatch(req, start_response)
+        except HttpError as e:
+            return respond(start_response, e.status, e.message.encode(), "text/plain; charset=utf-8")
+
+    def dispatch(self, req: Request, start_response):
+        path = req.path
+        if path in ("/status.php", "/index.php/status.php"):
+            return json_response(start_response, 200, STATUS)
+        if path == "/standin/token":
+            return self.token(req, start_response)
+        uid = self.p.auth.resolve(req.header("Authorization"))
+        if uid is None:
+            return respond(start_response, 401, b"Unauthorized", "text/plain; charset=utf-8", WWW_AUTH)
+        req.environ.pop("HTTP_AUTHORIZATION", None)
+        req.environ["standin.uid"] = uid
+        if path.startswith(DAV_MOUNT + "/") or path == DAV_MOUNT:
+            return self.files(req, uid, start_response)
+        if path.rstrip("/") == "/remote.php/dav":
+            if req.method == "SEARCH":
+                return self.search(req, uid, start_response)
+            return respond(start_response, 405, b"only SEARCH is served here", "text/plain")
+        if path.startswith(CAL_MOUNT + "/") or path == CAL_MOUNT:
+            return self.groupware(req, uid, CAL_MOUNT, self.p.groupware.calendars, start_response)
+        if path.startswith(CARD_MOUNT + "/") or path == CARD_MOUNT:
+            return self.groupware(req, uid, CARD_MOUNT, self.p.groupware.addressbooks, start_response)
+        if path.startswith(("/ocs/v2.php/", "/ocs/v1.php/")):
+            return self.p.ocs.handle(req, uid, start_response)
+        if path.startswith(DECK_PREFIXES):
+            return self.p.deck.handle(req, uid, start_response)
+        return respond(start_response, 404, b"Not Found", "text/plain")
+
+    # ---- tokens (stand-in only) -----------------------------------------------------------
+
+    def token(self, req: Request, start_response):
+        uid = self.p.auth.basic(req.header("Authorization"))
+        if uid is None:
+            return respond(start_response, 401, b"Basic app-password auth required", "text/plain", WWW_AUTH)
+        if req.method != "POST":
+            return respond(start_response, 405, b"POST only", "text/plain")
+        p = req.params()
+        host = req.environ.get("HTTP_HOST") or "localhost"
+        try:
+            return json_response(start_response, 200, self.p.auth.mint(uid, f"http://{host}", p.get("aud"),
+                                                                          p.get("ttl_seconds")))
+        except TokenRequestError as e:
+            return json_response(start_response, 400, {"error": "invalid_request", "error_description": str(e)})
+
+    # ---- files ------------------------------------------------------------------------------
+
+    def files(self, req: Request, uid: str, start_response):
+        rest = req.path[len(DAV_MOUNT):].strip("/")
+        owner, _, view = rest.partition("/")
+        if owner != uid:
+            # Another user's tree: nothing about it leaks (Nextcloud's answers, kept exactly).
+            if req.method == "PROPFIND":
+                return respond(start_response, 207, EMPTY_MULTISTATUS, "application/xml; charset=utf-8")
+            if req.method == "PUT":
+                return respond(start_response, 403, b"Forbidden", "text/plain")
+            return respond(start_response, 404, b"Not Found", "text/plain")
+        if req.method == "PROPFIND" and req.environ.get("HTTP_DEPTH", "infinity").lower() not in ("0", "1"):
+            req.environ["HTTP_DEPTH"] = "1"  # Nextcloud serves Depth: infinity as 1
+        dest_view = None
+        if req.method in ("MOVE", "COPY"):
+            dest_view = self.destination(req, uid)
+            if dest_view is None:
+                return respond(start_response, 403, b"Destination must be in your own files", "text/plain")
+        try:
+            before = self.p.ns.resolve(uid, view)
+        except BadPath as e:
+            return respond(start_response, 400, str(e).encode(), "text/plain")
+        old_id = self.p.ns.store.node_id_if_known(before.key) if self.p.ns.real(before).exists() else None
+        existed = self.p.ns.real(before).exists()
+        status: list[int] = []
+
+        def capture(s: str, headers: list, exc_info: object = None):
+            status.append(int(s.split(" ", 1)[0]))
+            return start_response(s, headers, exc_info) if exc_info else start_response(s, headers)
+
+        body = self.dav(req.environ, capture)
+        if status and 200 <= status[0] < 300 and req.method in ("PUT", "MKCOL", "DELETE", "MOVE", "COPY"):
+            self.after_change(req.method, uid, view, dest_view, old_id, existed)
+        return body
+
+    def destination(self, req: Request, uid: str) -> str | None:
+        raw = req.header("Destination")
+        if not raw:
+            return None
+        path = unquote(urlsplit(raw).path)
+        prefix = f"{DAV_MOUNT}/{uid}/"
+        if not (path + "/").startswith(prefix):
+            return None
+        return path[len(prefix):].strip("/")
+
+    def after_change(self, method: str, uid: str, view: str, dest_view: str | None,
+                     old_id: int | None, existed: bool) -> None:
+        ns, emit = self.p.ns, self.p.hooks.emit
+
+        def node(v: str) -> dict[str, object]:
+            loc = ns.resolve(uid, v)
+            return webhooks.node(uid, v, ns.store.node_id(loc.key) if ns.real(loc).exists() else None)
+
+        view = view.strip("/")
+        if method == "PUT":
+            if not existed:
+                emit(webhooks.payload(uid, "NodeCreatedEvent", node=node(view)))
+            emit(webhooks.payload(uid, "NodeWrittenEvent", node=node(view)))
+        elif method == "MKCOL":
+            emit(webhooks.payload(uid, "NodeCreatedEvent", node=node(view)))
+        elif method == "DELETE":
+            emit(webhooks.payload(uid, "NodeDeletedEvent", node=webhooks.node(uid, view, None)))
+        elif method == "MOVE" and dest_view is not None:
+            emit(webhooks.payload(uid, "NodeRenamedEvent", source=webhooks.node(uid, view, old_id),
+                                  target=node(dest_view)))
+        elif method == "COPY" and dest_view is not None:
+            emit(webhooks.payload(uid, "NodeCopiedEvent", source=node(view), target=node(dest_view)))
+
+    def search(self, req: Request, uid: str, start_response):
+        req.environ["wsgidav.provider"] = self.provider
+        req.environ["wsgidav.config"] = self.dav.config
+        try:
+            body = run_search(req.body(), uid, self.p.ns, self.provider, req.environ)
+        except SearchError as e:
+            return respond(start_response, e.status, e.message.encode(), "text/plain; charset=utf-8")
+        return respond(start_response, 207, body, "application/xml; charset=utf-8")
+
+    # ---- calendars and contacts -------------------------------------------------------------
+
+    def groupware(self, req: Request, uid: str, mount: str, app, start_response):
+        owner = req.path[len(mount):].strip("/").partition("/")[0]
+        if owner and owner != uid:
+            return respond(start_response, 404, b"Not Found", "text/plain")
+        return self.p.groupware.call(app, mount, uid, req.environ, start_response)

@@ -1,0 +1,83 @@
+"""The stand-in's configuration: one typed value parsed from the command line at startup.
+
+Owns: argument parsing and validation, with clear messages. Must never: be read from
+anywhere but ``__main__`` (everything else receives the ``Config``), or read env vars.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+USER_NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@")
+
+
+class ConfigError(ValueError):
+    """The command line is wrong; the message says how."""
+
+
+@dataclass(frozen=True)
+class Config:
+    state_dir: Path
+    host: str
+    port: int
+    users: dict[str, str]  # uid -> app password
+    webhook_url: str | None
+    webhook_secret: str | None
+    threads: int
+
+
+def _user(value: str) -> tuple[str, str]:
+    uid, sep, password = value.partition(":")
+    if not sep or not uid or not password:
+        raise argparse.ArgumentTypeError(f"--user wants UID:APP_PASSWORD, got {value!r}")
+    if not set(uid) <= USER_NAME_OK:
+        raise argparse.ArgumentTypeError(f"user name {uid!r} has characters Nextcloud refuses")
+    return uid, password
+
+
+def _bind(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"--bind wants HOST:PORT, got {value!r}")
+    return host, int(port)
+
+
+def parse(argv: list[str]) -> Config:
+    p = argparse.ArgumentParser(prog="nextcloud-standin",
+                                description="A Nextcloud stand-in built on WsgiDAV and Radicale.")
+    p.add_argument("--state", required=True, type=Path, help="directory holding all state (created if missing)")
+    p.add_argument("--bind", required=True, type=_bind, help="HOST:PORT to listen on (port 0 picks one)")
+    p.add_argument("--user", action="append", type=_user, default=[], help="UID:APP_PASSWORD (repeatable)")
+    p.add_argument("--webhook-url", help="POST webhook_listeners-shaped JSON here after file changes")
+    p.add_argument("--webhook-secret", help="sent as the X-Tamebi-Webhook-Secret header")
+    p.add_argument("--threads", type=int, default=64, help="worker threads (concurrent requests)")
+    a = p.parse_args(argv)
+    return validate(a)
+
+
+def validate(a: argparse.Namespace) -> Config:
+    if not a.user:
+        raise ConfigError("at least one --user UID:APP_PASSWORD is needed")
+    users: dict[str, str] = {}
+    seen_passwords: set[str] = set()
+    for uid, password in a.user:
+        if uid in users:
+            raise ConfigError(f"user {uid!r} given twice")
+        # A Bearer app password names its user by itself, so passwords must be unique.
+        if password in seen_passwords:
+            raise ConfigError(f"app password of {uid!r} is also another user's")
+        if password.count(".") == 2:
+            raise ConfigError(f"app password of {uid!r} looks like a JWT; pick another")
+        users[uid] = password
+        seen_passwords.add(password)
+    if bool(a.webhook_url) != bool(a.webhook_secret):
+        raise ConfigError("--webhook-url and --webhook-secret go together")
+    if a.webhook_url and not a.webhook_url.startswith(("http://", "https://")):
+        raise ConfigError(f"--webhook-url must be http(s), got {a.webhook_url!r}")
+    if not 1 <= a.threads <= 512:
+        raise ConfigError("--threads must be between 1 and 512")
+    host, port = a.bind
+    return Config(state_dir=a.state, host=host, port=port, users=users,
+                  webhook_url=a.webhook_url, webhook_secret=a.webhook_secret, threads=a.threads)

@@ -1,0 +1,134 @@
+"""Small WSGI plumbing shared by the stand-in's own endpoints (OCS, Deck, status, tokens).
+
+Owns: reading a request (path, query, headers, a bounded body, form or JSON parameters)
+and writing JSON/XML responses. Must never: make access decisions, or read more body than
+``MAX_BODY`` (a larger body is refused with 413).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import Iterable
+from urllib.parse import parse_qs
+
+MAX_BODY = 10 * 1024 * 1024
+
+REASONS = {200: "OK", 201: "Created", 204: "No Content", 207: "Multi-Status", 400: "Bad Request",
+           401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+           412: "Precondition Failed", 413: "Payload Too Large", 415: "Unsupported Media Type",
+           500: "Internal Server Error"}
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def wsgi_path(environ: dict) -> str:
+    """PATH_INFO as text (WSGI hands it over as latin-1-decoded bytes)."""
+    raw = environ.get("PATH_INFO", "")
+    try:
+        return raw.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return raw
+
+
+def read_body(environ: dict) -> bytes:
+    """The whole request body, by Content-Length or (curl -T -) chunked transfer coding."""
+    if "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+        data = environ["wsgi.input"].read(MAX_BODY + 1)
+    else:
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            raise HttpError(400, "bad Content-Length") from None
+        if length > MAX_BODY:
+            raise HttpError(413, "request body too large")
+        data = environ["wsgi.input"].read(length) if length > 0 else b""
+    if len(data) > MAX_BODY:
+        raise HttpError(413, "request body too large")
+    return data
+
+
+def with_buffered_body(environ: dict) -> dict:
+    """A copy of environ whose body is a plain sized stream (for apps that only read Content-Length)."""
+    env = dict(environ)
+    body = read_body(environ)
+    env["wsgi.input"] = io.BytesIO(body)
+    env["CONTENT_LENGTH"] = str(len(body))
+    env.pop("HTTP_TRANSFER_ENCODING", None)
+    return env
+
+
+@dataclass
+class Request:
+    environ: dict
+    method: str
+    path: str
+
+    @classmethod
+    def of(cls, environ: dict) -> "Request":
+        return cls(environ, environ.get("REQUEST_METHOD", "GET").upper(), wsgi_path(environ))
+
+    def header(self, name: str) -> str | None:
+        key = "HTTP_" + name.upper().replace("-", "_")
+        if name.lower() == "content-type":
+            key = "CONTENT_TYPE"
+        return self.environ.get(key) or None
+
+    @property
+    def query(self) -> dict[str, str]:
+        return {k: v[-1] for k, v in parse_qs(self.environ.get("QUERY_STRING", ""), keep_blank_values=True).items()}
+
+    def body(self) -> bytes:
+        cached = self.environ.get("standin.body")
+        if cached is not None:
+            return cached
+        data = read_body(self.environ)
+        self.environ["standin.body"] = data
+        return data
+
+    def params(self) -> dict[str, object]:
+        """Query parameters overlaid with a form or JSON body (as Nextcloud's controllers read them)."""
+        out: dict[str, object] = dict(self.query)
+        body = self.body()
+        if not body:
+            return out
+        ctype = (self.header("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype == "application/json":
+            try:
+                data = json.loads(body)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                raise HttpError(400, "body is not valid JSON") from None
+            if not isinstance(data, dict):
+                raise HttpError(400, "JSON body must be an object")
+            out.update(data)
+        elif ctype in ("application/x-www-form-urlencoded", ""):
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError:
+                raise HttpError(400, "form body is not UTF-8") from None
+            out.update({k: v[-1] for k, v in parse_qs(text, keep_blank_values=True).items()})
+        else:
+            raise HttpError(415, f"unsupported body type {ctype!r}")
+        return out
+
+    def wants_json(self) -> bool:
+        return self.query.get("format") == "json" or "application/json" in (self.header("Accept") or "")
+
+
+def respond(start_response, status: int, body: bytes, ctype: str,
+            headers: list[tuple[str, str]] | None = None) -> Iterable[bytes]:
+    hs = [("Content-Type", ctype), ("Content-Length", str(len(body)))] + (headers or [])
+    start_response(f"{status} {REASONS.get(status, 'Status')}", hs)
+    return [body]
+
+
+def json_response(start_response, status: int, data: object,
+                  headers: list[tuple[str, str]] | None = None) -> Iterable[bytes]:
+    body = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    return respond(start_response, status, body, "application/json; charset=utf-8", headers)
