@@ -1,0 +1,41 @@
+<?php
+
+declare(strict_types=1);
+
+namespace OCA\Tamebi\Settings;
+
+use OCA\Tamebi\AppInfo\Application;
+use OCA\Tamebi\Service\AppSettings;
+use OCA\Tamebi\Service\Checks;
+use OCP\AppFramework\Http\TemplateResponse;
+use OCP\Settings\ISettings;
+
+/**
+ * Admin settings: where the orchestrator and MCP server are, and whether the instance checks
+ * pass. Read-only on purpose: changes go through `occ tamebi:setup`, which also prints the
+ * orchestrator's secrets. Secrets are never shown here.
+ */
+class Admin implements ISettings {
+	public function __construct(
+		private AppSettings $settings,
+		private Checks $checks,
+	) {
+	}
+
+	public function getForm(): TemplateResponse {
+		return new TemplateResponse(Application::APP_ID, 'admin', [
+			'orchestratorUrl' => $this->settings->orchestratorUrl(),
+			'mcpUrl' => $this->settings->mcpUrl(),
+			'checks' => $this->checks->instance(),
+		], '');
+	}
+
+	/** Nextcloud's "Artificial Intelligence" admin section. */
+	public function getSection(): string {
+		return 'ai';
+	}
+
+	public function getPriority(): int {
+		return 50;
+	}
+}
