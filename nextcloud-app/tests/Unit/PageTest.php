@@ -1,0 +1,34 @@
+<?php
+
+declare(strict_types=1);
+
+namespace OCA\Tamebi\Tests\Unit;
+
+use OCA\Tamebi\Controller\PageController;
+use OCA\Tamebi\Tests\Stubs\FakeInitialState;
+use OCA\Tamebi\Tests\Stubs\FakeUrlGenerator;
+use OCA\Tamebi\Tests\Stubs\FakeUser;
+use OCA\Tamebi\Tests\Stubs\FakeUserSession;
+use OCP\Util;
+
+/** The page hands the island its configuration, and never a token. */
+final class PageTest extends AppTestCase {
+	public function testInitialStateMatchesTheIslandContract(): void {
+		$this->giveToken('access-secret-value');
+		$state = new FakeInitialState();
+		$page = new PageController($this->request, new FakeUserSession(new FakeUser('alice', 'Alice A.')), $state,
+			new FakeUrlGenerator('https://cloud.example'), $this->tokens);
+		$response = $page->index();
+		self::assertSame('main', $response->templateName);
+		self::assertSame([
+			'apiBase' => '/apps/tamebi/api',
+			'frameUrl' => '/apps/tamebi/frame',
+			'connectUrl' => '/apps/tamebi/connect',
+			'user' => ['uid' => 'alice', 'displayName' => 'Alice A.'],
+			'workspaceConnected' => true,
+		], $state->provided['tamebi-config']);
+		self::assertStringNotContainsString('access-secret-value', json_encode($state->provided));
+		self::assertContains('tamebi/tamebi-island', Util::$scripts);
+		self::assertContains('tamebi/tamebi-island', Util::$styles);
+	}
+}
