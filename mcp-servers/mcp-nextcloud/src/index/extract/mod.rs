@@ -1,0 +1,175 @@
+//! Turning a downloaded document into plain text plus its heading structure.
+//!
+//! This is the one extraction of the server: `files_grep` indexes this text and
+//! `files_read` shows it, so an `offset` returned by a search (a character offset into
+//! [`Extracted::text`]) lands on the same spot when read. Never write a second one.
+//!
+//! It owns format detection and the per-format readers (Markdown, HTML, PDF, DOCX, ODT,
+//! plain text). It must never fetch anything or touch the index: bytes in, text out.
+//! Every reader is bounded (input size, decompressed size, output size) so a hostile
+//! document costs a bounded amount of work.
+
+mod html;
+mod markdown;
+mod office;
+mod pdf;
+
+use super::error::ExtractError;
+
+/// Largest file the index downloads and extracts.
+pub const MAX_INPUT_BYTES: usize = 20 * 1024 * 1024;
+/// Largest decompressed XML part read from a DOCX/ODT archive (zip-bomb guard).
+pub const MAX_PART_BYTES: u64 = 64 * 1024 * 1024;
+/// Extracted text beyond this many bytes is cut (at a character boundary).
+pub const MAX_TEXT_BYTES: usize = 8 * 1024 * 1024;
+
+/// The document formats we can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Plain,
+    Markdown,
+    Html,
+    Pdf,
+    Docx,
+    Odt,
+}
+
+impl Format {
+    /// Picks the format from Nextcloud's content type, falling back on the file name's
+    /// extension when the type is generic (`application/octet-stream`, empty).
+    pub fn detect(mime: &str, name: &str) -> Option<Format> {
+        let mime = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        let by_mime = match mime.as_str() {
+            "text/plain" => Some(Format::Plain),
+            "text/markdown" | "text/x-markdown" => Some(Format::Markdown),
+            "text/html" | "application/xhtml+xml" => Some(Format::Html),
+            "application/pdf" => Some(Format::Pdf),
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => {
+                Some(Format::Docx)
+            }
+            "application/vnd.oasis.opendocument.text" => Some(Format::Odt),
+            _ => None,
+        };
+        // Nextcloud reports .md as text/markdown, but some setups say text/plain: the
+        // extension decides between the two text flavours.
+        match (by_mime, Format::from_name(name)) {
+            (Some(Format::Plain), Some(Format::Markdown)) => Some(Format::Markdown),
+            (Some(f), _) => Some(f),
+            (None, ext) if mime.is_empty() || mime == "application/octet-stream" => ext,
+            (None, _) => None,
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Format> {
+        let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
+        match ext.as_str() {
+            "txt" | "text" | "log" | "csv" => Some(Format::Plain),
+            "md" | "markdown" => Some(Format::Markdown),
+            "html" | "htm" | "xhtml" => Some(Format::Html),
+            "pdf" => Some(Format::Pdf),
+            "docx" => Some(Format::Docx),
+            "odt" => Some(Format::Odt),
+            _ => None,
+        }
+    }
+
+    /// The file-name patterns (SQL LIKE) the warm-up SEARCH asks Nextcloud for.
+    pub const NAME_PATTERNS: &'static [&'static str] = &[
+        "%.txt", "%.md", "%.markdown", "%.html", "%.htm", "%.pdf", "%.docx", "%.odt",
+    ];
+
+    /// A stable label, stored as the file's kind in `index.db`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Format::Plain => "text",
+            Format::Markdown => "markdown",
+            Format::Html => "html",
+            Format::Pdf => "pdf",
+            Format::Docx => "docx",
+            Format::Odt => "odt",
+        }
+    }
+}
+
+/// A heading found in the extracted text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Heading {
+    /// 1 for a top-level heading, up to 9.
+    pub level: u8,
+    pub title: String,
+    /// Byte offset in [`Extracted::text`] where the heading (and its section) starts.
+    pub start: usize,
+}
+
+/// The text of a document and where its headings are.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extracted {
+    pub text: String,
+    /// In document order, with strictly increasing `start`.
+    pub headings: Vec<Heading>,
+    /// True when the text was cut at [`MAX_TEXT_BYTES`].
+    pub truncated: bool,
+}
+
+impl Extracted {
+    /// Converts a byte offset into `text` to the character offset that tools expose.
+    pub fn char_offset(&self, byte: usize) -> usize {
+        let end = floor_char_boundary(&self.text, byte);
+        self.text[..end].chars().count()
+    }
+
+    /// The text from a character offset on: what `files_read {path, offset}` shows.
+    pub fn text_from_char(&self, offset: usize) -> &str {
+        match self.text.char_indices().nth(offset) {
+            Some((byte, _)) => &self.text[byte..],
+            None => "",
+        }
+    }
+
+    fn finish(mut self) -> Extracted {
+        if self.text.len() > MAX_TEXT_BYTES {
+            let cut = floor_char_boundary(&self.text, MAX_TEXT_BYTES);
+            self.text.truncate(cut);
+            self.headings.retain(|h| h.start < cut);
+            self.truncated = true;
+        }
+        // Readers emit headings in order; keep the invariant explicit for the chunker.
+        self.headings.dedup_by(|b, a| b.start <= a.start);
+        self
+    }
+}
+
+/// Extracts the text of `bytes` in the given format.
+pub fn extract(format: Format, bytes: &[u8]) -> Result<Extracted, ExtractError> {
+    if bytes.len() > MAX_INPUT_BYTES {
+        return Err(ExtractError::TooLarge);
+    }
+    let out = match format {
+        Format::Plain => Extracted {
+            text: String::from_utf8_lossy(bytes).into_owned(),
+            ..Extracted::default()
+        },
+        Format::Markdown => markdown::extract(&String::from_utf8_lossy(bytes)),
+        Format::Html => html::extract(bytes)?,
+        Format::Pdf => pdf::extract(bytes)?,
+        Format::Docx => office::docx(bytes)?,
+        Format::Odt => office::odt(bytes)?,
+    };
+    Ok(out.finish())
+}
+
+/// The largest index `<= i` that is a char boundary of `s` (stable-Rust stand-in for
+/// `str::floor_char_boundary`).
+pub(crate) fn floor_char_boundary(s: &str, i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    let mut i = i;
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,178 @@
+//! Extraction per format, with fixtures built here: DOCX and ODT as real zip archives,
+//! PDF as a minimal valid file with a correct cross-reference table.
+
+use std::io::Write;
+
+use super::*;
+
+fn zip_of(parts: &[(&str, &str)]) -> Vec<u8> {
+    let mut buf = std::io::Cursor::new(Vec::new());
+    {
+        let mut w = zip::ZipWriter::new(&mut buf);
+        for (name, content) in parts {
+            w.start_file(*name, zip::write::SimpleFileOptions::default()).expect("zip entry");
+            w.write_all(content.as_bytes()).expect("zip write");
+        }
+        w.finish().expect("zip finish");
+    }
+    buf.into_inner()
+}
+
+/// A one-page PDF per entry of `pages`, each page showing its text in Helvetica.
+pub(crate) fn pdf_of(pages: &[&str]) -> Vec<u8> {
+    let n = pages.len();
+    // Objects: 1 catalog, 2 pages, 3 font, then (page, content) pairs.
+    let mut objects: Vec<String> = Vec::new();
+    objects.push("<< /Type /Catalog /Pages 2 0 R >>".into());
+    let kids: Vec<String> = (0..n).map(|i| format!("{} 0 R", 4 + 2 * i)).collect();
+    objects.push(format!("<< /Type /Pages /Kids [{}] /Count {n} >>", kids.join(" ")));
+    objects.push("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".into());
+    for (i, text) in pages.iter().enumerate() {
+        let stream = format!("BT /F1 12 Tf 72 712 Td ({text}) Tj ET");
+        objects.push(format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>",
+            5 + 2 * i
+        ));
+        objects.push(format!("<< /Length {} >>\nstream\n{stream}\nendstream", stream.len()));
+    }
+    let mut out = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, body) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
+    }
+    let xref = out.len();
+    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    for off in offsets {
+        out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
+    }
+    out.extend_from_slice(
+        format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes(),
+    );
+    out
+}
+
+fn titles(doc: &Extracted) -> Vec<(u8, &str)> {
+    doc.headings.iter().map(|h| (h.level, h.title.as_str())).collect()
+}
+
+/// Every heading's `start` points at its own title in the text.
+fn assert_starts_point_at_titles(doc: &Extracted) {
+    for h in &doc.headings {
+        assert!(
+            doc.text[h.start..].trim_start_matches('#').trim_start().starts_with(&h.title),
+            "heading {:?} does not start at its title: {:?}",
+            h.title,
+            &doc.text[h.start..(h.start + 40).min(doc.text.len())]
+        );
+    }
+}
+
+#[test]
+fn markdown_keeps_the_file_and_finds_real_headings() {
+    let src = "# Plan: ship the agent\n\nIntro.\n\n```\n# not a heading\n```\n\nBudget\n------\n\nThe budget is forty thousand euros.\n";
+    let doc = extract(Format::Markdown, src.as_bytes()).expect("extracts");
+    assert_eq!(doc.text, src, "markdown text is the file itself");
+    assert_eq!(titles(&doc), [(1, "Plan: ship the agent"), (2, "Budget")]);
+    assert_starts_point_at_titles(&doc);
+}
+
+#[test]
+fn html_headings_become_structure_and_scripts_vanish() {
+    let html = "<html><head><title>t</title><script>steal()</script></head><body><h1>Plan</h1><p>Intro &amp; more</p><h2>Budget</h2><p>The budget is <b>forty</b> thousand.</p></body></html>";
+    let doc = extract(Format::Html, html.as_bytes()).expect("extracts");
+    assert_eq!(titles(&doc), [(1, "Plan"), (2, "Budget")]);
+    assert!(doc.text.contains("Intro & more"));
+    assert!(doc.text.contains("forty"));
+    assert!(!doc.text.contains("steal"));
+    assert_starts_point_at_titles(&doc);
+}
+
+#[test]
+fn docx_paragraphs_heading_styles_and_localised_style_ids() {
+    let styles = r#"<w:styles xmlns:w="w"><w:style w:type="paragraph" w:styleId="berschrift1"><w:name w:val="heading 1"/></w:style><w:style w:type="paragraph" w:styleId="Custom"><w:name w:val="Fancy"/><w:pPr><w:outlineLvl w:val="1"/></w:pPr></w:style></w:styles>"#;
+    let document = r#"<w:document xmlns:w="w"><w:body>
+        <w:p><w:pPr><w:pStyle w:val="berschrift1"/></w:pPr><w:r><w:t>Plan</w:t></w:r></w:p>
+        <w:p><w:r><w:t xml:space="preserve">Intro &amp; </w:t></w:r><w:r><w:t>more</w:t><w:tab/><w:t>x</w:t></w:r></w:p>
+        <w:p><w:pPr><w:pStyle w:val="Custom"/></w:pPr><w:r><w:t>Budget</w:t></w:r></w:p>
+        <w:p><w:r><w:instrText>PAGE</w:instrText><w:t>The budget is forty thousand.</w:t></w:r></w:p>
+        <w:p><w:pPr><w:pStyle w:val="Heading3"/></w:pPr><w:r><w:t>Detail</w:t></w:r></w:p>
+    </w:body></w:document>"#;
+    let bytes = zip_of(&[("word/styles.xml", styles), ("word/document.xml", document)]);
+    let doc = extract(Format::Docx, &bytes).expect("extracts");
+    assert_eq!(titles(&doc), [(1, "Plan"), (2, "Budget"), (3, "Detail")]);
+    assert!(doc.text.contains("Intro & more\tx"));
+    assert!(doc.text.contains("The budget is forty thousand."));
+    assert!(!doc.text.contains("PAGE"), "field codes are not text");
+    assert_starts_point_at_titles(&doc);
+}
+
+#[test]
+fn odt_outline_levels_spaces_and_lists() {
+    let content = r#"<office:document-content xmlns:office="o" xmlns:text="t"><office:body><office:text>
+        <text:h text:outline-level="1">Plan</text:h>
+        <text:p>a<text:s text:c="3"/>b<text:tab/>c</text:p>
+        <text:list><text:list-item><text:p>item <text:span>one</text:span></text:p></text:list-item></text:list>
+        <text:h text:outline-level="2">Budget</text:h>
+        <text:p>The budget is forty thousand &#8364;.</text:p>
+    </office:text></office:body></office:document-content>"#;
+    let doc = extract(Format::Odt, &zip_of(&[("content.xml", content)])).expect("extracts");
+    assert_eq!(titles(&doc), [(1, "Plan"), (2, "Budget")]);
+    assert!(doc.text.contains("a   b\tc"));
+    assert!(doc.text.contains("item one"));
+    assert!(doc.text.contains("forty thousand €."));
+    assert_starts_point_at_titles(&doc);
+}
+
+#[test]
+fn pdf_pages_become_sections() {
+    let doc = extract(Format::Pdf, &pdf_of(&["Plan for the year", "The budget is forty thousand"])).expect("extracts");
+    assert_eq!(titles(&doc), [(1, "Page 1"), (1, "Page 2")]);
+    let page2 = &doc.text[doc.headings[1].start..];
+    assert!(page2.contains("forty thousand"), "{:?}", doc.text);
+    assert!(!page2.contains("Plan for the year"));
+}
+
+#[test]
+fn broken_documents_are_errors_not_panics() {
+    for (format, bytes) in [
+        (Format::Pdf, b"%PDF-1.4 garbage".to_vec()),
+        (Format::Pdf, pdf_of(&["x"])[..60].to_vec()),
+        (Format::Docx, b"not a zip".to_vec()),
+        (Format::Docx, zip_of(&[("other.xml", "<a/>")])),
+        (Format::Odt, zip_of(&[("content.xml", "<a><b></a>")])),
+    ] {
+        let err = extract(format, &bytes).expect_err("must fail");
+        assert!(matches!(err, ExtractError::Malformed(_)), "{format:?}: {err}");
+    }
+    assert!(matches!(
+        extract(Format::Plain, &vec![b'a'; MAX_INPUT_BYTES + 1]),
+        Err(ExtractError::TooLarge)
+    ));
+}
+
+#[test]
+fn long_text_is_cut_at_a_character_boundary() {
+    let text = "é".repeat(MAX_TEXT_BYTES / 2 + 10);
+    let doc = extract(Format::Plain, text.as_bytes()).expect("extracts");
+    assert!(doc.truncated && doc.text.len() <= MAX_TEXT_BYTES);
+}
+
+#[test]
+fn formats_from_mime_and_name() {
+    assert_eq!(Format::detect("text/markdown", "a.md"), Some(Format::Markdown));
+    assert_eq!(Format::detect("text/plain", "plan.md"), Some(Format::Markdown));
+    assert_eq!(Format::detect("application/octet-stream", "a.DOCX"), Some(Format::Docx));
+    assert_eq!(Format::detect("text/html; charset=utf-8", "x"), Some(Format::Html));
+    assert_eq!(Format::detect("image/png", "a.png"), None);
+    assert_eq!(Format::detect("image/png", "a.md"), None, "a known non-text type is not guessed from its name");
+}
+
+#[test]
+fn char_offsets_round_trip() {
+    let doc = extract(Format::Markdown, "é\n# Ü\nx".as_bytes()).expect("extracts");
+    let h = &doc.headings[0];
+    assert_eq!(doc.char_offset(h.start), 2);
+    assert!(doc.text_from_char(2).starts_with("# Ü"));
+    assert_eq!(doc.text_from_char(100), "");
+}

@@ -1,0 +1,276 @@
+//! The `files_grep` flow: warm, rank, verify, refresh, record.
+//!
+//! 1. Warm-up ([`super::warm`]): list the caller's documents, extract a few unknown ones.
+//! 2. Rank: FTS5 bm25 over the whole corpus (heading weighted), common words guarded.
+//! 3. Verify, a page of candidate file ids at a time: one WebDAV SEARCH by file ids in
+//!    the caller's scope with the caller's token. What Nextcloud does not return is
+//!    dropped unseen; if the request fails, the whole call fails and returns nothing.
+//! 4. Refresh: a survivor whose etag changed (or that a webhook marked stale) is
+//!    re-extracted from the caller's download before any of its text is shown.
+//! 5. Record counts (never the query or the caller) in the `queries` table.
+//!
+//! It must never show a passage before step 3 returned its file to this caller, never
+//! decide access itself, and never keep the caller's paths beyond the answer.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::dav::{self, CallerDav, DavFile};
+use super::error::IndexError;
+use super::query;
+use super::store::{FileState, Hit, QueryRecord};
+use super::warm::{self, Coverage};
+use super::Index;
+
+pub const DEFAULT_LIMIT: usize = 10;
+pub const MAX_LIMIT: usize = 50;
+
+/// The tool's arguments.
+#[derive(Debug, Clone, Default)]
+pub struct GrepRequest {
+    pub query: String,
+    /// Only files under this folder of the caller's tree (e.g. `/Projects`).
+    pub path: Option<String>,
+    pub limit: Option<usize>,
+}
+
+/// One passage, in the caller's own namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Passage {
+    pub path: String,
+    pub file_id: i64,
+    /// Heading path of the section, e.g. "Plan: ship the agent > Budget".
+    pub heading: String,
+    /// Character offset of the section: `files_read {path, offset}` reads it whole.
+    pub offset: i64,
+    /// Matching words are marked `**like this**`.
+    pub snippet: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CoverageOut {
+    pub indexed_files: usize,
+    pub total_files: usize,
+    pub percent: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GrepResult {
+    pub passages: Vec<Passage>,
+    pub coverage: CoverageOut,
+    /// What the model should know: coverage, and what to do when nothing was found.
+    pub note: String,
+}
+
+/// Runs one search for the caller. Every outcome, failed or not, is counted in `queries`.
+pub async fn grep<C: CallerDav>(index: &Index, caller: &C, req: GrepRequest) -> Result<GrepResult, IndexError> {
+    let started = Instant::now();
+    let terms = query::terms(&req.query)?;
+    let limit = match req.limit {
+        None => DEFAULT_LIMIT,
+        Some(n) if (1..=MAX_LIMIT).contains(&n) => n,
+        Some(n) => {
+            return Err(IndexError::InvalidArgument(format!(
+                "limit must be between 1 and {MAX_LIMIT} (got {n})"
+            )));
+        }
+    };
+    let prefix = normalize_prefix(req.path.as_deref())?;
+    let mut record = QueryRecord {
+        terms: terms.len(),
+        mode: "all",
+        ..QueryRecord::default()
+    };
+    let outcome = run(index, caller, &terms, prefix.as_deref(), limit, &mut record).await;
+    record.failed = outcome.is_err();
+    record.returned = outcome.as_ref().map_or(0, |r| r.passages.len());
+    record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    if let Err(e) = index.with(move |s| s.record_query(&record)).await {
+        tracing::warn!(error = %e, "could not record the query counts");
+    }
+    outcome
+}
+
+/// `Projects/` → `/Projects`; `..` is refused rather than interpreted.
+fn normalize_prefix(path: Option<&str>) -> Result<Option<String>, IndexError> {
+    let Some(path) = path.map(str::trim).filter(|p| !p.is_empty() && *p != "/") else {
+        return Ok(None);
+    };
+    if path.split('/').any(|seg| seg == "..") {
+        return Err(IndexError::InvalidArgument("path must not contain '..'".into()));
+    }
+    Ok(Some(format!("/{}", path.trim_matches('/'))))
+}
+
+fn under(path: &str, prefix: Option<&str>) -> bool {
+    match prefix {
+        None => true,
+        Some(p) => path == p || path.strip_prefix(p).is_some_and(|rest| rest.starts_with('/')),
+    }
+}
+
+async fn run<C: CallerDav>(
+    index: &Index,
+    caller: &C,
+    terms: &[String],
+    prefix: Option<&str>,
+    limit: usize,
+    record: &mut QueryRecord,
+) -> Result<GrepResult, IndexError> {
+    let warmed = warm::warm(index, caller).await?;
+    record.warmed = warmed.extracted;
+
+    let settings = index.settings.clone();
+    let owned_terms = terms.to_vec();
+    let (expr, mode, hits) = index
+        .with(move |s| {
+            // Guard: a word in nearly every passage (the, and, budget in a finance
+            // corpus) is dropped when rarer words remain; it would only slow the query.
+            let mut kept: Vec<String> = Vec::new();
+            if owned_terms.len() > 1 {
+                for t in &owned_terms {
+                    if s.match_count_capped(&query::quote(t), settings.common_cap)? <= settings.common_cap {
+                        kept.push(t.clone());
+                    }
+                }
+            }
+            if kept.is_empty() {
+                kept = owned_terms;
+            }
+            let all = query::all_of(&kept);
+            let hits = s.rank(&all, settings.scan_cap, settings.candidate_passages)?;
+            if !hits.is_empty() || kept.len() == 1 {
+                return Ok((all, "all", hits));
+            }
+            // No passage holds every word: take passages holding some, bm25 ranks those
+            // with more (and rarer) words first.
+            let any = query::any_of(&kept);
+            let hits = s.rank(&any, settings.scan_cap, settings.candidate_passages)?;
+            Ok((any, "any", hits))
+        })
+        .await?;
+    record.mode = mode;
+
+    // Candidate files in order of their best passage.
+    let mut by_file: HashMap<i64, Vec<Hit>> = HashMap::new();
+    let mut order: Vec<i64> = Vec::new();
+    for h in hits {
+        by_file.entry(h.file_id).or_insert_with(|| {
+            order.push(h.file_id);
+            Vec::new()
+        }).push(h);
+    }
+
+    let mut usable: Vec<(Hit, DavFile)> = Vec::new();
+    for page in order.chunks(settings.verify_page.max(1)).take(settings.max_pages) {
+        record.candidates += page.len();
+        let verified = verify(caller, page).await?;
+        let verified: Vec<DavFile> = verified.into_iter().filter(|f| under(&f.path, prefix)).collect();
+        record.survivors += verified.len();
+        let ids: Vec<i64> = verified.iter().map(|f| f.file_id).collect();
+        let states: HashMap<i64, FileState> = index.with(move |s| s.file_states(&ids)).await?;
+        for file in verified {
+            let fresh = states.get(&file.file_id).is_some_and(|s| s.is_current(&file.etag) && !s.failed);
+            let hits = if fresh {
+                by_file.remove(&file.file_id).unwrap_or_default()
+            } else {
+                // Changed since it was indexed: re-extract from the caller's own copy
+                // and look again, so old text is never returned.
+                match warm::refresh(index, caller, &file).await {
+                    Ok(Some(ids)) => {
+                        record.refreshed += 1;
+                        let (expr, id) = (expr.clone(), file.file_id);
+                        index.with(move |s| s.rank_within(&expr, ids, id)).await?
+                    }
+                    Ok(None) => {
+                        record.refreshed += 1;
+                        Vec::new()
+                    }
+                    Err(e) => {
+                        tracing::info!(file_id = file.file_id, error = %e, "refresh failed; file left out");
+                        Vec::new()
+                    }
+                }
+            };
+            usable.extend(hits.into_iter().take(settings.per_file).map(|h| (h, file.clone())));
+        }
+        if usable.len() >= limit {
+            break;
+        }
+    }
+
+    usable.sort_by(|a, b| a.0.score.total_cmp(&b.0.score));
+    usable.truncate(limit);
+    let passages = index
+        .with(move |s| {
+            let mut out = Vec::with_capacity(usable.len());
+            for (hit, file) in usable {
+                if let Some(shown) = s.show(&expr, hit.passage_id)? {
+                    out.push(Passage {
+                        path: file.path,
+                        file_id: file.file_id,
+                        heading: shown.heading,
+                        offset: shown.section_offset,
+                        snippet: shown.snippet,
+                    });
+                }
+            }
+            Ok(out)
+        })
+        .await?;
+    Ok(GrepResult {
+        note: note(&passages, warmed.coverage),
+        coverage: CoverageOut {
+            indexed_files: warmed.coverage.current,
+            total_files: warmed.coverage.total,
+            percent: warmed.coverage.percent(),
+        },
+        passages,
+    })
+}
+
+/// One SEARCH by file ids as the caller. Only ids we asked about are kept (a confused
+/// answer cannot add files), and any failure fails the whole search.
+async fn verify<C: CallerDav>(caller: &C, ids: &[i64]) -> Result<Vec<DavFile>, IndexError> {
+    let asked: HashSet<i64> = ids.iter().copied().collect();
+    let body = dav::by_ids_body(caller.uid(), ids)?;
+    let answer = caller.search(body).await?;
+    let mut seen = HashSet::new();
+    Ok(dav::parse_multistatus(&answer)?
+        .into_iter()
+        .filter(|f| asked.contains(&f.file_id) && seen.insert(f.file_id))
+        .collect())
+}
+
+fn note(passages: &[Passage], coverage: Coverage) -> String {
+    let covered = format!(
+        "The index covers {} % of your documents ({} of {}); it fills as you search, so results may be incomplete.",
+        coverage.percent(),
+        coverage.current,
+        coverage.total
+    );
+    if passages.is_empty() {
+        format!(
+            "No passage found. {covered} Search again with other words: synonyms, and the words the document itself would likely use."
+        )
+    } else {
+        covered
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_are_normalised_and_matched_by_segment() {
+        assert_eq!(normalize_prefix(Some("Projects/")).expect("ok").as_deref(), Some("/Projects"));
+        assert_eq!(normalize_prefix(Some("/")).expect("ok"), None);
+        assert!(normalize_prefix(Some("/a/../b")).is_err());
+        assert!(under("/Projects/a.md", Some("/Projects")));
+        assert!(!under("/Projects2/a.md", Some("/Projects")));
+        assert!(under("/x.md", None));
+    }
+}

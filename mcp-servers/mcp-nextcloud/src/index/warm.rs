@@ -1,0 +1,133 @@
+//! Filling the index with use, never with privilege.
+//!
+//! Each `files_grep` call first lists the caller's files of the formats we read (one
+//! WebDAV SEARCH of their tree, with their token), compares file ids and etags with the
+//! index, and extracts some unknown or changed ones from the caller's own download within
+//! a time and byte budget. So a document enters the index only through someone who can
+//! open it, and a first search can already find a small file. The same listing gives the
+//! coverage figure ("the index covers 37 % of your files").
+//!
+//! It must never fetch without a caller, keep anything about the caller (the listing is
+//! dropped after the call), or retry a failed extraction before the file's etag changes.
+
+use std::ops::RangeInclusive;
+use std::time::Instant;
+
+use super::chunk::{self, MAX_PASSAGE_BYTES};
+use super::dav::{self, CallerDav, DavFile};
+use super::error::{IndexError, NextcloudFailure};
+use super::extract::{self, Format, MAX_INPUT_BYTES};
+use super::Index;
+
+/// How much of the caller's readable documents the index holds in their current version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Coverage {
+    pub current: usize,
+    pub total: usize,
+}
+
+impl Coverage {
+    pub fn percent(&self) -> u32 {
+        if self.total == 0 {
+            return 100;
+        }
+        u32::try_from(self.current * 100 / self.total).unwrap_or(100)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Warmed {
+    pub coverage: Coverage,
+    /// Files extracted (or recorded as failed) by this call.
+    pub extracted: usize,
+}
+
+/// Lists the caller's documents and extracts some of those the index lacks.
+pub async fn warm<C: CallerDav>(index: &Index, caller: &C) -> Result<Warmed, IndexError> {
+    let started = Instant::now();
+    let body = dav::by_names_body(caller.uid(), Format::NAME_PATTERNS)?;
+    let files: Vec<DavFile> = dav::parse_multistatus(&caller.search(body).await?)?
+        .into_iter()
+        .filter(|f| Format::detect(&f.mime, f.name()).is_some())
+        .collect();
+    let ids: Vec<i64> = files.iter().map(|f| f.file_id).collect();
+    let states = index.with(move |s| s.file_states(&ids)).await?;
+
+    let mut todo: Vec<&DavFile> = files
+        .iter()
+        .filter(|f| !states.get(&f.file_id).is_some_and(|s| s.is_current(&f.etag)))
+        .collect();
+    // Small files first: more of the caller's documents become searchable per second.
+    todo.sort_by_key(|f| f.size);
+    let mut current = files.len() - todo.len();
+    let mut extracted = 0;
+    let mut bytes = 0usize;
+    for file in todo {
+        if started.elapsed() >= index.settings.warm_time {
+            break;
+        }
+        let size = usize::try_from(file.size).unwrap_or(usize::MAX);
+        if bytes.saturating_add(size.min(MAX_INPUT_BYTES)) > index.settings.warm_bytes && extracted > 0 {
+            break;
+        }
+        bytes = bytes.saturating_add(size.min(MAX_INPUT_BYTES));
+        match refresh(index, caller, file).await {
+            Ok(_) => {
+                extracted += 1;
+                current += 1;
+            }
+            // The file went away or out of reach since the listing: nothing to record.
+            Err(IndexError::Nextcloud { failure: NextcloudFailure::NotFound, .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Warmed {
+        coverage: Coverage { current, total: files.len() },
+        extracted,
+    })
+}
+
+/// Downloads `file` as the caller, extracts it and replaces its passages (or records the
+/// failure against this etag). Returns the ids of the new passages, if any.
+pub async fn refresh<C: CallerDav>(
+    index: &Index,
+    caller: &C,
+    file: &DavFile,
+) -> Result<Option<RangeInclusive<i64>>, IndexError> {
+    let (file_id, etag, size) = (file.file_id, file.etag.clone(), file.size);
+    let Some(format) = Format::detect(&file.mime, file.name()) else {
+        let kind = "unsupported".to_string();
+        index
+            .with(move |s| s.record_failure(file_id, &etag, &kind, size, "unsupported"))
+            .await?;
+        return Ok(None);
+    };
+    if usize::try_from(size).map_or(true, |s| s > MAX_INPUT_BYTES) {
+        index
+            .with(move |s| s.record_failure(file_id, &etag, format.label(), size, "too-large"))
+            .await?;
+        return Ok(None);
+    }
+    let bytes = caller.download(&file.path, MAX_INPUT_BYTES).await?;
+    // Extraction and chunking are CPU work: off the async executor, outside the lock.
+    let parsed = tokio::task::spawn_blocking(move || {
+        extract::extract(format, &bytes).map(|doc| chunk::passages(&doc, MAX_PASSAGE_BYTES))
+    })
+    .await
+    .map_err(|e| IndexError::Task(e.to_string()))?;
+    match parsed {
+        Ok(passages) => {
+            index
+                .with(move |s| s.replace_file(file_id, &etag, format.label(), size, &passages))
+                .await
+        }
+        Err(e) => {
+            tracing::info!(file_id, kind = format.label(), error = %e, "extraction failed; recorded until the etag changes");
+            let label = e.label();
+            index
+                .with(move |s| s.record_failure(file_id, &etag, format.label(), size, label))
+                .await?;
+            Ok(None)
+        }
+    }
+}
