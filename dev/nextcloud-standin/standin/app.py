@@ -134,8 +134,18 @@ class StandinApp:
             status.append(int(s.split(" ", 1)[0]))
             return start_response(s, headers, exc_info) if exc_info else start_response(s, headers)
 
-        body = self.dav(req.environ, capture)
-        if status and 200 <= status[0] < 300 and req.method in ("PUT", "MKCOL", "DELETE", "MOVE", "COPY"):
+        if req.method not in ("PUT", "MKCOL", "DELETE", "MOVE", "COPY"):
+            return self.dav(req.environ, capture)
+        # WsgiDAV may call start_response only while its body is iterated: run it to the end
+        # (these answers are small) so the outcome is known before any webhook is sent.
+        result = self.dav(req.environ, capture)
+        try:
+            body = list(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close:
+                close()
+        if status and 200 <= status[0] < 300:
             self.after_change(req.method, uid, view, dest_view, old_id, existed)
         return body
 

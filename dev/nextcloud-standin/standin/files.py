@@ -73,6 +73,13 @@ class _NextcloudProps:
     def support_etag(self) -> bool:
         return True
 
+    def get_used_bytes(self) -> int | None:
+        # Nextcloud reports the folder's own size and -3 ("unlimited"), never the host's disk.
+        return tree_size(self.provider.ns.real(self.loc)) if self.is_collection else None  # type: ignore[attr-defined]
+
+    def get_available_bytes(self) -> int | None:
+        return -3 if self.is_collection else None  # type: ignore[attr-defined]
+
     def nc_permissions(self) -> str:
         shared = bool(self.provider.ns.store.shares_of_node(self.fileid))
         return letters(self.loc, self.is_collection, shared)  # type: ignore[attr-defined]

@@ -43,6 +43,8 @@ class Webhooks:
         self._url = url
         self._secret = secret or ""
         self._queue: queue.Queue[dict[str, object] | None] = queue.Queue(maxsize=10000)
+        # Direct connections only: a proxy from the environment must not reroute test traffic.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         self._thread: threading.Thread | None = None
         if url:
             self._thread = threading.Thread(target=self._run, name="webhooks", daemon=True)
@@ -70,7 +72,7 @@ class Webhooks:
                 self._url or "", data=json.dumps(body).encode(), method="POST",
                 headers={"Content-Type": "application/json", SECRET_HEADER: self._secret})
             try:
-                with urllib.request.urlopen(req, timeout=TIMEOUT_SECONDS) as resp:
+                with self._opener.open(req, timeout=TIMEOUT_SECONDS) as resp:
                     resp.read()
             except Exception as e:  # noqa: BLE001 - delivery failures never matter to the sender
                 log.warning("webhook delivery failed: %s", e)
