@@ -1,4 +1,135 @@
-//! Tamebi orchestrator (work in progress: the spine lands in issue 2).
+//! Tamebi orchestrator: the agent loop that works inside a company's Nextcloud strictly as
+//! the person talking to it.
+//!
+//! There is no permission logic here, and there must not be. Every request to Nextcloud
+//! carries the calling user's own credential, and Nextcloud's 403/404 is the answer. This
+//! process holds a model key and two secrets of its own; it never holds a Nextcloud
+//! credential beyond the request (or the turn) that carries it.
+//!
+//! Modules:
+//! - [`config`]: the one typed configuration, read from the environment at start.
+//! - [`auth`]: G1 identity (`auth::identity`) and log redaction.
+//! - [`http`]: the axum routes (chat over SSE, conversations, apps, health).
+//! - [`actors`]: the ractor supervision tree (conversations, tool servers).
+//! - [`turn`]: one agent turn (model → tools → model), G3 approvals.
+//! - [`context`]: what the model sees; [`untrusted`]: the G2 envelope.
+//! - [`approval`]: G3 policy from MCP annotations; [`mcp`]: MCP client and tool registry.
+//! - [`model`]: the OpenAI-compatible streaming client.
+//! - [`store`]: chat.db; [`ui_stream`]: the AI SDK UI message stream.
+//! - [`telemetry`]: tracing and OTLP export.
+
+pub mod actors;
+pub mod approval;
+pub mod apps;
+pub mod auth;
+pub mod config;
+pub mod context;
+pub mod error;
+pub mod http;
+pub mod mcp;
+pub mod model;
+pub mod store;
+pub mod telemetry;
+pub mod turn;
+pub mod ui_stream;
+pub mod untrusted;
+
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use actors::root::RootSupervisor;
+use actors::{Services, ToolServers};
+use config::Config;
+use error::Error;
+
+/// Exit code for an invalid configuration.
+pub const EXIT_CONFIG: i32 = 2;
+
+/// The binary's whole life: config, telemetry, runtime, serve until SIGTERM/SIGINT.
 pub fn run_from_env() -> anyhow::Result<()> {
-    anyhow::bail!("the orchestrator is not wired yet")
+    let config = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("tamebi: invalid configuration: {e}");
+            std::process::exit(EXIT_CONFIG);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let telemetry = telemetry::init(config.otlp_endpoint.as_deref())?;
+        let listener = TcpListener::bind(config.bind).await?;
+        let shutdown = CancellationToken::new();
+        tokio::spawn(watch_signals(shutdown.clone()));
+        let result = serve(config, listener, shutdown).await;
+        // Last step of shutdown: flush the trace exporter.
+        telemetry.shutdown();
+        result.map_err(anyhow::Error::from)
+    })
+}
+
+async fn watch_signals(shutdown: CancellationToken) {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = term => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    tracing::info!("shutdown requested");
+    shutdown.cancel();
+}
+
+/// Serves on `listener` until `shutdown` is cancelled, then shuts down in order:
+/// stop accepting, end open streams with a final part, let turns stop, stop the actors,
+/// flush the databases.
+pub async fn serve(config: Config, listener: TcpListener, shutdown: CancellationToken) -> Result<(), Error> {
+    std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", config.data_dir.display())))?;
+    let store = store::chat::ChatStore::open(&config.data_dir.join("chat.db"))?;
+    let http_client = reqwest::Client::builder()
+        .connect_timeout(model::CONNECT_TIMEOUT)
+        .pool_idle_timeout(std::time::Duration::from_secs(60))
+        .build()
+        .map_err(|e| Error::Internal(format!("http client: {e}")))?;
+    let tasks = TaskTracker::new();
+    let config = Arc::new(config);
+    let services = Arc::new(Services {
+        config: config.clone(),
+        store: store.clone(),
+        model: model::ModelClient::new(http_client.clone(), config.model.clone()),
+        tool_servers: ToolServers::new(&config.mcp_servers, config.tool_timeout),
+        tasks: tasks.clone(),
+        shutdown: shutdown.clone(),
+    });
+    let (root, root_handle) = ractor::Actor::spawn(Some("root".into()), RootSupervisor { services: services.clone(), http: http_client }, ())
+        .await
+        .map_err(|e| Error::Internal(format!("start actors: {e}")))?;
+    let state = http::AppState {
+        services: services.clone(),
+        verifier: auth::identity::Verifier::new(config.proxy_secret.clone(), config.signing_secret.clone()),
+        turn_permits: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_turns)),
+    };
+    let addr = listener.local_addr().map_err(|e| Error::Internal(e.to_string()))?;
+    tracing::info!(%addr, "tamebi listening");
+    println!("listening on http://{addr}");
+    let server = axum::serve(listener, http::app(state)).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let served = server.await.map_err(|e| Error::Internal(format!("server: {e}")));
+    // Streams have ended (they watch the same token); give running turns a bounded time.
+    shutdown.cancel();
+    tasks.close();
+    if tokio::time::timeout(config.shutdown_timeout, tasks.wait()).await.is_err() {
+        tracing::warn!("some turns did not stop in time");
+    }
+    root.stop(Some("shutdown".into()));
+    let _ = tokio::time::timeout(config.shutdown_timeout, root_handle).await;
+    drop(services);
+    store.close().await;
+    tracing::info!("shutdown complete");
+    served
 }

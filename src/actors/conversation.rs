@@ -1,0 +1,233 @@
+//! `ConversationActor`: one per (uid, conversation). Owns the running turn's stream, the
+//! replay buffer that lets a dropped client resume, and the approval waits.
+//!
+//! The turn itself runs in a task (so the mailbox stays free for resumes) and reports every
+//! stream part back here as a message; this actor is the single writer of the conversation:
+//! it folds parts into the assistant message, commits to chat.db at every boundary BEFORE
+//! forwarding (a kill -9 never loses what a client saw finished), and fans frames out.
+//! It never stores the caller's bearer: only the turn task holds it, for the turn.
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::Services;
+use crate::auth::Caller;
+use crate::error::Error;
+use crate::store::chat::PendingApproval;
+use crate::turn::{self, ApprovalDecision, Emitter, TurnInput};
+use crate::ui_stream::{StreamPart, UiMessage};
+
+/// What a subscriber receives: frames, then `End` when the turn finished normally. A
+/// channel that closes without `End` means the actor died.
+#[derive(Debug, Clone)]
+pub enum Frame {
+    Part(Arc<str>),
+    End,
+}
+
+/// A client's view of a running turn: what was already sent, then what follows.
+pub struct Subscription {
+    pub replay: Vec<Arc<str>>,
+    pub live: mpsc::UnboundedReceiver<Frame>,
+}
+
+pub enum ConversationMsg {
+    StartTurn { caller: Caller, input: TurnInput, reply: RpcReplyPort<Result<Subscription, Error>> },
+    Subscribe { reply: RpcReplyPort<Option<Subscription>> },
+    Emit { turn: u64, part: StreamPart, approvals: Vec<PendingApproval> },
+    TurnEnded { turn: u64 },
+    Delete { reply: RpcReplyPort<Result<bool, Error>> },
+    IdleCheck { generation: u64 },
+}
+
+pub struct ConversationActor {
+    pub services: Arc<Services>,
+}
+
+pub struct Args {
+    pub uid: String,
+    pub conversation_id: String,
+}
+
+pub struct State {
+    uid: String,
+    cid: String,
+    turns: u64,
+    in_flight: Option<InFlight>,
+    idle_generation: u64,
+}
+
+struct InFlight {
+    turn: u64,
+    assistant: UiMessage,
+    frames: Vec<Arc<str>>,
+    subscribers: Vec<mpsc::UnboundedSender<Frame>>,
+    cancel: CancellationToken,
+}
+
+impl InFlight {
+    fn subscribe(&mut self) -> Subscription {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.subscribers.push(tx);
+        Subscription { replay: self.frames.clone(), live: rx }
+    }
+}
+
+impl Actor for ConversationActor {
+    type Msg = ConversationMsg;
+    type State = State;
+    type Arguments = Args;
+
+    async fn pre_start(&self, myself: ActorRef<Self::Msg>, args: Args) -> Result<State, ActorProcessingErr> {
+        tracing::debug!(actor = ?myself.get_name(), "conversation actor started");
+        let state = State { uid: args.uid, cid: args.conversation_id, turns: 0, in_flight: None, idle_generation: 0 };
+        schedule_idle_check(&myself, &self.services, 0);
+        Ok(state)
+    }
+
+    async fn post_stop(&self, myself: ActorRef<Self::Msg>, state: &mut State) -> Result<(), ActorProcessingErr> {
+        if let Some(f) = &state.in_flight {
+            f.cancel.cancel();
+        }
+        tracing::debug!(actor = ?myself.get_name(), "conversation actor stopped");
+        Ok(())
+    }
+
+    async fn handle(&self, myself: ActorRef<Self::Msg>, msg: Self::Msg, state: &mut State) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ConversationMsg::StartTurn { caller, input, reply } => {
+                let result = self.start_turn(&myself, state, caller, input).await;
+                let _ = reply.send(result);
+            }
+            ConversationMsg::Subscribe { reply } => {
+                let _ = reply.send(state.in_flight.as_mut().map(InFlight::subscribe));
+            }
+            ConversationMsg::Emit { turn, part, approvals } => self.emit(state, turn, part, approvals).await,
+            ConversationMsg::TurnEnded { turn } => {
+                self.end_turn(state, turn).await;
+                state.idle_generation += 1;
+                schedule_idle_check(&myself, &self.services, state.idle_generation);
+            }
+            ConversationMsg::Delete { reply } => {
+                if let Some(f) = state.in_flight.take() {
+                    f.cancel.cancel();
+                }
+                let _ = reply.send(self.services.store.delete(&state.uid, &state.cid).await);
+                myself.stop(Some("deleted".into()));
+            }
+            ConversationMsg::IdleCheck { generation } => {
+                if state.in_flight.is_none() && generation == state.idle_generation {
+                    myself.stop(Some("idle".into()));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn schedule_idle_check(myself: &ActorRef<ConversationMsg>, services: &Services, generation: u64) {
+    myself.send_after(services.config.idle_timeout, move || ConversationMsg::IdleCheck { generation });
+}
+
+impl ConversationActor {
+    async fn start_turn(&self, myself: &ActorRef<ConversationMsg>, state: &mut State, caller: Caller, input: TurnInput) -> Result<Subscription, Error> {
+        if state.in_flight.is_some() {
+            return Err(Error::Conflict("a turn is already running".into()));
+        }
+        let store = &self.services.store;
+        let mut history = store.load(&state.uid, &state.cid).await?.map(|c| c.messages).unwrap_or_default();
+        let (assistant, decisions) = match input {
+            TurnInput::User(message) => {
+                store.save_message(&state.uid, &state.cid, &message, Some(message.text())).await?;
+                // A new user message supersedes any approval still waiting.
+                store.clear_approvals(&state.uid, &state.cid).await?;
+                history.push(message);
+                (UiMessage::new(uuid::Uuid::new_v4().simple().to_string(), crate::ui_stream::Role::Assistant), Vec::new())
+            }
+            TurnInput::Approvals(decisions) => {
+                let resolved = resolve_approvals(store, &state.uid, &state.cid, &history, decisions).await?;
+                // The reply continues the assistant message that asked for approval.
+                let assistant = history.pop().ok_or(Error::Forbidden("no message awaits approval".into()))?;
+                (assistant, resolved)
+            }
+        };
+        state.turns += 1;
+        let cancel = self.services.shutdown.child_token();
+        let mut in_flight = InFlight { turn: state.turns, assistant: assistant.clone(), frames: Vec::new(), subscribers: Vec::new(), cancel: cancel.clone() };
+        let subscription = in_flight.subscribe();
+        state.in_flight = Some(in_flight);
+        let emitter = Emitter::new(myself.clone(), state.turns);
+        let run = turn::Turn { services: self.services.clone(), caller, history, assistant, decisions, emitter, cancel };
+        self.services.tasks.spawn(turn::run(run));
+        Ok(subscription)
+    }
+
+    async fn emit(&self, state: &mut State, turn: u64, part: StreamPart, approvals: Vec<PendingApproval>) {
+        let Some(f) = state.in_flight.as_mut().filter(|f| f.turn == turn) else { return };
+        #[cfg(feature = "fault-injection")]
+        if self.services.config.fault_injection {
+            if let StreamPart::TextDelta { delta, .. } = &part {
+                // Test builds only: lets an end-to-end test crash exactly this actor.
+                assert!(!delta.contains("FAULT:panic-actor"), "fault injection: actor panic requested");
+            }
+        }
+        f.assistant.apply(&part);
+        if part.is_boundary() {
+            let store = &self.services.store;
+            let saved = if approvals.is_empty() {
+                store.save_message(&state.uid, &state.cid, &f.assistant, None).await
+            } else {
+                store.save_message_with_approvals(&state.uid, &state.cid, &f.assistant, approvals).await
+            };
+            if let Err(e) = saved {
+                tracing::error!(error = %e, "could not persist a finished part");
+            }
+        }
+        let frame: Arc<str> = Arc::from(part.frame());
+        f.frames.push(frame.clone());
+        f.subscribers.retain(|s| s.send(Frame::Part(frame.clone())).is_ok());
+    }
+
+    async fn end_turn(&self, state: &mut State, turn: u64) {
+        if !state.in_flight.as_ref().is_some_and(|f| f.turn == turn) {
+            return;
+        }
+        let Some(mut f) = state.in_flight.take() else { return };
+        f.assistant.close_open_text();
+        if let Err(e) = self.services.store.save_message(&state.uid, &state.cid, &f.assistant, None).await {
+            tracing::error!(error = %e, "could not persist the final message");
+        }
+        for s in &f.subscribers {
+            let _ = s.send(Frame::End);
+        }
+    }
+}
+
+/// G3: an approval is honoured only if its id is pending in this conversation for this
+/// uid, once, and belongs to the message being continued. What runs is the recorded call.
+async fn resolve_approvals(
+    store: &crate::store::chat::ChatStore,
+    uid: &str,
+    cid: &str,
+    history: &[UiMessage],
+    decisions: Vec<ApprovalDecision>,
+) -> Result<Vec<(ApprovalDecision, PendingApproval)>, Error> {
+    let pending = store.pending_approvals(uid, cid).await?;
+    let last_id = history.last().map(|m| m.id.as_str()).unwrap_or("");
+    // Validate everything before consuming anything: a request with one bad id consumes nothing.
+    for (i, d) in decisions.iter().enumerate() {
+        let known = pending.iter().any(|p| p.approval_id == d.approval_id && p.message_id == last_id);
+        let repeated = decisions[..i].iter().any(|o| o.approval_id == d.approval_id);
+        if !known || repeated {
+            return Err(Error::Forbidden(format!("approval {} is not pending here", d.approval_id)));
+        }
+    }
+    let mut resolved = Vec::new();
+    for d in decisions {
+        let p = store.take_approval(uid, cid, &d.approval_id).await?.ok_or_else(|| Error::Forbidden("approval already used".into()))?;
+        resolved.push((d, p));
+    }
+    Ok(resolved)
+}

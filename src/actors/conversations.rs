@@ -1,0 +1,99 @@
+//! `ConversationsSupervisor`: finds or spawns the actor of a (uid, conversation).
+//!
+//! Children are not restarted when they exit: an idle one stopped on purpose, a crashed one
+//! is revived from chat.db on its next use — that is this supervisor's restart policy, and
+//! it is why a crash never touches another conversation.
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::Services;
+use super::conversation::{Args, ConversationActor, ConversationMsg};
+
+pub enum ConversationsMsg {
+    /// The actor for this conversation, started if needed.
+    Get { uid: String, conversation_id: String, reply: RpcReplyPort<Result<ActorRef<ConversationMsg>, String>> },
+    /// The actor if one is running (resume and delete do not start one).
+    Find { uid: String, conversation_id: String, reply: RpcReplyPort<Option<ActorRef<ConversationMsg>>> },
+    /// How many conversation actors are alive (for health and tests).
+    Count { reply: RpcReplyPort<usize> },
+}
+
+pub struct ConversationsSupervisor {
+    pub services: Arc<Services>,
+}
+
+#[derive(Default)]
+pub struct State {
+    by_key: HashMap<(String, String), ActorRef<ConversationMsg>>,
+    key_of: HashMap<ractor::ActorId, (String, String)>,
+    crashes: u64,
+}
+
+impl Actor for ConversationsSupervisor {
+    type Msg = ConversationsMsg;
+    type State = State;
+    type Arguments = ();
+
+    async fn pre_start(&self, _myself: ActorRef<Self::Msg>, _: ()) -> Result<State, ActorProcessingErr> {
+        tracing::info!("conversations supervisor started");
+        Ok(State::default())
+    }
+
+    async fn handle(&self, myself: ActorRef<Self::Msg>, msg: Self::Msg, state: &mut State) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ConversationsMsg::Get { uid, conversation_id, reply } => {
+                let key = (uid, conversation_id);
+                let result = match state.by_key.get(&key) {
+                    Some(actor) => Ok(actor.clone()),
+                    None => self.spawn(&myself, state, key).await,
+                };
+                let _ = reply.send(result);
+            }
+            ConversationsMsg::Find { uid, conversation_id, reply } => {
+                let _ = reply.send(state.by_key.get(&(uid, conversation_id)).cloned());
+            }
+            ConversationsMsg::Count { reply } => {
+                let _ = reply.send(state.by_key.len());
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(&self, _myself: ActorRef<Self::Msg>, event: SupervisionEvent, state: &mut State) -> Result<(), ActorProcessingErr> {
+        match event {
+            SupervisionEvent::ActorStarted(_) => {}
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                if let Some(key) = state.key_of.remove(&cell.get_id()) {
+                    state.by_key.remove(&key);
+                }
+                tracing::debug!(actor = ?cell.get_name(), reason = ?reason, "conversation actor exited");
+            }
+            SupervisionEvent::ActorFailed(cell, error) => {
+                state.crashes += 1;
+                if let Some(key) = state.key_of.remove(&cell.get_id()) {
+                    state.by_key.remove(&key);
+                }
+                // Not restarted here: the next request for it revives it from chat.db.
+                tracing::error!(actor = ?cell.get_name(), error = %error, crashes = state.crashes, "conversation actor crashed; it will be revived on next use");
+            }
+            SupervisionEvent::ProcessGroupChanged(_) => {}
+        }
+        Ok(())
+    }
+}
+
+impl ConversationsSupervisor {
+    async fn spawn(&self, myself: &ActorRef<ConversationsMsg>, state: &mut State, key: (String, String)) -> Result<ActorRef<ConversationMsg>, String> {
+        let actor = ConversationActor { services: self.services.clone() };
+        let args = Args { uid: key.0.clone(), conversation_id: key.1.clone() };
+        // Actor names are not registered globally (None): two users' conversation ids may be
+        // equal, and the name must not leak ids into a global registry.
+        let (actor_ref, _handle) = Actor::spawn_linked(None, actor, args, myself.get_cell()).await.map_err(|e| e.to_string())?;
+        tracing::debug!(actor_id = %actor_ref.get_id(), "conversation actor spawned");
+        state.key_of.insert(actor_ref.get_id(), key.clone());
+        state.by_key.insert(key, actor_ref.clone());
+        Ok(actor_ref)
+    }
+}

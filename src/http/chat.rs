@@ -1,0 +1,184 @@
+//! `POST /v1/chat` and `GET /v1/chat/{id}/stream`.
+//!
+//! The client may send the whole history; chat.db is the truth, so only the last message is
+//! read: a new user message, or the assistant message whose tool parts carry approval
+//! decisions (G3: the decision is taken from here, the call itself from our own record).
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{AppState, conversation_actor, find_conversation, sse, valid_conversation_id, ACTOR_CALL_TIMEOUT};
+use crate::actors::conversation::ConversationMsg;
+use crate::auth::Caller;
+use crate::error::{ApiError, Error};
+use crate::turn::{ApprovalDecision, TurnInput};
+use crate::ui_stream::{Role, ToolState, UiMessage, UiPart};
+
+/// Longest user message accepted, in characters.
+pub const MAX_USER_TEXT: usize = 32_000;
+
+#[derive(Deserialize)]
+struct ChatRequest {
+    id: String,
+    messages: Vec<Value>,
+    #[serde(default)]
+    trigger: Option<String>,
+}
+
+pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
+    let rid = caller.request_id.clone();
+    let (id, input) = parse(&body).map_err(|e| e.with_request(&rid))?;
+    // Bounded concurrency: beyond the limit a turn is refused, never queued without bound.
+    let permit = state.turn_permits.clone().try_acquire_owned().map_err(|_| Error::Overloaded.with_request(&rid))?;
+    if state.services.shutdown.is_cancelled() {
+        return Err(Error::ShuttingDown.with_request(&rid));
+    }
+    let actor = conversation_actor(&caller.uid, &id).await.map_err(|e| e.with_request(&rid))?;
+    let turn_caller = caller.clone();
+    let subscription = actor
+        .call(|reply| ConversationMsg::StartTurn { caller: turn_caller, input, reply }, Some(ACTOR_CALL_TIMEOUT))
+        .await
+        .map_err(|e| Error::Internal(e.to_string()).with_request(&rid))?
+        .success_or(Error::Internal("conversation actor did not answer".into()))
+        .map_err(|e| e.with_request(&rid))?
+        .map_err(|e| e.with_request(&rid))?;
+    Ok(sse::response(subscription, rid, state.services.shutdown.clone(), Some(Box::new(permit))))
+}
+
+pub async fn resume(State(state): State<AppState>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let rid = caller.request_id.clone();
+    if !valid_conversation_id(&id) {
+        return Err(Error::NotFound.with_request(&rid));
+    }
+    // Another user's conversation is keyed under their uid: it is simply not found here.
+    let Some(actor) = find_conversation(&caller.uid, &id).await.map_err(|e| e.with_request(&rid))? else {
+        return Ok(http::StatusCode::NO_CONTENT.into_response());
+    };
+    let sub = actor
+        .call(|reply| ConversationMsg::Subscribe { reply }, Some(ACTOR_CALL_TIMEOUT))
+        .await
+        .map_err(|e| Error::Internal(e.to_string()).with_request(&rid))?
+        .success_or(Error::Internal("conversation actor did not answer".into()))
+        .map_err(|e| e.with_request(&rid))?;
+    match sub {
+        Some(sub) => Ok(sse::response(sub, rid, state.services.shutdown.clone(), None)),
+        None => Ok(http::StatusCode::NO_CONTENT.into_response()),
+    }
+}
+
+/// Validates the request and extracts what this turn acts on.
+fn parse(body: &[u8]) -> Result<(String, TurnInput), Error> {
+    let req: ChatRequest = serde_json::from_slice(body).map_err(|e| Error::BadRequest(format!("chat body: {e}")))?;
+    if !valid_conversation_id(&req.id) {
+        return Err(Error::BadRequest("conversation id must be 1-64 characters of [A-Za-z0-9_-]".into()));
+    }
+    if let Some(t) = req.trigger.as_deref().filter(|t| *t != "submit-message") {
+        return Err(Error::BadRequest(format!("unsupported trigger {t}")));
+    }
+    let last = req.messages.into_iter().last().ok_or_else(|| Error::BadRequest("no messages".into()))?;
+    let message: UiMessage = serde_json::from_value(last).map_err(|e| Error::BadRequest(format!("last message: {e}")))?;
+    let input = match message.role {
+        Role::User => TurnInput::User(user_message(message)?),
+        Role::Assistant => TurnInput::Approvals(approval_decisions(&message)?),
+        Role::System => return Err(Error::BadRequest("a system message cannot start a turn".into())),
+    };
+    Ok((req.id, input))
+}
+
+fn user_message(message: UiMessage) -> Result<UiMessage, Error> {
+    let text = message.text();
+    if text.trim().is_empty() {
+        return Err(Error::BadRequest("empty message".into()));
+    }
+    if text.chars().count() > MAX_USER_TEXT {
+        return Err(Error::BadRequest("message too long".into()));
+    }
+    let id = if !message.id.is_empty() && message.id.len() <= 128 && message.id.bytes().all(|b| b.is_ascii_graphic()) {
+        message.id
+    } else {
+        uuid::Uuid::new_v4().simple().to_string()
+    };
+    // Only text is kept from a user message; other part types are not interpreted.
+    Ok(UiMessage { id, role: Role::User, parts: vec![UiPart::Text { text, state: None }] })
+}
+
+/// The approval decisions the client recorded on the assistant message's tool parts.
+/// Only the decision is read: the tool, its input and anything else echoed back are ignored.
+fn approval_decisions(message: &UiMessage) -> Result<Vec<ApprovalDecision>, Error> {
+    let decisions: Vec<ApprovalDecision> = message
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            UiPart::DynamicTool(t) if t.state == ToolState::ApprovalResponded => t.approval.as_ref(),
+            _ => None,
+        })
+        .filter_map(|a| a.approved.map(|approved| ApprovalDecision { approval_id: a.id.clone(), approved, reason: a.reason.clone() }))
+        .collect();
+    if decisions.is_empty() {
+        return Err(Error::BadRequest("an assistant message must carry approval decisions".into()));
+    }
+    Ok(decisions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn body(v: Value) -> Vec<u8> {
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    #[test]
+    fn only_the_last_user_message_is_taken() {
+        let (id, input) = parse(&body(json!({"id": "c1", "messages": [
+            {"id": "old", "role": "user", "parts": [{"type": "text", "text": "old"}]},
+            {"id": "m2", "role": "user", "parts": [{"type": "text", "text": "new"}, {"type": "file", "url": "x"}]}
+        ]})))
+        .unwrap();
+        assert_eq!(id, "c1");
+        let TurnInput::User(m) = input else { panic!() };
+        assert_eq!(m.text(), "new");
+        assert_eq!(m.parts.len(), 1);
+    }
+
+    #[test]
+    fn approvals_take_only_the_decision() {
+        let (_, input) = parse(&body(json!({"id": "c1", "messages": [
+            {"id": "a1", "role": "assistant", "parts": [
+                {"type": "dynamic-tool", "toolName": "files_move", "toolCallId": "call_1", "state": "approval-responded",
+                 "input": {"from": "TAMPERED"}, "approval": {"id": "ap_1", "approved": true}}
+            ]}
+        ]})))
+        .unwrap();
+        assert_eq!(input_decisions(input), vec![ApprovalDecision { approval_id: "ap_1".into(), approved: true, reason: None }]);
+    }
+
+    fn input_decisions(i: TurnInput) -> Vec<ApprovalDecision> {
+        match i {
+            TurnInput::Approvals(d) => d,
+            TurnInput::User(_) => panic!("expected approvals"),
+        }
+    }
+
+    #[test]
+    fn bad_requests_are_refused() {
+        for b in [
+            json!({"id": "", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]}),
+            json!({"id": "../x", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]}),
+            json!({"id": "c", "messages": []}),
+            json!({"id": "c", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "  "}]}]}),
+            json!({"id": "c", "messages": [{"id": "m", "role": "user", "parts": []}]}),
+            json!({"id": "c", "messages": [{"id": "m", "role": "assistant", "parts": [{"type": "text", "text": "hi"}]}]}),
+            json!({"id": "c", "trigger": "regenerate-message", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]}),
+            json!({"messages": []}),
+        ] {
+            assert!(matches!(parse(&body(b.clone())), Err(Error::BadRequest(_))), "{b}");
+        }
+        assert!(parse(b"not json").is_err());
+    }
+}

@@ -1,0 +1,46 @@
+//! `GET /v1/conversations`, `GET|DELETE /v1/conversations/{id}`. Every query is keyed by the
+//! signed uid, so another user's conversation answers 404 exactly like an unknown one.
+
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+
+use super::{AppState, find_conversation, valid_conversation_id, ACTOR_CALL_TIMEOUT};
+use crate::actors::conversation::ConversationMsg;
+use crate::auth::Caller;
+use crate::error::{ApiError, Error};
+
+pub async fn list(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Response, ApiError> {
+    let rows = state.services.store.list(&caller.uid).await.map_err(|e| e.with_request(&caller.request_id))?;
+    Ok(Json(serde_json::json!({ "conversations": rows })).into_response())
+}
+
+pub async fn get_one(State(state): State<AppState>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let rid = &caller.request_id;
+    if !valid_conversation_id(&id) {
+        return Err(Error::NotFound.with_request(rid));
+    }
+    match state.services.store.load(&caller.uid, &id).await.map_err(|e| e.with_request(rid))? {
+        Some(c) => Ok(Json(c).into_response()),
+        None => Err(Error::NotFound.with_request(rid)),
+    }
+}
+
+pub async fn delete_one(State(state): State<AppState>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let rid = &caller.request_id;
+    if !valid_conversation_id(&id) {
+        return Err(Error::NotFound.with_request(rid));
+    }
+    // A running actor deletes (and stops its turn); otherwise the store does it directly.
+    let existed = match find_conversation(&caller.uid, &id).await.map_err(|e| e.with_request(rid))? {
+        Some(actor) => actor
+            .call(|reply| ConversationMsg::Delete { reply }, Some(ACTOR_CALL_TIMEOUT))
+            .await
+            .map_err(|e| Error::Internal(e.to_string()).with_request(rid))?
+            .success_or(Error::Internal("conversation actor did not answer".into()))
+            .map_err(|e| e.with_request(rid))?
+            .map_err(|e| e.with_request(rid))?,
+        None => state.services.store.delete(&caller.uid, &id).await.map_err(|e| e.with_request(rid))?,
+    };
+    if existed { Ok(http::StatusCode::NO_CONTENT.into_response()) } else { Err(Error::NotFound.with_request(rid)) }
+}

@@ -1,0 +1,8 @@
+//! MCP: how the orchestrator reaches tool servers, and what it knows about their tools.
+//!
+//! - [`client`]: one short-lived rmcp client per call, carrying the caller's bearer. No
+//!   client outlives the call, so no bearer outlives the turn that brought it.
+//! - [`registry`]: a turn's view of the tools: visibility split, policy, fingerprints.
+
+pub mod client;
+pub mod registry;

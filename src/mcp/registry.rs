@@ -1,0 +1,176 @@
+//! A turn's tool registry: which tools exist for this caller, who may see them, and what
+//! approval they need.
+//!
+//! Built from each server's `tools/list` with the caller's bearer (so the tool set is the
+//! caller's too). Visibility follows MCP Apps `_meta.ui.visibility` (default
+//! `["model","app"]`): a tool without "model" never enters the model's tool set, which is
+//! structural — it is what makes "the agent cannot send mail" a fact. The G3 policy is a
+//! plain field derived once from annotations. Each definition is fingerprinted so a change
+//! (say, a tool that quietly drops its destructiveHint) is noticed and audited.
+
+use rmcp::model::Tool;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::approval::{Policy, policy_for};
+use crate::model::{FunctionSpec, ToolSpec};
+
+/// One tool of one server, as this turn sees it.
+#[derive(Debug, Clone)]
+pub struct ToolDef {
+    pub server: String,
+    /// The tool's own name on its server.
+    pub name: String,
+    /// The name the model calls it by (the tool name, or `server__name` on a clash).
+    pub model_name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub policy: Policy,
+    pub visible_to_model: bool,
+    pub visible_to_app: bool,
+    /// `_meta.ui.resourceUri`: the MCP App that renders this tool's results.
+    pub resource_uri: Option<String>,
+    pub fingerprint: String,
+}
+
+impl ToolDef {
+    pub fn from_mcp(server: &str, tool: &Tool) -> ToolDef {
+        let meta = tool.meta.as_ref().map(|m| serde_json::to_value(m).unwrap_or(Value::Null)).unwrap_or(Value::Null);
+        let ui = meta.get("ui");
+        let visibility: Option<Vec<String>> = ui
+            .and_then(|u| u.get("visibility"))
+            .and_then(Value::as_array)
+            .map(|v| v.iter().filter_map(Value::as_str).map(str::to_string).collect());
+        let (visible_to_model, visible_to_app) = match &visibility {
+            None => (true, true),
+            Some(v) => (v.iter().any(|s| s == "model"), v.iter().any(|s| s == "app")),
+        };
+        let resource_uri = ui
+            .and_then(|u| u.get("resourceUri"))
+            .and_then(Value::as_str)
+            .or_else(|| meta.get("ui/resourceUri").and_then(Value::as_str))
+            .map(str::to_string);
+        ToolDef {
+            server: server.to_string(),
+            name: tool.name.to_string(),
+            model_name: tool.name.to_string(),
+            description: tool.description.as_deref().unwrap_or("").to_string(),
+            input_schema: Value::Object((*tool.input_schema).clone()),
+            policy: policy_for(tool.annotations.as_ref()),
+            visible_to_model,
+            visible_to_app,
+            resource_uri,
+            fingerprint: fingerprint(tool),
+        }
+    }
+
+    pub fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            kind: "function",
+            function: FunctionSpec { name: self.model_name.clone(), description: self.description.clone(), parameters: self.input_schema.clone() },
+        }
+    }
+}
+
+/// sha256 over the canonical JSON of the whole definition, annotations and `_meta` included.
+pub fn fingerprint(tool: &Tool) -> String {
+    let value = serde_json::to_value(tool).unwrap_or(Value::Null);
+    hex::encode(Sha256::digest(canonical_json(&value).as_bytes()))
+}
+
+/// JSON with object keys sorted, so equal definitions hash equally.
+pub fn canonical_json(v: &Value) -> String {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let inner: Vec<String> = keys.iter().map(|k| format!("{}:{}", Value::String((*k).clone()), canonical_json(&map[*k]))).collect();
+            format!("{{{}}}", inner.join(","))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
+}
+
+/// The tools of one turn.
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    tools: Vec<ToolDef>,
+}
+
+impl Registry {
+    /// Builds the registry from each server's tool list, resolving name clashes by
+    /// prefixing the server name.
+    pub fn new(mut tools: Vec<ToolDef>) -> Registry {
+        let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        for t in &mut tools {
+            if names.iter().filter(|n| **n == t.name).count() > 1 {
+                t.model_name = format!("{}__{}", t.server, t.name);
+            }
+        }
+        Registry { tools }
+    }
+
+    /// The tools the model may call. Tools without "model" visibility are not here at all.
+    pub fn model_tools(&self) -> impl Iterator<Item = &ToolDef> {
+        self.tools.iter().filter(|t| t.visible_to_model)
+    }
+
+    /// Looks up a model-visible tool by the name the model used.
+    pub fn for_model(&self, model_name: &str) -> Option<&ToolDef> {
+        self.model_tools().find(|t| t.model_name == model_name)
+    }
+
+    /// Looks up a tool by server and name, for the apps relay.
+    pub fn find(&self, server: &str, name: &str) -> Option<&ToolDef> {
+        self.tools.iter().find(|t| t.server == server && t.name == name)
+    }
+
+    pub fn all(&self) -> &[ToolDef] {
+        &self.tools
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(v: Value) -> Tool {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn visibility_split_is_structural() {
+        let send = tool(json!({"name": "mail_send", "inputSchema": {"type": "object"}, "_meta": {"ui": {"visibility": ["app"]}}}));
+        let list = tool(json!({"name": "files_list", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true},
+            "_meta": {"ui": {"resourceUri": "ui://nextcloud/files-table"}}}));
+        let model_only = tool(json!({"name": "secret_model_tool", "inputSchema": {"type": "object"}, "_meta": {"ui": {"visibility": ["model"]}}}));
+        let reg = Registry::new(vec![ToolDef::from_mcp("mail", &send), ToolDef::from_mcp("nextcloud", &list), ToolDef::from_mcp("x", &model_only)]);
+        let names: Vec<&str> = reg.model_tools().map(|t| t.model_name.as_str()).collect();
+        assert_eq!(names, vec!["files_list", "secret_model_tool"]);
+        assert!(reg.for_model("mail_send").is_none());
+        assert!(reg.find("mail", "mail_send").unwrap().visible_to_app);
+        assert!(!reg.find("x", "secret_model_tool").unwrap().visible_to_app);
+        assert_eq!(reg.find("nextcloud", "files_list").unwrap().resource_uri.as_deref(), Some("ui://nextcloud/files-table"));
+        assert!(!reg.find("nextcloud", "files_list").unwrap().policy.needs_approval);
+        assert!(reg.find("mail", "mail_send").unwrap().policy.needs_approval);
+    }
+
+    #[test]
+    fn fingerprints_change_with_annotations_only() {
+        let a = tool(json!({"name": "t", "inputSchema": {"type": "object", "b": 1, "a": 2}, "annotations": {"readOnlyHint": true}}));
+        let a2 = tool(json!({"inputSchema": {"a": 2, "type": "object", "b": 1}, "name": "t", "annotations": {"readOnlyHint": true}}));
+        let b = tool(json!({"name": "t", "inputSchema": {"type": "object", "b": 1, "a": 2}, "annotations": {"readOnlyHint": false}}));
+        assert_eq!(fingerprint(&a), fingerprint(&a2));
+        assert_ne!(fingerprint(&a), fingerprint(&b));
+    }
+
+    #[test]
+    fn clashing_names_are_prefixed() {
+        let t = tool(json!({"name": "search", "inputSchema": {"type": "object"}}));
+        let reg = Registry::new(vec![ToolDef::from_mcp("a", &t), ToolDef::from_mcp("b", &t)]);
+        let names: Vec<&str> = reg.model_tools().map(|t| t.model_name.as_str()).collect();
+        assert_eq!(names, vec!["a__search", "b__search"]);
+    }
+}

@@ -1,0 +1,287 @@
+//! The model provider client: OpenAI-compatible chat completions, streamed, with tools.
+//!
+//! Owns the wire format to the provider and the fallback rule (retry once on the fallback
+//! model when the primary cannot be reached or says nothing before its first chunk). It
+//! knows nothing of users, Nextcloud or tools' meaning: it carries text and tool calls.
+
+use eventsource_stream::Eventsource;
+use futures::{Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::pin::Pin;
+use std::time::Duration;
+
+use crate::config::ModelConfig;
+
+/// A message in the provider's format.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum ChatMessage {
+    System { content: String },
+    User { content: String },
+    Assistant {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCallOut>,
+    },
+    Tool { tool_call_id: String, content: String },
+}
+
+/// An assistant tool call as sent back to the provider in the history.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ToolCallOut {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub function: FunctionCall,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FunctionCall {
+    pub name: String,
+    /// JSON text, as the provider expects.
+    pub arguments: String,
+}
+
+impl ToolCallOut {
+    pub fn new(id: String, name: String, arguments: &Value) -> Self {
+        ToolCallOut { id, kind: "function", function: FunctionCall { name, arguments: arguments.to_string() } }
+    }
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSpec {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub function: FunctionSpec,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FunctionSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+/// What the stream yields, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEvent {
+    TextDelta(String),
+    /// The first fragment of tool call `index` (id and name are known from here on).
+    ToolCallStart { index: usize, id: String, name: String },
+    ToolCallArguments { index: usize, delta: String },
+    Finished { reason: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("model provider unreachable: {0}")]
+    Connect(String),
+    #[error("model provider timed out")]
+    Timeout,
+    #[error("model provider answered HTTP {0}")]
+    Status(u16),
+    #[error("model provider stream malformed: {0}")]
+    Protocol(String),
+}
+
+impl ModelError {
+    /// Worth one retry on the fallback model: the primary never started answering.
+    fn before_first_chunk(&self) -> bool {
+        matches!(self, ModelError::Connect(_) | ModelError::Timeout)
+    }
+}
+
+pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send>>;
+
+#[derive(Clone)]
+pub struct ModelClient {
+    http: reqwest::Client,
+    config: ModelConfig,
+}
+
+#[derive(Serialize)]
+struct Request<'a> {
+    model: &'a str,
+    messages: &'a [ChatMessage],
+    #[serde(skip_serializing_if = "<[ToolSpec]>::is_empty")]
+    tools: &'a [ToolSpec],
+    stream: bool,
+}
+
+impl ModelClient {
+    pub fn new(http: reqwest::Client, config: ModelConfig) -> Self {
+        ModelClient { http, config }
+    }
+
+    /// Starts a streamed completion. Falls back once to the fallback model when the primary
+    /// fails to connect or times out before its first chunk.
+    pub async fn stream(&self, messages: &[ChatMessage], tools: &[ToolSpec]) -> Result<ModelStream, ModelError> {
+        match self.start(&self.config.model, messages, tools).await {
+            Ok(s) => Ok(s),
+            Err(e) if e.before_first_chunk() => match &self.config.fallback_model {
+                Some(fallback) => {
+                    tracing::warn!(error = %e, fallback = %fallback, "primary model failed before its first chunk; trying the fallback");
+                    self.start(fallback, messages, tools).await
+                }
+                None => Err(e),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn start(&self, model: &str, messages: &[ChatMessage], tools: &[ToolSpec]) -> Result<ModelStream, ModelError> {
+        let url = format!("{}/chat/completions", self.config.base_url.as_str().trim_end_matches('/'));
+        let mut req = self.http.post(url).json(&Request { model, messages, tools, stream: true }).timeout(self.config.call_timeout);
+        if let Some(key) = &self.config.api_key {
+            req = req.bearer_auth(key.expose());
+        }
+        let first_chunk = self.config.first_chunk_timeout;
+        let response = tokio::time::timeout(first_chunk, req.send())
+            .await
+            .map_err(|_| ModelError::Timeout)?
+            .map_err(|e| if e.is_timeout() { ModelError::Timeout } else { ModelError::Connect(e.to_string()) })?;
+        if !response.status().is_success() {
+            return Err(ModelError::Status(response.status().as_u16()));
+        }
+        let mut events = Box::pin(parse(response.bytes_stream().eventsource()));
+        // Wait for the first event here, so that "silent before the first chunk" is a
+        // fallback case rather than a broken turn.
+        let first = tokio::time::timeout(first_chunk, events.next()).await.map_err(|_| ModelError::Timeout)?;
+        let head = futures::stream::iter(first);
+        Ok(Box::pin(head.chain(events)))
+    }
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    delta: Delta,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta {
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCallDelta>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta {
+    index: usize,
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+/// Turns provider SSE events into [`ModelEvent`]s.
+fn parse<S, E>(events: S) -> impl Stream<Item = Result<ModelEvent, ModelError>> + Send
+where
+    S: Stream<Item = Result<eventsource_stream::Event, E>> + Send + 'static,
+    E: std::fmt::Display + Send,
+{
+    async_stream::stream! {
+        let mut finished = false;
+        futures::pin_mut!(events);
+        while let Some(event) = events.next().await {
+            let event = match event {
+                Ok(ev) => ev,
+                Err(e) => { yield Err(ModelError::Protocol(e.to_string())); return; }
+            };
+            if event.data.trim() == "[DONE]" {
+                break;
+            }
+            let chunk: Chunk = match serde_json::from_str(&event.data) {
+                Ok(c) => c,
+                Err(e) => { yield Err(ModelError::Protocol(format!("chunk: {e}"))); return; }
+            };
+            for choice in chunk.choices {
+                if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
+                    yield Ok(ModelEvent::TextDelta(text));
+                }
+                for call in choice.delta.tool_calls {
+                    let function = call.function.unwrap_or(FunctionDelta { name: None, arguments: None });
+                    if let (Some(id), Some(name)) = (call.id, function.name) {
+                        yield Ok(ModelEvent::ToolCallStart { index: call.index, id, name });
+                    }
+                    if let Some(args) = function.arguments.filter(|a| !a.is_empty()) {
+                        yield Ok(ModelEvent::ToolCallArguments { index: call.index, delta: args });
+                    }
+                }
+                if let Some(reason) = choice.finish_reason {
+                    finished = true;
+                    yield Ok(ModelEvent::Finished { reason });
+                }
+            }
+        }
+        if !finished {
+            // A stream that ends without a finish reason was cut off.
+            yield Err(ModelError::Protocol("stream ended without a finish reason".into()));
+        }
+    }
+}
+
+/// A default per-request timeout for the shared HTTP client.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(frames: &[&str]) -> Vec<Result<ModelEvent, ModelError>> {
+        let evs: Vec<Result<eventsource_stream::Event, std::convert::Infallible>> = frames
+            .iter()
+            .map(|d| Ok(eventsource_stream::Event { event: "message".into(), data: d.to_string(), id: String::new(), retry: None }))
+            .collect();
+        futures::executor::block_on(parse(futures::stream::iter(evs)).collect())
+    }
+
+    #[test]
+    fn text_and_tool_calls_are_parsed() {
+        let out = events(&[
+            r#"{"choices":[{"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"files_list","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"path\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"/\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ]);
+        let out: Vec<ModelEvent> = out.into_iter().map(|e| e.unwrap()).collect();
+        assert_eq!(out[0], ModelEvent::TextDelta("Hi".into()));
+        assert_eq!(out[1], ModelEvent::ToolCallStart { index: 0, id: "call_1".into(), name: "files_list".into() });
+        assert_eq!(out[2], ModelEvent::ToolCallArguments { index: 0, delta: "{\"path\":".into() });
+        assert_eq!(out.last(), Some(&ModelEvent::Finished { reason: "tool_calls".into() }));
+    }
+
+    #[test]
+    fn a_cut_stream_is_an_error() {
+        let out = events(&[r#"{"choices":[{"delta":{"content":"Hi"}}]}"#]);
+        assert!(matches!(out.last(), Some(Err(ModelError::Protocol(_)))));
+        let out = events(&["not json"]);
+        assert!(matches!(out.last(), Some(Err(ModelError::Protocol(_)))));
+    }
+
+    #[test]
+    fn history_serialises_in_the_provider_format() {
+        let m = ChatMessage::Assistant { content: None, tool_calls: vec![ToolCallOut::new("c".into(), "t".into(), &serde_json::json!({"a":1}))] };
+        assert_eq!(
+            serde_json::to_value(&m).unwrap(),
+            serde_json::json!({"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"t","arguments":"{\"a\":1}"}}]})
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! A SQLite file with one writer thread and group commit.
+//!
+//! Writes are closures sent to the writer thread; it runs every queued write inside one
+//! transaction (each in its own savepoint, so one failure does not undo the others) and
+//! answers only after COMMIT, so "written" means durable against a process kill. Reads run
+//! on a separate connection in `spawn_blocking`. WAL mode lets them proceed during writes.
+
+use rusqlite::Connection;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
+
+use crate::error::Error;
+
+type Completion = Box<dyn FnOnce(bool) + Send>;
+/// A write: runs its SQL, says whether it succeeded, and hands back how to answer its caller.
+type Job = Box<dyn FnOnce(&Connection) -> (bool, Completion) + Send>;
+
+/// Most writes committed together in one transaction.
+const MAX_BATCH: usize = 256;
+
+/// Handle to one database file. Cloning shares the writer and the reader.
+#[derive(Clone)]
+pub struct Db {
+    jobs: std::sync::mpsc::Sender<Job>,
+    reader: Arc<Mutex<Connection>>,
+    writer_done: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
+}
+
+impl Db {
+    /// Opens (creating if needed) the file and applies `schema` (idempotent SQL).
+    pub fn open(path: &Path, schema: &str) -> Result<Db, Error> {
+        let writer = open_conn(path)?;
+        writer.execute_batch(schema)?;
+        let reader = open_conn(path)?;
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let handle = std::thread::Builder::new()
+            .name(format!("db-writer-{name}"))
+            .spawn(move || writer_loop(writer, rx))
+            .map_err(|e| Error::Internal(format!("spawn db writer: {e}")))?;
+        Ok(Db { jobs: tx, reader: Arc::new(Mutex::new(reader)), writer_done: Arc::new(Mutex::new(Some(handle))) })
+    }
+
+    /// Runs `f` on the writer thread inside a transaction; resolves after COMMIT.
+    pub async fn write<T, F>(&self, f: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, Error> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel::<Result<T, Error>>();
+        let job: Job = Box::new(move |conn| {
+            let result = f(conn);
+            let ok = result.is_ok();
+            let done: Completion = Box::new(move |committed| {
+                let result = match (committed, result) {
+                    (true, r) => r,
+                    (false, _) => Err(Error::Internal("transaction did not commit".into())),
+                };
+                let _ = tx.send(result);
+            });
+            (ok, done)
+        });
+        self.jobs.send(job).map_err(|_| Error::ShuttingDown)?;
+        rx.await.map_err(|_| Error::Internal("db writer stopped".into()))?
+    }
+
+    /// Runs `f` on the reader connection off the async threads.
+    pub async fn read<T, F>(&self, f: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, Error> + Send + 'static,
+    {
+        let reader = self.reader.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = reader.lock().map_err(|_| Error::Internal("reader lock poisoned".into()))?;
+            f(&conn)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("db read task: {e}")))?
+    }
+
+    /// Stops the writer after it has committed everything queued, and waits for it.
+    /// Used at shutdown; other clones' later writes then fail with `ShuttingDown`.
+    pub async fn close(self) {
+        let Db { jobs, writer_done, .. } = self;
+        drop(jobs);
+        let handle = writer_done.lock().ok().and_then(|mut h| h.take());
+        if let Some(h) = handle {
+            let _ = tokio::task::spawn_blocking(move || h.join()).await;
+        }
+    }
+}
+
+fn open_conn(path: &Path) -> Result<Connection, Error> {
+    let conn = Connection::open(path)?;
+    // WAL + NORMAL: a committed transaction survives a process kill (only an OS crash can
+    // lose the last ones); readers never block the writer.
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    Ok(conn)
+}
+
+fn writer_loop(conn: Connection, rx: std::sync::mpsc::Receiver<Job>) {
+    // Ends when every sender is gone (shutdown) and the queue is drained.
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        run_batch(&conn, batch);
+    }
+    let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
+}
+
+fn run_batch(conn: &Connection, batch: Vec<Job>) {
+    if conn.execute_batch("BEGIN IMMEDIATE").is_err() {
+        for job in batch {
+            // Run each alone so its caller still gets an answer.
+            let (_, done) = job(conn);
+            done(true);
+        }
+        return;
+    }
+    let mut completions = Vec::with_capacity(batch.len());
+    for job in batch {
+        let savepoint_ok = conn.execute_batch("SAVEPOINT job").is_ok();
+        let (ok, done) = job(conn);
+        if savepoint_ok {
+            // A failed write is undone alone; its neighbours in the batch still commit.
+            if !ok {
+                let _ = conn.execute_batch("ROLLBACK TO job");
+            }
+            let _ = conn.execute_batch("RELEASE job");
+        }
+        completions.push(done);
+    }
+    let committed = conn.execute_batch("COMMIT").is_ok();
+    if !committed {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    for done in completions {
+        done(committed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_writes_commit_and_are_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("t.db"), "CREATE TABLE IF NOT EXISTS t (n INTEGER NOT NULL);").unwrap();
+        let mut tasks = Vec::new();
+        for n in 0..200 {
+            let db = db.clone();
+            tasks.push(tokio::spawn(async move {
+                db.write(move |c| Ok(c.execute("INSERT INTO t (n) VALUES (?1)", [n])?)).await
+            }));
+        }
+        for t in tasks {
+            assert_eq!(t.await.unwrap().unwrap(), 1);
+        }
+        let count: i64 = db.read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?)).await.unwrap();
+        assert_eq!(count, 200);
+        // A failing write does not undo its batch neighbours.
+        let bad = db.write(|c| Ok(c.execute("INSERT INTO missing VALUES (1)", [])?)).await;
+        assert!(bad.is_err());
+        db.close().await;
+        let reopened = Connection::open(dir.path().join("t.db")).unwrap();
+        let count: i64 = reopened.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).unwrap();
+        assert_eq!(count, 200);
+    }
+}

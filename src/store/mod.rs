@@ -1,0 +1,12 @@
+//! Durable state, as separate SQLite files because their lifecycles differ: erasing a
+//! user's chat must never touch the audit trail, and each can be backed up on its own.
+//!
+//! - [`db`]: one writer thread per file with group commit, plus a reader connection; no
+//!   SQLite call ever runs on an async worker thread.
+//! - [`chat`]: chat.db: conversations, messages, pending approvals.
+//!
+//! Every read and write of a conversation is keyed by the signed uid: a conversation id is
+//! chosen by the client, so it is never trusted alone.
+
+pub mod chat;
+pub mod db;

@@ -1,0 +1,312 @@
+//! One agent turn: model stream → tool calls → model, up to the step cap.
+//!
+//! Runs as a task owned by a `ConversationActor` and reports every stream part back to it
+//! through an [`Emitter`]; it never writes to storage or to a client itself. It is the only
+//! holder of the caller's bearer, for exactly as long as the turn runs.
+//! G3 lives here: a call whose policy needs approval is not executed; the turn records the
+//! exact call, asks, and ends. An approved call runs as recorded, never as echoed back.
+
+use futures::StreamExt;
+use ractor::ActorRef;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::actors::Services;
+use crate::actors::conversation::ConversationMsg;
+use crate::actors::tool_server::{ToolOp, ToolOpResult};
+use crate::auth::Caller;
+use crate::context;
+use crate::error::{messages, stream_error_text};
+use crate::mcp::registry::{Registry, ToolDef, canonical_json};
+use crate::model::{ModelEvent, ToolSpec};
+use crate::store::chat::PendingApproval;
+use crate::ui_stream::{StreamPart, UiMessage};
+
+/// What starts a turn.
+#[derive(Debug)]
+pub enum TurnInput {
+    /// A new user message.
+    User(UiMessage),
+    /// Decisions on pending approvals, from the assistant message's tool parts.
+    Approvals(Vec<ApprovalDecision>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalDecision {
+    pub approval_id: String,
+    pub approved: bool,
+    pub reason: Option<String>,
+}
+
+/// Sends a turn's parts to its conversation actor, in order.
+#[derive(Clone)]
+pub struct Emitter {
+    actor: ActorRef<ConversationMsg>,
+    turn: u64,
+}
+
+impl Emitter {
+    pub fn new(actor: ActorRef<ConversationMsg>, turn: u64) -> Self {
+        Emitter { actor, turn }
+    }
+
+    /// False when the actor is gone (it crashed or was deleted): the turn should stop.
+    fn emit(&self, part: StreamPart) -> bool {
+        self.actor.send_message(ConversationMsg::Emit { turn: self.turn, part, approvals: Vec::new() }).is_ok()
+    }
+
+    fn emit_with_approval(&self, part: StreamPart, approval: PendingApproval) -> bool {
+        self.actor.send_message(ConversationMsg::Emit { turn: self.turn, part, approvals: vec![approval] }).is_ok()
+    }
+
+    fn end(&self) {
+        let _ = self.actor.send_message(ConversationMsg::TurnEnded { turn: self.turn });
+    }
+}
+
+pub struct Turn {
+    pub services: Arc<Services>,
+    pub caller: Caller,
+    pub history: Vec<UiMessage>,
+    /// The assistant message this turn writes (new, or the one awaiting approval).
+    pub assistant: UiMessage,
+    pub decisions: Vec<(ApprovalDecision, PendingApproval)>,
+    pub emitter: Emitter,
+    pub cancel: CancellationToken,
+}
+
+/// Runs the turn to its end and tells the actor it ended.
+pub async fn run(turn: Turn) {
+    let span = tracing::info_span!("turn", request_id = %turn.caller.request_id, uid = %turn.caller.uid);
+    let emitter = turn.emitter.clone();
+    let cancel = turn.cancel.clone();
+    let request_id = turn.caller.request_id.clone();
+    let mut state = TurnState::new(turn);
+    let outcome = tokio::select! {
+        o = state.drive().instrument(span) => o,
+        _ = cancel.cancelled() => Err(messages::UNAVAILABLE),
+    };
+    if let Err(message) = outcome {
+        emitter.emit(StreamPart::Error { error_text: stream_error_text(message, &request_id) });
+    }
+    emitter.end();
+}
+
+struct TurnState {
+    t: Turn,
+    registry: Registry,
+    specs: Vec<ToolSpec>,
+}
+
+/// A tool call as the model produced it.
+struct PendingCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl TurnState {
+    fn new(t: Turn) -> Self {
+        TurnState { t, registry: Registry::default(), specs: Vec::new() }
+    }
+
+    /// Emits a part and folds it into our copy of the message. Err when the actor is gone.
+    fn emit(&mut self, part: StreamPart) -> Result<(), &'static str> {
+        self.t.assistant.apply(&part);
+        if self.t.emitter.emit(part) { Ok(()) } else { Err(messages::INTERNAL) }
+    }
+
+    async fn drive(&mut self) -> Result<(), &'static str> {
+        self.emit(StreamPart::Start { message_id: self.t.assistant.id.clone() })?;
+        self.load_tools().await;
+        self.apply_decisions().await?;
+        let max_steps = self.t.services.config.max_steps;
+        for _ in 0..max_steps {
+            let calls = self.model_step().await?;
+            if calls.is_empty() {
+                self.emit(StreamPart::FinishStep)?;
+                break;
+            }
+            let awaiting = self.handle_calls(calls).await?;
+            self.emit(StreamPart::FinishStep)?;
+            if awaiting {
+                break;
+            }
+        }
+        self.emit(StreamPart::Finish)
+    }
+
+    /// The caller's tools, listed with the caller's bearer. No bearer: no workspace tools.
+    async fn load_tools(&mut self) {
+        if self.t.caller.nc_bearer.is_none() {
+            return;
+        }
+        let servers = self.t.services.tool_servers.names();
+        let lists = futures::future::join_all(servers.iter().map(|s| self.t.services.tool_servers.call(s, &self.t.caller, ToolOp::ListTools))).await;
+        let mut defs = Vec::new();
+        for (server, result) in servers.iter().zip(lists) {
+            match result {
+                Ok(ToolOpResult::Tools(tools)) => defs.extend(tools.iter().map(|t| ToolDef::from_mcp(server, t))),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(server = %server, error = %crate::auth::redact::redact(&e.to_string()), "could not list tools; offering none from this server"),
+            }
+        }
+        self.registry = Registry::new(defs);
+        self.specs = self.registry.model_tools().map(ToolDef::spec).collect();
+    }
+
+    /// Runs approved calls (as recorded) and reports denied ones.
+    async fn apply_decisions(&mut self) -> Result<(), &'static str> {
+        let decisions = std::mem::take(&mut self.t.decisions);
+        for (decision, pending) in decisions {
+            if decision.approved {
+                let part = self.execute(&pending.server, &pending.tool, &pending.tool_call_id, pending.arguments.clone()).await;
+                self.emit(part)?;
+            } else {
+                self.emit(StreamPart::ToolOutputDenied { tool_call_id: pending.tool_call_id.clone() })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One model call. Streams its text; returns the tool calls it made.
+    async fn model_step(&mut self) -> Result<Vec<PendingCall>, &'static str> {
+        self.emit(StreamPart::StartStep)?;
+        let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+        let mut history = self.t.history.clone();
+        history.push(self.t.assistant.clone());
+        let messages = context::model_messages(context::system_prompt(&today, !self.specs.is_empty()), &history);
+        let mut stream = self.t.services.model.stream(&messages, &self.specs).await.map_err(|e| {
+            tracing::error!(error = %crate::auth::redact::redact(&e.to_string()), "model call failed");
+            messages::INTERNAL
+        })?;
+        let mut text_id: Option<String> = None;
+        let mut calls: Vec<PendingCall> = Vec::new();
+        while let Some(event) = stream.next().await {
+            let event = event.map_err(|e| {
+                tracing::error!(error = %crate::auth::redact::redact(&e.to_string()), "model stream failed");
+                messages::INTERNAL
+            })?;
+            match event {
+                ModelEvent::TextDelta(delta) => {
+                    let id = match &text_id {
+                        Some(id) => id.clone(),
+                        None => {
+                            let id = format!("t{}", uuid::Uuid::new_v4().simple());
+                            self.emit(StreamPart::TextStart { id: id.clone() })?;
+                            text_id = Some(id.clone());
+                            id
+                        }
+                    };
+                    self.emit(StreamPart::TextDelta { id, delta })?;
+                }
+                ModelEvent::ToolCallStart { index, id, name } => {
+                    if let Some(tid) = text_id.take() {
+                        self.emit(StreamPart::TextEnd { id: tid })?;
+                    }
+                    while calls.len() <= index {
+                        calls.push(PendingCall { id: String::new(), name: String::new(), arguments: String::new() });
+                    }
+                    self.emit(StreamPart::ToolInputStart { tool_call_id: id.clone(), tool_name: name.clone(), dynamic: true })?;
+                    calls[index].id = id;
+                    calls[index].name = name;
+                }
+                ModelEvent::ToolCallArguments { index, delta } => {
+                    if let Some(c) = calls.get_mut(index) {
+                        c.arguments.push_str(&delta);
+                    }
+                }
+                ModelEvent::Finished { .. } => {}
+            }
+        }
+        if let Some(tid) = text_id.take() {
+            self.emit(StreamPart::TextEnd { id: tid })?;
+        }
+        calls.retain(|c| !c.id.is_empty());
+        Ok(calls)
+    }
+
+    /// Handles one step's calls. Returns true when at least one waits for approval.
+    async fn handle_calls(&mut self, calls: Vec<PendingCall>) -> Result<bool, &'static str> {
+        let mut awaiting = false;
+        for call in calls {
+            let input: Value = match serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }) {
+                Ok(v @ Value::Object(_)) => v,
+                _ => {
+                    self.emit(StreamPart::ToolInputAvailable { tool_call_id: call.id.clone(), tool_name: call.name.clone(), input: Value::Null, dynamic: true })?;
+                    self.emit(StreamPart::ToolOutputError { tool_call_id: call.id, error_text: "The tool arguments were not a JSON object.".into(), dynamic: true })?;
+                    continue;
+                }
+            };
+            self.emit(StreamPart::ToolInputAvailable { tool_call_id: call.id.clone(), tool_name: call.name.clone(), input: input.clone(), dynamic: true })?;
+            let Some(def) = self.registry.for_model(&call.name).cloned() else {
+                self.emit(StreamPart::ToolOutputError { tool_call_id: call.id, error_text: format!("There is no tool named {}.", call.name), dynamic: true })?;
+                continue;
+            };
+            if def.policy.needs_approval {
+                // G3: record the exact call and ask; nothing runs until a recorded approval.
+                let approval = PendingApproval {
+                    approval_id: format!("ap_{}", uuid::Uuid::new_v4().simple()),
+                    message_id: self.t.assistant.id.clone(),
+                    tool_call_id: call.id.clone(),
+                    server: def.server.clone(),
+                    tool: def.name.clone(),
+                    arguments_sha256: arguments_hash(&input),
+                    arguments: input,
+                };
+                let part = StreamPart::ToolApprovalRequest { approval_id: approval.approval_id.clone(), tool_call_id: call.id };
+                self.t.assistant.apply(&part);
+                if !self.t.emitter.emit_with_approval(part, approval) {
+                    return Err(messages::INTERNAL);
+                }
+                awaiting = true;
+                continue;
+            }
+            let part = self.execute(&def.server, &def.name, &call.id, input).await;
+            self.emit(part)?;
+        }
+        Ok(awaiting)
+    }
+
+    /// Calls a tool as the caller and turns the result into an output part.
+    async fn execute(&self, server: &str, tool: &str, tool_call_id: &str, input: Value) -> StreamPart {
+        let arguments = match input {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        let span = tracing::info_span!("tool", server = %server, tool = %tool);
+        let result = self.t.services.tool_servers.call(server, &self.t.caller, ToolOp::CallTool { name: tool.to_string(), arguments }).instrument(span).await;
+        let resource_uri = self.registry.find(server, tool).and_then(|d| d.resource_uri.clone());
+        match result {
+            Ok(ToolOpResult::Called(r)) => {
+                let is_error = r.is_error == Some(true);
+                let mut output = serde_json::to_value(&r).unwrap_or(Value::Null);
+                if is_error {
+                    let text = context::output_text(Some(&output));
+                    return StreamPart::ToolOutputError { tool_call_id: tool_call_id.to_string(), error_text: text.chars().take(4000).collect(), dynamic: true };
+                }
+                if let Value::Object(map) = &mut output {
+                    map.insert("server".into(), json!(server));
+                    map.insert("tool".into(), json!(tool));
+                    if let Some(uri) = resource_uri {
+                        map.insert("_meta".into(), json!({"ui": {"resourceUri": uri}}));
+                    }
+                }
+                StreamPart::ToolOutputAvailable { tool_call_id: tool_call_id.to_string(), output, dynamic: true }
+            }
+            Ok(_) => StreamPart::ToolOutputError { tool_call_id: tool_call_id.to_string(), error_text: "The tool server answered unexpectedly.".into(), dynamic: true },
+            Err(e) => {
+                tracing::warn!(error = %crate::auth::redact::redact(&e.to_string()), "tool call failed");
+                StreamPart::ToolOutputError { tool_call_id: tool_call_id.to_string(), error_text: "The tool could not be reached. Try again later.".into(), dynamic: true }
+            }
+        }
+    }
+}
+
+/// sha256 of the canonical JSON of a call's arguments (stored with approvals and audits).
+pub fn arguments_hash(arguments: &Value) -> String {
+    hex::encode(Sha256::digest(canonical_json(arguments).as_bytes()))
+}

@@ -1,0 +1,281 @@
+//! The Vercel AI SDK "UI message stream" (v1) and the UI messages it builds.
+//!
+//! Owns the wire shapes of the parts we send over SSE, their framing (`data: {json}\n\n`,
+//! ending with `data: [DONE]`), the persisted message format (AI SDK `UIMessage`), and
+//! [`UiMessage::apply`], which folds stream parts into a message exactly as the AI SDK
+//! client does, so what chat.db stores is what the browser shows. MCP tools are dynamic
+//! tools (`dynamic-tool` parts). No I/O here.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Response header that tells AI SDK clients which stream protocol this is.
+pub const PROTOCOL_HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
+/// The last SSE frame of every stream.
+pub const DONE_FRAME: &str = "data: [DONE]\n\n";
+
+/// One part of the UI message stream, as sent to the browser.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+pub enum StreamPart {
+    Start { message_id: String },
+    StartStep,
+    TextStart { id: String },
+    TextDelta { id: String, delta: String },
+    TextEnd { id: String },
+    ToolInputStart { tool_call_id: String, tool_name: String, dynamic: bool },
+    ToolInputAvailable { tool_call_id: String, tool_name: String, input: Value, dynamic: bool },
+    ToolApprovalRequest { approval_id: String, tool_call_id: String },
+    ToolOutputAvailable { tool_call_id: String, output: Value, dynamic: bool },
+    ToolOutputError { tool_call_id: String, error_text: String, dynamic: bool },
+    ToolOutputDenied { tool_call_id: String },
+    FinishStep,
+    Finish,
+    Error { error_text: String },
+}
+
+impl StreamPart {
+    /// The SSE frame for this part.
+    pub fn frame(&self) -> String {
+        // Serialising our own enum cannot fail; an empty object would still be valid SSE.
+        let json = serde_json::to_string(self).unwrap_or_else(|_| "{}".into());
+        format!("data: {json}\n\n")
+    }
+
+    /// Parts after which the message is persisted: a kill -9 must not lose anything that
+    /// was streamed as finished.
+    pub fn is_boundary(&self) -> bool {
+        !matches!(self, StreamPart::TextDelta { .. } | StreamPart::TextStart { .. } | StreamPart::ToolInputStart { .. } | StreamPart::StartStep)
+    }
+}
+
+/// A persisted message (AI SDK `UIMessage`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UiMessage {
+    pub id: String,
+    pub role: Role,
+    pub parts: Vec<UiPart>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+/// A part of a UI message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+pub enum UiPart {
+    Text {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<TextState>,
+    },
+    StepStart,
+    DynamicTool(ToolPart),
+    /// Any part type we do not handle (files, reasoning, sources…): kept, never interpreted.
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TextState {
+    Streaming,
+    Done,
+}
+
+/// A dynamic tool call and everything that happened to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolPart {
+    pub tool_name: String,
+    pub tool_call_id: String,
+    pub state: ToolState,
+    #[serde(default)]
+    pub input: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolState {
+    InputStreaming,
+    InputAvailable,
+    ApprovalRequested,
+    ApprovalResponded,
+    OutputAvailable,
+    OutputError,
+    OutputDenied,
+}
+
+/// An approval as the AI SDK client records it on a tool part.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl UiMessage {
+    pub fn new(id: String, role: Role) -> Self {
+        UiMessage { id, role, parts: Vec::new() }
+    }
+
+    /// The concatenated text parts (for titles and for the model).
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for p in &self.parts {
+            if let UiPart::Text { text, .. } = p {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+
+    /// Folds one stream part into the message, as the AI SDK client does.
+    pub fn apply(&mut self, part: &StreamPart) {
+        match part {
+            StreamPart::Start { .. } | StreamPart::Finish | StreamPart::FinishStep | StreamPart::Error { .. } => {}
+            StreamPart::StartStep => self.parts.push(UiPart::StepStart),
+            StreamPart::TextStart { .. } => self.parts.push(UiPart::Text { text: String::new(), state: Some(TextState::Streaming) }),
+            StreamPart::TextDelta { delta, .. } => {
+                if let Some(UiPart::Text { text, .. }) = self.parts.iter_mut().rev().find(|p| matches!(p, UiPart::Text { .. })) {
+                    text.push_str(delta);
+                }
+            }
+            StreamPart::TextEnd { .. } => {
+                if let Some(UiPart::Text { state, .. }) = self.parts.iter_mut().rev().find(|p| matches!(p, UiPart::Text { .. })) {
+                    *state = Some(TextState::Done);
+                }
+            }
+            StreamPart::ToolInputStart { tool_call_id, tool_name, .. } => self.parts.push(UiPart::DynamicTool(ToolPart {
+                tool_name: tool_name.clone(),
+                tool_call_id: tool_call_id.clone(),
+                state: ToolState::InputStreaming,
+                input: Value::Null,
+                output: None,
+                error_text: None,
+                approval: None,
+            })),
+            StreamPart::ToolInputAvailable { tool_call_id, tool_name, input, .. } => match self.tool_mut(tool_call_id) {
+                Some(t) => {
+                    t.state = ToolState::InputAvailable;
+                    t.input = input.clone();
+                }
+                None => self.parts.push(UiPart::DynamicTool(ToolPart {
+                    tool_name: tool_name.clone(),
+                    tool_call_id: tool_call_id.clone(),
+                    state: ToolState::InputAvailable,
+                    input: input.clone(),
+                    output: None,
+                    error_text: None,
+                    approval: None,
+                })),
+            },
+            StreamPart::ToolApprovalRequest { approval_id, tool_call_id } => {
+                if let Some(t) = self.tool_mut(tool_call_id) {
+                    t.state = ToolState::ApprovalRequested;
+                    t.approval = Some(Approval { id: approval_id.clone(), approved: None, reason: None });
+                }
+            }
+            StreamPart::ToolOutputAvailable { tool_call_id, output, .. } => {
+                if let Some(t) = self.tool_mut(tool_call_id) {
+                    t.state = ToolState::OutputAvailable;
+                    t.output = Some(output.clone());
+                }
+            }
+            StreamPart::ToolOutputError { tool_call_id, error_text, .. } => {
+                if let Some(t) = self.tool_mut(tool_call_id) {
+                    t.state = ToolState::OutputError;
+                    t.error_text = Some(error_text.clone());
+                }
+            }
+            StreamPart::ToolOutputDenied { tool_call_id } => {
+                if let Some(t) = self.tool_mut(tool_call_id) {
+                    t.state = ToolState::OutputDenied;
+                }
+            }
+        }
+    }
+
+    pub fn tool_mut(&mut self, tool_call_id: &str) -> Option<&mut ToolPart> {
+        self.parts.iter_mut().find_map(|p| match p {
+            UiPart::DynamicTool(t) if t.tool_call_id == tool_call_id => Some(t),
+            _ => None,
+        })
+    }
+
+    /// Text parts still streaming when a turn died are closed, so a reload shows them as
+    /// they were rather than as forever in progress.
+    pub fn close_open_text(&mut self) {
+        for p in &mut self.parts {
+            if let UiPart::Text { state, .. } = p {
+                if *state == Some(TextState::Streaming) {
+                    *state = Some(TextState::Done);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parts_serialise_as_the_ai_sdk_expects() {
+        let p = StreamPart::ToolInputAvailable { tool_call_id: "c1".into(), tool_name: "files_list".into(), input: json!({"path": "/"}), dynamic: true };
+        assert_eq!(
+            serde_json::to_value(&p).unwrap(),
+            json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "files_list", "input": {"path": "/"}, "dynamic": true})
+        );
+        assert_eq!(serde_json::to_value(StreamPart::StartStep).unwrap(), json!({"type": "start-step"}));
+        assert_eq!(StreamPart::Start { message_id: "m".into() }.frame(), "data: {\"type\":\"start\",\"messageId\":\"m\"}\n\n");
+    }
+
+    #[test]
+    fn apply_builds_the_message_the_client_builds() {
+        let mut m = UiMessage::new("a1".into(), Role::Assistant);
+        for p in [
+            StreamPart::Start { message_id: "a1".into() },
+            StreamPart::StartStep,
+            StreamPart::TextStart { id: "t".into() },
+            StreamPart::TextDelta { id: "t".into(), delta: "Hel".into() },
+            StreamPart::TextDelta { id: "t".into(), delta: "lo".into() },
+            StreamPart::TextEnd { id: "t".into() },
+            StreamPart::ToolInputStart { tool_call_id: "c".into(), tool_name: "x".into(), dynamic: true },
+            StreamPart::ToolInputAvailable { tool_call_id: "c".into(), tool_name: "x".into(), input: json!({"a": 1}), dynamic: true },
+            StreamPart::ToolApprovalRequest { approval_id: "ap".into(), tool_call_id: "c".into() },
+        ] {
+            m.apply(&p);
+        }
+        assert_eq!(m.text(), "Hello");
+        let v = serde_json::to_value(&m).unwrap();
+        assert_eq!(v["parts"][2], json!({"type": "dynamic-tool", "toolName": "x", "toolCallId": "c", "state": "approval-requested", "input": {"a": 1}, "approval": {"id": "ap"}}));
+        m.apply(&StreamPart::ToolOutputDenied { tool_call_id: "c".into() });
+        assert_eq!(m.tool_mut("c").unwrap().state, ToolState::OutputDenied);
+    }
+
+    #[test]
+    fn client_messages_with_unknown_parts_still_parse() {
+        let m: UiMessage = serde_json::from_value(json!({
+            "id": "u1", "role": "user",
+            "parts": [{"type": "text", "text": "hi"}, {"type": "file", "url": "data:,x", "mediaType": "text/plain"}]
+        }))
+        .unwrap();
+        assert_eq!(m.parts.len(), 2);
+        assert_eq!(m.parts[1], UiPart::Other);
+    }
+}
