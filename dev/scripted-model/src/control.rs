@@ -50,7 +50,7 @@ impl Scripts {
     pub fn decide(&self, convo: &Conversation) -> Outcome {
         let runtime = self.runtime.read().unwrap_or_else(|e| e.into_inner());
         let rule = script::find_rule(runtime.iter().chain(&self.from_file), convo);
-        script::decide(rule, convo)
+        script::decide(rule, convo, chrono::Utc::now().date_naive())
     }
 
     /// "scripted" and every model a rule names, without duplicates, in first-seen order.

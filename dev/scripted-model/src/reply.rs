@@ -225,6 +225,9 @@ pub fn sse_response(plan: Vec<Emit>, shutdown: CancellationToken) -> Response {
                 Emit::Data(data) => yield Ok::<Event, Abort>(Event::default().data(data)),
                 Emit::Pause(d) => tokio::time::sleep(d).await,
                 Emit::Cut => {
+                    // Let hyper flush what was sent so far, so the client really sees a
+                    // response that breaks off rather than no response at all.
+                    tokio::task::yield_now().await;
                     yield Err(Abort);
                     return;
                 }
@@ -256,7 +259,11 @@ pub async fn json_response(
         cut -= 1;
     }
     let partial = Bytes::copy_from_slice(&body.as_bytes()[..cut]);
-    let parts = futures::stream::iter([Ok::<Bytes, Abort>(partial), Err(Abort)]);
+    let parts = async_stream::stream! {
+        yield Ok::<Bytes, Abort>(partial);
+        tokio::task::yield_now().await;
+        yield Err(Abort);
+    };
     (
         [(header::CONTENT_TYPE, "application/json")],
         Body::from_stream(parts),

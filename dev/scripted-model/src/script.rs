@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use chrono::{Datelike, NaiveDate};
 use serde::Deserialize;
 
 use crate::error::Error;
@@ -91,7 +92,7 @@ pub enum TextSource {
     Literal(String),
     /// Exactly the content of the last `tool` message.
     EchoToolResult,
-    /// `{{last_tool_result}}` and `{{last_user_text}}` are replaced.
+    /// Placeholders (see `Placeholders::fill`) are replaced.
     Template(String),
 }
 
@@ -332,6 +333,47 @@ impl Reply {
     }
 }
 
+/// Values the `{{…}}` placeholders of templates and tool-call arguments take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placeholders<'a> {
+    pub last_user_text: &'a str,
+    pub last_tool_result: &'a str,
+    /// Today's date (UTC); the week runs Monday to Sunday around it.
+    pub today: NaiveDate,
+}
+
+impl Placeholders<'_> {
+    /// Replaces `{{last_user_text}}`, `{{last_tool_result}}`, `{{today}}`, `{{week_start}}`
+    /// and `{{week_end}}` (ISO dates) in `template`.
+    pub fn fill(&self, template: &str) -> String {
+        if !template.contains("{{") {
+            return template.to_string();
+        }
+        let monday =
+            self.today - chrono::Days::new(u64::from(self.today.weekday().num_days_from_monday()));
+        let sunday = monday + chrono::Days::new(6);
+        template
+            .replace("{{last_user_text}}", self.last_user_text)
+            .replace("{{last_tool_result}}", self.last_tool_result)
+            .replace("{{today}}", &self.today.to_string())
+            .replace("{{week_start}}", &monday.to_string())
+            .replace("{{week_end}}", &sunday.to_string())
+    }
+
+    /// Fills every string inside a JSON value (tool-call arguments).
+    fn fill_json(&self, value: &serde_json::Value) -> serde_json::Value {
+        match value {
+            serde_json::Value::String(s) => serde_json::Value::String(self.fill(s)),
+            serde_json::Value::Array(items) => items.iter().map(|v| self.fill_json(v)).collect(),
+            serde_json::Value::Object(map) => map
+                .iter()
+                .map(|(k, v)| (k.clone(), self.fill_json(v)))
+                .collect(),
+            other => other.clone(),
+        }
+    }
+}
+
 /// The first rule (in order) whose pattern is in the last user text and whose model, if
 /// any, is the request's.
 pub fn find_rule<'a>(
@@ -346,7 +388,7 @@ pub fn find_rule<'a>(
 
 /// What to answer: the step at the conversation's step index, the repeated last text step,
 /// `(script exhausted)`, or with no rule the default `You said: …` reply.
-pub fn decide(rule: Option<&Rule>, convo: &Conversation) -> Outcome {
+pub fn decide(rule: Option<&Rule>, convo: &Conversation, today: NaiveDate) -> Outcome {
     let Some(rule) = rule else {
         return Outcome::Reply(Reply::text(
             format!("You said: {}", convo.last_user_text),
@@ -363,16 +405,21 @@ pub fn decide(rule: Option<&Rule>, convo: &Conversation) -> Outcome {
             }
         },
     };
-    render(step, convo)
+    let vars = Placeholders {
+        last_user_text: &convo.last_user_text,
+        last_tool_result: convo.last_tool_result.as_deref().unwrap_or(""),
+        today,
+    };
+    render(step, &vars)
 }
 
-fn render(step: &Step, convo: &Conversation) -> Outcome {
+fn render(step: &Step, vars: &Placeholders<'_>) -> Outcome {
     match step {
         Step::Text {
             text,
             pacing,
             usage,
-        } => Outcome::Reply(Reply::text(text_of(text, convo), *pacing, *usage)),
+        } => Outcome::Reply(Reply::text(text_of(text, vars), *pacing, *usage)),
         Step::ToolCalls {
             text,
             calls,
@@ -380,7 +427,13 @@ fn render(step: &Step, convo: &Conversation) -> Outcome {
             usage,
         } => Outcome::Reply(Reply {
             text: text.clone().unwrap_or_default(),
-            calls: calls.clone(),
+            calls: calls
+                .iter()
+                .map(|c| ScriptedCall {
+                    name: c.name.clone(),
+                    arguments: vars.fill_json(&c.arguments),
+                })
+                .collect(),
             pacing: *pacing,
             abort_after_chars: None,
             usage: *usage,
@@ -404,14 +457,11 @@ fn render(step: &Step, convo: &Conversation) -> Outcome {
     }
 }
 
-fn text_of(source: &TextSource, convo: &Conversation) -> String {
-    let tool_result = convo.last_tool_result.as_deref().unwrap_or("");
+fn text_of(source: &TextSource, vars: &Placeholders<'_>) -> String {
     match source {
         TextSource::Literal(text) => text.clone(),
-        TextSource::EchoToolResult => tool_result.to_string(),
-        TextSource::Template(t) => t
-            .replace("{{last_tool_result}}", tool_result)
-            .replace("{{last_user_text}}", &convo.last_user_text),
+        TextSource::EchoToolResult => vars.last_tool_result.to_string(),
+        TextSource::Template(t) => vars.fill(t),
     }
 }
 
@@ -441,6 +491,42 @@ mod tests {
         }
     }
 
+    /// A Wednesday.
+    fn day() -> NaiveDate {
+        NaiveDate::from_ymd_opt(2026, 1, 7).unwrap()
+    }
+
+    #[test]
+    fn placeholders_fill_text_and_call_arguments() {
+        let rs = rules(json!({"rules": [{"match": "week", "steps": [
+            {"tool_calls": [{"name": "calendar_events", "arguments": {"from": "{{week_start}}", "to": "{{week_end}}", "n": 1, "q": ["{{today}}"]}}]},
+            {"text_from_template": "{{today}} {{last_user_text}}"}
+        ]}]}));
+        let c = convo("my week", 0);
+        match decide(find_rule(&rs, &c), &c, day()) {
+            Outcome::Reply(r) => assert_eq!(
+                r.calls[0].arguments,
+                json!({"from": "2026-01-05", "to": "2026-01-11", "n": 1, "q": ["2026-01-07"]})
+            ),
+            other => panic!("{other:?}"),
+        }
+        let c = convo("my week", 1);
+        assert_eq!(
+            text_of_outcome(decide(find_rule(&rs, &c), &c, day())),
+            "2026-01-07 my week"
+        );
+        let sunday = NaiveDate::from_ymd_opt(2026, 1, 11).unwrap();
+        let p = Placeholders {
+            last_user_text: "",
+            last_tool_result: "",
+            today: sunday,
+        };
+        assert_eq!(
+            p.fill("{{week_start}}..{{week_end}}"),
+            "2026-01-05..2026-01-11"
+        );
+    }
+
     fn text_of_outcome(o: Outcome) -> String {
         match o {
             Outcome::Reply(r) => r.text,
@@ -456,13 +542,16 @@ mod tests {
             {"match": "my week", "steps": [{"text": "second"}]}
         ]}));
         let c = convo("show my week please", 0);
-        assert_eq!(text_of_outcome(decide(find_rule(&rs, &c), &c)), "first");
+        assert_eq!(
+            text_of_outcome(decide(find_rule(&rs, &c), &c, day())),
+            "first"
+        );
         let c2 = Conversation {
             model: "other".into(),
             ..c
         };
         assert_eq!(
-            text_of_outcome(decide(find_rule(&rs, &c2), &c2)),
+            text_of_outcome(decide(find_rule(&rs, &c2), &c2, day())),
             "other model"
         );
     }
@@ -470,7 +559,7 @@ mod tests {
     #[test]
     fn no_rule_gives_the_default_reply() {
         let c = convo("hello", 0);
-        assert_eq!(text_of_outcome(decide(None, &c)), "You said: hello");
+        assert_eq!(text_of_outcome(decide(None, &c, day())), "You said: hello");
     }
 
     #[test]
@@ -479,7 +568,7 @@ mod tests {
             {"tool_calls": [{"name": "files_list", "arguments": {"path": "/"}}]},
             {"text": "done"}
         ]}]}));
-        let at = |n| decide(find_rule(&rs, &convo("x", n)), &convo("x", n));
+        let at = |n| decide(find_rule(&rs, &convo("x", n)), &convo("x", n), day());
         match at(0) {
             Outcome::Reply(r) => {
                 assert_eq!(
@@ -502,7 +591,11 @@ mod tests {
         let rs =
             rules(json!({"rules": [{"match": "x", "steps": [{"tool_calls": [{"name": "a"}]}]}]}));
         assert_eq!(
-            text_of_outcome(decide(find_rule(&rs, &convo("x", 1)), &convo("x", 1))),
+            text_of_outcome(decide(
+                find_rule(&rs, &convo("x", 1)),
+                &convo("x", 1),
+                day()
+            )),
             EXHAUSTED
         );
     }
@@ -515,12 +608,12 @@ mod tests {
         ]}));
         let c = convo("echo", 0);
         assert_eq!(
-            text_of_outcome(decide(find_rule(&rs, &c), &c)),
+            text_of_outcome(decide(find_rule(&rs, &c), &c, day())),
             "<tool-result>data</tool-result>"
         );
         let c = convo("tpl", 0);
         assert_eq!(
-            text_of_outcome(decide(find_rule(&rs, &c), &c)),
+            text_of_outcome(decide(find_rule(&rs, &c), &c, day())),
             "got [<tool-result>data</tool-result>] for tpl"
         );
     }
@@ -532,7 +625,7 @@ mod tests {
             {"match": "hang", "steps": [{"hang": true}]},
             {"match": "cut", "steps": [{"abort_after_chars": 3, "text": "abcdef", "chunk_chars": 1, "delay_ms": 5}]}
         ]}));
-        let d = |u: &str| decide(find_rule(&rs, &convo(u, 0)), &convo(u, 0));
+        let d = |u: &str| decide(find_rule(&rs, &convo(u, 0)), &convo(u, 0), day());
         assert_eq!(
             d("err"),
             Outcome::Fail {
