@@ -1,0 +1,198 @@
+//! Talking to Nextcloud as the caller.
+//!
+//! One shared [`reqwest::Client`] (connection pool, timeouts) serves every user; what makes a
+//! request someone's is the bearer attached to it, taken from the inbound MCP request and
+//! dropped with it. A [`Session`] pairs the client with one [`Caller`] for one tool call.
+//! Statuses map to [`Error`] here, once. This module must never add a credential of its own,
+//! retry around a 403/404, or keep a bearer beyond the call.
+
+pub mod dav;
+pub mod paths;
+
+use std::time::Duration;
+
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use reqwest::{RequestBuilder, Response};
+use url::Url;
+
+use crate::auth::{Bearer, Caller};
+use crate::error::Error;
+
+/// The largest response body read into memory (file downloads, DAV answers).
+pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// The shared Nextcloud client. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Nextcloud {
+    http: reqwest::Client,
+    base: Url,
+}
+
+impl Nextcloud {
+    /// A client for the Nextcloud at `base`.
+    pub fn new(base: Url) -> Result<Self, Error> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(60))
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(64)
+            // Redirects could carry the bearer to another origin; Nextcloud's APIs do not need them.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Nextcloud { http, base })
+    }
+
+    pub fn base(&self) -> &Url {
+        &self.base
+    }
+
+    /// Asks Nextcloud whose bearer this is (`GET /ocs/v2.php/cloud/user`).
+    pub async fn whoami(&self, bearer: &Bearer) -> Result<String, Error> {
+        let url = paths::join_segments(&self.base, ["ocs", "v2.php", "cloud", "user"]);
+        let response = self
+            .http
+            .get(url)
+            .headers(bearer.headers())
+            .header("OCS-APIRequest", "true")
+            .header(http::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|e| Error::from_transport(&e, "identifying the caller"))?;
+        if let Some(e) = Error::from_status(response.status(), "identifying the caller") {
+            return Err(e);
+        }
+        #[derive(serde::Deserialize)]
+        struct Ocs {
+            ocs: OcsBody,
+        }
+        #[derive(serde::Deserialize)]
+        struct OcsBody {
+            data: OcsUser,
+        }
+        #[derive(serde::Deserialize)]
+        struct OcsUser {
+            id: String,
+        }
+        let body: Ocs = response
+            .json()
+            .await
+            .map_err(|_| Error::Retryable("Nextcloud's user endpoint gave an unreadable answer".into()))?;
+        let uid = body.ocs.data.id;
+        if uid.is_empty() || uid.contains('/') {
+            return Err(Error::Retryable("Nextcloud returned an unusable user id".into()));
+        }
+        Ok(uid)
+    }
+
+    /// A session acting as `caller` for one tool call.
+    pub fn session<'a>(&'a self, caller: &'a Caller) -> Session<'a> {
+        Session { nc: self, caller }
+    }
+}
+
+/// One caller's view of Nextcloud for the duration of one tool call.
+pub struct Session<'a> {
+    nc: &'a Nextcloud,
+    caller: &'a Caller,
+}
+
+impl Session<'_> {
+    /// The caller's uid, as Nextcloud reported it.
+    pub fn uid(&self) -> &str {
+        self.caller.uid()
+    }
+
+    /// `<base>/<segments…>`, each segment percent-encoded.
+    pub fn url<'s>(&self, segments: impl IntoIterator<Item = &'s str>) -> Url {
+        paths::join_segments(&self.nc.base, segments)
+    }
+
+    /// `<base>/remote.php/dav/files/<uid>/<path>`.
+    pub fn files_url(&self, path: &paths::UserPath) -> Url {
+        self.url(
+            ["remote.php", "dav", "files", self.uid()]
+                .into_iter()
+                .chain(path.segments().iter().map(String::as_str)),
+        )
+    }
+
+    /// Decoded segments of the caller's files root, to turn hrefs back into relative paths.
+    pub fn files_prefix(&self) -> Vec<String> {
+        paths::url_segments(&self.url(["remote.php", "dav", "files", self.uid()]))
+    }
+
+    /// A request with the caller's bearer attached.
+    pub fn request(&self, method: Method, url: Url) -> RequestBuilder {
+        self.nc.http.request(method, url).headers(self.caller.bearer().headers())
+    }
+
+    /// A request with the OCS headers as well (OCS and Deck APIs).
+    pub fn ocs_request(&self, method: Method, url: Url) -> RequestBuilder {
+        self.request(method, url)
+            .header("OCS-APIRequest", "true")
+            .header(http::header::ACCEPT, "application/json")
+    }
+
+    /// Sends `request`; transport failures and non-2xx statuses become [`Error`]s.
+    pub async fn send(&self, request: RequestBuilder, what: &str) -> Result<Response, Error> {
+        let response = request.send().await.map_err(|e| Error::from_transport(&e, what))?;
+        if let Some(e) = Error::from_status(response.status(), what) {
+            tracing::debug!(status = %response.status(), what, "nextcloud refused");
+            return Err(e);
+        }
+        Ok(response)
+    }
+
+    /// Sends and reads the body as text (bounded).
+    pub async fn send_text(&self, request: RequestBuilder, what: &str) -> Result<String, Error> {
+        let response = self.send(request, what).await?;
+        let bytes = read_bounded(response, MAX_BODY_BYTES, what).await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Sends a DAV request and parses the 207 multistatus.
+    pub async fn multistatus(&self, request: RequestBuilder, what: &str) -> Result<Vec<dav::Entry>, Error> {
+        let text = self.send_text(request, what).await?;
+        dav::parse_multistatus(&text)
+    }
+
+    /// Sends and parses a JSON body into `T`.
+    pub async fn send_json<T: serde::de::DeserializeOwned>(&self, request: RequestBuilder, what: &str) -> Result<T, Error> {
+        let response = self.send(request, what).await?;
+        let bytes = read_bounded(response, MAX_BODY_BYTES, what).await?;
+        serde_json::from_slice(&bytes).map_err(|_| Error::Retryable(format!("{what}: Nextcloud gave an unreadable answer")))
+    }
+}
+
+/// Reads a body up to `max` bytes; longer bodies are refused rather than truncated silently.
+pub async fn read_bounded(mut response: Response, max: usize, what: &str) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| Error::from_transport(&e, what))? {
+        if out.len() + chunk.len() > max {
+            return Err(Error::InvalidArgument(format!("{what}: the answer is larger than {max} bytes")));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+/// A custom HTTP method (PROPFIND, SEARCH, REPORT, MOVE).
+pub fn method(name: &'static str) -> Method {
+    Method::from_bytes(name.as_bytes()).unwrap_or(Method::GET)
+}
+
+/// Headers for an XML request body with the given depth.
+pub fn dav_headers(depth: Option<&'static str>) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/xml; charset=utf-8"));
+    if let Some(d) = depth {
+        h.insert("Depth", HeaderValue::from_static(d));
+    }
+    h
+}
+
+/// Whether `status` says a PUT created (201) rather than replaced (204/200).
+pub fn created(status: StatusCode) -> bool {
+    status == StatusCode::CREATED
+}

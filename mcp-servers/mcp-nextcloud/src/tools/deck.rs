@@ -1,0 +1,191 @@
+//! Deck tools over Deck's REST API (`/index.php/apps/deck/api/v1.0`): boards, one board's
+//! stacks and cards, create a card, move a card. Deck answers 403 for a board the caller
+//! cannot see; that is `not_found` here like every other refusal.
+
+use rmcp::schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Output;
+use super::args::{self, DeckBoardArgs, DeckCreateCardArgs, DeckMoveCardArgs, When};
+use crate::error::Error;
+use crate::nextcloud::Session;
+
+#[derive(Deserialize)]
+struct RawBoard {
+    id: u64,
+    title: String,
+    #[serde(default)]
+    color: Option<String>,
+    #[serde(default)]
+    archived: bool,
+    #[serde(default, rename = "deletedAt")]
+    deleted_at: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct RawStack {
+    id: u64,
+    title: String,
+    #[serde(default)]
+    order: i64,
+    #[serde(default)]
+    cards: Option<Vec<RawCard>>,
+}
+
+#[derive(Deserialize)]
+struct RawCard {
+    id: u64,
+    title: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    duedate: Option<String>,
+    #[serde(default)]
+    order: i64,
+    #[serde(default, rename = "stackId")]
+    stack_id: Option<u64>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct BoardInfo {
+    pub board_id: u64,
+    pub title: String,
+    pub color: Option<String>,
+    pub archived: bool,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct BoardList {
+    pub boards: Vec<BoardInfo>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct Card {
+    pub card_id: u64,
+    pub title: String,
+    pub description: Option<String>,
+    pub duedate: Option<String>,
+    pub order: i64,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct Stack {
+    pub stack_id: u64,
+    pub title: String,
+    pub order: i64,
+    pub cards: Vec<Card>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct Board {
+    pub board_id: u64,
+    pub stacks: Vec<Stack>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct CardCreated {
+    pub board_id: u64,
+    pub stack_id: u64,
+    pub card_id: u64,
+    pub title: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct CardMoved {
+    pub board_id: u64,
+    pub card_id: u64,
+    pub from_stack_id: u64,
+    pub stack_id: u64,
+}
+
+fn deck_url<'a>(s: &Session<'_>, tail: impl IntoIterator<Item = &'a str>) -> url::Url {
+    s.url(["index.php", "apps", "deck", "api", "v1.0"].into_iter().chain(tail))
+}
+
+pub async fn boards(s: &Session<'_>) -> Result<Output, Error> {
+    let raw: Vec<RawBoard> = s.send_json(s.ocs_request(http::Method::GET, deck_url(s, ["boards"])), "listing boards").await?;
+    let boards: Vec<BoardInfo> = raw
+        .into_iter()
+        .filter(|b| b.deleted_at.unwrap_or(0) == 0)
+        .map(|b| BoardInfo { board_id: b.id, title: b.title, color: b.color, archived: b.archived })
+        .collect();
+    let text = boards.iter().map(|b| format!("- {} (board_id {})", b.title, b.board_id)).collect::<Vec<_>>().join("\n");
+    Output::new(format!("{} board(s):\n{text}", boards.len()), &BoardList { boards })
+}
+
+async fn stacks(s: &Session<'_>, board_id: u64) -> Result<Vec<RawStack>, Error> {
+    let id = board_id.to_string();
+    s.send_json(s.ocs_request(http::Method::GET, deck_url(s, ["boards", id.as_str(), "stacks"])), "reading the board").await
+}
+
+pub async fn board(s: &Session<'_>, a: DeckBoardArgs) -> Result<Output, Error> {
+    let mut raw = stacks(s, a.board_id.0).await?;
+    raw.sort_by_key(|st| st.order);
+    let stacks: Vec<Stack> = raw
+        .into_iter()
+        .map(|st| {
+            let mut cards: Vec<Card> = st
+                .cards
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| Card { card_id: c.id, title: c.title, description: c.description.filter(|d| !d.is_empty()), duedate: c.duedate, order: c.order })
+                .collect();
+            cards.sort_by_key(|c| c.order);
+            Stack { stack_id: st.id, title: st.title, order: st.order, cards }
+        })
+        .collect();
+    let mut text = format!("Board {} has {} stack(s):", a.board_id.0, stacks.len());
+    for st in &stacks {
+        text.push_str(&format!("\n{} (stack_id {}):", st.title, st.stack_id));
+        for c in &st.cards {
+            text.push_str(&format!("\n  - {} (card_id {})", c.title, c.card_id));
+        }
+    }
+    Output::new(text, &Board { board_id: a.board_id.0, stacks })
+}
+
+pub async fn create_card(s: &Session<'_>, a: DeckCreateCardArgs) -> Result<Output, Error> {
+    let title = args::title(&a.title, "title", 255)?;
+    let description = args::optional_text(a.description.as_deref(), "description", 20_000)?;
+    let duedate = match a.duedate.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
+        Some(d) => Some(When::parse(d, "duedate")?.start_instant().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        None => None,
+    };
+    let (b, st) = (a.board_id.0.to_string(), a.stack_id.0.to_string());
+    let mut body = serde_json::json!({ "title": title, "type": "plain", "order": 999 });
+    if let Some(d) = &description {
+        body["description"] = d.clone().into();
+    }
+    if let Some(d) = &duedate {
+        body["duedate"] = d.clone().into();
+    }
+    let url = deck_url(s, ["boards", b.as_str(), "stacks", st.as_str(), "cards"]);
+    let card: RawCard = s.send_json(s.ocs_request(http::Method::POST, url).json(&body), "creating the card").await?;
+    let out = CardCreated { board_id: a.board_id.0, stack_id: card.stack_id.unwrap_or(a.stack_id.0), card_id: card.id, title: card.title };
+    Output::new(format!("Created card \"{}\" (card_id {}) in stack {}.", out.title, out.card_id, out.stack_id), &out)
+}
+
+pub async fn move_card(s: &Session<'_>, a: DeckMoveCardArgs) -> Result<Output, Error> {
+    let raw = stacks(s, a.board_id.0).await?;
+    if !raw.iter().any(|st| st.id == a.stack_id.0) {
+        return Err(Error::invalid(format!("stack {} is not on board {}; see deck_board for its stacks", a.stack_id.0, a.board_id.0)));
+    }
+    let from = raw
+        .iter()
+        .find(|st| st.cards.as_deref().unwrap_or_default().iter().any(|c| c.id == a.card_id.0))
+        .map(|st| st.id)
+        .ok_or(Error::NotFound)?;
+    let (b, f, c) = (a.board_id.0.to_string(), from.to_string(), a.card_id.0.to_string());
+    let url = deck_url(s, ["boards", b.as_str(), "stacks", f.as_str(), "cards", c.as_str(), "reorder"]);
+    let body = serde_json::json!({ "order": 0, "stackId": a.stack_id.0 });
+    s.send(s.ocs_request(http::Method::PUT, url).json(&body), "moving the card").await?;
+    let out = CardMoved { board_id: a.board_id.0, card_id: a.card_id.0, from_stack_id: from, stack_id: a.stack_id.0 };
+    Output::new(format!("Moved card {} from stack {from} to stack {}.", out.card_id, out.stack_id), &out)
+}
