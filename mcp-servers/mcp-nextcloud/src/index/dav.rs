@@ -1,35 +1,31 @@
-//! What the index asks Nextcloud, and how it reads the answers.
+//! What the index asks Nextcloud, always as the calling user, over the server's own
+//! WebDAV client ([`crate::nextcloud`]).
 //!
-//! Two WebDAV SEARCH requests, both scoped to `/files/<caller uid>` and sent with the
-//! caller's own token: one verifies a page of candidate file ids in a single round trip
-//! (an `<d:or>` of `oc:fileid` equalities), one lists the caller's files of the formats we
-//! extract (an `<d:or>` of file-name patterns). Nextcloud answers only what the caller can
-//! open, in the caller's own paths; that answer is the whole of the permission logic.
+//! Three requests, all with the caller's token: a SEARCH that verifies a page of
+//! candidate file ids in one round trip (an `<d:or>` of `oc:fileid` equalities scoped to
+//! `/files/<caller uid>`), a SEARCH that lists the caller's files of the formats we read,
+//! and the download of one file. Nextcloud answers only what the caller can open, in the
+//! caller's own paths; that answer is the whole of the permission logic.
 //!
-//! It owns the request bodies and the multistatus parsing. It must never send anything
-//! itself: the transport is [`CallerDav`], implemented over the server's WebDAV client.
+//! It must never send anything without the caller's session, nor keep what it learns.
+//! The search flow talks to the [`CallerDav`] trait so its logic reads without HTTP.
 
 use std::future::Future;
 
-use quick_xml::Reader;
-use quick_xml::Writer;
-use quick_xml::events::{BytesText, Event};
+use super::error::IndexError;
+use super::extract::Format;
+use crate::error::Error;
+use crate::nextcloud::paths::{self, UserPath};
+use crate::nextcloud::{self, Session, dav, dav_headers, method};
 
-use super::error::{IndexError, NextcloudFailure};
-
-/// What the index needs from Nextcloud, always as the calling user.
+/// What the index needs from Nextcloud, as the calling user.
 pub trait CallerDav: Send + Sync {
-    /// The caller's uid, used only to scope the SEARCH (never stored).
-    fn uid(&self) -> &str;
-    /// `SEARCH /remote.php/dav/` with this body; returns the 207 multistatus body.
-    fn search(&self, body: String) -> impl Future<Output = Result<String, IndexError>> + Send;
-    /// `GET` of a file in the caller's tree (path relative to their home, starting with
-    /// `/`), refusing more than `max_bytes`.
-    fn download(
-        &self,
-        path: &str,
-        max_bytes: usize,
-    ) -> impl Future<Output = Result<Vec<u8>, IndexError>> + Send;
+    /// The caller's files among `ids` (what is not returned, the caller cannot open).
+    fn by_ids(&self, ids: &[i64]) -> impl Future<Output = Result<Vec<DavFile>, IndexError>> + Send;
+    /// The caller's files whose names look like documents we extract.
+    fn documents(&self) -> impl Future<Output = Result<Vec<DavFile>, IndexError>> + Send;
+    /// A file of the caller's tree, refusing more than `max_bytes`.
+    fn download(&self, path: &str, max_bytes: usize) -> impl Future<Output = Result<Vec<u8>, IndexError>> + Send;
 }
 
 /// A file as Nextcloud showed it to the caller.
@@ -38,7 +34,7 @@ pub struct DavFile {
     pub file_id: i64,
     /// Without the surrounding quotes.
     pub etag: String,
-    /// The caller's own path, relative to their home, decoded, starting with `/`.
+    /// The caller's own path, relative to their root (`Shared-with-bob/plan.md`).
     pub path: String,
     pub mime: String,
     pub size: u64,
@@ -48,242 +44,102 @@ impl DavFile {
     pub fn name(&self) -> &str {
         self.path.rsplit('/').next().unwrap_or("")
     }
-}
 
-/// SEARCH body: the caller's files whose id is one of `ids`.
-pub fn by_ids_body(uid: &str, ids: &[i64]) -> Result<String, IndexError> {
-    search_body(uid, |w| {
-        w.create_element("d:or").write_inner_content(|w| {
-            for id in ids {
-                w.create_element("d:eq").write_inner_content(|w| {
-                    w.create_element("d:prop")
-                        .write_inner_content(|w| w.create_element("oc:fileid").write_empty().map(|_| ()))?;
-                    w.create_element("d:literal")
-                        .write_text_content(BytesText::new(&id.to_string()))?;
-                    Ok(())
-                })?;
-            }
-            Ok(())
-        })?;
-        Ok(())
-    })
-}
-
-/// SEARCH body: the caller's files whose name matches one of `patterns` (SQL LIKE).
-pub fn by_names_body(uid: &str, patterns: &[&str]) -> Result<String, IndexError> {
-    search_body(uid, |w| {
-        w.create_element("d:or").write_inner_content(|w| {
-            for p in patterns {
-                w.create_element("d:like").write_inner_content(|w| {
-                    w.create_element("d:prop").write_inner_content(|w| {
-                        w.create_element("d:displayname").write_empty().map(|_| ())
-                    })?;
-                    w.create_element("d:literal").write_text_content(BytesText::new(p))?;
-                    Ok(())
-                })?;
-            }
-            Ok(())
-        })?;
-        Ok(())
-    })
-}
-
-type XmlWriter = Writer<Vec<u8>>;
-
-fn search_body(
-    uid: &str,
-    condition: impl FnOnce(&mut XmlWriter) -> std::io::Result<()>,
-) -> Result<String, IndexError> {
-    let mut w = Writer::new(Vec::new());
-    let scope = format!("/files/{uid}");
-    w.create_element("d:searchrequest")
-        .with_attribute(("xmlns:d", "DAV:"))
-        .with_attribute(("xmlns:oc", "http://owncloud.org/ns"))
-        .write_inner_content(|w| {
-            w.create_element("d:basicsearch").write_inner_content(|w| {
-                w.create_element("d:select").write_inner_content(|w| {
-                    w.create_element("d:prop").write_inner_content(|w| {
-                        for p in ["oc:fileid", "d:getetag", "d:getcontenttype", "d:getcontentlength", "d:resourcetype"] {
-                            w.create_element(p).write_empty()?;
-                        }
-                        Ok(())
-                    })?;
-                    Ok(())
-                })?;
-                w.create_element("d:from").write_inner_content(|w| {
-                    w.create_element("d:scope").write_inner_content(|w| {
-                        w.create_element("d:href").write_text_content(BytesText::new(&scope))?;
-                        w.create_element("d:depth").write_text_content(BytesText::new("infinity"))?;
-                        Ok(())
-                    })?;
-                    Ok(())
-                })?;
-                w.create_element("d:where").write_inner_content(condition)?;
-                w.create_element("d:orderby").write_empty()?;
-                Ok(())
-            })?;
-            Ok(())
+    /// A file row from a multistatus entry; folders and hrefs outside the caller's
+    /// files are skipped. A file without a numeric id cannot be matched and is skipped.
+    fn from_entry(prefix: &[String], e: &dav::Entry) -> Option<DavFile> {
+        if e.is_collection() {
+            return None;
+        }
+        let rel = paths::strip_prefix(&e.href, prefix)?;
+        Some(DavFile {
+            file_id: e.prop(dav::OC, "fileid")?.parse().ok()?,
+            etag: e.prop(dav::DAV, "getetag").unwrap_or("").trim_matches('"').to_string(),
+            path: rel.join("/"),
+            mime: e.prop(dav::DAV, "getcontenttype").unwrap_or("").to_string(),
+            size: e.prop(dav::DAV, "getcontentlength").and_then(|s| s.parse().ok()).unwrap_or(0),
         })
-        .map_err(|e| IndexError::Task(format!("building SEARCH body: {e}")))?;
-    String::from_utf8(w.into_inner()).map_err(|e| IndexError::Task(e.to_string()))
+    }
 }
 
-/// Reads a multistatus answer into the files it lists (folders are skipped). Anything
-/// unreadable fails the whole answer: a verification we cannot read fails closed.
-pub fn parse_multistatus(xml: &str) -> Result<Vec<DavFile>, IndexError> {
-    let bad = |m: String| IndexError::nextcloud(NextcloudFailure::Unavailable, format!("unreadable SEARCH answer: {m}"));
-    let mut reader = Reader::from_str(xml);
-    let mut out = Vec::new();
-    let mut cur = Partial::default();
-    let mut field: Option<&'static str> = None;
-    let mut text = String::new();
-    let mut depth = 0usize;
-    loop {
-        match reader.read_event().map_err(|e| bad(e.to_string()))? {
-            Event::Start(e) => {
-                depth += 1;
-                match e.local_name().as_ref() {
-                    "response" => cur = Partial::default(),
-                    "collection" => cur.folder = true,
-                    name => field = field_of(name),
-                }
-                text.clear();
-            }
-            Event::Empty(e) if e.local_name().as_ref() == "collection" => cur.folder = true,
-            Event::Text(t) => text.push_str(&t.xml10_content()),
-            Event::GeneralRef(r) => {
-                let s = match r.resolve_char_ref().map_err(|e| bad(e.to_string()))? {
-                    Some(c) => c.to_string(),
-                    None => quick_xml::escape::resolve_predefined_entity(&r).unwrap_or("").to_string(),
-                };
-                text.push_str(&s);
-            }
-            Event::End(e) => {
-                depth = depth.saturating_sub(1);
-                let name = e.local_name();
-                if name.as_ref() == "response" {
-                    if let Some(f) = std::mem::take(&mut cur).finish()? {
-                        out.push(f);
-                    }
-                } else if let Some(f) = field.take().filter(|f| field_of(name.as_ref()) == Some(*f)) {
-                    cur.set(f, text.trim());
-                }
-                text.clear();
-            }
-            Event::Eof if depth > 0 => return Err(bad("the answer ends inside an element".into())),
-            Event::Eof => break,
-            _ => {}
+/// [`CallerDav`] over one tool call's [`Session`].
+pub struct SessionDav<'a, 's> {
+    pub session: &'s Session<'a>,
+}
+
+impl SessionDav<'_, '_> {
+    async fn search(&self, where_xml: &str, what: &str) -> Result<Vec<DavFile>, IndexError> {
+        let s = self.session;
+        let scope = paths::href_path(["files", s.uid()]);
+        let body = dav::search(&scope, where_xml, None);
+        let request = s
+            .request(method("SEARCH"), s.url(["remote.php", "dav", ""]))
+            .headers(dav_headers(None))
+            .body(body);
+        let found = s.multistatus(request, what).await?;
+        let prefix = s.files_prefix();
+        Ok(found.iter().filter_map(|e| DavFile::from_entry(&prefix, e)).collect())
+    }
+}
+
+impl CallerDav for SessionDav<'_, '_> {
+    async fn by_ids(&self, ids: &[i64]) -> Result<Vec<DavFile>, IndexError> {
+        let ids: Vec<u64> = ids.iter().filter_map(|i| u64::try_from(*i).ok()).collect();
+        if ids.is_empty() {
+            return Ok(Vec::new());
         }
-    }
-    Ok(out)
-}
-
-fn field_of(local: &str) -> Option<&'static str> {
-    match local {
-        "href" => Some("href"),
-        "fileid" => Some("fileid"),
-        "getetag" => Some("getetag"),
-        "getcontenttype" => Some("getcontenttype"),
-        "getcontentlength" => Some("getcontentlength"),
-        _ => None,
-    }
-}
-
-#[derive(Default)]
-struct Partial {
-    href: Option<String>,
-    file_id: Option<String>,
-    etag: Option<String>,
-    mime: String,
-    size: u64,
-    folder: bool,
-}
-
-impl Partial {
-    fn set(&mut self, field: &str, value: &str) {
-        match field {
-            "href" => self.href = Some(value.to_string()),
-            "fileid" => self.file_id = Some(value.to_string()),
-            "getetag" => self.etag = Some(value.trim_matches('"').to_string()),
-            "getcontenttype" => self.mime = value.to_string(),
-            "getcontentlength" => self.size = value.parse().unwrap_or(0),
-            _ => {}
-        }
+        self.search(&dav::where_file_ids(&ids), "verifying search results").await
     }
 
-    fn finish(self) -> Result<Option<DavFile>, IndexError> {
-        if self.folder {
-            return Ok(None);
-        }
-        let bad = |m: &str| IndexError::nextcloud(NextcloudFailure::Unavailable, format!("unreadable SEARCH answer: {m}"));
-        let href = self.href.ok_or_else(|| bad("a response without href"))?;
-        let file_id = self
-            .file_id
-            .and_then(|s| s.parse::<i64>().ok())
-            .ok_or_else(|| bad("a file without a numeric oc:fileid"))?;
-        Ok(Some(DavFile {
-            file_id,
-            etag: self.etag.unwrap_or_default(),
-            path: home_relative(&href).ok_or_else(|| bad("an href outside /remote.php/dav/files/"))?,
-            mime: self.mime,
-            size: self.size,
-        }))
+    async fn documents(&self) -> Result<Vec<DavFile>, IndexError> {
+        let likes: String = Format::NAME_PATTERNS.iter().map(|p| dav::where_name_like(p)).collect();
+        self.search(&format!("<d:or>{likes}</d:or>"), "listing your documents").await
+    }
+
+    async fn download(&self, path: &str, max_bytes: usize) -> Result<Vec<u8>, IndexError> {
+        let s = self.session;
+        let path = UserPath::parse_item(path, "path")?;
+        let response = s.send(s.request(http::Method::GET, s.files_url(&path)), "reading a document").await?;
+        Ok(nextcloud::read_bounded(response, max_bytes, "reading a document").await?)
     }
 }
 
-/// `/remote.php/dav/files/bob/Shared-with-bob/plan%20v2.md` → `/Shared-with-bob/plan v2.md`.
-fn home_relative(href: &str) -> Option<String> {
-    const MARK: &str = "/dav/files/";
-    let after = &href[href.find(MARK)? + MARK.len()..];
-    let rest = after.find('/').map_or("", |i| &after[i..]);
-    let decoded = percent_encoding::percent_decode_str(rest).decode_utf8().ok()?;
-    Some(if decoded.is_empty() { "/".into() } else { decoded.into_owned() })
+impl From<Error> for IndexError {
+    fn from(e: Error) -> Self {
+        IndexError::Nextcloud(e)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
-    #[test]
-    fn bodies_are_well_formed_and_scoped_to_the_caller() {
-        let body = by_ids_body("bob", &[12, 34]).expect("body");
-        assert!(body.contains("<d:href>/files/bob</d:href>"));
-        assert!(body.contains("<d:or><d:eq><d:prop><oc:fileid/></d:prop><d:literal>12</d:literal></d:eq><d:eq>"));
-        let names = by_names_body("a&b", &["%.md"]).expect("body");
-        assert!(names.contains("<d:href>/files/a&amp;b</d:href>"), "{names}");
-        assert!(names.contains("<d:like><d:prop><d:displayname/></d:prop><d:literal>%.md</d:literal></d:like>"));
+    fn entry(href: &str, props: &[(&str, &str, &str)], folder: bool) -> dav::Entry {
+        let mut map = BTreeMap::new();
+        for (ns, local, v) in props {
+            map.insert(dav::clark(ns, local), (*v).to_string());
+        }
+        dav::Entry {
+            href: href.into(),
+            props: map,
+            resource_types: if folder { vec![dav::clark(dav::DAV, "collection")] } else { Vec::new() },
+        }
     }
 
     #[test]
-    fn multistatus_gives_caller_paths_ids_and_etags() {
-        let xml = r#"<?xml version="1.0"?>
-<d:multistatus xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns">
- <d:response><d:href>/remote.php/dav/files/bob/Shared-with-bob/plan%20v2.md</d:href>
-  <d:propstat><d:prop><oc:fileid>42</oc:fileid><d:getetag>&quot;abc&quot;</d:getetag>
-   <d:getcontenttype>text/markdown</d:getcontenttype><d:getcontentlength>120</d:getcontentlength><d:resourcetype/></d:prop>
-   <d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response>
- <d:response><d:href>/remote.php/dav/files/bob/Shared-with-bob/</d:href>
-  <d:propstat><d:prop><oc:fileid>41</oc:fileid><d:resourcetype><d:collection/></d:resourcetype></d:prop></d:propstat></d:response>
-</d:multistatus>"#;
-        let files = parse_multistatus(xml).expect("parses");
-        assert_eq!(
-            files,
-            [DavFile {
-                file_id: 42,
-                etag: "abc".into(),
-                path: "/Shared-with-bob/plan v2.md".into(),
-                mime: "text/markdown".into(),
-                size: 120
-            }]
+    fn entries_become_caller_paths_ids_and_bare_etags() {
+        let prefix = paths::href_segments("/remote.php/dav/files/bob");
+        let e = entry(
+            "/remote.php/dav/files/bob/Shared-with-bob/plan%20v2.md",
+            &[(dav::OC, "fileid", "42"), (dav::DAV, "getetag", "\"abc\""), (dav::DAV, "getcontenttype", "text/markdown"), (dav::DAV, "getcontentlength", "120")],
+            false,
         );
-        assert_eq!(files[0].name(), "plan v2.md");
-    }
-
-    #[test]
-    fn unreadable_answers_fail() {
-        assert!(parse_multistatus("<d:multistatus xmlns:d=\"DAV:\"><d:response><d:href>/x</d:href></d:response></d:multistatus>").is_err());
-        assert!(parse_multistatus("<d:multistatus xmlns:d=\"DAV:\"><d:response><d:propstat><d:prop><oc:fileid>x</oc:fileid>").is_err());
-        assert!(parse_multistatus("<a><b></a>").is_err());
-        assert_eq!(parse_multistatus("<d:multistatus xmlns:d=\"DAV:\"/>").expect("empty").len(), 0);
+        let f = DavFile::from_entry(&prefix, &e).expect("a file");
+        assert_eq!(f, DavFile { file_id: 42, etag: "abc".into(), path: "Shared-with-bob/plan v2.md".into(), mime: "text/markdown".into(), size: 120 });
+        assert_eq!(f.name(), "plan v2.md");
+        assert!(DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/bob/x/", &[(dav::OC, "fileid", "1")], true)).is_none());
+        assert!(DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/alice/x", &[(dav::OC, "fileid", "1")], false)).is_none());
+        assert!(DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/bob/x", &[], false)).is_none());
     }
 }

@@ -1,7 +1,8 @@
 //! The one error type of the document index.
 //!
 //! Each variant says how it is handled: bad input is the caller's to fix, a Nextcloud
-//! failure fails the whole search closed (nothing is returned), an extraction failure is
+//! failure (the server's own [`crate::error::Error`]) fails the whole search closed
+//! (nothing is returned), an extraction failure is
 //! recorded against the file's etag and never retried until the etag changes, and storage
 //! errors are internal (logged, never shown with their details).
 
@@ -29,28 +30,15 @@ impl ExtractError {
     }
 }
 
-/// How a request to Nextcloud under the caller's token went wrong.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NextcloudFailure {
-    /// 401: the caller's credential was refused.
-    Unauthorized,
-    /// 403 or 404: not the caller's to see (Nextcloud's answer stands).
-    NotFound,
-    /// Network error, timeout, 5xx or an answer we could not read.
-    Unavailable,
-}
-
 #[derive(Debug, Error)]
 pub enum IndexError {
     /// The query or arguments cannot be searched; the message says why.
     #[error("{0}")]
     InvalidArgument(String),
-    /// Nextcloud refused or failed a request made with the caller's token.
-    #[error("Nextcloud request failed: {message}")]
-    Nextcloud {
-        failure: NextcloudFailure,
-        message: String,
-    },
+    /// Nextcloud refused or failed a request made with the caller's token; the server's
+    /// own error, so the wire kind (auth_expired, not_found, retryable) is the usual one.
+    #[error(transparent)]
+    Nextcloud(crate::error::Error),
     #[error(transparent)]
     Extract(#[from] ExtractError),
     #[error("index storage error: {0}")]
@@ -60,10 +48,23 @@ pub enum IndexError {
 }
 
 impl IndexError {
-    pub fn nextcloud(failure: NextcloudFailure, message: impl Into<String>) -> Self {
-        IndexError::Nextcloud {
-            failure,
-            message: message.into(),
+    /// True when Nextcloud said the caller cannot open it (403/404, one answer).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, IndexError::Nextcloud(crate::error::Error::NotFound))
+    }
+}
+
+/// How index errors reach the wire: through the server's error kinds. Internal failures
+/// say nothing about their cause (it is logged) and are worth retrying.
+impl From<IndexError> for crate::error::Error {
+    fn from(e: IndexError) -> Self {
+        match e {
+            IndexError::InvalidArgument(m) => crate::error::Error::InvalidArgument(m),
+            IndexError::Nextcloud(e) => e,
+            other => {
+                tracing::error!(error = %other, "document index failure");
+                crate::error::Error::Retryable("the document index failed; try again".into())
+            }
         }
     }
 }

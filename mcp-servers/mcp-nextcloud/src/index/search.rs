@@ -17,7 +17,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::dav::{self, CallerDav, DavFile};
+use super::dav::{CallerDav, DavFile};
+use crate::nextcloud::paths::UserPath;
 use super::error::IndexError;
 use super::query;
 use super::store::{FileState, Hit, QueryRecord};
@@ -77,13 +78,13 @@ pub async fn grep<C: CallerDav>(index: &Index, caller: &C, req: GrepRequest) -> 
             )));
         }
     };
-    let prefix = normalize_prefix(req.path.as_deref())?;
+    let prefix = UserPath::parse(req.path.as_deref().unwrap_or(""), "path")?;
     let mut record = QueryRecord {
         terms: terms.len(),
         mode: "all",
         ..QueryRecord::default()
     };
-    let outcome = run(index, caller, &terms, prefix.as_deref(), limit, &mut record).await;
+    let outcome = run(index, caller, &terms, &prefix, limit, &mut record).await;
     record.failed = outcome.is_err();
     record.returned = outcome.as_ref().map_or(0, |r| r.passages.len());
     record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -93,29 +94,16 @@ pub async fn grep<C: CallerDav>(index: &Index, caller: &C, req: GrepRequest) -> 
     outcome
 }
 
-/// `Projects/` → `/Projects`; `..` is refused rather than interpreted.
-fn normalize_prefix(path: Option<&str>) -> Result<Option<String>, IndexError> {
-    let Some(path) = path.map(str::trim).filter(|p| !p.is_empty() && *p != "/") else {
-        return Ok(None);
-    };
-    if path.split('/').any(|seg| seg == "..") {
-        return Err(IndexError::InvalidArgument("path must not contain '..'".into()));
-    }
-    Ok(Some(format!("/{}", path.trim_matches('/'))))
-}
-
-fn under(path: &str, prefix: Option<&str>) -> bool {
-    match prefix {
-        None => true,
-        Some(p) => path == p || path.strip_prefix(p).is_some_and(|rest| rest.starts_with('/')),
-    }
+/// Whether a verified path lies in the folder the caller asked about.
+fn under(path: &str, folder: &UserPath) -> bool {
+    UserPath::parse(path, "path").is_ok_and(|p| folder.contains(&p))
 }
 
 async fn run<C: CallerDav>(
     index: &Index,
     caller: &C,
     terms: &[String],
-    prefix: Option<&str>,
+    prefix: &UserPath,
     limit: usize,
     record: &mut QueryRecord,
 ) -> Result<GrepResult, IndexError> {
@@ -235,10 +223,10 @@ async fn run<C: CallerDav>(
 /// answer cannot add files), and any failure fails the whole search.
 async fn verify<C: CallerDav>(caller: &C, ids: &[i64]) -> Result<Vec<DavFile>, IndexError> {
     let asked: HashSet<i64> = ids.iter().copied().collect();
-    let body = dav::by_ids_body(caller.uid(), ids)?;
-    let answer = caller.search(body).await?;
     let mut seen = HashSet::new();
-    Ok(dav::parse_multistatus(&answer)?
+    Ok(caller
+        .by_ids(ids)
+        .await?
         .into_iter()
         .filter(|f| asked.contains(&f.file_id) && seen.insert(f.file_id))
         .collect())
@@ -265,12 +253,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prefixes_are_normalised_and_matched_by_segment() {
-        assert_eq!(normalize_prefix(Some("Projects/")).expect("ok").as_deref(), Some("/Projects"));
-        assert_eq!(normalize_prefix(Some("/")).expect("ok"), None);
-        assert!(normalize_prefix(Some("/a/../b")).is_err());
-        assert!(under("/Projects/a.md", Some("/Projects")));
-        assert!(!under("/Projects2/a.md", Some("/Projects")));
-        assert!(under("/x.md", None));
+    fn folders_match_by_segment() {
+        let projects = UserPath::parse("/Projects/", "path").expect("path");
+        assert!(under("Projects/a.md", &projects));
+        assert!(!under("Projects2/a.md", &projects));
+        assert!(under("x.md", &UserPath::root()));
     }
 }

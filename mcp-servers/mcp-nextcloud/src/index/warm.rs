@@ -14,8 +14,8 @@ use std::ops::RangeInclusive;
 use std::time::Instant;
 
 use super::chunk::{self, MAX_PASSAGE_BYTES};
-use super::dav::{self, CallerDav, DavFile};
-use super::error::{IndexError, NextcloudFailure};
+use super::dav::{CallerDav, DavFile};
+use super::error::IndexError;
 use super::extract::{self, Format, MAX_INPUT_BYTES};
 use super::Index;
 
@@ -45,8 +45,9 @@ pub struct Warmed {
 /// Lists the caller's documents and extracts some of those the index lacks.
 pub async fn warm<C: CallerDav>(index: &Index, caller: &C) -> Result<Warmed, IndexError> {
     let started = Instant::now();
-    let body = dav::by_names_body(caller.uid(), Format::NAME_PATTERNS)?;
-    let files: Vec<DavFile> = dav::parse_multistatus(&caller.search(body).await?)?
+    let files: Vec<DavFile> = caller
+        .documents()
+        .await?
         .into_iter()
         .filter(|f| Format::detect(&f.mime, f.name()).is_some())
         .collect();
@@ -77,7 +78,7 @@ pub async fn warm<C: CallerDav>(index: &Index, caller: &C) -> Result<Warmed, Ind
                 current += 1;
             }
             // The file went away or out of reach since the listing: nothing to record.
-            Err(IndexError::Nextcloud { failure: NextcloudFailure::NotFound, .. }) => {}
+            Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e),
         }
     }

@@ -146,16 +146,26 @@ pub fn extract(format: Format, bytes: &[u8]) -> Result<Extracted, ExtractError> 
     }
     let out = match format {
         Format::Plain => Extracted {
-            text: String::from_utf8_lossy(bytes).into_owned(),
+            text: as_text(bytes)?,
             ..Extracted::default()
         },
-        Format::Markdown => markdown::extract(&String::from_utf8_lossy(bytes)),
+        Format::Markdown => markdown::extract(&as_text(bytes)?),
         Format::Html => html::extract(bytes)?,
         Format::Pdf => pdf::extract(bytes)?,
         Format::Docx => office::docx(bytes)?,
         Format::Odt => office::odt(bytes)?,
     };
     Ok(out.finish())
+}
+
+/// Text files as text: lossy UTF-8, without a byte-order mark. A NUL in the first KiB
+/// is a reliable sign of a binary file mislabelled as text.
+fn as_text(bytes: &[u8]) -> Result<String, ExtractError> {
+    if bytes.iter().take(1024).any(|b| *b == 0) {
+        return Err(ExtractError::Malformed("the content is binary".into()));
+    }
+    let text = String::from_utf8_lossy(bytes);
+    Ok(text.strip_prefix('\u{feff}').unwrap_or(&text).to_string())
 }
 
 /// The largest index `<= i` that is a char boundary of `s` (stable-Rust stand-in for

@@ -1,5 +1,5 @@
 //! DOCX and ODT: both are zip archives holding XML. The archive is read with `zip` and the
-//! XML with quick-xml's streaming reader; paragraphs become blank-line separated text and
+//! XML with quick-xml's streaming reader; paragraphs become lines of text and
 //! paragraphs with a heading style (DOCX `Heading N`/outline level, ODT `text:h`) become
 //! headings. Every part is read through a size cap, so a zip bomb fails as too large.
 
@@ -56,7 +56,7 @@ impl Builder {
             });
         }
         self.out.text.push_str(trimmed);
-        self.out.text.push_str("\n\n");
+        self.out.text.push('\n');
     }
 }
 
