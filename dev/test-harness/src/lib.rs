@@ -10,6 +10,7 @@
 
 pub mod process;
 pub mod scripted_model;
+pub mod standin;
 
 pub use process::{Process, free_port, wait_until, workspace_root};
 
