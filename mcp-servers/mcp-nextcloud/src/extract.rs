@@ -1,17 +1,10 @@
 //! Turning file bytes into text a model can read.
 //!
-//! HTML (to text with html2text), Markdown and plain text as text; PDF with pdf-extract;
-//! DOCX and ODT by reading their XML parts (zip + quick-xml). Everything else (images,
+//! This is the files_read face of the one extraction, [`crate::index::extract`] (HTML,
+//! Markdown, plain text, PDF, DOCX, ODT), shared with the document index. Everything else (images,
 //! archives, unknown binaries) is described by type and size, never dumped. Extraction is
 //! CPU work on untrusted input: callers run it on a blocking thread, and a panic inside a
 //! parser becomes a described failure, not a crash. This module never fetches anything.
-
-use std::io::Read;
-
-use quick_xml::events::Event;
-
-/// The largest decompressed XML part read from a DOCX/ODT (zip-bomb guard).
-const MAX_XML_PART: u64 = 32 * 1024 * 1024;
 
 /// What extraction produced.
 #[derive(Debug, PartialEq)]
@@ -53,101 +46,24 @@ pub fn format_of(mime: &str, name: &str) -> Format {
 }
 
 /// Extracts text from `bytes`. Pure and synchronous; run it off the async threads.
+///
+/// The text is the document index's extraction ([`crate::index::extract`]), so an
+/// `offset` returned by files_grep lands on the same character here.
 pub fn extract(bytes: &[u8], mime: &str, name: &str) -> Extracted {
-    match format_of(mime, name) {
-        Format::Plain => as_text(bytes, "text"),
-        Format::Markdown => as_text(bytes, "markdown"),
-        Format::Html => match html2text::from_read(bytes, 100) {
-            Ok(text) => Extracted::Text { text, format: "html" },
-            Err(_) => Extracted::Binary { reason: "the HTML could not be read".into() },
-        },
-        Format::Pdf => match pdf_extract::extract_text_from_mem(bytes) {
-            Ok(text) => Extracted::Text { text, format: "pdf" },
-            Err(_) => Extracted::Binary { reason: "the PDF could not be read (damaged, encrypted or scanned)".into() },
-        },
-        Format::Docx => office(bytes, "word/document.xml", &["p"], "docx"),
-        Format::Odt => office(bytes, "content.xml", &["p", "h"], "odt"),
-        Format::Other => Extracted::Binary { reason: "not a text format".into() },
-    }
-}
-
-fn as_text(bytes: &[u8], format: &'static str) -> Extracted {
-    // A NUL in the first KiB is a reliable sign of a binary file mislabelled as text.
-    if bytes.iter().take(1024).any(|b| *b == 0) {
-        return Extracted::Binary { reason: "the content is binary".into() };
-    }
-    let text = String::from_utf8_lossy(bytes);
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text).to_string();
-    Extracted::Text { text, format }
-}
-
-/// Reads the text of an office document's main XML part. Paragraph ends (`paragraph_tags`,
-/// by local name) become newlines; tabs, line breaks and ODF space runs are kept.
-fn office(bytes: &[u8], part: &str, paragraph_tags: &[&str], format: &'static str) -> Extracted {
-    let failed = |why: &str| Extracted::Binary { reason: format!("the {format} document could not be read ({why})") };
-    let Ok(mut archive) = zip::ZipArchive::new(std::io::Cursor::new(bytes)) else {
-        return failed("not a zip archive");
+    use crate::index::extract::{self as ix, Format as IxFormat};
+    let format = match format_of(mime, name) {
+        Format::Plain => IxFormat::Plain,
+        Format::Markdown => IxFormat::Markdown,
+        Format::Html => IxFormat::Html,
+        Format::Pdf => IxFormat::Pdf,
+        Format::Docx => IxFormat::Docx,
+        Format::Odt => IxFormat::Odt,
+        Format::Other => return Extracted::Binary { reason: "not a text format".into() },
     };
-    let mut xml = String::new();
-    match archive.by_name(part) {
-        Ok(file) => {
-            if file.take(MAX_XML_PART).read_to_string(&mut xml).is_err() {
-                return failed("unreadable part");
-            }
-        }
-        Err(_) => return failed("missing main part"),
+    match ix::extract(format, bytes) {
+        Ok(doc) => Extracted::Text { text: doc.text, format: format.label() },
+        Err(e) => Extracted::Binary { reason: format!("the {} could not be read ({e})", format.label()) },
     }
-    let mut reader = quick_xml::Reader::from_str(&xml);
-    let mut text = String::new();
-    let mut in_text_run = 0usize;
-    loop {
-        match reader.read_event() {
-            Ok(Event::Start(e)) => {
-                let name = e.local_name();
-                let local = name.into_inner();
-                if local == "t" || paragraph_tags.contains(&local) || local == "span" {
-                    in_text_run += 1;
-                }
-            }
-            Ok(Event::Empty(e)) => match e.local_name().into_inner() {
-                "tab" => text.push('\t'),
-                "br" | "line-break" | "cr" => text.push('\n'),
-                "s" => {
-                    let n = e
-                        .try_get_attribute("text:c")
-                        .ok()
-                        .flatten()
-                        .and_then(|a| a.value.parse::<usize>().ok())
-                        .unwrap_or(1);
-                    text.push_str(&" ".repeat(n.min(100)));
-                }
-                l if paragraph_tags.contains(&l) => text.push('\n'),
-                _ => {}
-            },
-            Ok(Event::End(e)) => {
-                let name = e.local_name();
-                let local = name.into_inner();
-                if local == "t" || paragraph_tags.contains(&local) || local == "span" {
-                    in_text_run = in_text_run.saturating_sub(1);
-                }
-                if paragraph_tags.contains(&local) {
-                    text.push('\n');
-                }
-            }
-            Ok(Event::Text(t)) if in_text_run > 0 => text.push_str(&t.xml10_content()),
-            Ok(Event::GeneralRef(r)) if in_text_run > 0 => {
-                if let Ok(Some(c)) = r.resolve_char_ref() {
-                    text.push(c);
-                } else if let Some(s) = quick_xml::escape::resolve_predefined_entity(&r.xml10_content()) {
-                    text.push_str(s);
-                }
-            }
-            Ok(Event::Eof) => break,
-            Err(_) => return failed("malformed XML"),
-            _ => {}
-        }
-    }
-    Extracted::Text { text, format }
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::{self, Caller, UidCache};
 use crate::config::Config;
 use crate::error::Error;
+use crate::index::Index;
 use crate::nextcloud::Nextcloud;
 use crate::{apps, tools};
 
@@ -41,12 +42,18 @@ pub struct AppState {
     pub resource: String,
     /// Origin of the public URL (where the well-known document lives).
     pub public_origin: String,
+    /// The document index behind files_grep (no user id in it; see crate::index).
+    pub index: Index,
 }
 
 impl AppState {
     pub fn new(config: Config) -> Result<Self, Error> {
         let nextcloud = Arc::new(Nextcloud::new(config.nc_url.clone())?);
+        let index = Index::open(&config.index_path).map_err(|e| {
+            Error::Config(format!("cannot open the document index MCP_INDEX_PATH={}: {e}", config.index_path.display()))
+        })?;
         Ok(AppState {
+            index,
             resource: config.resource(),
             public_origin: config.public_origin(),
             nextcloud,
@@ -60,6 +67,7 @@ impl AppState {
 #[derive(Clone)]
 pub struct Handler {
     nextcloud: Arc<Nextcloud>,
+    index: Index,
 }
 
 impl ServerHandler for Handler {
@@ -93,7 +101,7 @@ impl ServerHandler for Handler {
         let arguments = request.arguments.unwrap_or_default();
         let name: &str = &request.name;
         tracing::info!(tool = name, uid = caller.uid(), "tool call");
-        Ok(tools::call(&self.nextcloud, &caller, name, arguments).await.into())
+        Ok(tools::call(&self.nextcloud, &self.index, &caller, name, arguments).await.into())
     }
 
     async fn list_resources(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListResourcesResult, ErrorData> {
@@ -112,11 +120,13 @@ impl ServerHandler for Handler {
     }
 }
 
-/// The HTTP router: `/mcp` (behind the auth layer), the RFC 9728 document, `/healthz`.
+/// The HTTP router: `/mcp` (behind the auth layer), the RFC 9728 document, `/healthz`,
+/// and `POST /webhooks/nextcloud` (shared-secret, see crate::index::webhook).
 pub fn app(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
     let nextcloud = state.nextcloud.clone();
+    let index = state.index.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(Handler { nextcloud: nextcloud.clone() }),
+        move || Ok(Handler { nextcloud: nextcloud.clone(), index: index.clone() }),
         Arc::new(NeverSessionManager::default()),
         StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
@@ -133,6 +143,10 @@ pub fn app(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
         .route("/.well-known/oauth-protected-resource/{*rest}", get(protected_resource))
         .route("/healthz", get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }))
         .merge(mcp_routes)
+        .merge(crate::index::webhook::router(crate::index::webhook::WebhookState {
+            index: state.index.clone(),
+            secret: state.config.webhook_secret.as_deref().map(Into::into),
+        }))
         .with_state(state)
 }
 

@@ -22,6 +22,7 @@
 //! - [`dav`]: the WebDAV SEARCH bodies the index sends and the multistatus it reads.
 //! - [`warm`]: discovering the caller's unknown or stale files and extracting some.
 //! - [`search`]: the `files_grep` flow (warm, rank, verify, refresh, record).
+//! - [`tool`]: the `files_grep` MCP tool (arguments, description, answer shape).
 //! - [`webhook`]: `POST /webhooks/nextcloud`, which only marks rows stale or gone.
 
 pub mod chunk;
@@ -31,6 +32,7 @@ pub mod extract;
 pub mod query;
 pub mod search;
 pub mod store;
+pub mod tool;
 pub mod warm;
 pub mod webhook;
 
@@ -93,8 +95,12 @@ impl Index {
         }
     }
 
-    /// Opens `index.db` at `path` with default settings.
+    /// Opens `index.db` at `path` (creating its folder) with default settings.
     pub fn open(path: &std::path::Path) -> Result<Index, IndexError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| IndexError::Task(format!("cannot create {}: {e}", dir.display())))?;
+        }
         Ok(Index::new(Store::open(path)?, Settings::default()))
     }
 

@@ -35,8 +35,9 @@ pub struct WebhookState {
     pub secret: Option<Arc<str>>,
 }
 
-/// The route, ready to be merged into the server's router.
-pub fn router(state: WebhookState) -> Router {
+/// The route, ready to be merged into the server's router (outside the bearer layer:
+/// Nextcloud's webhook carries no user token, only the shared secret).
+pub fn router<S: Clone + Send + Sync + 'static>(state: WebhookState) -> Router<S> {
     Router::new().route(PATH, post(handle)).with_state(state)
 }
 

@@ -29,6 +29,7 @@ use serde::Serialize;
 use crate::apps;
 use crate::auth::Caller;
 use crate::error::Error;
+use crate::index::Index;
 use crate::nextcloud::Nextcloud;
 
 /// A successful tool answer: a short human-readable text and the structured rows.
@@ -120,6 +121,9 @@ pub fn definitions() -> Vec<Tool> {
             "files_find", "Find files by name",
             "Find files and folders whose name matches `pattern` (`*` is a wildcard; without one, names containing the pattern match). Optional `path` limits the search to a folder.",
             Effect::Read, Some(apps::FILES_TABLE), None),
+        tool::<crate::index::tool::FilesGrepArgs, crate::index::tool::GrepOutput>(
+            crate::index::tool::NAME, crate::index::tool::TITLE, crate::index::tool::DESCRIPTION,
+            Effect::Read, None, None),
         tool::<FilesWriteArgs, files::WriteResult>(
             "files_write", "Write a text file",
             "Create a text file or replace its content. Replacing is destructive; pass `overwrite: false` to refuse when the file exists.",
@@ -174,7 +178,7 @@ pub fn definition(name: &str) -> Option<Tool> {
 
 /// Runs tool `name` with `arguments` as `caller`. Never fails at the protocol level:
 /// every failure is a tool result with `isError: true`.
-pub async fn call(nc: &Arc<Nextcloud>, caller: &Caller, name: &str, arguments: JsonObject) -> CallToolResult {
+pub async fn call(nc: &Arc<Nextcloud>, index: &Index, caller: &Caller, name: &str, arguments: JsonObject) -> CallToolResult {
     let session = nc.session(caller);
     let s = &session;
     let a = arguments;
@@ -182,6 +186,7 @@ pub async fn call(nc: &Arc<Nextcloud>, caller: &Caller, name: &str, arguments: J
         "files_list" => match args::parse(a) { Ok(x) => files::list(s, x).await, Err(e) => Err(e) },
         "files_read" => match args::parse(a) { Ok(x) => files::read(s, x).await, Err(e) => Err(e) },
         "files_find" => match args::parse(a) { Ok(x) => files::find(s, x).await, Err(e) => Err(e) },
+        "files_grep" => match args::parse(a) { Ok(x) => crate::index::tool::call(s, index, x).await, Err(e) => Err(e) },
         "files_write" => match args::parse(a) { Ok(x) => files::write(s, x).await, Err(e) => Err(e) },
         "files_move" => match args::parse(a) { Ok(x) => files::move_item(s, x).await, Err(e) => Err(e) },
         "calendar_list" => match args::parse::<args::NoArgs>(a) { Ok(_) => calendar::list(s).await, Err(e) => Err(e) },
