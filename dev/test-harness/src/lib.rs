@@ -9,6 +9,7 @@
 //! whose paths are printed when a test fails, so a red test says where to look.
 
 pub mod mcp_nextcloud;
+pub mod orchestrator;
 pub mod process;
 pub mod scripted_model;
 pub mod standin;

@@ -1,0 +1,218 @@
+//! End to end: the real `tamebi` binary, the scripted model, real HTTP and SSE.
+//! Covers text turns, G1 statuses, IDOR, crash isolation, durability and resume.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::time::Duration;
+use test_harness::orchestrator::{Options, Orchestrator, parts, read_sse, user_turn};
+use test_harness::scripted_model::ScriptedModel;
+
+fn start(model: &ScriptedModel) -> Orchestrator {
+    Orchestrator::start(Options { model_url: model.url(), ..Options::default() })
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap()
+}
+
+fn types(parts: &[Value]) -> Vec<String> {
+    parts.iter().map(|p| p["type"].as_str().unwrap_or("?").to_string()).collect()
+}
+
+fn text_of(parts: &[Value]) -> String {
+    parts.iter().filter(|p| p["type"] == "text-delta").map(|p| p["delta"].as_str().unwrap_or("")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_turn_streams_and_is_stored() {
+    let model = ScriptedModel::start();
+    model.add_rules(json!([{"match": "hello", "steps": [{"text": "Hi Alice, how can I help?", "chunk_chars": 4}]}]));
+    let orch = start(&model);
+    let c = client();
+    let body = user_turn("conv-1", "m1", "hello there");
+    let r = orch.request(&c, Method::POST, "/v1/chat", "alice", &body, None).header("x-request-id", "req-abc").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-vercel-ai-ui-message-stream"], "v1");
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    let frames = read_sse(r).await;
+    assert_eq!(frames.last().map(String::as_str), Some("[DONE]"));
+    let p = parts(&frames);
+    let t = types(&p);
+    assert_eq!(t.first().map(String::as_str), Some("start"));
+    assert_eq!(&t[t.len() - 2..], ["finish-step", "finish"]);
+    assert!(t.contains(&"text-start".to_string()) && t.contains(&"text-end".to_string()));
+    assert_eq!(text_of(&p), "Hi Alice, how can I help?");
+    // The model saw the G2 contract and no workspace tools (no Nextcloud bearer was sent).
+    let seen = model.requests();
+    let last = seen.last().unwrap();
+    assert!(last["messages"][0]["content"].as_str().unwrap().contains("<data_handling>"));
+    assert!(last.get("tools").is_none_or(|t| t.as_array().is_none_or(Vec::is_empty)));
+
+    let r = orch.request(&c, Method::GET, "/v1/conversations/conv-1", "alice", b"", None).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let conv: Value = r.json().await.unwrap();
+    assert_eq!(conv["title"], "hello there");
+    assert_eq!(conv["messages"][0]["role"], "user");
+    assert_eq!(conv["messages"][1]["parts"][1]["text"], "Hi Alice, how can I help?");
+    let list: Value = orch.request(&c, Method::GET, "/v1/conversations", "alice", b"", None).send().await.unwrap().json().await.unwrap();
+    assert_eq!(list["conversations"][0]["id"], "conv-1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g1_refuses_every_forgery_with_the_exact_status() {
+    let model = ScriptedModel::start();
+    let orch = start(&model);
+    let c = client();
+    let body = user_turn("c", "m", "hi");
+    let url = format!("{}/v1/chat", orch.url());
+    let now = chrono_now();
+    let send = |headers: Vec<(String, String)>, body: Vec<u8>| {
+        let mut rb = c.post(&url).body(body);
+        for (k, v) in headers {
+            rb = rb.header(k, v);
+        }
+        rb.send()
+    };
+    let good = Orchestrator::signed_headers_at("alice", &body, now, test_harness::orchestrator::SIGNING_SECRET);
+    let with = |name: &str, value: &str| good.iter().map(|(k, v)| if k == name { (k.clone(), value.to_string()) } else { (k.clone(), v.clone()) }).collect::<Vec<_>>();
+    let without = |name: &str| good.iter().filter(|(k, _)| k != name).cloned().collect::<Vec<_>>();
+
+    assert_eq!(send(with("authorization", "Bearer wrong-proxy-secret-xxxxxxxxxxxxxxxxxxxxx"), body.clone()).await.unwrap().status(), 401);
+    assert_eq!(send(without("authorization"), body.clone()).await.unwrap().status(), 401);
+    assert_eq!(send(with("x-tamebi-signature", &"0".repeat(64)), body.clone()).await.unwrap().status(), 401);
+    // A valid signature over a different body.
+    assert_eq!(send(good.clone(), user_turn("c", "m", "something else")).await.unwrap().status(), 401);
+    // Skew: 61 s in the past and in the future.
+    for skew in [-61, 61] {
+        let h = Orchestrator::signed_headers_at("alice", &body, now + skew, test_harness::orchestrator::SIGNING_SECRET);
+        assert_eq!(send(h, body.clone()).await.unwrap().status(), 401, "skew {skew}");
+    }
+    for h in ["x-tamebi-uid", "x-tamebi-ts", "x-tamebi-signature"] {
+        assert_eq!(send(without(h), body.clone()).await.unwrap().status(), 401, "without {h}");
+    }
+    // Signed with the wrong secret.
+    let h = Orchestrator::signed_headers_at("alice", &body, now, "another-signing-secret-0123456789abcdef");
+    assert_eq!(send(h, body.clone()).await.unwrap().status(), 401);
+    // A uid in the body, properly signed: 400.
+    for field in ["uid", "user", "userId"] {
+        let b = serde_json::to_vec(&json!({"id": "c", field: "bob", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]})).unwrap();
+        let r = orch.request(&c, Method::POST, "/v1/chat", "alice", &b, None).send().await.unwrap();
+        assert_eq!(r.status(), 400, "{field}");
+        let e: Value = r.json().await.unwrap();
+        assert_eq!(e["error"]["message"], "The request was not understood.");
+        assert!(e["error"]["requestId"].as_str().is_some_and(|s| !s.is_empty()));
+    }
+    // Errors carry fixed messages only.
+    let r = send(without("authorization"), body.clone()).await.unwrap();
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["message"], "Not signed in.");
+    // Health needs no auth.
+    assert_eq!(c.get(format!("{}/healthz", orch.url())).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_users_conversation_is_not_found() {
+    let model = ScriptedModel::start();
+    let orch = start(&model);
+    let c = client();
+    let r = orch.request(&c, Method::POST, "/v1/chat", "alice", &user_turn("alice-conv", "m1", "my secret plan"), None).send().await.unwrap();
+    read_sse(r).await;
+    for (method, path) in [(Method::GET, "/v1/conversations/alice-conv"), (Method::DELETE, "/v1/conversations/alice-conv")] {
+        let r = orch.request(&c, method.clone(), path, "bob", b"", None).send().await.unwrap();
+        assert_eq!(r.status(), 404, "{method} {path}");
+    }
+    let r = orch.request(&c, Method::GET, "/v1/chat/alice-conv/stream", "bob", b"", None).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    let list: Value = orch.request(&c, Method::GET, "/v1/conversations", "bob", b"", None).send().await.unwrap().json().await.unwrap();
+    assert_eq!(list["conversations"], json!([]));
+    // Bob writing to "alice-conv" creates his own conversation; alice's is untouched.
+    let r = orch.request(&c, Method::POST, "/v1/chat", "bob", &user_turn("alice-conv", "m1", "bob here"), None).send().await.unwrap();
+    read_sse(r).await;
+    let alice: Value = orch.request(&c, Method::GET, "/v1/conversations/alice-conv", "alice", b"", None).send().await.unwrap().json().await.unwrap();
+    assert_eq!(alice["messages"][0]["parts"][0]["text"], "my secret plan");
+    assert_eq!(alice["messages"].as_array().unwrap().len(), 2);
+    // Alice deletes hers; bob's stays.
+    assert_eq!(orch.request(&c, Method::DELETE, "/v1/conversations/alice-conv", "alice", b"", None).send().await.unwrap().status(), 204);
+    assert_eq!(orch.request(&c, Method::GET, "/v1/conversations/alice-conv", "bob", b"", None).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_conversation_does_not_disturb_another() {
+    let model = ScriptedModel::start();
+    model.add_rules(json!([
+        {"match": "slow story", "steps": [{"text": "Once upon a time there was a careful agent.", "chunk_chars": 3, "delay_ms": 30}]},
+        {"match": "crash me", "steps": [{"text": "about to FAULT:panic-actor now", "chunk_chars": 100}]}
+    ]));
+    let orch = start(&model);
+    let c = client();
+    let slow = orch.request(&c, Method::POST, "/v1/chat", "alice", &user_turn("story", "m1", "slow story please"), None).send();
+    let crash = orch.request(&c, Method::POST, "/v1/chat", "bob", &user_turn("boom", "m1", "crash me"), None).header("x-request-id", "req-crash-1").send();
+    let (slow, crash) = tokio::join!(slow, crash);
+    let (slow_frames, crash_frames) = tokio::join!(read_sse(slow.unwrap()), read_sse(crash.unwrap()));
+    let crash_parts = parts(&crash_frames);
+    let err = crash_parts.iter().find(|p| p["type"] == "error").expect("error part");
+    assert!(err["errorText"].as_str().unwrap().contains("req-crash-1"));
+    assert_eq!(crash_frames.last().map(String::as_str), Some("[DONE]"));
+    let slow_parts = parts(&slow_frames);
+    assert_eq!(text_of(&slow_parts), "Once upon a time there was a careful agent.");
+    assert_eq!(types(&slow_parts).last().map(String::as_str), Some("finish"));
+    // The crashed conversation is revived from chat.db on next use.
+    model.add_rules(json!([{"match": "again", "steps": [{"text": "Back."}]}]));
+    let r = orch.request(&c, Method::POST, "/v1/chat", "bob", &user_turn("boom", "m2", "again"), None).send().await.unwrap();
+    assert_eq!(text_of(&parts(&read_sse(r).await)), "Back.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_turn_loses_nothing_committed() {
+    let model = ScriptedModel::start();
+    // Step 1 calls a tool that does not exist (an error output: a finished part), step 2
+    // streams slowly enough to be killed in the middle.
+    model.add_rules(json!([{"match": "durable", "steps": [
+        {"text": "Checking first.", "tool_calls": [{"name": "no_such_tool", "arguments": {"x": 1}}]},
+        {"text": "This second step is slow and will be cut off by the kill.", "chunk_chars": 2, "delay_ms": 100}
+    ]}]));
+    let mut orch = start(&model);
+    let c = client();
+    let mut r = orch.request(&c, Method::POST, "/v1/chat", "alice", &user_turn("dur", "m1", "durable please"), None).send().await.unwrap();
+    // Read until the second step has begun streaming text.
+    let mut seen = String::new();
+    while !seen.contains("\"delta\":\"Th\"") {
+        let chunk = r.chunk().await.unwrap().unwrap_or_else(|| panic!("stream ended early: {seen}"));
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(seen.contains("tool-output-error"));
+    orch.kill9_and_restart();
+    let conv: Value = orch.request(&c, Method::GET, "/v1/conversations/dur", "alice", b"", None).send().await.unwrap().json().await.unwrap();
+    let assistant = &conv["messages"][1];
+    let parts = assistant["parts"].as_array().unwrap();
+    assert!(parts.iter().any(|p| p["type"] == "text" && p["text"] == "Checking first."), "{assistant}");
+    assert!(parts.iter().any(|p| p["type"] == "dynamic-tool" && p["state"] == "output-error" && p["toolName"] == "no_such_tool"), "{assistant}");
+    assert_eq!(conv["messages"][0]["parts"][0]["text"], "durable please");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_stream_resumes_exactly_once() {
+    let model = ScriptedModel::start();
+    let story = "Resumable streams replay what was sent and then continue live.";
+    model.add_rules(json!([{"match": "resume", "steps": [{"text": story, "chunk_chars": 3, "delay_ms": 25}]}]));
+    let orch = start(&model);
+    let c = client();
+    let mut r = orch.request(&c, Method::POST, "/v1/chat", "alice", &user_turn("res", "m1", "resume test"), None).send().await.unwrap();
+    let first = r.chunk().await.unwrap().unwrap();
+    assert!(!first.is_empty());
+    drop(r);
+    let r = orch.request(&c, Method::GET, "/v1/chat/res/stream", "alice", b"", None).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let frames = read_sse(r).await;
+    let p = parts(&frames);
+    assert_eq!(text_of(&p), story);
+    assert_eq!(types(&p).iter().filter(|t| *t == "start").count(), 1);
+    assert_eq!(frames.iter().filter(|f| *f == "[DONE]").count(), 1);
+    // Nothing in flight any more.
+    let r = orch.request(&c, Method::GET, "/v1/chat/res/stream", "alice", b"", None).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+}
+
+fn chrono_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+}
