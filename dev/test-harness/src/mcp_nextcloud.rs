@@ -35,7 +35,7 @@ impl McpNextcloud {
             .env("NC_URL", nc_url)
             .env("MCP_BIND", format!("127.0.0.1:{port}"))
             .env("MCP_INDEX_PATH", data.path().join("index.db"))
-            .env("RUST_LOG", "info,mcp_nextcloud=debug");
+            .env("RUST_LOG", "info,rmcp=warn,mcp_nextcloud=debug");
         for (k, v) in env {
             cmd.env(k, v.replace("{port}", &port.to_string()));
         }

@@ -348,7 +348,7 @@ pub fn details(data: &str, calendar: &str, href: &str) -> Result<EventDetails, E
         tzid: first.as_ref().and_then(|o| o.tzid.clone()),
         location: text_prop(comp, ICalendarProperty::Location),
         description: text_prop(comp, ICalendarProperty::Description),
-        recurrence: rrule_text(data),
+        recurrence: rrule_text(comp),
         status: comp.status().map(|s| s.as_str().to_string()),
         organizer: people(ICalendarProperty::Organizer).into_iter().next(),
         attendees: people(ICalendarProperty::Attendee),
@@ -356,10 +356,12 @@ pub fn details(data: &str, calendar: &str, href: &str) -> Result<EventDetails, E
     })
 }
 
-/// The first RRULE value as written (after unfolding continuation lines).
-fn rrule_text(data: &str) -> Option<String> {
-    let unfolded = data.replace("\r\n ", "").replace("\r\n\t", "").replace("\n ", "").replace("\n\t", "");
-    unfolded.lines().find_map(|l| l.strip_prefix("RRULE:").map(|r| r.trim().to_string()))
+/// The event's RRULE, rendered by calcard (only the event's own, never a VTIMEZONE's).
+fn rrule_text(comp: &ICalendarComponent) -> Option<String> {
+    comp.properties(&ICalendarProperty::Rrule).find_map(|e| match e.values.first() {
+        Some(ICalendarValue::RecurrenceRule(rule)) => Some(rule.to_string()),
+        _ => None,
+    })
 }
 
 fn partial(t: DateTime<Utc>) -> PartialDateTime {
