@@ -92,6 +92,7 @@ async fn watch_signals(shutdown: CancellationToken) {
 pub async fn serve(config: Config, listener: TcpListener, shutdown: CancellationToken) -> Result<(), Error> {
     std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", config.data_dir.display())))?;
     let store = store::chat::ChatStore::open(&config.data_dir.join("chat.db"))?;
+    let audit = store::audit::AuditLog::open(&config.data_dir.join("audit.db"))?;
     let http_client = reqwest::Client::builder()
         .connect_timeout(model::CONNECT_TIMEOUT)
         .pool_idle_timeout(std::time::Duration::from_secs(60))
@@ -102,6 +103,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
     let services = Arc::new(Services {
         config: config.clone(),
         store: store.clone(),
+        audit: audit.clone(),
         model: model::ModelClient::new(http_client.clone(), config.model.clone()),
         tool_servers: ToolServers::new(&config.mcp_servers, config.tool_timeout),
         tasks: tasks.clone(),
@@ -130,6 +132,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
     let _ = tokio::time::timeout(config.shutdown_timeout, root_handle).await;
     drop(services);
     store.close().await;
+    audit.close().await;
     tracing::info!("shutdown complete");
     served
 }

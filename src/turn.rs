@@ -22,6 +22,7 @@ use crate::context;
 use crate::error::{messages, stream_error_text};
 use crate::mcp::registry::{Registry, ToolDef, canonical_json};
 use crate::model::{ModelEvent, ToolSpec};
+use crate::store::audit::{ApprovalState, Entry, Kind};
 use crate::store::chat::PendingApproval;
 use crate::ui_stream::{StreamPart, UiMessage};
 
@@ -70,6 +71,7 @@ impl Emitter {
 pub struct Turn {
     pub services: Arc<Services>,
     pub caller: Caller,
+    pub conversation_id: String,
     pub history: Vec<UiMessage>,
     /// The assistant message this turn writes (new, or the one awaiting approval).
     pub assistant: UiMessage,
@@ -154,8 +156,43 @@ impl TurnState {
                 Err(e) => tracing::warn!(server = %server, error = %crate::auth::redact::redact(&e.to_string()), "could not list tools; offering none from this server"),
             }
         }
+        self.observe_fingerprints(&defs).await;
         self.registry = Registry::new(defs);
         self.specs = self.registry.model_tools().map(ToolDef::spec).collect();
+    }
+
+    /// A changed tool definition (say, a tool that quietly dropped its destructiveHint) is
+    /// logged and audited; the new definition's own annotations still decide its policy.
+    async fn observe_fingerprints(&self, defs: &[ToolDef]) {
+        let audit = &self.t.services.audit;
+        for d in defs {
+            match audit.observe_fingerprint(&d.server, &d.name, &d.fingerprint).await {
+                Ok(Some(old)) => {
+                    tracing::warn!(server = %d.server, tool = %d.name, old = %old, new = %d.fingerprint, "tool definition changed");
+                    audit.record(self.audit_entry(Kind::FingerprintChanged, &d.server, &d.name, d.policy.category.as_str(), ApprovalState::NotNeeded, None, "changed", None, Some(format!("{old} -> {}", d.fingerprint)))).await;
+                }
+                Ok(None) => {}
+                Err(e) => tracing::error!(error = %e, "could not check a tool fingerprint"),
+            }
+        }
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "an audit row has this many columns")]
+    fn audit_entry(&self, kind: Kind, server: &str, tool: &str, category: &str, approval: ApprovalState, args: Option<String>, outcome: &str, duration_ms: Option<i64>, detail: Option<String>) -> Entry {
+        Entry {
+            kind,
+            uid: self.t.caller.uid.clone(),
+            conversation_id: Some(self.t.conversation_id.clone()),
+            request_id: self.t.caller.request_id.clone(),
+            server: server.to_string(),
+            tool: tool.to_string(),
+            category: category.to_string(),
+            approval,
+            arguments_sha256: args,
+            outcome: outcome.to_string(),
+            duration_ms,
+            detail,
+        }
     }
 
     /// Runs approved calls (as recorded) and reports denied ones.
@@ -163,9 +200,11 @@ impl TurnState {
         let decisions = std::mem::take(&mut self.t.decisions);
         for (decision, pending) in decisions {
             if decision.approved {
-                let part = self.execute(&pending.server, &pending.tool, &pending.tool_call_id, pending.arguments.clone()).await;
+                let part = self.execute(&pending.server, &pending.tool, &pending.tool_call_id, pending.arguments.clone(), ApprovalState::ApprovedByUser).await;
                 self.emit(part)?;
             } else {
+                let entry = self.audit_entry(Kind::ToolCall, &pending.server, &pending.tool, "action", ApprovalState::DeniedByUser, Some(pending.arguments_sha256.clone()), "not_run", None, None);
+                self.t.services.audit.record(entry).await;
                 self.emit(StreamPart::ToolOutputDenied { tool_call_id: pending.tool_call_id.clone() })?;
             }
         }
@@ -257,6 +296,8 @@ impl TurnState {
                     arguments_sha256: arguments_hash(&input),
                     arguments: input,
                 };
+                let entry = self.audit_entry(Kind::ToolCall, &def.server, &def.name, def.policy.category.as_str(), ApprovalState::Requested, Some(approval.arguments_sha256.clone()), "not_run", None, None);
+                self.t.services.audit.record(entry).await;
                 let part = StreamPart::ToolApprovalRequest { approval_id: approval.approval_id.clone(), tool_call_id: call.id };
                 self.t.assistant.apply(&part);
                 if !self.t.emitter.emit_with_approval(part, approval) {
@@ -265,14 +306,28 @@ impl TurnState {
                 awaiting = true;
                 continue;
             }
-            let part = self.execute(&def.server, &def.name, &call.id, input).await;
+            let part = self.execute(&def.server, &def.name, &call.id, input, ApprovalState::NotNeeded).await;
             self.emit(part)?;
         }
         Ok(awaiting)
     }
 
     /// Calls a tool as the caller and turns the result into an output part.
-    async fn execute(&self, server: &str, tool: &str, tool_call_id: &str, input: Value) -> StreamPart {
+    async fn execute(&self, server: &str, tool: &str, tool_call_id: &str, input: Value, approval: ApprovalState) -> StreamPart {
+        let started = std::time::Instant::now();
+        let args_hash = arguments_hash(&input);
+        let category = self.registry.find(server, tool).map_or("action", |d| d.policy.category.as_str());
+        let part = self.execute_inner(server, tool, tool_call_id, input).await;
+        let outcome = match &part {
+            StreamPart::ToolOutputAvailable { .. } => "ok",
+            _ => "error",
+        };
+        let entry = self.audit_entry(Kind::ToolCall, server, tool, category, approval, Some(args_hash), outcome, Some(started.elapsed().as_millis() as i64), None);
+        self.t.services.audit.record(entry).await;
+        part
+    }
+
+    async fn execute_inner(&self, server: &str, tool: &str, tool_call_id: &str, input: Value) -> StreamPart {
         let arguments = match input {
             Value::Object(map) => map,
             _ => serde_json::Map::new(),

@@ -147,7 +147,14 @@ impl ConversationActor {
                 (UiMessage::new(uuid::Uuid::new_v4().simple().to_string(), crate::ui_stream::Role::Assistant), Vec::new())
             }
             TurnInput::Approvals(decisions) => {
-                let resolved = resolve_approvals(store, &state.uid, &state.cid, &history, decisions).await?;
+                let ids: Vec<String> = decisions.iter().map(|d| d.approval_id.clone()).collect();
+                let resolved = match resolve_approvals(store, &state.uid, &state.cid, &history, decisions).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        self.audit_refusal(&state.uid, &state.cid, &caller.request_id, &ids, &e).await;
+                        return Err(e);
+                    }
+                };
                 // The reply continues the assistant message that asked for approval.
                 let assistant = history.pop().ok_or(Error::Forbidden("no message awaits approval".into()))?;
                 (assistant, resolved)
@@ -159,9 +166,31 @@ impl ConversationActor {
         let subscription = in_flight.subscribe();
         state.in_flight = Some(in_flight);
         let emitter = Emitter::new(myself.clone(), state.turns);
-        let run = turn::Turn { services: self.services.clone(), caller, history, assistant, decisions, emitter, cancel };
+        let run = turn::Turn { services: self.services.clone(), caller, conversation_id: state.cid.clone(), history, assistant, decisions, emitter, cancel };
         self.services.tasks.spawn(turn::run(run));
         Ok(subscription)
+    }
+
+    /// G3: a refused approval is audited, never silently dropped.
+    async fn audit_refusal(&self, uid: &str, cid: &str, request_id: &str, ids: &[String], why: &Error) {
+        use crate::store::audit::{ApprovalState, Entry, Kind};
+        self.services
+            .audit
+            .record(Entry {
+                kind: Kind::ApprovalRefused,
+                uid: uid.to_string(),
+                conversation_id: Some(cid.to_string()),
+                request_id: request_id.to_string(),
+                server: String::new(),
+                tool: String::new(),
+                category: "action".into(),
+                approval: ApprovalState::Refused,
+                arguments_sha256: None,
+                outcome: "refused".into(),
+                duration_ms: None,
+                detail: Some(format!("approval ids {}: {why}", ids.join(","))),
+            })
+            .await;
     }
 
     async fn emit(&self, state: &mut State, turn: u64, part: StreamPart, approvals: Vec<PendingApproval>) {

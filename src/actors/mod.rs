@@ -34,6 +34,7 @@ use tool_server::{ToolOp, ToolOpResult, ToolServerMsg};
 pub struct Services {
     pub config: Arc<Config>,
     pub store: ChatStore,
+    pub audit: crate::store::audit::AuditLog,
     pub model: ModelClient,
     pub tool_servers: ToolServers,
     pub tasks: tokio_util::task::TaskTracker,

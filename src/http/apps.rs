@@ -25,6 +25,8 @@ use crate::approval::Category;
 use crate::auth::Caller;
 use crate::error::{ApiError, Error};
 use crate::mcp::registry::{Registry, ToolDef};
+use crate::store::audit::{ApprovalState, Entry, Kind};
+use sha2::{Digest, Sha256};
 
 #[derive(Deserialize)]
 pub struct ResourceQuery {
@@ -62,6 +64,16 @@ pub async fn resource(State(state): State<AppState>, Extension(caller): Extensio
         .and_then(|c| c.get("text").and_then(Value::as_str))
         .ok_or_else(|| Error::NotFound.with_request(&rid))?
         .to_string();
+    // App HTML is executable code: a change is logged and audited like a tool definition's.
+    let fingerprint = hex::encode(Sha256::digest(html.as_bytes()));
+    match state.services.audit.observe_fingerprint(&q.server, &q.uri, &fingerprint).await {
+        Ok(Some(old)) => {
+            tracing::warn!(server = %q.server, uri = %q.uri, "app document changed");
+            state.services.audit.record(entry(&caller, Kind::FingerprintChanged, &q.server, &q.uri, "data", ApprovalState::NotNeeded, "changed", Some(format!("{old} -> {fingerprint}")))).await;
+        }
+        Ok(None) => {}
+        Err(e) => tracing::error!(error = %e, "could not check an app fingerprint"),
+    }
     let policy = csp::policy_for(&html).map_err(|e| Error::Forbidden(format!("app document refused: {e}")).with_request(&rid))?;
     let mut response = html.into_response();
     let h = response.headers_mut();
@@ -79,9 +91,10 @@ pub async fn call(State(state): State<AppState>, Extension(caller): Extension<Ca
     let def = tool_for(&state, &caller, &req).await?;
     // Fourth point of distrust: frames reach app-visible, read-only tools only.
     if !def.visible_to_app || def.policy.category != Category::Data || def.policy.needs_approval {
+        state.services.audit.record(entry(&caller, Kind::AppRefused, &req.server, &req.name, def.policy.category.as_str(), ApprovalState::Refused, "refused", Some("not a read-only app tool".into()))).await;
         return Err(Error::Forbidden(format!("{}/{} is not a read-only app tool", req.server, req.name)).with_request(&rid));
     }
-    run(&state, &caller, req).await
+    run(&state, &caller, req, Kind::AppCall, ApprovalState::NotNeeded, "data").await
 }
 
 pub async fn dispatch(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
@@ -90,10 +103,30 @@ pub async fn dispatch(State(state): State<AppState>, Extension(caller): Extensio
     let def = tool_for(&state, &caller, &req).await?;
     // Only app-only tools: a model-visible tool goes through the agent and G3, never here.
     if !def.visible_to_app || def.visible_to_model {
+        state.services.audit.record(entry(&caller, Kind::AppRefused, &req.server, &req.name, def.policy.category.as_str(), ApprovalState::Refused, "refused", Some("not an app-only tool".into()))).await;
         return Err(Error::Forbidden(format!("{}/{} is not an app-only tool", req.server, req.name)).with_request(&rid));
     }
     tracing::info!(request_id = %rid, server = %req.server, tool = %req.name, "app dispatch approved by the user's click");
-    run(&state, &caller, req).await
+    // The click in the island's own DOM is the approval (seed: server=app-dispatch).
+    run(&state, &caller, req, Kind::AppDispatch, ApprovalState::ApprovedByUser, "action").await
+}
+
+#[expect(clippy::too_many_arguments, reason = "an audit row has this many columns")]
+fn entry(caller: &Caller, kind: Kind, server: &str, tool: &str, category: &str, approval: ApprovalState, outcome: &str, detail: Option<String>) -> Entry {
+    Entry {
+        kind,
+        uid: caller.uid.clone(),
+        conversation_id: None,
+        request_id: caller.request_id.clone(),
+        server: server.to_string(),
+        tool: tool.to_string(),
+        category: category.to_string(),
+        approval,
+        arguments_sha256: None,
+        outcome: outcome.to_string(),
+        duration_ms: None,
+        detail,
+    }
 }
 
 fn parse(body: &[u8]) -> Result<ToolRequest, Error> {
@@ -129,14 +162,23 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
     registry.find(&req.server, &req.name).cloned().ok_or_else(|| Error::Forbidden("unknown tool".into()).with_request(rid))
 }
 
-async fn run(state: &AppState, caller: &Caller, req: ToolRequest) -> Result<Response, ApiError> {
+async fn run(state: &AppState, caller: &Caller, req: ToolRequest, kind: Kind, approval: ApprovalState, category: &str) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
+    let started = std::time::Instant::now();
+    let mut row = entry(caller, kind, &req.server, &req.name, category, approval, "ok", None);
+    row.arguments_sha256 = Some(crate::turn::arguments_hash(&Value::Object(req.arguments.clone())));
     let result = state
         .services
         .tool_servers
         .call(&req.server, caller, ToolOp::CallTool { name: req.name, arguments: req.arguments })
-        .await
-        .map_err(|e| Error::Internal(e.to_string()).with_request(rid))?;
+        .await;
+    row.duration_ms = Some(started.elapsed().as_millis() as i64);
+    row.outcome = match &result {
+        Ok(ToolOpResult::Called(r)) if r.is_error != Some(true) => "ok".into(),
+        _ => "error".into(),
+    };
+    state.services.audit.record(row).await;
+    let result = result.map_err(|e| Error::Internal(e.to_string()).with_request(rid))?;
     let ToolOpResult::Called(r) = result else { return Err(Error::Internal("unexpected answer".into()).with_request(rid)) };
     Ok(Json(r).into_response())
 }

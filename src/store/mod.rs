@@ -4,9 +4,11 @@
 //! - [`db`]: one writer thread per file with group commit, plus a reader connection; no
 //!   SQLite call ever runs on an async worker thread.
 //! - [`chat`]: chat.db: conversations, messages, pending approvals.
+//! - [`audit`]: audit.db: tool calls, approvals, dispatches, fingerprint changes.
 //!
 //! Every read and write of a conversation is keyed by the signed uid: a conversation id is
 //! chosen by the client, so it is never trusted alone.
 
+pub mod audit;
 pub mod chat;
 pub mod db;
