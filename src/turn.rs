@@ -282,6 +282,10 @@ impl TurnState {
             };
             self.emit(StreamPart::ToolInputAvailable { tool_call_id: call.id.clone(), tool_name: call.name.clone(), input: input.clone(), dynamic: true })?;
             let Some(def) = self.registry.for_model(&call.name).cloned() else {
+                // A call to a tool that does not exist for the model (a public-link or mail-send
+                // tool an injected document asked for, an app-only tool) is recorded as refused.
+                let entry = self.audit_entry(Kind::ToolCall, "", &call.name, "action", ApprovalState::Refused, Some(arguments_hash(&input)), "unknown_tool", None, None);
+                self.t.services.audit.record(entry).await;
                 self.emit(StreamPart::ToolOutputError { tool_call_id: call.id, error_text: format!("There is no tool named {}.", call.name), dynamic: true })?;
                 continue;
             };
