@@ -216,3 +216,31 @@ async fn a_dropped_stream_resumes_exactly_once() {
 fn chrono_now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_open_streams_and_flushes() {
+    let model = ScriptedModel::start();
+    model.add_rules(json!([{"match": "long", "steps": [{"text": "A very long answer that will not finish before the shutdown arrives.", "chunk_chars": 1, "delay_ms": 100}]}]));
+    let mut orch = start(&model);
+    let c = client();
+    let mut r = orch.request(&c, Method::POST, "/v1/chat", "alice", &user_turn("bye", "m1", "long answer please"), None).header("x-request-id", "req-term").send().await.unwrap();
+    let mut seen = String::new();
+    while !seen.contains("text-delta") {
+        seen.push_str(&String::from_utf8_lossy(&r.chunk().await.unwrap().unwrap()));
+    }
+    let pid = orch.process().pid();
+    std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status().unwrap();
+    while let Some(chunk) = r.chunk().await.unwrap() {
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let frames = test_harness::orchestrator::parse_sse(&seen);
+    let p = parts(&frames);
+    let err = p.iter().find(|x| x["type"] == "error").expect("a final error part");
+    assert!(err["errorText"].as_str().unwrap().contains("req-term"), "{err}");
+    assert_eq!(frames.last().map(String::as_str), Some("[DONE]"));
+    assert_eq!(orch.process().terminate(Duration::from_secs(15)), Some(0), "clean exit after SIGTERM");
+    // The databases were flushed: the user message and the committed reply are on disk.
+    let db = rusqlite::Connection::open(orch.data_dir().join("chat.db")).unwrap();
+    let n: i64 = db.query_row("SELECT count(*) FROM messages WHERE uid = 'alice' AND conversation_id = 'bye'", [], |r| r.get(0)).unwrap();
+    assert!(n >= 1);
+}
