@@ -220,11 +220,10 @@ impl UiMessage {
     /// they were rather than as forever in progress.
     pub fn close_open_text(&mut self) {
         for p in &mut self.parts {
-            if let UiPart::Text { state, .. } = p {
-                if *state == Some(TextState::Streaming) {
+            if let UiPart::Text { state, .. } = p
+                && *state == Some(TextState::Streaming) {
                     *state = Some(TextState::Done);
                 }
-            }
         }
     }
 }

@@ -55,15 +55,14 @@ pub fn neutralise(payload: &str) -> String {
     let mut copied = 0;
     let mut i = 0;
     while i < norm.len() {
-        if norm[i].ch == '<' {
-            if let Some(end) = match_tag(&norm, i) {
+        if norm[i].ch == '<'
+            && let Some(end) = match_tag(&norm, i) {
                 out.push_str(&payload[copied..norm[i].start]);
                 out.push_str(NEUTRALISED);
                 copied = norm[end - 1].end;
                 i = end;
                 continue;
             }
-        }
         i += 1;
     }
     out.push_str(&payload[copied..]);
@@ -120,15 +119,14 @@ fn normalise(payload: &str) -> Vec<Norm> {
     let mut iter = payload.char_indices().peekable();
     while let Some((start, c)) = iter.next() {
         // HTML entities for the brackets a model would read as '<' or '>'.
-        if c == '&' {
-            if let Some((ch, len)) = entity_at(&payload[start..]) {
+        if c == '&'
+            && let Some((ch, len)) = entity_at(&payload[start..]) {
                 out.push(Norm { ch, start, end: start + len });
                 while iter.peek().is_some_and(|(i, _)| *i < start + len) {
                     iter.next();
                 }
                 continue;
             }
-        }
         let end = start + c.len_utf8();
         if is_invisible(c) {
             continue;

@@ -1,5 +1,6 @@
 //! End to end: the real `tamebi` binary, the scripted model, real HTTP and SSE.
-//! Covers text turns, G1 statuses, IDOR, crash isolation, durability and resume.
+//! Covers text turns, G1 statuses, IDOR, crash isolation, durability, resume and shutdown.
+#![expect(clippy::unwrap_used, reason = "helpers of a test file fail the test by panicking")]
 
 use reqwest::Method;
 use serde_json::{Value, json};

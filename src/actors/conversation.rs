@@ -196,12 +196,11 @@ impl ConversationActor {
     async fn emit(&self, state: &mut State, turn: u64, part: StreamPart, approvals: Vec<PendingApproval>) {
         let Some(f) = state.in_flight.as_mut().filter(|f| f.turn == turn) else { return };
         #[cfg(feature = "fault-injection")]
-        if self.services.config.fault_injection {
-            if let StreamPart::TextDelta { delta, .. } = &part {
+        if self.services.config.fault_injection
+            && let StreamPart::TextDelta { delta, .. } = &part {
                 // Test builds only: lets an end-to-end test crash exactly this actor.
                 assert!(!delta.contains("FAULT:panic-actor"), "fault injection: actor panic requested");
             }
-        }
         f.assistant.apply(&part);
         if part.is_boundary() {
             let store = &self.services.store;
@@ -220,7 +219,7 @@ impl ConversationActor {
     }
 
     async fn end_turn(&self, state: &mut State, turn: u64) {
-        if !state.in_flight.as_ref().is_some_and(|f| f.turn == turn) {
+        if state.in_flight.as_ref().is_none_or(|f| f.turn != turn) {
             return;
         }
         let Some(mut f) = state.in_flight.take() else { return };

@@ -91,7 +91,7 @@ pub fn valid_conversation_id(id: &str) -> bool {
 const ACTOR_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn conversations_supervisor() -> Result<ractor::ActorRef<ConversationsMsg>, Error> {
-    ractor::registry::where_is(crate::actors::root::CONVERSATIONS_NAME.to_string())
+    ractor::registry::where_is(crate::actors::root::CONVERSATIONS_NAME)
         .map(Into::into)
         .ok_or_else(|| Error::Internal("conversations supervisor not running".into()))
 }
