@@ -1,2 +1,61 @@
-//! loadgen (work in progress: issue 2).
-fn main() {}
+//! `loadgen`: parses flags, raises the open-file limit, runs one mode, prints the figures.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use loadgen::chat::Target;
+use loadgen::config::{Args, Mode};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cfg = Args::parse().validate()?;
+    let needed = match cfg.mode {
+        Mode::Turns => cfg.concurrency * 2,
+        Mode::OpenStreams { count, .. } => count * 2,
+    } as u64
+        + 256;
+    let limit = rlimit::increase_nofile_limit(u64::MAX).context("raising the open-file limit")?;
+    if limit < needed {
+        eprintln!(
+            "warning: open-file limit is {limit}, this run needs about {needed}; raise it with `ulimit -n {needed}`"
+        );
+    }
+    let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+    let timeout = match cfg.mode {
+        Mode::Turns => Some(Duration::from_secs(60)),
+        Mode::OpenStreams { .. } => None,
+    };
+    let pool = match cfg.mode {
+        Mode::Turns => cfg.concurrency,
+        Mode::OpenStreams { count, .. } => count,
+    };
+    let target = Target {
+        client: loadgen::client(pool, timeout)?,
+        url: cfg.url.clone(),
+        proxy_secret: cfg.proxy_secret.clone(),
+        signing_secret: cfg.signing_secret.clone(),
+    };
+    match cfg.mode {
+        Mode::Turns => {
+            let report = loadgen::turns::run(&cfg, target, &run_id).await?;
+            loadgen::turns::print(&report);
+            if cfg.json {
+                println!("{}", serde_json::to_string(&report)?);
+            }
+        }
+        Mode::OpenStreams {
+            count,
+            hold,
+            open_rate,
+        } => {
+            let report =
+                loadgen::streams::run(&cfg, target, &run_id, count, hold, open_rate).await?;
+            loadgen::streams::print(&report);
+            if cfg.json {
+                println!("{}", serde_json::to_string(&report)?);
+            }
+        }
+    }
+    Ok(())
+}

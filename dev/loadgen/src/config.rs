@@ -1,0 +1,270 @@
+//! Command-line options (clap) and their validation into one typed `Config`.
+//!
+//! Every count and duration is bounded, and every target must be a loopback address: this
+//! tool sends load only to processes on this machine. Nothing else in the crate reads flags
+//! or environment variables.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::error::Error;
+
+pub const MAX_CONCURRENCY: usize = 20_000;
+pub const MAX_OPEN_STREAMS: usize = 20_000;
+pub const MAX_TURNS: u64 = 10_000_000;
+pub const MAX_DURATION_SECS: u64 = 3_600;
+
+/// Drives signed conversations against a running orchestrator and reports throughput,
+/// orchestrator overhead percentiles, errors and the orchestrator's peak memory.
+#[derive(Debug, Clone, Parser)]
+#[command(version)]
+pub struct Args {
+    /// Orchestrator base URL (loopback only), e.g. http://127.0.0.1:8700
+    #[arg(long)]
+    pub url: String,
+    /// TAMEBI_PROXY_SECRET of the orchestrator.
+    #[arg(long, env = "TAMEBI_PROXY_SECRET", hide_env_values = true)]
+    pub proxy_secret: String,
+    /// TAMEBI_SIGNING_SECRET of the orchestrator.
+    #[arg(long, env = "TAMEBI_SIGNING_SECRET", hide_env_values = true)]
+    pub signing_secret: String,
+    /// The scripted model's OpenAI base URL (ending in /v1). Needed to measure the model's
+    /// own time (replaying the orchestrator's requests) and for --open-streams.
+    #[arg(long)]
+    pub model_url: Option<String>,
+    /// Concurrent conversations (turn mode).
+    #[arg(long, default_value_t = 16)]
+    pub concurrency: usize,
+    /// Stop after this many turns in total.
+    #[arg(long, default_value_t = 10_000)]
+    pub turns: u64,
+    /// Stop after this many seconds (whichever of --turns and --duration comes first).
+    #[arg(long, default_value_t = 30)]
+    pub duration: u64,
+    /// Turns per conversation before a worker starts a new one.
+    #[arg(long, default_value_t = 5)]
+    pub turns_per_conversation: u64,
+    /// Requests replayed directly against the model to measure its own time (0 = skip).
+    #[arg(long, default_value_t = 2_000)]
+    pub baseline_turns: u64,
+    /// Open-streams mode: hold this many concurrent open streams instead of running turns.
+    #[arg(long)]
+    pub open_streams: Option<usize>,
+    /// Open-streams mode: seconds to hold all streams open once they are.
+    #[arg(long, default_value_t = 10)]
+    pub hold: u64,
+    /// Open-streams mode: at most this many streams being opened at once.
+    #[arg(long, default_value_t = 256)]
+    pub open_rate: usize,
+    /// Prefix of the Nextcloud uids signed for (each worker is `<uid>-<n>`).
+    #[arg(long, default_value = "loadgen")]
+    pub uid: String,
+    /// Pid of the orchestrator, to report its resident memory (VmRSS, VmHWM).
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// Also print the figures as one JSON object on the last line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub url: String,
+    pub proxy_secret: String,
+    pub signing_secret: String,
+    /// Root of the scripted model (without /v1), for its control endpoints.
+    pub model_root: Option<String>,
+    pub concurrency: usize,
+    pub turns: u64,
+    pub duration: Duration,
+    pub turns_per_conversation: u64,
+    pub baseline_turns: u64,
+    pub mode: Mode,
+    pub uid: String,
+    pub pid: Option<u32>,
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Turns,
+    OpenStreams {
+        count: usize,
+        hold: Duration,
+        open_rate: usize,
+    },
+}
+
+impl Args {
+    pub fn validate(self) -> Result<Config, Error> {
+        let url = loopback_url(&self.url, "--url")?;
+        let model_root = match &self.model_url {
+            Some(m) => {
+                let m = loopback_url(m, "--model-url")?;
+                Some(m.strip_suffix("/v1").unwrap_or(&m).to_string())
+            }
+            None => None,
+        };
+        if self.proxy_secret.is_empty() || self.signing_secret.is_empty() {
+            return Err(Error::Config(
+                "--proxy-secret and --signing-secret must not be empty".into(),
+            ));
+        }
+        in_range(
+            "--concurrency",
+            self.concurrency as u64,
+            1,
+            MAX_CONCURRENCY as u64,
+        )?;
+        in_range("--turns", self.turns, 1, MAX_TURNS)?;
+        in_range("--duration", self.duration, 1, MAX_DURATION_SECS)?;
+        in_range(
+            "--turns-per-conversation",
+            self.turns_per_conversation,
+            1,
+            10_000,
+        )?;
+        in_range("--baseline-turns", self.baseline_turns, 0, MAX_TURNS)?;
+        if self.uid.is_empty() || self.uid.len() > 40 {
+            return Err(Error::Config("--uid must be 1-40 characters".into()));
+        }
+        let mode = match self.open_streams {
+            None => Mode::Turns,
+            Some(count) => {
+                in_range("--open-streams", count as u64, 1, MAX_OPEN_STREAMS as u64)?;
+                in_range("--hold", self.hold, 1, MAX_DURATION_SECS)?;
+                in_range("--open-rate", self.open_rate as u64, 1, 10_000)?;
+                if model_root.is_none() {
+                    return Err(Error::Config(
+                        "--open-streams needs --model-url (it scripts the slow reply there)".into(),
+                    ));
+                }
+                Mode::OpenStreams {
+                    count,
+                    hold: Duration::from_secs(self.hold),
+                    open_rate: self.open_rate,
+                }
+            }
+        };
+        Ok(Config {
+            url,
+            proxy_secret: self.proxy_secret,
+            signing_secret: self.signing_secret,
+            model_root,
+            concurrency: self.concurrency,
+            turns: self.turns,
+            duration: Duration::from_secs(self.duration),
+            turns_per_conversation: self.turns_per_conversation,
+            baseline_turns: self.baseline_turns,
+            mode,
+            uid: self.uid,
+            pid: self.pid,
+            json: self.json,
+        })
+    }
+}
+
+fn in_range(flag: &str, value: u64, min: u64, max: u64) -> Result<(), Error> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(Error::Config(format!(
+            "{flag} must be between {min} and {max}, got {value}"
+        )))
+    }
+}
+
+/// Accepts only http URLs whose host is a loopback address; returns it without a trailing /.
+fn loopback_url(raw: &str, flag: &str) -> Result<String, Error> {
+    let parsed = reqwest::Url::parse(raw).map_err(|e| Error::Config(format!("{flag}: {e}")))?;
+    if parsed.scheme() != "http" {
+        return Err(Error::Config(format!("{flag} must be an http:// URL")));
+    }
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
+        None => false,
+    };
+    if !loopback {
+        return Err(Error::Config(format!(
+            "{flag} must point at a loopback address (this tool only loads this machine)"
+        )));
+    }
+    Ok(raw.trim_end_matches('/').to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> Result<Config, Error> {
+        let mut argv = vec!["loadgen", "--proxy-secret", "p", "--signing-secret", "s"];
+        if !extra.contains(&"--url") {
+            argv.extend_from_slice(&["--url", "http://127.0.0.1:8700"]);
+        }
+        argv.extend_from_slice(extra);
+        Args::try_parse_from(argv)
+            .map_err(|e| Error::Config(e.to_string()))?
+            .validate()
+    }
+
+    #[test]
+    fn defaults_are_a_bounded_turn_run() {
+        let c = args(&[]).unwrap();
+        assert_eq!(c.mode, Mode::Turns);
+        assert_eq!(c.concurrency, 16);
+        assert_eq!(c.model_root, None);
+    }
+
+    #[test]
+    fn only_loopback_targets_are_accepted() {
+        assert!(args(&["--url", "http://localhost:1"]).is_ok());
+        assert!(args(&["--url", "http://[::1]:1"]).is_ok());
+        assert!(args(&["--url", "http://127.3.0.1:1"]).is_ok());
+        assert!(args(&["--url", "http://10.0.0.1:1"]).is_err());
+        assert!(args(&["--url", "http://example.com"]).is_err());
+        assert!(args(&["--url", "https://127.0.0.1:1"]).is_err());
+        assert!(args(&["--model-url", "http://192.168.1.1/v1"]).is_err());
+    }
+
+    #[test]
+    fn counts_are_bounded() {
+        assert!(args(&["--concurrency", "0"]).is_err());
+        assert!(args(&["--concurrency", "20001"]).is_err());
+        assert!(args(&["--duration", "0"]).is_err());
+        assert!(
+            args(&[
+                "--open-streams",
+                "10",
+                "--model-url",
+                "http://127.0.0.1:9/v1"
+            ])
+            .is_ok()
+        );
+        assert!(
+            args(&[
+                "--open-streams",
+                "20001",
+                "--model-url",
+                "http://127.0.0.1:9/v1"
+            ])
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn open_streams_need_the_model_and_strip_v1() {
+        assert!(args(&["--open-streams", "10"]).is_err());
+        let c = args(&[
+            "--open-streams",
+            "10",
+            "--model-url",
+            "http://127.0.0.1:9/v1/",
+        ])
+        .unwrap();
+        assert_eq!(c.model_root.as_deref(), Some("http://127.0.0.1:9"));
+    }
+}
