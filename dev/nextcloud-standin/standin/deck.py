@@ -282,10 +282,14 @@ class Deck:
         source = self.db.execute("SELECT board_id FROM deck_stacks WHERE id = ?", (card["stack_id"],)).fetchone()
         if source is None or source["board_id"] != target["board_id"]:
             raise DeckError(400, "A card can only move between stacks of its own board")
+        with self.db.transaction():
+            return self._reorder(card["id"], target_id, order)
+
+    def _reorder(self, card_id: int, target_id: int, order: int) -> list[dict[str, object]]:
         others = [r["id"] for r in self.db.execute(
-            'SELECT id FROM deck_cards WHERE stack_id = ? AND id != ? ORDER BY "order", id', (target_id, card["id"]))]
+            'SELECT id FROM deck_cards WHERE stack_id = ? AND id != ? ORDER BY "order", id', (target_id, card_id))]
         position = max(0, min(order, len(others)))
-        others.insert(position, card["id"])
+        others.insert(position, card_id)
         now = int(time.time())
         for i, cid in enumerate(others):
             self.db.execute('UPDATE deck_cards SET stack_id = ?, "order" = ?, last_modified = ? WHERE id = ?',

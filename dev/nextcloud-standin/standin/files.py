@@ -130,6 +130,24 @@ class _NextcloudProps:
     def support_recursive_move(self, dest_path):  # noqa: ANN001
         return True
 
+    def handle_move(self, dest_path):  # noqa: ANN001
+        # WsgiDAV calls this before it deletes an existing destination (Overwrite: T), so
+        # every refusal happens here, while nothing has changed yet. False = carry on.
+        self._check_removable()
+        self._check_can_create_at(dest_path)
+        self._check_overwritable(dest_path)
+        return False
+
+    def handle_copy(self, dest_path, *, depth_infinity):  # noqa: ANN001
+        self._check_can_create_at(dest_path)
+        self._check_overwritable(dest_path)
+        return False
+
+    def _check_overwritable(self, dest_path: str) -> None:
+        dest = self._dest_loc(dest_path)
+        if self.provider.ns.real(dest).exists() and not dest.can(DELETE):
+            raise forbid("the destination may not be replaced")
+
     def move_recursive(self, dest_path):  # noqa: ANN001
         self._check_removable()
         dest = self._check_can_create_at(dest_path)

@@ -11,11 +11,13 @@ through the functions here), or build SQL from strings (all values are bound par
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 SCHEMA = """
 PRAGMA journal_mode = WAL;
@@ -180,6 +182,18 @@ class Store:
         self._db().execute("DELETE FROM shares WHERE id = ?", (share_id,))
 
     # ---- Deck -----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Statements inside run atomically (BEGIN IMMEDIATE ... COMMIT, ROLLBACK on error)."""
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
 
     def execute(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
         """Deck's statements (deck.py owns their meaning); parameters are always bound."""

@@ -102,3 +102,20 @@ def test_share_follows_a_renamed_folder(standin):
     assert standin.req("GET", standin.dav("bob", "old/f.txt"), "bob").text == "x"
     data = standin.ocs("GET", "alice", "apps/files_sharing/api/v1/shares").json()["ocs"]["data"]
     assert data[0]["path"] == "/new"
+
+
+def test_refused_move_over_an_existing_file_changes_nothing(standin):
+    standin.mkcol("alice", "ro")
+    standin.put("alice", "ro/doc.txt", "alice's")
+    standin.share("alice", "/ro", "bob", permissions=1)
+    standin.put("bob", "mine.txt", "bob's")
+    r = standin.req("MOVE", standin.dav("bob", "ro/doc.txt"), "bob",
+                    headers={"Destination": standin.dav("bob", "mine.txt"), "Overwrite": "T"})
+    assert r.status_code == 403
+    assert standin.req("GET", standin.dav("bob", "mine.txt"), "bob").text == "bob's"
+    assert standin.req("GET", standin.dav("alice", "ro/doc.txt"), "alice").text == "alice's"
+    # nor may bob overwrite a read-only file by copying his own onto it
+    r = standin.req("COPY", standin.dav("bob", "mine.txt"), "bob",
+                    headers={"Destination": standin.dav("bob", "ro/doc.txt"), "Overwrite": "T"})
+    assert r.status_code == 403
+    assert standin.req("GET", standin.dav("alice", "ro/doc.txt"), "alice").text == "alice's"
