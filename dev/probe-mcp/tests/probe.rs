@@ -2,6 +2,7 @@
 //! `tools/list` serves (annotations and `_meta` untouched), replies are as configured, and
 //! every call is in the log.
 
+#![expect(clippy::unwrap_used, reason = "helpers of a test file fail the test by panicking")]
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
