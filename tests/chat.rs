@@ -245,3 +245,26 @@ async fn sigterm_ends_open_streams_and_flushes() {
     let n: i64 = db.query_row("SELECT count(*) FROM messages WHERE uid = 'alice' AND conversation_id = 'bye'", [], |r| r.get(0)).unwrap();
     assert!(n >= 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_primary_model_falls_back_once() {
+    let model = ScriptedModel::start();
+    model.add_rules(json!([
+        {"match": "fallback", "model": "primary", "steps": [{"hang": true}]},
+        {"match": "fallback", "model": "backup", "steps": [{"text": "The backup model answered."}]}
+    ]));
+    let orch = Orchestrator::start(Options {
+        model_url: model.url(),
+        extra_env: vec![
+            ("TAMEBI_MODEL".into(), "primary".into()),
+            ("TAMEBI_FALLBACK_MODEL".into(), "backup".into()),
+            ("TAMEBI_MODEL_FIRST_CHUNK_SECS".into(), "1".into()),
+        ],
+        ..Options::default()
+    });
+    let c = client();
+    let r = orch.request(&c, Method::POST, "/v1/chat", "alice", &user_turn("fb", "m1", "fallback test"), None).send().await.unwrap();
+    assert_eq!(text_of(&parts(&read_sse(r).await)), "The backup model answered.");
+    let models: Vec<String> = model.requests().iter().map(|r| r["model"].as_str().unwrap_or("").to_string()).collect();
+    assert_eq!(models, vec!["primary", "backup"]);
+}

@@ -132,6 +132,7 @@ impl ModelClient {
         }
     }
 
+    #[tracing::instrument(name = "model.call", skip_all, fields(model = %model, messages = messages.len(), tools = tools.len()))]
     async fn start(&self, model: &str, messages: &[ChatMessage], tools: &[ToolSpec]) -> Result<ModelStream, ModelError> {
         let url = format!("{}/chat/completions", self.config.base_url.as_str().trim_end_matches('/'));
         let mut req = self.http.post(url).json(&Request { model, messages, tools, stream: true }).timeout(self.config.call_timeout);
