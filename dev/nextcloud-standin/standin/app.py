@@ -22,7 +22,6 @@ from .files import DAV_MOUNT, StandinProvider, make_app
 from .groupware import CAL_MOUNT, CARD_MOUNT, Groupware
 from .namespace import BadPath, Namespace
 from .ocs import Ocs
-from .search import SearchError
 from .search import run as run_search
 from .web import HttpError, Request, json_response, respond
 from . import webhooks
@@ -187,7 +186,7 @@ class StandinApp:
         req.environ["wsgidav.config"] = self.dav.config
         try:
             body = run_search(req.body(), uid, self.p.ns, self.provider, req.environ)
-        except SearchError as e:
+        except HttpError as e:
             return respond(start_response, e.status, e.message.encode(), "text/plain; charset=utf-8")
         return respond(start_response, 207, body, "application/xml; charset=utf-8")
 

@@ -27,12 +27,6 @@ COLOR = re.compile(r"^[0-9a-fA-F]{6}$")
 CARD_TYPES = {"plain", "text"}
 
 
-class DeckError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
 
 def _user(uid: str) -> dict[str, object]:
     return {"primaryKey": uid, "uid": uid, "displayname": uid, "type": 0}
@@ -45,22 +39,22 @@ def _etag(*parts: object) -> str:
 def _title(p: dict[str, object]) -> str:
     title = p.get("title")
     if not isinstance(title, str) or not title.strip():
-        raise DeckError(400, "title must be provided")
+        raise HttpError(400, "title must be provided")
     if len(title) > 255:
-        raise DeckError(400, "The title cannot exceed 255 characters")
+        raise HttpError(400, "The title cannot exceed 255 characters")
     return title
 
 
 def _int(p: dict[str, object], name: str, default: int | None = None) -> int:
     raw = p.get(name, default)
     if raw is None:
-        raise DeckError(400, f"{name} must be provided")
+        raise HttpError(400, f"{name} must be provided")
     if isinstance(raw, bool):
-        raise DeckError(400, f"{name} must be an integer")
+        raise HttpError(400, f"{name} must be an integer")
     try:
         return int(str(raw))
     except ValueError:
-        raise DeckError(400, f"{name} must be an integer") from None
+        raise HttpError(400, f"{name} must be an integer") from None
 
 
 class Deck:
@@ -75,18 +69,16 @@ class Deck:
         try:
             status, data = self.route(req, uid, parts)
             return json_response(start_response, status, data)
-        except DeckError as e:
-            return json_response(start_response, e.status, {"status": e.status, "message": e.message})
         except HttpError as e:
             return json_response(start_response, e.status, {"status": e.status, "message": e.message})
 
     def route(self, req: Request, uid: str, parts: list[str]) -> tuple[int, object]:
         m = req.method
         if parts[:1] != ["boards"]:
-            raise DeckError(404, "unknown Deck endpoint")
+            raise HttpError(404, "unknown Deck endpoint")
         ids = parts[1::2]
         if not all(i.isdigit() for i in ids):
-            raise DeckError(400, "ids must be integers")
+            raise HttpError(400, "ids must be integers")
         shape = tuple(parts[0::2])
         n = [int(i) for i in ids]
         if shape == ("boards",) and len(n) == 0:
@@ -130,40 +122,40 @@ class Deck:
             if m == "PUT":
                 return 200, self.reorder(uid, card, req.params())
         else:
-            raise DeckError(404, "unknown Deck endpoint")
-        raise DeckError(405, f"{m} is not allowed here")
+            raise HttpError(404, "unknown Deck endpoint")
+        raise HttpError(405, f"{m} is not allowed here")
 
     # ---- access: the entity's own board decides ------------------------------------------
 
     def board_row(self, uid: str, board_id: int) -> sqlite3.Row:
         row = self.db.execute("SELECT * FROM deck_boards WHERE id = ?", (board_id,)).fetchone()
         if row is None:
-            raise DeckError(404, "Board not found")
+            raise HttpError(404, "Board not found")
         if row["owner"] != uid:
-            raise DeckError(403, "Permission denied")
+            raise HttpError(403, "Permission denied")
         return row
 
     def stack_row(self, uid: str, board_id: int, stack_id: int) -> sqlite3.Row:
         row = self.db.execute("SELECT * FROM deck_stacks WHERE id = ?", (stack_id,)).fetchone()
         if row is None:
             self.board_row(uid, board_id)
-            raise DeckError(404, "Stack not found")
+            raise HttpError(404, "Stack not found")
         self.board_row(uid, row["board_id"])
         if row["board_id"] != board_id:
-            raise DeckError(404, "Stack not found on this board")
+            raise HttpError(404, "Stack not found on this board")
         return row
 
     def card_row(self, uid: str, board_id: int, stack_id: int, card_id: int) -> sqlite3.Row:
         row = self.db.execute("SELECT * FROM deck_cards WHERE id = ?", (card_id,)).fetchone()
         if row is None:
             self.stack_row(uid, board_id, stack_id)
-            raise DeckError(404, "Card not found")
+            raise HttpError(404, "Card not found")
         stack = self.db.execute("SELECT * FROM deck_stacks WHERE id = ?", (row["stack_id"],)).fetchone()
         if stack is None:
-            raise DeckError(404, "Card not found")
+            raise HttpError(404, "Card not found")
         self.board_row(uid, stack["board_id"])
         if row["stack_id"] != stack_id or stack["board_id"] != board_id:
-            raise DeckError(404, "Card not found in this stack")
+            raise HttpError(404, "Card not found in this stack")
         return row
 
     # ---- boards ---------------------------------------------------------------------------
@@ -176,7 +168,7 @@ class Deck:
         title = _title(p)
         color = p.get("color")
         if not isinstance(color, str) or not COLOR.match(color):
-            raise DeckError(400, "color must be a 6-digit hex colour")
+            raise HttpError(400, "color must be a 6-digit hex colour")
         cur = self.db.execute(
             "INSERT INTO deck_boards (owner, title, color, last_modified) VALUES (?, ?, ?, ?)",
             (uid, title, color, int(time.time())))
@@ -223,14 +215,14 @@ class Deck:
         title = _title(p)
         ctype = p.get("type", "plain")
         if ctype not in CARD_TYPES:
-            raise DeckError(400, "type must be 'plain'")
+            raise HttpError(400, "type must be 'plain'")
         order = _int(p, "order", 999)
         description = p.get("description") or ""
         if not isinstance(description, str):
-            raise DeckError(400, "description must be a string")
+            raise HttpError(400, "description must be a string")
         duedate = p.get("duedate")
         if duedate is not None and not isinstance(duedate, str):
-            raise DeckError(400, "duedate must be an ISO 8601 string or null")
+            raise HttpError(400, "duedate must be an ISO 8601 string or null")
         now = int(time.time())
         cur = self.db.execute(
             'INSERT INTO deck_cards (stack_id, title, description, type, "order", owner, duedate,'
@@ -241,7 +233,7 @@ class Deck:
     def _card(self, card_id: int) -> sqlite3.Row:
         row = self.db.execute("SELECT * FROM deck_cards WHERE id = ?", (card_id,)).fetchone()
         if row is None:
-            raise DeckError(404, "Card not found")
+            raise HttpError(404, "Card not found")
         return row
 
     def update_card(self, uid: str, card: sqlite3.Row, p: dict[str, object]) -> dict[str, object]:
@@ -250,22 +242,22 @@ class Deck:
         title = _title(p)
         ctype = p.get("type")
         if ctype not in CARD_TYPES:
-            raise DeckError(400, "type must be provided ('plain')")
+            raise HttpError(400, "type must be provided ('plain')")
         owner = p.get("owner")
         if isinstance(owner, dict):
             owner = owner.get("uid")
         if not isinstance(owner, str) or not owner:
-            raise DeckError(400, "owner must be provided")
+            raise HttpError(400, "owner must be provided")
         description = p.get("description") or ""
         if not isinstance(description, str):
-            raise DeckError(400, "description must be a string")
+            raise HttpError(400, "description must be a string")
         order = _int(p, "order", 0)
         duedate = p.get("duedate")
         if duedate is not None and not isinstance(duedate, str):
-            raise DeckError(400, "duedate must be an ISO 8601 string or null")
+            raise HttpError(400, "duedate must be an ISO 8601 string or null")
         archived = p.get("archived", bool(card["archived"]))
         if not isinstance(archived, bool):
-            raise DeckError(400, "archived must be a boolean")
+            raise HttpError(400, "archived must be a boolean")
         self.db.execute(
             'UPDATE deck_cards SET title = ?, type = ?, owner = ?, description = ?, "order" = ?,'
             " duedate = ?, archived = ?, last_modified = ?, last_editor = ? WHERE id = ?",
@@ -277,11 +269,11 @@ class Deck:
         target_id = _int(p, "stackId")
         target = self.db.execute("SELECT * FROM deck_stacks WHERE id = ?", (target_id,)).fetchone()
         if target is None:
-            raise DeckError(404, "Stack not found")
+            raise HttpError(404, "Stack not found")
         self.board_row(uid, target["board_id"])
         source = self.db.execute("SELECT board_id FROM deck_stacks WHERE id = ?", (card["stack_id"],)).fetchone()
         if source is None or source["board_id"] != target["board_id"]:
-            raise DeckError(400, "A card can only move between stacks of its own board")
+            raise HttpError(400, "A card can only move between stacks of its own board")
         with self.db.transaction():
             return self._reorder(card["id"], target_id, order)
 

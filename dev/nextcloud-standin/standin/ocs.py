@@ -22,12 +22,6 @@ from .web import HttpError, Request, json_response, respond
 SHARES = "apps/files_sharing/api/v1/shares"
 
 
-class OcsError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
 
 def _xml(parent: ET.Element, value: object) -> None:
     if isinstance(value, dict):
@@ -75,7 +69,7 @@ class Ocs:
             if rest.startswith(SHARES + "/"):
                 share_id = rest[len(SHARES) + 1:]
                 if not share_id.isdigit():
-                    raise OcsError(404, "Wrong share ID, share does not exist")
+                    raise HttpError(404, "Wrong share ID, share does not exist")
                 share = self._own_share(uid, int(share_id))
                 if req.method == "GET":
                     return envelope(req, start_response, 200, [self.share_json(share, uid)])
@@ -84,10 +78,8 @@ class Ocs:
                 if req.method == "DELETE":
                     self.ns.store.delete_share(share.id)
                     return envelope(req, start_response, 200, [])
-            raise OcsError(404, "Invalid query, please check the syntax. API specifications are here:"
+            raise HttpError(404, "Invalid query, please check the syntax. API specifications are here:"
                                 " http://www.freedesktop.org/wiki/Specifications/open-collaboration-services.")
-        except OcsError as e:
-            return envelope(req, start_response, e.status, [], e.message)
         except HttpError as e:
             return envelope(req, start_response, e.status, [], e.message)
 
@@ -101,7 +93,7 @@ class Ocs:
     def _own_share(self, uid: str, share_id: int) -> Share:
         share = self.ns.store.share(share_id)
         if share is None or share.owner != uid:
-            raise OcsError(404, "Wrong share ID, share does not exist")
+            raise HttpError(404, "Wrong share ID, share does not exist")
         return share
 
     def list(self, uid: str, req: Request) -> list[dict[str, object]]:
@@ -119,40 +111,40 @@ class Ocs:
     def create(self, uid: str, p: dict[str, object]) -> dict[str, object]:
         path = str(p.get("path") or "")
         if not path.strip("/"):
-            raise OcsError(404, "Please specify a file or folder path")
+            raise HttpError(404, "Please specify a file or folder path")
         share_type = str(p.get("shareType", ""))
         if share_type != "0":
-            raise OcsError(400, "Unknown share type (the stand-in supports user shares, type 0)")
+            raise HttpError(400, "Unknown share type (the stand-in supports user shares, type 0)")
         share_with = str(p.get("shareWith") or "")
         if share_with not in self.users:
-            raise OcsError(404, "Please specify a valid user")
+            raise HttpError(404, "Please specify a valid user")
         if share_with == uid:
-            raise OcsError(400, "Cannot share with yourself")
+            raise HttpError(400, "Cannot share with yourself")
         try:
             loc = self.ns.resolve(uid, path)
         except BadPath:
-            raise OcsError(404, "Wrong path, file/folder does not exist") from None
+            raise HttpError(404, "Wrong path, file/folder does not exist") from None
         real = self.ns.real(loc)
         if not real.exists():
-            raise OcsError(404, "Wrong path, file/folder does not exist")
+            raise HttpError(404, "Wrong path, file/folder does not exist")
         if loc.share is not None:
-            raise OcsError(403, "The stand-in only shares your own files (no reshares)")
+            raise HttpError(403, "The stand-in only shares your own files (no reshares)")
         perms = self._permissions(p.get("permissions"), real.is_dir())
         node_id = self.ns.store.node_id(loc.key)
         mount = self.ns.mount_name_for(share_with, real.name)
         share = self.ns.store.create_share(node_id, uid, share_with, perms, mount)
         if share is None:
-            raise OcsError(403, f"Path is already shared with {share_with}")
+            raise HttpError(403, f"Path is already shared with {share_with}")
         return self.share_json(share, uid)
 
     def update(self, share: Share, p: dict[str, object], uid: str) -> dict[str, object]:
         if "permissions" not in p:
-            raise OcsError(400, "Wrong or no update parameter given")
+            raise HttpError(400, "Wrong or no update parameter given")
         is_dir = (self.ns.root / share.path).is_dir()
         self.ns.store.update_share_permissions(share.id, self._permissions(p["permissions"], is_dir))
         updated = self.ns.store.share(share.id)
         if updated is None:
-            raise OcsError(404, "Wrong share ID, share does not exist")
+            raise HttpError(404, "Wrong share ID, share does not exist")
         return self.share_json(updated, uid)
 
     @staticmethod
@@ -163,11 +155,11 @@ class Ocs:
             try:
                 perms = int(str(raw))
             except ValueError:
-                raise OcsError(400, "permissions must be an integer") from None
+                raise HttpError(400, "permissions must be an integer") from None
         if not 1 <= perms <= ALL:
-            raise OcsError(400, "permissions must be between 1 and 31")
+            raise HttpError(400, "permissions must be between 1 and 31")
         if not perms & READ:
-            raise OcsError(400, "Cannot remove read permission")
+            raise HttpError(400, "Cannot remove read permission")
         return perms if is_dir else perms & FILE_MASK
 
     def share_json(self, s: Share, viewer: str) -> dict[str, object]:

@@ -27,20 +27,16 @@ from wsgidav.dav_error import DAVError
 
 from .files import OC, StandinProvider
 from .namespace import BadPath, Location, Namespace
+from .web import HttpError
 
 D = "DAV:"
 DIR_MIME = "httpd/unix-directory"
 
 
-class SearchError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
-def bad(message: str) -> SearchError:
-    return SearchError(400, message)
+def bad(message: str) -> HttpError:
+    return HttpError(400, message)
 
 
 @dataclass
@@ -263,7 +259,7 @@ def run(body: bytes, caller: str, ns: Namespace, provider: StandinProvider, envi
     except BadPath as e:
         raise bad(str(e)) from None
     if not ns.real(scope).exists():
-        raise SearchError(404, "search scope does not exist")
+        raise HttpError(404, "search scope does not exist")
     hits = [e for e in walk(ns, scope, q.depth) if q.where(e)]
     hits.sort(key=lambda e: e.view)
     for prop, descending in reversed(q.order):

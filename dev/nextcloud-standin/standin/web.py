@@ -22,6 +22,9 @@ REASONS = {200: "OK", 201: "Created", 204: "No Content", 207: "Multi-Status", 40
 
 
 class HttpError(Exception):
+    """The one error type of the stand-in's own endpoints: an HTTP status and a message for
+    the client. OCS wraps it in its envelope, Deck in its JSON, the rest as plain text."""
+
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status

@@ -2,8 +2,6 @@
 
 import re
 
-import requests
-
 from conftest import Standin
 
 

@@ -22,7 +22,7 @@ def search(s, uid, body):
 
 
 def hrefs(r):
-    return sorted(h.split(f"/files/", 1)[1] for h in re.findall(r"<(?:d:)?href>([^<]+)<", r.text))
+    return sorted(h.split("/files/", 1)[1] for h in re.findall(r"<(?:d:)?href>([^<]+)<", r.text))
 
 
 @pytest.fixture
