@@ -145,8 +145,13 @@ class StandinApp:
             if close:
                 close()
         if status and 200 <= status[0] < 300:
+            self.propagate_etags(uid, [view] + ([dest_view] if dest_view is not None else []))
             self.after_change(req.method, uid, view, dest_view, old_id, existed)
         return body
+
+    def propagate_etags(self, uid: str, views: list[str]) -> None:
+        for v in views:
+            self.p.ns.store.touch_ancestors(self.p.ns.resolve(uid, v).key)
 
     def destination(self, req: Request, uid: str) -> str | None:
         raw = req.header("Destination")

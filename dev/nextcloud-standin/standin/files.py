@@ -68,6 +68,8 @@ class _NextcloudProps:
     def get_etag(self) -> str:
         st = self.file_stat
         raw = f"{self.fileid}:{st.st_mtime_ns}:{st.st_size}:{st.st_ino}"
+        if self.is_collection:  # type: ignore[attr-defined]
+            raw += f":{self.provider.ns.store.version(self.loc.key)}"
         return hashlib.md5(raw.encode()).hexdigest()
 
     def support_etag(self) -> bool:

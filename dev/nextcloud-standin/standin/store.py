@@ -23,7 +23,8 @@ SCHEMA = """
 PRAGMA journal_mode = WAL;
 CREATE TABLE IF NOT EXISTS nodes (
     id    INTEGER PRIMARY KEY AUTOINCREMENT,
-    path  TEXT NOT NULL UNIQUE          -- '<owner>/<relative path>', '<owner>' for a home
+    path  TEXT NOT NULL UNIQUE,         -- '<owner>/<relative path>', '<owner>' for a home
+    version INTEGER NOT NULL DEFAULT 0  -- bumped when anything below a folder changes
 );
 CREATE TABLE IF NOT EXISTS shares (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -103,6 +104,21 @@ class Store:
     def node_path(self, node_id: int) -> str | None:
         row = self._db().execute("SELECT path FROM nodes WHERE id = ?", (node_id,)).fetchone()
         return str(row["path"]) if row else None
+
+    def version(self, key: str) -> int:
+        row = self._db().execute("SELECT version FROM nodes WHERE path = ?", (key,)).fetchone()
+        return int(row["version"]) if row else 0
+
+    def touch_ancestors(self, key: str) -> None:
+        """Something at '<owner>/<rel>' changed: every folder above it gets a new etag,
+        as Nextcloud propagates etags up to the home."""
+        parts = key.split("/")
+        ancestors = ["/".join(parts[:i]) for i in range(1, len(parts))]
+        for a in ancestors:
+            self.node_id(a)
+        with self._write_lock:
+            self._db().executemany("UPDATE nodes SET version = version + 1 WHERE path = ?",
+                                   [(a,) for a in ancestors])
 
     def move_subtree(self, old: str, new: str) -> None:
         """A node and everything under it moved: ids follow (Nextcloud keeps ids across moves)."""

@@ -94,3 +94,20 @@ def test_state_survives_restart(tmp_path):
         assert r.status_code == 200 and r.json()["title"] == "B"
     finally:
         s2.stop()
+
+
+def test_folder_etags_change_when_something_below_changes(standin):
+    standin.mkcol("alice", "p")
+    standin.mkcol("alice", "p/q")
+    standin.put("alice", "p/q/f.txt", "1")
+    def etag(path):
+        return re.search(r"<(?:d:)?getetag>([^<]+)<", standin.propfind("alice", path).text).group(1)
+    before = {p: etag(p) for p in ("", "p", "p/q")}
+    standin.put("alice", "p/q/f.txt", "2")
+    after = {p: etag(p) for p in ("", "p", "p/q")}
+    assert all(before[p] != after[p] for p in before), (before, after)
+    # a change in a shared folder shows in the owner's folder etags too
+    standin.share("alice", "/p", "bob")
+    before = etag("p")
+    assert standin.put("bob", "p/q/from-bob.txt", "b").status_code == 201
+    assert etag("p") != before
