@@ -125,8 +125,9 @@ class StandinApp:
             before = self.p.ns.resolve(uid, view)
         except BadPath as e:
             return respond(start_response, 400, str(e).encode(), "text/plain")
-        old_id = self.p.ns.store.node_id_if_known(before.key) if self.p.ns.real(before).exists() else None
         existed = self.p.ns.real(before).exists()
+        # The source's id, taken before it moves or goes (allocated now if never seen).
+        old_id = self.p.ns.store.node_id(before.key) if existed and req.method != "GET" else None
         status: list[int] = []
 
         def capture(s: str, headers: list, exc_info: object = None):
