@@ -1,0 +1,359 @@
+#!/usr/bin/env node
+// The island and its MCP Apps in a real Chromium, against a real stack (started by
+// tests/island_browser.rs: stand-in, mcp-nextcloud, scripted model, orchestrator, dev host).
+//
+// Owns: one browser launch, the clicks and frame probes of every check, screenshots, and one
+// JSON document on stdout describing what the browser observed. It reports facts; the Rust
+// test decides pass or fail, so a wrong observation cannot hide behind a boolean made here.
+//
+// Must never: sleep (every wait is for a condition, with a timeout), touch the stack other
+// than through the browser, or weaken a page, frame or policy to make a probe work.
+//
+// Environment: BASE_URL (the dev host), NC_URL (where app links point), ARTIFACTS (a
+// directory for screenshots), CHROMIUM (default /usr/bin/chromium).
+import { mkdtemp, mkdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const BASE = required('BASE_URL').replace(/\/+$/, '');
+const NC_URL = required('NC_URL').replace(/\/+$/, '');
+const ARTIFACTS = required('ARTIFACTS');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const WAIT = 20_000;
+
+function required(name) {
+  const value = process.env[name];
+  if (!value) {
+    console.error(`browser-tests: ${name} is required`);
+    process.exit(2);
+  }
+  return value;
+}
+
+const log = (...args) => console.error('[browser-tests]', ...args);
+
+/** What the browser saw, per named check. */
+const result = { checks: {}, console: [], pageErrors: [] };
+
+async function main() {
+  await mkdir(ARTIFACTS, { recursive: true });
+  const userDataDir = await mkdtemp(join(tmpdir(), 'tamebi-chromium-'));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    ],
+    viewport: { width: 1280, height: 900 },
+    timezoneId: 'UTC',
+    locale: 'en-GB',
+  });
+  try {
+    const page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(WAIT);
+    page.on('console', (m) => result.console.push({ type: m.type(), text: m.text().slice(0, 400), url: m.location()?.url ?? '' }));
+    page.on('pageerror', (e) => result.pageErrors.push(String(e?.message ?? e).slice(0, 400)));
+    const relay = [];
+    page.on('response', (r) => {
+      if (r.url().includes('/apps/tamebi/api/apps/tools/')) relay.push({ path: new URL(r.url()).pathname, status: r.status() });
+    });
+
+    await page.goto(`${BASE}/apps/tamebi/?as=alice`);
+    await page.getByTestId('composer').waitFor();
+
+    const calendar = await run('calendar_week_renders_in_sandboxed_frame', () => calendarWeek(page));
+    if (calendar?.frame) {
+      await run('frame_is_isolated_from_the_host', () => isolation(page, calendar.frame));
+      await run('frame_tool_calls_are_read_only', () => frameToolCalls(page, calendar.frame, relay));
+      await run('open_link_and_resize_are_policed', () => linksAndResize(page, context, calendar));
+    }
+    await run('tampered_document_does_not_run', () => tampered(page));
+    await run('approve_runs_the_recorded_call', () => approval(page, 'approve'));
+    await run('deny_runs_nothing', () => approval(page, 'deny'));
+  } finally {
+    await context.close();
+    await rm(userDataDir, { recursive: true, force: true });
+  }
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+/** Runs one check; an exception is recorded as that check's error (the others still run). */
+async function run(name, fn) {
+  log('check', name);
+  try {
+    const value = await fn();
+    result.checks[name] = { ...(value?.report ?? value ?? {}) };
+    return value;
+  } catch (error) {
+    result.checks[name] = { error: String(error?.stack ?? error).slice(0, 2000) };
+    log('check failed', name, error);
+    return null;
+  }
+}
+
+/** Sends one chat message through the composer, as a person would (Enter sends). */
+async function say(page, text) {
+  const box = page.getByTestId('composer');
+  await box.fill(text);
+  await box.press('Enter');
+}
+
+/** Waits until the reply in progress is over (the Stop button is gone and Send is back). */
+async function replyDone(page) {
+  await page.getByTestId('send').waitFor();
+}
+
+// --- 1. A calendar_events turn renders the week grid in a sandboxed frame ------------------
+
+async function calendarWeek(page) {
+  await say(page, 'Show my calendar for the week of 12 January 2026');
+  const tool = page.locator('.tool[data-tool="calendar_events"][data-state="output-available"]');
+  await tool.waitFor();
+  const iframe = tool.getByTestId('app-frame');
+  await iframe.waitFor();
+  const frame = await (await iframe.elementHandle()).contentFrame();
+  const event = frame.locator('.event', { hasText: 'Quarterly planning' });
+  await event.waitFor();
+  await page.getByText('Here is your week of 12 January 2026.').waitFor();
+  await replyDone(page);
+  const attrs = await iframe.evaluate((f) => ({
+    sandbox: f.getAttribute('sandbox'),
+    src: f.getAttribute('src'),
+    srcdoc: f.getAttribute('srcdoc'),
+    allow: f.getAttribute('allow'),
+    height: f.getBoundingClientRect().height,
+  }));
+  const grid = await frame.evaluate(() => ({
+    title: document.getElementById('title')?.textContent ?? '',
+    days: [...document.querySelectorAll('.day-head button')].map((b) => b.dataset.day),
+    events: [...document.querySelectorAll('.event')].map((b) => b.getAttribute('aria-label')),
+    eventDay: document.querySelector('.event')?.closest('.col') ? [...document.querySelectorAll('.col')].findIndex((c) => c.querySelector('.event')) : -1,
+  }));
+  const frameUrl = frame.url();
+  await page.screenshot({ path: join(ARTIFACTS, 'chat-calendar.png'), fullPage: true });
+  await iframe.screenshot({ path: join(ARTIFACTS, 'week-grid.png') });
+  return { frame, iframe, report: { ...attrs, frameUrl, ...grid } };
+}
+
+// --- 2. From inside the frame: no host cookie, no parent DOM, no network ---------------------
+
+async function isolation(page, frame) {
+  const hostCookie = await page.evaluate(() => {
+    document.cookie = 'tamebi_host_marker=visible-to-the-host; path=/; SameSite=Strict';
+    return document.cookie;
+  });
+  const frameRequests = [];
+  const onRequest = (r) => { if (r.frame() !== page.mainFrame()) frameRequests.push(r.url()); };
+  page.on('request', onRequest);
+  const probe = await frame.evaluate(async () => {
+    const out = { origin: self.origin };
+    try {
+      out.cookie = { readable: true, value: document.cookie };
+    } catch (e) {
+      out.cookie = { readable: false, error: e.name };
+    }
+    try {
+      out.parentDocument = { readable: true, title: parent.document.title };
+    } catch (e) {
+      out.parentDocument = { readable: false, error: e.name };
+    }
+    const violations = [];
+    const onViolation = (e) => violations.push(e.effectiveDirective || e.violatedDirective);
+    document.addEventListener('securitypolicyviolation', onViolation);
+    try {
+      const r = await fetch('/apps/tamebi/api/conversations', { credentials: 'include' });
+      out.fetch = { blocked: false, status: r.status };
+    } catch (e) {
+      out.fetch = { blocked: true, error: e.name };
+    }
+    // The violation event is queued as a task; a round trip through the task queue lets it land.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    document.removeEventListener('securitypolicyviolation', onViolation);
+    out.fetch.violations = violations;
+    return out;
+  });
+  page.off('request', onRequest);
+  return { ...probe, hostCookie, frameRequests };
+}
+
+// --- 3. tools/call from a frame: effectful refused (403), read-only works --------------------
+
+/** Sends one JSON-RPC request from inside `frame` to the host and waits for its answer. */
+function frameRpc(frame, method, params) {
+  return frame.evaluate(
+    ({ method, params }) =>
+      new Promise((resolve) => {
+        const id = `probe-${Math.random().toString(36).slice(2)}`;
+        const onMessage = (event) => {
+          if (event.source !== parent || event.data?.id !== id) return;
+          removeEventListener('message', onMessage);
+          resolve(event.data);
+        };
+        addEventListener('message', onMessage);
+        parent.postMessage({ jsonrpc: '2.0', id, method, params }, '*');
+      }),
+    { method, params },
+  );
+}
+
+async function frameToolCalls(page, frame, relay) {
+  const before = relay.length;
+  const write = await frameRpc(frame, 'tools/call', { name: 'files_write', arguments: { path: '/written-by-a-frame.txt', content: 'a frame wrote this' } });
+  const writeRelay = relay.slice(before);
+  // The real path for a read-only app tool: a click on the event inside the app.
+  const mark = relay.length;
+  await frame.locator('.event', { hasText: 'Quarterly planning' }).click();
+  const details = frame.locator('#details dd', { hasText: 'Room 1' });
+  await details.waitFor();
+  const detailsText = await frame.locator('#details').innerText();
+  return {
+    write: { error: write.error ?? null, result: write.result ?? null },
+    writeRelay,
+    readRelay: relay.slice(mark),
+    detailsText,
+  };
+}
+
+// --- 4. ui/open-link only for tamebi: targets; a huge resize is clamped ---------------------
+
+async function linksAndResize(page, context, calendar) {
+  const { frame, iframe } = calendar;
+  const pagesBefore = context.pages().length;
+  const evil = await frameRpc(frame, 'ui/open-link', { url: '//evil.example' });
+  const evilHttps = await frameRpc(frame, 'ui/open-link', { url: 'https://evil.example/' });
+  const pagesAfterEvil = context.pages().length;
+  const fallbackAfterEvil = await page.locator('.tamebi__notice a').count();
+
+  // A vetted target opens the Nextcloud page the host built (a new tab, or a link if blocked).
+  const popupPromise = context.waitForEvent('page', { timeout: WAIT }).catch(() => null);
+  const day = await frameRpc(frame, 'ui/open-link', { url: 'tamebi:day/2026-01-15' });
+  const popup = await popupPromise;
+  let opened = null;
+  if (popup) {
+    opened = popup.url() === 'about:blank' ? await popup.waitForURL((u) => u.href !== 'about:blank').then(() => popup.url(), () => popup.url()) : popup.url();
+    await popup.close();
+  }
+  const fallbackHref = await page.locator('.tamebi__notice a').first().getAttribute('href', { timeout: 1000 }).catch(() => null);
+
+  await frame.evaluate(() => parent.postMessage({ jsonrpc: '2.0', method: 'ui/notifications/size-changed', params: { width: 400, height: 99999 } }, '*'));
+  await page.waitForFunction((el) => el.getBoundingClientRect().height >= 1200 || el.style.height === '1200px', await iframe.elementHandle());
+  const height = await iframe.evaluate((f) => ({ style: f.style.height, rect: Math.round(f.getBoundingClientRect().height) }));
+  return {
+    evil: { error: evil.error ?? null, result: evil.result ?? null },
+    evilHttps: { error: evilHttps.error ?? null, result: evilHttps.result ?? null },
+    pagesBefore,
+    pagesAfterEvil,
+    fallbackAfterEvil,
+    day: { error: day.error ?? null, result: day.result ?? null },
+    opened,
+    fallbackHref,
+    expectedDayUrl: `${NC_URL}/apps/calendar/timeGridDay/2026-01-15`,
+    height,
+  };
+}
+
+// --- 5. A document changed after its policy was built does not run ---------------------------
+
+async function tampered(page) {
+  const served = {};
+  // The test plays an attacker between the orchestrator and the browser: it takes the real
+  // frame answer (document + the CSP built from it) and changes one byte of the script.
+  await page.route('**/apps/tamebi/frame?*', async (route) => {
+    const url = new URL(route.request().url());
+    const mode = url.searchParams.get('probe');
+    if (!mode) return route.continue();
+    const response = await route.fetch();
+    const headers = response.headers();
+    const original = await response.text();
+    let body = original;
+    if (mode === 'tampered') body = original.replace('var HOUR_PX = 48;', 'var HOUR_PX = 49;');
+    served[mode] = {
+      status: response.status(),
+      csp: headers['content-security-policy'] ?? null,
+      changedBytes: [...body].filter((c, i) => c !== original[i]).length + Math.abs(body.length - original.length),
+    };
+    await route.fulfill({ status: response.status(), headers, body });
+  });
+  const src = (mode) => `/apps/tamebi/frame?${new URLSearchParams({ server: 'nextcloud', uri: 'ui://nextcloud/calendar-week', probe: mode })}`;
+  // Each probe frame is sandboxed like the island's; it either says ui/initialize (its script
+  // ran) or the browser reports a refused inline script for it.
+  const load = (mode) =>
+    page.evaluate(
+      ({ src, mode, wait }) =>
+        new Promise((resolve) => {
+          const frame = document.createElement('iframe');
+          frame.setAttribute('sandbox', 'allow-scripts');
+          frame.dataset.probe = mode;
+          frame.src = src;
+          const said = [];
+          const done = (outcome) => {
+            removeEventListener('message', onMessage);
+            resolve({ outcome, said });
+          };
+          const onMessage = (event) => {
+            if (event.source !== frame.contentWindow) return;
+            said.push(event.data?.method ?? null);
+            if (event.data?.method === 'ui/initialize') done('initialized');
+          };
+          addEventListener('message', onMessage);
+          frame.addEventListener('load', () => {
+            // The frame's scripts ran (or were refused) before its load event; messages they
+            // posted are already queued ahead of this task.
+            setTimeout(() => done('loaded-without-initialize'), 0);
+          });
+          setTimeout(() => done('timeout'), wait);
+          document.body.appendChild(frame);
+        }),
+      { src: src(mode), mode, wait: WAIT },
+    );
+  const refusedBefore = refusedScripts().length;
+  const tamperedRun = await load('tampered');
+  // Chromium reports the refused inline script on the console; wait for that report unless
+  // it already came.
+  if (refusedScripts().length === refusedBefore) {
+    await page.waitForEvent('console', { predicate: (m) => REFUSED_SCRIPT.test(m.text()), timeout: WAIT }).catch(() => null);
+  }
+  const refused = refusedScripts().slice(refusedBefore);
+  const control = await load('original');
+  await page.unroute('**/apps/tamebi/frame?*');
+  await page.evaluate(() => document.querySelectorAll('iframe[data-probe]').forEach((f) => f.remove()));
+  return { served, tampered: tamperedRun, refused, control };
+}
+
+// Chromium's wording: "Executing inline script violates the following Content Security
+// Policy directive …" (older releases: "Refused to execute inline script …").
+const REFUSED_SCRIPT = /inline script.*Content Security Policy/i;
+
+function refusedScripts() {
+  return result.console.filter((m) => REFUSED_SCRIPT.test(m.text));
+}
+
+// --- 6. Approve and deny from the approval card ----------------------------------------------
+
+async function approval(page, decision) {
+  await page.getByTestId('new-conversation').click();
+  await page.locator('.message').first().waitFor({ state: 'detached' });
+  await say(page, decision === 'approve' ? 'Please write the approved note' : 'Please write the denied note');
+  const card = page.getByTestId('approval-card');
+  await card.waitFor();
+  const cardText = await card.innerText();
+  await page.screenshot({ path: join(ARTIFACTS, `approval-card-${decision}.png`), fullPage: true });
+  await card.getByTestId(decision).click();
+  const finalState = decision === 'approve' ? 'output-available' : 'output-denied';
+  const tool = page.locator(`.tool[data-tool="files_write"][data-state="${finalState}"]`);
+  await tool.waitFor();
+  await page.getByText(decision === 'approve' ? 'Saved the note.' : 'Understood, I did not write it.').waitFor();
+  await replyDone(page);
+  await tool.locator('summary').click();
+  const trace = await tool.innerText();
+  const cardsLeft = await page.getByTestId('approval-card').count();
+  await page.screenshot({ path: join(ARTIFACTS, `chat-${decision}.png`), fullPage: true });
+  return { cardText, state: await tool.getAttribute('data-state'), status: await tool.locator('.tool__status').innerText(), trace, cardsLeft };
+}
+
+main().catch((error) => {
+  console.error(`browser-tests: ${error?.stack ?? error}`);
+  process.exit(1);
+});
