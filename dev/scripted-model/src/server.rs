@@ -12,6 +12,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -75,6 +76,13 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let state = AppState::new(rules, shutdown.clone());
+    // Stream chunks must leave as they are written, as a provider's do: without TCP_NODELAY
+    // Nagle's algorithm holds small frames until the peer's delayed ACK (up to 40 ms).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY not set: {e}");
+        }
+    });
     axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
