@@ -131,6 +131,8 @@ pub fn app(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
         StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
             .with_json_response(true)
+            // Room for files_write's largest content even when JSON escaping doubles it.
+            .with_max_request_body_bytes(4 * tools::files::MAX_WRITE_BYTES)
             .with_sse_keep_alive(None)
             .with_allowed_hosts(state.config.host_allowlist())
             .with_cancellation_token(shutdown.child_token()),

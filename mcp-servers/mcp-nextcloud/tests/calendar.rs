@@ -15,6 +15,7 @@ BEGIN:VEVENT\r\nUID:weekly-paris@test\r\nDTSTAMP:20260101T000000Z\r\n\
 DTSTART;TZID=Europe/Paris:20260305T090000\r\nDTEND;TZID=Europe/Paris:20260305T100000\r\n\
 RRULE:FREQ=WEEKLY;COUNT=10\r\nSUMMARY:Paris standup\r\nLOCATION:Room 4\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
 
+#[expect(clippy::unwrap_used, reason = "test helper")]
 fn titles(v: &serde_json::Value) -> Vec<String> {
     v["events"].as_array().unwrap().iter().map(|e| e["title"].as_str().unwrap().to_string()).collect()
 }

@@ -6,10 +6,12 @@ mod common;
 use common::{Env, call, err_kind, ok};
 use serde_json::{Value, json};
 
+#[expect(clippy::unwrap_used, clippy::panic, reason = "test helper")]
 fn stack<'a>(board: &'a Value, title: &str) -> &'a Value {
     board["stacks"].as_array().unwrap().iter().find(|s| s["title"] == title).unwrap_or_else(|| panic!("no stack {title}: {board}"))
 }
 
+#[expect(clippy::unwrap_used, reason = "test helper")]
 fn card_titles(stack: &Value) -> Vec<String> {
     stack["cards"].as_array().unwrap().iter().map(|c| c["title"].as_str().unwrap().to_string()).collect()
 }

@@ -40,7 +40,7 @@ impl Entry {
     /// Whether `<resourcetype>` contains `{ns}local`.
     pub fn is_type(&self, ns: &str, local: &str) -> bool {
         let name = clark(ns, local);
-        self.resource_types.iter().any(|t| *t == name)
+        self.resource_types.contains(&name)
     }
 
     /// Whether this entry is a collection (a folder, a calendar, an address book).
@@ -85,10 +85,10 @@ pub fn parse_multistatus(xml: &str) -> Result<Vec<Entry>, Error> {
                 let name = clark(&ns, e.local_name().into_inner());
                 open(&stack, &name, &mut propstat, &mut propstat_types, &mut status_ok, &mut status_text, &mut prop_text);
                 stack.push(name);
-                close(&mut stack, &mut current, &mut entries, &mut propstat, &mut propstat_types, &mut status_ok, &mut status_text, &mut prop_text);
+                close(&mut stack, &mut current, &mut entries, &mut propstat, &mut propstat_types, &mut status_ok, &status_text, &mut prop_text);
             }
             Event::End(_) => {
-                close(&mut stack, &mut current, &mut entries, &mut propstat, &mut propstat_types, &mut status_ok, &mut status_text, &mut prop_text);
+                close(&mut stack, &mut current, &mut entries, &mut propstat, &mut propstat_types, &mut status_ok, &status_text, &mut prop_text);
             }
             Event::Text(t) => append(&stack, &mut current, &mut status_text, &mut prop_text, &t.xml10_content()),
             Event::CData(t) => {
@@ -123,7 +123,6 @@ fn parent_is(stack: &[String], local: &str) -> bool {
     stack.last().is_some_and(|p| *p == clark(DAV, local))
 }
 
-#[expect(clippy::too_many_arguments, reason = "a flat state machine; the state is these locals")]
 fn open(
     stack: &[String],
     name: &str,
@@ -154,7 +153,7 @@ fn close(
     propstat: &mut BTreeMap<String, String>,
     types: &mut Vec<String>,
     status_ok: &mut bool,
-    status_text: &mut String,
+    status_text: &str,
     prop_text: &mut String,
 ) {
     let Some(name) = stack.pop() else { return };

@@ -46,6 +46,7 @@ impl JsonSchema for Id {
 
 #[derive(Deserialize, JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
+#[serde(deny_unknown_fields)]
 pub struct NoArgs {}
 
 #[derive(Deserialize, JsonSchema)]

@@ -63,7 +63,7 @@ pub async fn search(s: &Session<'_>, a: ContactsSearchArgs) -> Result<Output, Er
             }
         }
     }
-    contacts.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()));
+    contacts.sort_by_key(|c| c.name.to_lowercase());
     contacts.truncate(limit);
     let mut text = format!("{} contact(s) matching '{query}':", contacts.len());
     for c in &contacts {

@@ -17,7 +17,7 @@ const MAX_READ_CHARS: usize = 100_000;
 /// Files larger than this are described, not downloaded.
 const MAX_READ_BYTES: u64 = 50 * 1024 * 1024;
 /// The largest content files_write accepts.
-pub const MAX_WRITE_BYTES: usize = 10 * 1024 * 1024;
+pub const MAX_WRITE_BYTES: usize = 2 * 1024 * 1024;
 
 /// One file or folder.
 #[derive(Clone, Debug, Serialize, JsonSchema)]

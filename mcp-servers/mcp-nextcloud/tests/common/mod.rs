@@ -3,6 +3,7 @@
 //! bearer. Nothing is mocked.
 
 #![allow(dead_code, reason = "each test file uses a different part of the fixture")]
+#![expect(clippy::expect_used, clippy::unwrap_used, clippy::panic, reason = "test support: a broken environment is a test failure")]
 
 use std::time::Duration;
 
