@@ -1,6 +1,11 @@
 //! The loadgen binary against the real orchestrator and the real scripted model, with small
 //! bounded counts: every turn must complete, the model replay must run, memory must be read.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "helpers of a test file fail the test by panicking"
+)]
+
 use std::process::Command;
 
 use serde_json::Value;

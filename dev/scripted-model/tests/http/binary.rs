@@ -1,8 +1,6 @@
 //! The real binary through the shared harness: flags, the shipped demo rules, the harness's
 //! blocking API, and a clean exit on SIGTERM with a stream still open.
 
-mod common;
-
 use std::time::Duration;
 
 use serde_json::json;
@@ -20,16 +18,16 @@ async fn the_demo_rules_and_the_harness_api_work_against_the_binary() {
     let send = |text: &str| {
         client
             .post(format!("{}/chat/completions", model.url()))
-            .json(&common::user(text))
+            .json(&crate::common::user(text))
             .send()
     };
 
-    let out = common::read_sse(send("please list my files").await.unwrap()).await;
+    let out = crate::common::read_sse(send("please list my files").await.unwrap()).await;
     let calls = out.tool_calls();
     assert_eq!(calls[0].1, "files_list");
     assert_eq!(calls[0].2, "{\"path\":\"/\"}");
 
-    let out = common::read_sse(send("show me my week").await.unwrap()).await;
+    let out = crate::common::read_sse(send("show me my week").await.unwrap()).await;
     let args: serde_json::Value = serde_json::from_str(&out.tool_calls()[0].2).unwrap();
     let from =
         chrono::NaiveDate::parse_from_str(args["from"].as_str().unwrap(), "%Y-%m-%d").unwrap();
@@ -38,7 +36,7 @@ async fn the_demo_rules_and_the_harness_api_work_against_the_binary() {
 
     model.add_rules(json!([{"match": "list my files", "steps": [{"text": "overridden"}]}]));
     assert_eq!(
-        common::read_sse(send("list my files").await.unwrap())
+        crate::common::read_sse(send("list my files").await.unwrap())
             .await
             .text(),
         "overridden"
@@ -58,13 +56,13 @@ async fn sigterm_ends_open_streams_and_exits_cleanly() {
     model.add_rules(json!([{"match": "slow", "steps": [{"text": "a long answer", "chunk_chars": 1, "delay_ms": 60000}]}]));
     let resp = reqwest::Client::new()
         .post(format!("{}/chat/completions", model.url()))
-        .json(&common::user("slow"))
+        .json(&crate::common::user("slow"))
         .send()
         .await
         .unwrap();
     assert_eq!(resp.status(), 200);
     let code = model.process().terminate(Duration::from_secs(10));
     assert_eq!(code, Some(0), "{}", model.process().logs());
-    let out = common::read_sse(resp).await;
+    let out = crate::common::read_sse(resp).await;
     assert!(!out.done, "the stream was cut short by shutdown");
 }

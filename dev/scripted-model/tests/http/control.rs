@@ -1,8 +1,6 @@
 //! The test-only control endpoints: runtime rules, the request log and the model list.
 
-mod common;
-
-use common::{start, user};
+use crate::common::{start, user};
 use serde_json::{Value, json};
 
 #[tokio::test]

@@ -1,10 +1,8 @@
 //! Every step shape, over real HTTP, read the way an OpenAI client reads it.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{start, user};
+use crate::common::{start, user};
 use serde_json::json;
 
 #[tokio::test]
@@ -193,7 +191,7 @@ async fn delays_are_honoured() {
         "headers came after {:?}",
         t.elapsed()
     );
-    assert_eq!(common::read_sse(resp).await.text(), "x");
+    assert_eq!(crate::common::read_sse(resp).await.text(), "x");
 
     let t = Instant::now();
     let out = s.stream(user("slow chunks")).await;

@@ -1,11 +1,14 @@
 //! Malformed requests get a 400 (or 404 for an unknown model) in OpenAI's error shape.
 
-mod common;
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test by panicking"
+)]
 
-use common::start;
+use crate::common::start;
 use serde_json::{Value, json};
 
-async fn refused(s: &common::Server, body: Value, status: u16, needle: &str) {
+async fn refused(s: &crate::common::Server, body: Value, status: u16, needle: &str) {
     let resp = s.post(body.clone()).await;
     assert_eq!(resp.status(), status, "for {body}");
     let err: Value = resp.json().await.unwrap();

@@ -1,7 +1,10 @@
 //! Shared fixture for the HTTP tests: the real server on port 0 in this process, a reqwest
 //! client, and an SSE reader built on eventsource-stream.
 
-#![allow(dead_code, reason = "each test file uses a different subset")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test fixtures fail the test by panicking"
+)]
 
 use std::time::Duration;
 
