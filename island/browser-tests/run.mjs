@@ -227,15 +227,22 @@ async function linksAndResize(page, context, calendar) {
   const fallbackAfterEvil = await page.locator('.tamebi__notice a').count();
 
   // A vetted target opens the Nextcloud page the host built (a new tab, or a link if blocked).
+  // What counts is where the new tab navigates (the stand-in then asks for a login, which
+  // headless Chromium turns into an error page: that is not ours to judge).
   const popupPromise = context.waitForEvent('page', { timeout: WAIT }).catch(() => null);
+  const navigation = context
+    .waitForEvent('request', { predicate: (r) => r.isNavigationRequest() && r.frame().page() !== page, timeout: WAIT })
+    .catch(() => null);
   const day = await frameRpc(frame, 'ui/open-link', { url: 'tamebi:day/2026-01-15' });
   const popup = await popupPromise;
+  const request = await navigation;
   let opened = null;
   if (popup) {
-    opened = popup.url() === 'about:blank' ? await popup.waitForURL((u) => u.href !== 'about:blank').then(() => popup.url(), () => popup.url()) : popup.url();
+    opened = { url: request?.url() ?? null };
     await popup.close();
   }
-  const fallbackHref = await page.locator('.tamebi__notice a').first().getAttribute('href', { timeout: 1000 }).catch(() => null);
+  const fallback = page.locator('.tamebi__notice a');
+  const fallbackHref = (await fallback.count()) > 0 ? await fallback.first().getAttribute('href') : null;
 
   await frame.evaluate(() => parent.postMessage({ jsonrpc: '2.0', method: 'ui/notifications/size-changed', params: { width: 400, height: 99999 } }, '*'));
   await page.waitForFunction((el) => el.getBoundingClientRect().height >= 1200 || el.style.height === '1200px', await iframe.elementHandle());
