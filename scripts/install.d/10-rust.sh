@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds every workspace binary the end-to-end tests start (with the test-only fault injection).
+# Builds every workspace binary the end-to-end tests start, with exactly the command the test
+# harness uses (dev/test-harness/src/process.rs BUILD_ARGS), so the tests never rebuild them.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 cd "$TAMEBI_ROOT"

@@ -36,21 +36,28 @@ pub fn wait_until(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
 
 static BUILT: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
+/// The one build command the harness (and `scripts/install.d/10-rust.sh`) uses for every
+/// binary a test starts. Always the same invocation, so cargo resolves features the same
+/// way every time and never rebuilds a dependency because a test asked differently.
+pub const BUILD_ARGS: [&str; 5] = ["build", "--workspace", "--bins", "--features", "tamebi/fault-injection"];
+
 pub(crate) fn ensure_built(package: &str, bin: &str, features: &[&str]) -> PathBuf {
     let key = format!("{package}/{bin}/{}", features.join(","));
+    // Only these features exist on the binaries tests start; anything else is a harness bug.
+    assert!(
+        features.iter().all(|f| *f == "fault-injection" && package == "tamebi"),
+        "the harness builds binaries with {BUILD_ARGS:?} only; asked for {key}"
+    );
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     let set = built.get_or_insert_with(HashSet::new);
     let root = workspace_root();
-    if !set.contains(&key) {
+    if set.is_empty() {
         let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cmd.current_dir(&root).args(["build", "-q", "-p", package, "--bin", bin]);
-        if !features.is_empty() {
-            cmd.arg("--features").arg(features.join(","));
-        }
+        cmd.current_dir(&root).args(BUILD_ARGS).arg("-q");
         let status = cmd.status().expect("run cargo build");
-        assert!(status.success(), "cargo build of {package}/{bin} failed");
-        set.insert(key);
+        assert!(status.success(), "cargo build of the workspace binaries failed");
     }
+    set.insert(key);
     let target = std::env::var("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|_| root.join("target"));
