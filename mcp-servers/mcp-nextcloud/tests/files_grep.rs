@@ -3,6 +3,8 @@
 //! where the test can open it read-only, to check what it holds (never a user) and what the
 //! webhook changed. Nothing is mocked.
 
+#![expect(clippy::expect_used, reason = "test support: a broken environment is a test failure")]
+
 mod common;
 
 use std::path::PathBuf;

@@ -21,9 +21,9 @@ use super::dav::{CallerDav, DavFile};
 use crate::nextcloud::paths::UserPath;
 use super::error::IndexError;
 use super::query;
-use super::store::{FileState, Hit, QueryRecord};
+use super::store::{FileState, Hit, QueryRecord, Store};
 use super::warm::{self, Coverage};
-use super::Index;
+use super::{Index, Settings};
 
 pub const DEFAULT_LIMIT: usize = 10;
 pub const MAX_LIMIT: usize = 50;
@@ -111,34 +111,8 @@ async fn run<C: CallerDav>(
     record.warmed = warmed.extracted;
 
     let settings = index.settings.clone();
-    let owned_terms = terms.to_vec();
-    let (expr, mode, hits) = index
-        .with(move |s| {
-            // Guard: a word in nearly every passage (the, and, budget in a finance
-            // corpus) is dropped when rarer words remain; it would only slow the query.
-            let mut kept: Vec<String> = Vec::new();
-            if owned_terms.len() > 1 {
-                for t in &owned_terms {
-                    if s.match_count_capped(&query::quote(t), settings.common_cap)? <= settings.common_cap {
-                        kept.push(t.clone());
-                    }
-                }
-            }
-            if kept.is_empty() {
-                kept = owned_terms;
-            }
-            let all = query::all_of(&kept);
-            let hits = s.rank(&all, settings.scan_cap, settings.candidate_passages)?;
-            if !hits.is_empty() || kept.len() == 1 {
-                return Ok((all, "all", hits));
-            }
-            // No passage holds every word: take passages holding some, bm25 ranks those
-            // with more (and rarer) words first.
-            let any = query::any_of(&kept);
-            let hits = s.rank(&any, settings.scan_cap, settings.candidate_passages)?;
-            Ok((any, "any", hits))
-        })
-        .await?;
+    let (owned_terms, rank_settings) = (terms.to_vec(), settings.clone());
+    let (expr, mode, hits) = index.with(move |s| rank(s, &owned_terms, &rank_settings)).await?;
     record.mode = mode;
 
     // Candidate files in order of their best passage.
@@ -217,6 +191,34 @@ async fn run<C: CallerDav>(
         },
         passages,
     })
+}
+
+/// Step 2, on the store: the FTS5 expression used, how the words were combined, and the
+/// best candidate passages of the whole corpus. Public so benchmarks time exactly this.
+pub fn rank(s: &Store, terms: &[String], settings: &Settings) -> Result<(String, &'static str, Vec<Hit>), IndexError> {
+    // Guard: a word in nearly every passage (the, and, budget in a finance corpus) is
+    // dropped when rarer words remain; it would only slow the query down.
+    let mut kept: Vec<String> = Vec::new();
+    if terms.len() > 1 {
+        for t in terms {
+            if s.match_count_capped(&query::quote(t), settings.common_cap)? <= settings.common_cap {
+                kept.push(t.clone());
+            }
+        }
+    }
+    if kept.is_empty() {
+        kept = terms.to_vec();
+    }
+    let all = query::all_of(&kept);
+    let hits = s.rank(&all, settings.scan_cap, settings.candidate_passages)?;
+    if !hits.is_empty() || kept.len() == 1 {
+        return Ok((all, "all", hits));
+    }
+    // No passage holds every word: take passages holding some; bm25 ranks those with
+    // more (and rarer) words first.
+    let any = query::any_of(&kept);
+    let hits = s.rank(&any, settings.scan_cap, settings.candidate_passages)?;
+    Ok((any, "any", hits))
 }
 
 /// One SEARCH by file ids as the caller. Only ids we asked about are kept (a confused

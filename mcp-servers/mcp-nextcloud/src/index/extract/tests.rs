@@ -176,3 +176,25 @@ fn char_offsets_round_trip() {
     assert!(doc.text_from_char(2).starts_with("# Ü"));
     assert_eq!(doc.text_from_char(100), "");
 }
+
+#[test]
+fn html_is_read_like_a_browser_reads_it() {
+    let html = "<!doctype html><html><head><title>Tab title</title><style>p{x:1}</style></head><body>\
+        <script>if (a<b && c>d) { document.write('<h1>fake</h1>') }</script>\
+        <h2>  Spaced\n  heading </h2>\
+        <p>one   two\nthree &euro;&#233;&amp;<br>next line<p>unclosed paragraph\
+        <pre>keep   this\n  indentation</pre>\
+        <ul><li>first<li>second</ul>\
+        <table><tr><td>a</td><td>b</td></tr><tr><td>c</td><td>d</td></tr></table>\
+        <h3></h3><noscript>enable js</noscript><template><p>hidden</p></template>";
+    let doc = extract(Format::Html, html.as_bytes()).expect("extracts");
+    assert_eq!(titles(&doc), [(2, "Spaced heading")]);
+    assert_starts_point_at_titles(&doc);
+    let t = &doc.text;
+    for gone in ["Tab title", "p{x:1}", "fake", "document.write", "enable js", "hidden", "###"] {
+        assert!(!t.contains(gone), "{gone:?} leaked into {t:?}");
+    }
+    for kept in ["one two three €é&\nnext line", "unclosed paragraph", "keep   this\n  indentation", "first\nsecond", "a\tb\nc\td"] {
+        assert!(t.contains(kept), "{kept:?} missing from {t:?}");
+    }
+}
