@@ -27,6 +27,10 @@ fn rules() -> Value {
             {"tool_calls": [{"name": "calendar_events", "arguments": {"from": "2026-01-12", "to": "2026-01-18"}}]},
             {"text": "Here is your week of 12 January 2026.", "chunk_chars": 8}
         ]},
+        {"match": "List my files", "steps": [
+            {"tool_calls": [{"name": "files_list", "arguments": {"path": "/"}}]},
+            {"text": "Those are your files.", "chunk_chars": 8}
+        ]},
         {"match": "write the approved note", "steps": [
             {"tool_calls": [{"name": "files_write", "arguments": {"path": "/approved-note.txt", "content": APPROVED_NOTE}}]},
             {"text": "Saved the note.", "chunk_chars": 8}
@@ -143,7 +147,20 @@ async fn the_island_and_its_apps_in_chromium() {
     assert!(c["refused"].as_array().is_some_and(|r| !r.is_empty()), "Chromium did not report the refused script: {c}");
     assert_eq!(c["control"]["outcome"], "initialized", "the unaltered document must run: {c}");
 
-    // 6. Approve: the recorded call ran (the file exists with the content) and the trace
+    // 6. The files table, in the same kind of frame, lists alice's top folder (folders first).
+    let c = check(&report, "files_table_renders");
+    assert_eq!(c["sandbox"], "allow-scripts");
+    assert_eq!(c["src"], "/apps/tamebi/frame?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Ffiles-table");
+    let names: Vec<&str> = c["names"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    assert_eq!(names.len(), 3, "{c}");
+    assert!(names[..2].iter().all(|n| n.ends_with('/')), "folders first, marked with a slash: {names:?}");
+    assert_eq!(names[2], "notes.txt");
+    assert!(c["title"].as_str().is_some_and(|t| t.starts_with("3 items")), "{c}");
+    let content = c["contentHeight"].as_i64().expect("content height").max(60);
+    let frame = c["frameHeight"].as_i64().expect("frame height");
+    assert!((frame - content).abs() <= 2, "the frame fits its content ({content} px), not {frame} px");
+
+    // 7. Approve: the recorded call ran (the file exists with the content) and the trace
     //    shows its output. Deny: nothing was written and the trace says so.
     let c = check(&report, "approve_runs_the_recorded_call");
     assert!(c["cardText"].as_str().is_some_and(|t| t.contains("files_write") && t.contains("/approved-note.txt")), "{c}");

@@ -70,6 +70,7 @@ async function main() {
       await run('open_link_and_resize_are_policed', () => linksAndResize(page, context, calendar));
     }
     await run('tampered_document_does_not_run', () => tampered(page));
+    await run('files_table_renders', () => filesTable(page));
     await run('approve_runs_the_recorded_call', () => approval(page, 'approve'));
     await run('deny_runs_nothing', () => approval(page, 'deny'));
   } finally {
@@ -337,7 +338,33 @@ function refusedScripts() {
   return result.console.filter((m) => REFUSED_SCRIPT.test(m.text));
 }
 
-// --- 6. Approve and deny from the approval card ----------------------------------------------
+// --- 6. The second app: a files_list turn renders the files table ---------------------------
+
+async function filesTable(page) {
+  await page.getByTestId('new-conversation').click();
+  await page.locator('.message').first().waitFor({ state: 'detached' });
+  await say(page, 'List my files');
+  const tool = page.locator('.tool[data-tool="files_list"][data-state="output-available"]');
+  const iframe = tool.getByTestId('app-frame');
+  await iframe.waitFor();
+  const frame = await (await iframe.elementHandle()).contentFrame();
+  await frame.locator('#rows tr').first().waitFor();
+  await page.getByText('Those are your files.').waitFor();
+  await replyDone(page);
+  const table = await frame.evaluate(() => ({
+    title: document.getElementById('title')?.textContent ?? '',
+    names: [...document.querySelectorAll('#rows button.open')].map((b) => b.textContent),
+  }));
+  await page.screenshot({ path: join(ARTIFACTS, 'chat-files.png'), fullPage: true });
+  await iframe.screenshot({ path: join(ARTIFACTS, 'files-table.png') });
+  // The frame fits its content (the app reports its body's height; the host clamps it).
+  const fit = await frame.evaluate(() => Math.ceil(document.body.getBoundingClientRect().height));
+  await page.waitForFunction(([el, h]) => Math.abs(el.getBoundingClientRect().height - h) <= 2, [await iframe.elementHandle(), Math.max(60, fit)]).catch(() => null);
+  const height = Math.round(await iframe.evaluate((f) => f.getBoundingClientRect().height));
+  return { sandbox: await iframe.getAttribute('sandbox'), src: await iframe.getAttribute('src'), ...table, contentHeight: fit, frameHeight: height };
+}
+
+// --- 7. Approve and deny from the approval card ----------------------------------------------
 
 async function approval(page, decision) {
   await page.getByTestId('new-conversation').click();
