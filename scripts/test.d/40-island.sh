@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The island: type check + fixed-name bundle, then the unit tests (bridge chokepoint, link
 # targets, config reader, errors, markdown, dev host and its G1 signer against the vectors).
-# The browser tests run from the Rust suite (tests/island_browser.rs) once the build exists.
+# The browser tests (tests/island_browser.rs) and the AI SDK client test (tests/ai_sdk_client.rs)
+# run in the Rust suite; install.d/45-browser.sh builds the bundle and installs tests/node first.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 cd "$TAMEBI_ROOT/island"
