@@ -6,6 +6,8 @@
 //! `useChat` runs in the browser, and prints the UIMessage it built. Our own SSE parser is
 //! not involved anywhere, so a frame our parser tolerates but the SDK rejects fails here.
 
+#![expect(clippy::expect_used, reason = "helpers of a test file fail the test by panicking")]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -9,6 +9,8 @@
 //! Nothing here skips: a missing Chromium, bundle or npm package fails the test and names
 //! the install step that provides it.
 
+#![expect(clippy::expect_used, reason = "helpers of a test file fail the test by panicking")]
+
 use std::time::Duration;
 
 use serde_json::{Value, json};
