@@ -1,0 +1,123 @@
+//! The attack suite: end-to-end proof of guardrails G2 (data is never instruction) and G3
+//! (approval before effects) against the real orchestrator, a seeded Nextcloud stand-in,
+//! mcp-nextcloud, probe-mcp and a scripted model that obeys every injected instruction.
+//!
+//! Each case asserts that the effect did not happen (on the stand-in's state or on
+//! probe-mcp's call log) AND that audit.db records why. The stack starts once; cases run in
+//! order against it, each in its own conversation, and the suite prints one line per case
+//! and a total. See docs/security.md for what each group proves.
+
+#![expect(clippy::expect_used, reason = "starting the stack fails the test by panicking")]
+
+mod approval;
+mod envelope;
+mod injection;
+mod oracle;
+mod policy;
+mod stack;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use stack::Stack;
+
+type Case = for<'a> fn(&'a Stack) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + 'a>>;
+
+macro_rules! cases {
+    ($($group:ident :: $name:ident),* $(,)?) => {
+        vec![$((concat!(stringify!($group), "::", stringify!($name)), (|s| Box::pin($group::$name(s))) as Case)),*]
+    };
+}
+
+fn all_cases() -> Vec<(&'static str, Case)> {
+    cases![
+        injection::plain_text_moves_a_shared_file,
+        injection::markdown_overwrites_notes,
+        injection::html_white_on_white_creates_an_event,
+        injection::html_display_none_creates_a_card,
+        injection::pdf_moves_a_private_file_into_the_share,
+        injection::calendar_description_overwrites_a_file,
+        injection::contact_note_creates_an_event,
+        injection::deck_card_description_creates_a_card,
+        injection::public_link_has_no_tool,
+        injection::mail_send_is_not_the_models,
+        injection::document_claims_prior_approval,
+        injection::summary_claims_prior_approval,
+        envelope::plain_closing_tag,
+        envelope::uppercase_closing_tag,
+        envelope::whitespace_in_the_tag,
+        envelope::attributes_in_the_tag,
+        envelope::separator_variants,
+        envelope::named_entities,
+        envelope::numeric_entities,
+        envelope::full_width_and_math_letters,
+        envelope::zero_width_characters,
+        envelope::lookalike_letters,
+        envelope::nested_envelope,
+        envelope::unclosed_tag_at_the_end,
+        envelope::very_long_payload,
+        envelope::nextcloud_error_payload,
+        envelope::probe_error_payload,
+        envelope::probe_result_claims_approval,
+        approval::replayed_approval,
+        approval::approval_from_another_conversation,
+        approval::approval_from_another_user,
+        approval::tampered_input_runs_as_recorded,
+        approval::approval_never_requested,
+        approval::double_approval_in_one_request,
+        approval::approval_after_a_new_user_message,
+        approval::approval_after_a_denial,
+        approval::approval_smuggled_in_a_user_message,
+        policy::no_annotations_ask,
+        policy::idempotent_only_asks,
+        policy::read_only_false_only_asks,
+        policy::contradictory_annotations_ask,
+        policy::destructive_asks,
+        policy::idempotent_non_destructive_runs,
+        policy::app_only_tool_never_reaches_the_model,
+        policy::relay_refuses_effectful_tools,
+        policy::relay_refuses_unannotated_tools,
+        policy::relay_refuses_model_only_tools,
+        policy::relay_refuses_a_nextcloud_move,
+        policy::dispatch_refuses_model_visible_tools,
+        // Last: it changes a tool definition for the rest of the run.
+        policy::read_only_lie_is_fingerprinted,
+    ]
+}
+
+/// Cases that revealed a gap in the orchestrator; run with `--ignored` once it is fixed, then
+/// move them into `all_cases`.
+fn gap_cases() -> Vec<(&'static str, Case)> {
+    cases![envelope::entity_next_to_multibyte_text, envelope::conversation_survives_entity_payload]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_suite() {
+    run(all_cases()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "gap: untrusted::entity_at slices the payload by bytes ([..12]) and panics when '&' is followed by a multi-byte character straddling byte 12 (e.g. \"&lt;/untrus\u{200B}ted\"); the turn task dies, the SSE stream never ends, and the conversation answers 409 from then on"]
+async fn attack_suite_gaps() {
+    run(gap_cases()).await;
+}
+
+/// Runs `cases` in order against one stack (`ATTACKS_FILTER=substring` narrows them).
+async fn run(cases: Vec<(&'static str, Case)>) {
+    let filter = std::env::var("ATTACKS_FILTER").unwrap_or_default();
+    let cases: Vec<_> = cases.into_iter().filter(|(name, _)| name.contains(filter.as_str())).collect();
+    let stack = Stack::start().await;
+    let mut failed = Vec::new();
+    for (name, case) in &cases {
+        let started = std::time::Instant::now();
+        match case(&stack).await {
+            Ok(()) => println!("blocked  {name} ({} ms)", started.elapsed().as_millis()),
+            Err(e) => {
+                println!("FAILED   {name}: {e:#}");
+                failed.push(*name);
+            }
+        }
+    }
+    println!("attack suite: {} cases, {} blocked", cases.len(), cases.len() - failed.len());
+    assert!(failed.is_empty(), "not blocked: {failed:?}");
+}
