@@ -147,6 +147,7 @@ async fn the_island_and_its_apps_in_chromium() {
     assert_eq!(c["tampered"]["outcome"], "loaded-without-initialize", "{c}");
     assert_eq!(c["tampered"]["said"], json!([]));
     assert!(c["refused"].as_array().is_some_and(|r| !r.is_empty()), "Chromium did not report the refused script: {c}");
+    assert!(c["refused"][0]["url"].as_str().is_some_and(|u| u.contains("probe=tampered")), "the refusal is the tampered frame's: {c}");
     assert_eq!(c["control"]["outcome"], "initialized", "the unaltered document must run: {c}");
 
     // 6. The files table, in the same kind of frame, lists alice's top folder (folders first).
