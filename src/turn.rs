@@ -6,7 +6,7 @@
 //! G3 lives here: a call whose policy needs approval is not executed; the turn records the
 //! exact call, asks, and ends. An approved call runs as recorded, never as echoed back.
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use ractor::ActorRef;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -87,8 +87,14 @@ pub async fn run(turn: Turn) {
     let cancel = turn.cancel.clone();
     let request_id = turn.caller.request_id.clone();
     let mut state = TurnState::new(turn);
+    // A bug that panics inside the turn must still end it: otherwise the conversation would
+    // wait forever for a turn that is gone (every later message answered 409).
+    let drive = std::panic::AssertUnwindSafe(state.drive().instrument(span)).catch_unwind();
     let outcome = tokio::select! {
-        o = state.drive().instrument(span) => o,
+        o = drive => o.unwrap_or_else(|_| {
+            tracing::error!(request_id = %request_id, "the turn panicked");
+            Err(messages::INTERNAL)
+        }),
         _ = cancel.cancelled() => Err(messages::UNAVAILABLE),
     };
     if let Err(message) = outcome {
