@@ -162,25 +162,14 @@ impl TurnState {
                 Err(e) => tracing::warn!(server = %server, error = %crate::auth::redact::redact(&e.to_string()), "could not list tools; offering none from this server"),
             }
         }
-        self.observe_fingerprints(&defs).await;
+        self.observe_fingerprints(&mut defs).await;
         self.registry = Registry::new(defs);
         self.specs = self.registry.model_tools().map(ToolDef::spec).collect();
     }
 
-    /// A changed tool definition (say, a tool that quietly dropped its destructiveHint) is
-    /// logged and audited; the new definition's own annotations still decide its policy.
-    async fn observe_fingerprints(&self, defs: &[ToolDef]) {
-        let audit = &self.t.services.audit;
-        for d in defs {
-            match audit.observe_fingerprint(&d.server, &d.name, &d.fingerprint).await {
-                Ok(Some(old)) => {
-                    tracing::warn!(server = %d.server, tool = %d.name, old = %old, new = %d.fingerprint, "tool definition changed");
-                    audit.record(self.audit_entry(Kind::FingerprintChanged, &d.server, &d.name, d.policy.category.as_str(), ApprovalState::NotNeeded, None, "changed", None, Some(format!("{old} -> {}", d.fingerprint)))).await;
-                }
-                Ok(None) => {}
-                Err(e) => tracing::error!(error = %e, "could not check a tool fingerprint"),
-            }
-        }
+    async fn observe_fingerprints(&self, defs: &mut [ToolDef]) {
+        let template = self.audit_entry(Kind::FingerprintChanged, "", "", "", ApprovalState::NotNeeded, None, "changed", None, None);
+        crate::mcp::registry::observe_fingerprints(&self.t.services.audit, defs, &template).await;
     }
 
     #[expect(clippy::too_many_arguments, reason = "an audit row has this many columns")]

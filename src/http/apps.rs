@@ -158,8 +158,17 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
         .await
         .map_err(|e| Error::Internal(e.to_string()).with_request(rid))?;
     let ToolOpResult::Tools(tools) = listed else { return Err(Error::Internal("unexpected answer".into()).with_request(rid)) };
-    let registry = Registry::new(tools.iter().map(|t| ToolDef::from_mcp(&req.server, t)).collect());
-    registry.find(&req.server, &req.name).cloned().ok_or_else(|| Error::Forbidden("unknown tool".into()).with_request(rid))
+    let mut defs: Vec<ToolDef> = tools.iter().map(|t| ToolDef::from_mcp(&req.server, t)).collect();
+    let template = entry(caller, Kind::FingerprintChanged, "", "", "", ApprovalState::NotNeeded, "changed", None);
+    crate::mcp::registry::observe_fingerprints(&state.services.audit, &mut defs, &template).await;
+    let registry = Registry::new(defs);
+    match registry.find(&req.server, &req.name) {
+        Some(def) => Ok(def.clone()),
+        None => {
+            state.services.audit.record(entry(caller, Kind::AppRefused, &req.server, &req.name, "action", ApprovalState::Refused, "refused", Some("unknown tool".into()))).await;
+            Err(Error::Forbidden("unknown tool".into()).with_request(rid))
+        }
+    }
 }
 
 async fn run(state: &AppState, caller: &Caller, req: ToolRequest, kind: Kind, approval: ApprovalState, category: &str) -> Result<Response, ApiError> {

@@ -12,7 +12,8 @@ use rmcp::model::Tool;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::approval::{Policy, policy_for};
+use crate::approval::{Category, Policy, policy_for};
+use crate::store::audit::{AuditLog, Entry};
 use crate::model::{FunctionSpec, ToolSpec};
 
 /// One tool of one server, as this turn sees it.
@@ -89,6 +90,42 @@ pub fn canonical_json(v: &Value) -> String {
         }
         Value::Array(items) => format!("[{}]", items.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
         other => other.to_string(),
+    }
+}
+
+/// How long a tool whose definition changed needs approval for every call.
+pub const CHANGED_TOOL_QUARANTINE_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// Records each definition's fingerprint. A change is logged and audited (a row shaped like
+/// `template`, with server, tool and detail filled in), and — G3, fail closed — every call
+/// to that tool needs approval for [`CHANGED_TOOL_QUARANTINE_MS`] after the change,
+/// whatever its new annotations claim (a tool that suddenly says readOnlyHint is exactly
+/// what a compromised server would say).
+pub async fn observe_fingerprints(audit: &AuditLog, defs: &mut [ToolDef], template: &Entry) {
+    let now = chrono::Utc::now().timestamp_millis();
+    let ask = Policy { category: Category::Action, needs_approval: true };
+    for d in defs.iter_mut() {
+        match audit.observe(&d.server, &d.name, &d.fingerprint).await {
+            Ok(seen) => {
+                if let Some(old) = &seen.previous {
+                    tracing::warn!(server = %d.server, tool = %d.name, old = %old, new = %d.fingerprint, "tool definition changed");
+                    let mut row = template.clone();
+                    row.server = d.server.clone();
+                    row.tool = d.name.clone();
+                    row.category = d.policy.category.as_str().to_string();
+                    row.detail = Some(format!("{old} -> {}", d.fingerprint));
+                    audit.record(row).await;
+                }
+                if seen.last_changed_ms.is_some_and(|t| now - t < CHANGED_TOOL_QUARANTINE_MS) {
+                    d.policy = ask;
+                }
+            }
+            // Cannot tell whether it changed: ask.
+            Err(e) => {
+                tracing::error!(error = %e, "could not check a tool fingerprint");
+                d.policy = ask;
+            }
+        }
     }
 }
 

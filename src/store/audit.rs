@@ -87,6 +87,15 @@ pub struct Entry {
     pub detail: Option<String>,
 }
 
+/// What observing a fingerprint found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observed {
+    /// The previous fingerprint, when the definition changed just now.
+    pub previous: Option<String>,
+    /// When the definition last changed, if it ever did since first seen.
+    pub last_changed_ms: Option<i64>,
+}
+
 #[derive(Clone)]
 pub struct AuditLog {
     db: Db,
@@ -138,12 +147,21 @@ impl AuditLog {
 
     /// Records `fingerprint` for (server, name); returns the previous one when it changed.
     pub async fn observe_fingerprint(&self, server: &str, name: &str, fingerprint: &str) -> Result<Option<String>, Error> {
+        Ok(self.observe(server, name, fingerprint).await?.previous)
+    }
+
+    /// Records `fingerprint` and says whether, and when, the definition last changed.
+    pub async fn observe(&self, server: &str, name: &str, fingerprint: &str) -> Result<Observed, Error> {
         let (server, name, fp) = (server.to_string(), name.to_string(), fingerprint.to_string());
         self.db
             .write(move |c| {
                 let now = chrono::Utc::now().timestamp_millis();
-                let old: Option<String> = c
-                    .query_row("SELECT fingerprint FROM fingerprints WHERE server = ?1 AND name = ?2", params![server, name], |r| r.get(0))
+                let old: Option<(String, i64, i64)> = c
+                    .query_row(
+                        "SELECT fingerprint, first_seen_ms, last_changed_ms FROM fingerprints WHERE server = ?1 AND name = ?2",
+                        params![server, name],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    )
                     .optional()?;
                 match old {
                     None => {
@@ -151,15 +169,15 @@ impl AuditLog {
                             "INSERT INTO fingerprints (server, name, fingerprint, first_seen_ms, last_changed_ms) VALUES (?1, ?2, ?3, ?4, ?4)",
                             params![server, name, fp, now],
                         )?;
-                        Ok(None)
+                        Ok(Observed { previous: None, last_changed_ms: None })
                     }
-                    Some(old) if old == fp => Ok(None),
-                    Some(old) => {
+                    Some((old, first, last)) if old == fp => Ok(Observed { previous: None, last_changed_ms: (last > first).then_some(last) }),
+                    Some((old, _, _)) => {
                         c.execute(
                             "UPDATE fingerprints SET fingerprint = ?3, last_changed_ms = ?4 WHERE server = ?1 AND name = ?2",
                             params![server, name, fp, now],
                         )?;
-                        Ok(Some(old))
+                        Ok(Observed { previous: Some(old), last_changed_ms: Some(now) })
                     }
                 }
             })

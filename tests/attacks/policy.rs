@@ -80,7 +80,7 @@ pub async fn idempotent_non_destructive_runs(s: &Stack) -> Result<()> {
     Ok(())
 }
 
-/// A tool that switches to readOnlyHint: true between turns is audited as changed.
+/// A tool that switches to readOnlyHint: true between turns is audited as changed, and held.
 pub async fn read_only_lie_is_fingerprinted(s: &Stack) -> Result<()> {
     let m = "pol-shifty";
     s.script(m, json!([{"tool_calls": [{"name": "probe_shifty", "arguments": {"target": m}}]}, {"text": "Done."}]));
@@ -93,6 +93,9 @@ pub async fn read_only_lie_is_fingerprinted(s: &Stack) -> Result<()> {
     s.probe.set_tools(tools);
     let second = s.chat("alice", m, &format!("{m} second")).await?;
     ensure!(second.status == 200, "second turn {}", second.status);
+    // G3, fail closed: a definition that just changed is held whatever it now claims.
+    ensure!(second.approvals.len() == 1, "the changed definition ran without approval");
+    ensure!(s.probe.calls_of("probe_shifty").iter().all(|c| c["arguments"]["target"] != m), "probe_shifty ran");
     let rows = s.audit_of(m)?;
     let changed = rows.iter().find(|r| r.kind == "fingerprint_changed" && r.server == "probe" && r.tool == "probe_shifty" && r.outcome == "changed");
     let Some(changed) = changed else { anyhow::bail!("no fingerprint_changed row: {rows:?}") };
