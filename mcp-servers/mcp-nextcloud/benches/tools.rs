@@ -1,6 +1,7 @@
 //! Benchmark: tool latency through mcp-nextcloud and through `nextcloud-mcp-server` (PyPI),
 //! against the same seeded Nextcloud stand-in on loopback, next to the direct HTTP request
-//! each tool makes. Prints figures; asserts nothing about time.
+//! each tool makes (the same request bodies, from the library). Prints figures; asserts
+//! nothing about time.
 //!
 //!     bash scripts/install.d/25-mcp-python.sh --bench   # the other server, in its own venv
 //!     cargo bench -p mcp-nextcloud --bench tools
@@ -23,6 +24,7 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
+use mcp_nextcloud::nextcloud::{dav, dav_headers};
 use test_harness::standin::Standin;
 use test_harness::{Process, free_port, workspace_root};
 
@@ -56,13 +58,11 @@ impl Op {
 
 /// How one MCP server names each operation.
 struct Flavor {
-    name: &'static str,
     calls: Vec<(Op, &'static str, Value)>,
 }
 
 fn ours() -> Flavor {
     Flavor {
-        name: "mcp-nextcloud",
         calls: vec![
             (Op::List200, "files_list", json!({"path": "bench200"})),
             (Op::Read100k, "files_read", json!({"path": "bench100k.txt", "limit": 100000})),
@@ -74,12 +74,11 @@ fn ours() -> Flavor {
 
 fn theirs() -> Flavor {
     Flavor {
-        name: "nextcloud-mcp-server",
         calls: vec![
             (Op::List200, "nc_webdav_list_directory", json!({"path": "bench200"})),
             (Op::Read100k, "nc_webdav_read_file", json!({"path": "bench100k.txt"})),
-            (Op::Month, "nc_calendar_get_events", json!({"calendar_name": "personal", "start_datetime": "2026-03-01T00:00:00Z", "end_datetime": "2026-04-01T00:00:00Z"})),
-            (Op::Boards, "nc_deck_get_boards", json!({})),
+            (Op::Month, "nc_calendar_list_events", json!({"calendar_name": "personal", "start_date": "2026-03-01", "end_date": "2026-03-31", "limit": 100})),
+            (Op::Boards, "deck_get_boards", json!({})),
         ],
     }
 }
@@ -114,7 +113,7 @@ fn main() -> anyhow::Result<()> {
             for clients in [1, CONCURRENT_CLIENTS] {
                 let calls = if clients == 1 { SINGLE_CALLS } else { CONCURRENT_CALLS };
                 let direct = measure_direct(&http, &nc, op, clients, calls).await?;
-                let o = measure_mcp(&our_url, Some(nc.app_password("alice")), &ours(), op, clients, calls).await?;
+                let o = measure_mcp(&our_url, Some(nc.app_password("alice")), &ours(), op, clients, calls).await?.map_err(anyhow::Error::msg)?;
                 let t = match &their {
                     Some((_, url)) => Some(measure_mcp(url, None, &theirs(), op, clients, calls).await?),
                     None => None,
@@ -223,7 +222,8 @@ fn figures(mut samples: Vec<Duration>) -> Figures {
 }
 
 /// `calls` tool calls spread over `clients` concurrent clients, each with its own connection.
-async fn measure_mcp(url: &str, token: Option<&str>, flavor: &Flavor, op: Op, clients: usize, calls: usize) -> anyhow::Result<Figures> {
+/// The outer error is the bench's own failure; the inner one a tool that failed (reported).
+async fn measure_mcp(url: &str, token: Option<&str>, flavor: &Flavor, op: Op, clients: usize, calls: usize) -> anyhow::Result<Result<Figures, String>> {
     let (_, name, args) = flavor.calls.iter().find(|(o, _, _)| *o == op).context("operation")?;
     let Value::Object(args) = args.clone() else { bail!("arguments") };
     let mut tasks = Vec::new();
@@ -234,7 +234,12 @@ async fn measure_mcp(url: &str, token: Option<&str>, flavor: &Flavor, op: Op, cl
         tasks.push(tokio::spawn(async move {
             let call = || CallToolRequestParams::new(name.clone()).with_arguments(args.clone());
             for _ in 0..WARMUP.min(per) {
-                client.call_tool(call()).await?;
+                let r = client.call_tool(call()).await?;
+                if r.is_error == Some(true) {
+                    let _ = client.cancel().await;
+                    let text: String = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+                    return anyhow::Ok(Err(format!("{name} fails: {}", text.chars().take(120).collect::<String>())));
+                }
             }
             let mut out = Vec::with_capacity(per);
             for _ in 0..per {
@@ -242,18 +247,21 @@ async fn measure_mcp(url: &str, token: Option<&str>, flavor: &Flavor, op: Op, cl
                 let r = client.call_tool(call()).await?;
                 out.push(t.elapsed());
                 if r.is_error == Some(true) {
-                    bail!("{name} failed: {:?}", r.content);
+                    bail!("{name} failed after warm-up: {:?}", r.content);
                 }
             }
             let _ = client.cancel().await;
-            anyhow::Ok(out)
+            anyhow::Ok(Ok(out))
         }));
     }
     let mut all = Vec::new();
     for t in tasks {
-        all.extend(t.await??);
+        match t.await?? {
+            Ok(samples) => all.extend(samples),
+            Err(failure) => return Ok(Err(failure)),
+        }
     }
-    Ok(figures(all))
+    Ok(Ok(figures(all)))
 }
 
 /// The Nextcloud request(s) behind each operation, made directly as alice.
@@ -285,15 +293,14 @@ async fn direct(http: &reqwest::Client, nc: &Standin, op: Op) -> anyhow::Result<
     let auth = nc.bearer("alice");
     let req = match op {
         Op::List200 => http
-            .request(reqwest::Method::from_bytes(b"PROPFIND")?, nc.dav_url("alice", "bench200/"))
-            .header("Depth", "1")
-            .body(r#"<?xml version="1.0"?><d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:prop><d:displayname/><d:getcontentlength/><d:getcontenttype/><d:getlastmodified/><d:resourcetype/><oc:fileid/><oc:permissions/></d:prop></d:propfind>"#),
+            .request(reqwest::Method::from_bytes(b"PROPFIND")?, nc.dav_url("alice", "bench200"))
+            .headers(dav_headers(Some("1")))
+            .body(dav::propfind_files()),
         Op::Read100k => http.get(nc.dav_url("alice", "bench100k.txt")),
         Op::Month => http
             .request(reqwest::Method::from_bytes(b"REPORT")?, format!("{}/remote.php/dav/calendars/alice/personal/", nc.url()))
-            .header("Depth", "1")
-            .header("Content-Type", "application/xml")
-            .body(r#"<c:calendar-query xmlns:d="DAV:" xmlns:c="urn:ietf:params:xml:ns:caldav"><d:prop><d:getetag/><c:calendar-data/></d:prop><c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT"><c:time-range start="20260301T000000Z" end="20260401T000000Z"/></c:comp-filter></c:comp-filter></c:filter></c:calendar-query>"#),
+            .headers(dav_headers(Some("1")))
+            .body(dav::calendar_query("20260301T000000Z", "20260401T000000Z")),
         Op::Boards => http
             .get(format!("{}/index.php/apps/deck/api/v1.0/boards", nc.url()))
             .header("OCS-APIRequest", "true")
@@ -311,13 +318,17 @@ fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1000.0)
 }
 
-fn print_table(rows: &[(Op, usize, Figures, Figures, Option<Figures>)]) {
+/// One table row: operation, clients, direct, ours, theirs (absent, failed, or measured).
+type Row = (Op, usize, Figures, Figures, Option<Result<Figures, String>>);
+
+fn print_table(rows: &[Row]) {
     println!("\n| operation | clients | direct p50 / p99 (ms) | mcp-nextcloud p50 / p99 | its overhead (p50) | nextcloud-mcp-server p50 / p99 | its overhead (p50) | ratio |");
     println!("|---|---|---|---|---|---|---|---|");
     for (op, clients, d, o, t) in rows {
         let ours_over = o.p50.saturating_sub(d.p50);
         let (theirs, their_over, ratio) = match t {
-            Some(t) => {
+            Some(Err(failure)) => (failure.clone(), "—".into(), "—".into()),
+            Some(Ok(t)) => {
                 let over = t.p50.saturating_sub(d.p50);
                 let ratio = if ours_over.is_zero() { "ours ≈ 0".to_string() } else { format!("{:.1}×", over.as_secs_f64() / ours_over.as_secs_f64()) };
                 (format!("{} / {}", ms(t.p50), ms(t.p99)), ms(over), ratio)

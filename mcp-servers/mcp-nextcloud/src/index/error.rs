@@ -52,6 +52,11 @@ impl IndexError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, IndexError::Nextcloud(crate::error::Error::NotFound))
     }
+
+    /// True when Nextcloud was unavailable for this request (worth trying later).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, IndexError::Nextcloud(crate::error::Error::Retryable(_)))
+    }
 }
 
 /// How index errors reach the wire: through the server's error kinds. Internal failures

@@ -69,7 +69,7 @@ impl Default for Settings {
         Settings {
             warm_time: Duration::from_millis(1500),
             warm_bytes: 32 * 1024 * 1024,
-            scan_cap: 10_000,
+            scan_cap: 8_000,
             common_cap: 10_000,
             candidate_passages: 400,
             verify_page: 50,

@@ -206,18 +206,22 @@ pub fn rank(s: &Store, terms: &[String], settings: &Settings) -> Result<(String,
             }
         }
     }
+    // Only very common words: keep them all, but scan fewer rows per word, since bm25
+    // costs grow with the number of words and each of them matches nearly everything.
+    let mut scan_cap = settings.scan_cap;
     if kept.is_empty() {
         kept = terms.to_vec();
+        scan_cap = (settings.scan_cap / kept.len()).max(1);
     }
     let all = query::all_of(&kept);
-    let hits = s.rank(&all, settings.scan_cap, settings.candidate_passages)?;
+    let hits = s.rank(&all, scan_cap, settings.candidate_passages)?;
     if !hits.is_empty() || kept.len() == 1 {
         return Ok((all, "all", hits));
     }
     // No passage holds every word: take passages holding some; bm25 ranks those with
     // more (and rarer) words first.
     let any = query::any_of(&kept);
-    let hits = s.rank(&any, settings.scan_cap, settings.candidate_passages)?;
+    let hits = s.rank(&any, scan_cap, settings.candidate_passages)?;
     Ok((any, "any", hits))
 }
 

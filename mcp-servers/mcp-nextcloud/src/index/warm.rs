@@ -77,8 +77,11 @@ pub async fn warm<C: CallerDav>(index: &Index, caller: &C) -> Result<Warmed, Ind
                 extracted += 1;
                 current += 1;
             }
-            // The file went away or out of reach since the listing: nothing to record.
-            Err(e) if e.is_not_found() => {}
+            // The file went away or out of reach since the listing, or Nextcloud stumbled
+            // on this one file: nothing to record, the search goes on without it.
+            Err(e) if e.is_not_found() || e.is_retryable() => {
+                tracing::info!(file_id = file.file_id, error = %e, "warm-up skipped a file");
+            }
             Err(e) => return Err(e),
         }
     }
@@ -109,7 +112,18 @@ pub async fn refresh<C: CallerDav>(
             .await?;
         return Ok(None);
     }
-    let bytes = caller.download(&file.path, MAX_INPUT_BYTES).await?;
+    let bytes = match caller.download(&file.path, MAX_INPUT_BYTES).await {
+        Ok(bytes) => bytes,
+        // Larger than announced, or a name we cannot address: recorded as failed, so it
+        // is not fetched again until it changes.
+        Err(IndexError::Nextcloud(crate::error::Error::InvalidArgument(_))) => {
+            index
+                .with(move |s| s.record_failure(file_id, &etag, format.label(), size, "not-downloadable"))
+                .await?;
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
     // Extraction and chunking are CPU work: off the async executor, outside the lock.
     let parsed = tokio::task::spawn_blocking(move || {
         extract::extract(format, &bytes).map(|doc| chunk::passages(&doc, MAX_PASSAGE_BYTES))
