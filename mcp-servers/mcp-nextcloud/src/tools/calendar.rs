@@ -166,27 +166,28 @@ pub async fn events(s: &Session<'_>, a: CalendarEventsArgs) -> Result<Output, Er
         return Err(Error::invalid(format!("the range is too long (at most {MAX_RANGE_DAYS} days); ask for smaller ranges")));
     }
     let wanted = a.calendar.as_deref().map(|c| args::collection_id(c, "calendar")).transpose()?;
-    let all = calendars(s).await?;
-    let selected: Vec<CalendarInfo> = match &wanted {
-        Some(id) => vec![all.iter().find(|c| c.id == *id).cloned().ok_or_else(|| {
-            let ids: Vec<&str> = all.iter().map(|c| c.id.as_str()).collect();
-            Error::invalid(format!("unknown calendar {id:?}; your calendars are: {}", ids.join(", ")))
-        })?],
-        None => all,
+    // One named calendar is queried directly (one request); all of them need the list first.
+    let selected: Vec<String> = match &wanted {
+        Some(id) => vec![id.clone()],
+        None => calendars(s).await?.into_iter().map(|c| c.id).collect(),
     };
     let body = dav::calendar_query(&ical_utc(from), &ical_utc(to));
     let mut events = Vec::new();
     let mut warnings = Vec::new();
     for cal in &selected {
-        let url = s.url(["remote.php", "dav", "calendars", s.uid(), cal.id.as_str(), ""]);
+        let url = s.url(["remote.php", "dav", "calendars", s.uid(), cal.as_str(), ""]);
         let request = s.request(method("REPORT"), url.clone()).headers(dav_headers(Some("1"))).body(body.clone());
-        let found = s.multistatus(request, "reading the calendar").await?;
+        let found = match s.multistatus(request, "reading the calendar").await {
+            // The caller's own calendar path is missing: say which calendars exist instead.
+            Err(Error::NotFound) if wanted.is_some() => return Err(known_calendar(s, cal).await.err().unwrap_or(Error::NotFound)),
+            other => other?,
+        };
         let prefix = paths::url_segments(&url);
         for e in &found {
             let Some(data) = e.prop(dav::CALDAV, "calendar-data") else { continue };
             let object = paths::strip_prefix(&e.href, &prefix).and_then(|r| r.last().cloned()).unwrap_or_default();
-            let href = format!("{}/{}", cal.id, object);
-            occurrences(data, &cal.id, &href, from, to, &mut events, &mut warnings);
+            let href = format!("{cal}/{object}");
+            occurrences(data, cal, &href, from, to, &mut events, &mut warnings);
         }
     }
     events.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| a.title.cmp(&b.title)));
