@@ -38,9 +38,7 @@ async fn main() -> anyhow::Result<()> {
         Some(path) => scripted_model::load_rules_file(path)?,
         None => Vec::new(),
     };
-    let listener = tokio::net::TcpListener::bind(args.bind)
-        .await
-        .with_context(|| format!("bind {}", args.bind))?;
+    let listener = bind(args.bind).with_context(|| format!("bind {}", args.bind))?;
     let addr = listener.local_addr()?;
     let mut out = std::io::stdout();
     writeln!(out, "listening on http://{addr}")?;
@@ -50,6 +48,19 @@ async fn main() -> anyhow::Result<()> {
     tokio::spawn(watch_signals(shutdown.clone()));
     scripted_model::serve(listener, rules, shutdown).await?;
     Ok(())
+}
+
+/// Binds with a deep accept backlog: thousands of streams opened at once (the open-streams
+/// benchmark) must queue, not be refused. The kernel caps it at net.core.somaxconn.
+fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(8192)
 }
 
 /// Cancels `shutdown` on SIGTERM or Ctrl-C.

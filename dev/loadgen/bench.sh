@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Orchestrator benchmark: release builds of tamebi, scripted-model and loadgen on loopback.
+#   dev/loadgen/bench.sh turns [loadgen flags…]          e.g. --concurrency 64 --duration 20
+#   dev/loadgen/bench.sh streams --open-streams N [loadgen flags…]   e.g. --open-streams 10000 --hold 20
+# Starts a fresh scripted model and orchestrator (temporary data dir), runs loadgen once
+# against them, prints its figures, and stops both. Nothing leaves 127.0.0.1.
+set -euo pipefail
+. "$(dirname "$0")/../../scripts/lib.sh"
+cd "$TAMEBI_ROOT"
+mode=${1:?usage: bench.sh turns|streams [loadgen flags...]}; shift
+
+cargo build -q --release -p tamebi -p scripted-model -p loadgen
+bin=${CARGO_TARGET_DIR:-$TAMEBI_ROOT/target}/release
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+model_port=$(free_port)
+"$bin/scripted-model" --bind "127.0.0.1:$model_port" >"$work/model.log" 2>&1 &
+pids+=($!)
+wait_http "http://127.0.0.1:$model_port/v1/models" 30
+
+export TAMEBI_PROXY_SECRET=bench-proxy-secret-0123456789abcdef0123456789
+export TAMEBI_SIGNING_SECRET=bench-signing-secret-0123456789abcdef01234567
+orch_port=$(free_port)
+TAMEBI_MODEL_URL="http://127.0.0.1:$model_port/v1" TAMEBI_MODEL=scripted \
+TAMEBI_BIND="127.0.0.1:$orch_port" TAMEBI_DATA_DIR="$work/data" RUST_LOG=${RUST_LOG:-warn} \
+  "$bin/tamebi" >"$work/orchestrator.log" 2>&1 &
+orch_pid=$!
+pids+=($orch_pid)
+wait_http "http://127.0.0.1:$orch_port/healthz" 30
+
+common=(--url "http://127.0.0.1:$orch_port" --model-url "http://127.0.0.1:$model_port/v1" --pid "$orch_pid")
+case "$mode" in
+  turns) "$bin/loadgen" "${common[@]}" "$@" ;;
+  streams) "$bin/loadgen" "${common[@]}" "$@" ;;
+  *) echo "unknown mode $mode (turns|streams)" >&2; exit 2 ;;
+esac
+echo "--- orchestrator log (last lines)"; tail -n 5 "$work/orchestrator.log"
+if [ -n "${BENCH_KEEP_LOGS:-}" ]; then cp "$work"/*.log "$BENCH_KEEP_LOGS"/; fi
