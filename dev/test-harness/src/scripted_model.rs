@@ -94,7 +94,7 @@ impl ScriptedModel {
             s.spawn(move || {
                 let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
                 rt.block_on(async move {
-                    let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
+                    let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(10)).build()?;
                     let mut req = client.request(method, &url);
                     if let Some(b) = body {
                         req = req.json(&b);
