@@ -50,7 +50,7 @@ pub struct Settings {
     pub warm_time: Duration,
     /// Bytes the warm-up may download per call.
     pub warm_bytes: usize,
-    /// Most matching rows bm25 is computed for (keeps common words fast).
+    /// Most matching rows bm25 is computed for (keeps a very common word fast).
     pub scan_cap: usize,
     /// A word matching more rows than this is dropped when rarer words remain.
     pub common_cap: usize,

@@ -206,22 +206,29 @@ pub fn rank(s: &Store, terms: &[String], settings: &Settings) -> Result<(String,
             }
         }
     }
-    // Only very common words: keep them all, but scan fewer rows per word, since bm25
-    // costs grow with the number of words and each of them matches nearly everything.
-    let mut scan_cap = settings.scan_cap;
+    // Only very common words ("the of"): bm25 would first count, for each word, every
+    // passage that holds it across the whole corpus, which is what makes such queries
+    // slow. Their ranking means little anyway: the newest matching passages are taken.
+    let all_common = kept.is_empty() && terms.len() > 1;
     if kept.is_empty() {
         kept = terms.to_vec();
-        scan_cap = (settings.scan_cap / kept.len()).max(1);
     }
+    let pick = |expr: &str| {
+        if all_common {
+            s.newest(expr, settings.candidate_passages)
+        } else {
+            s.rank(expr, settings.scan_cap, settings.candidate_passages)
+        }
+    };
     let all = query::all_of(&kept);
-    let hits = s.rank(&all, scan_cap, settings.candidate_passages)?;
+    let hits = pick(&all)?;
     if !hits.is_empty() || kept.len() == 1 {
         return Ok((all, "all", hits));
     }
     // No passage holds every word: take passages holding some; bm25 ranks those with
     // more (and rarer) words first.
     let any = query::any_of(&kept);
-    let hits = s.rank(&any, scan_cap, settings.candidate_passages)?;
+    let hits = pick(&any)?;
     Ok((any, "any", hits))
 }
 
@@ -257,6 +264,52 @@ fn note(passages: &[Passage], coverage: Coverage) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::index::chunk::Passage as Draft;
+
+    fn corpus() -> Store {
+        let mut s = Store::open_in_memory().expect("store");
+        let p = |body: &str| Draft { heading: String::new(), body: body.into(), section_offset: 0 };
+        let common: Vec<Draft> = (0..20).map(|i| p(&format!("common word filler {i}"))).collect();
+        s.replace_file(1, "e", "text", 1, &common).expect("file 1");
+        s.replace_file(2, "e", "text", 1, &[p("common word budget"), p("only forty here")]).expect("file 2");
+        s
+    }
+
+    fn settings() -> Settings {
+        Settings { common_cap: 5, scan_cap: 100, ..Settings::default() }
+    }
+
+    fn terms(q: &str) -> Vec<String> {
+        query::terms(q).expect("words")
+    }
+
+    #[test]
+    fn common_words_are_dropped_when_rarer_ones_remain() {
+        let s = corpus();
+        let (expr, mode, hits) = rank(&s, &terms("common budget"), &settings()).expect("rank");
+        assert_eq!((expr.as_str(), mode), ("\"budget\"", "all"));
+        assert_eq!(hits.iter().map(|h| h.file_id).collect::<Vec<_>>(), [2]);
+    }
+
+    #[test]
+    fn only_common_words_take_the_newest_matches_without_bm25() {
+        let s = corpus();
+        let (_, mode, hits) = rank(&s, &terms("common word"), &settings()).expect("rank");
+        assert_eq!(mode, "all");
+        assert_eq!(hits.len(), 21);
+        assert_eq!(hits[0].file_id, 2, "newest first");
+    }
+
+    #[test]
+    fn without_a_passage_holding_every_word_any_word_counts() {
+        let s = corpus();
+        let (expr, mode, hits) = rank(&s, &terms("budget forty"), &settings()).expect("rank");
+        assert_eq!((expr.as_str(), mode), ("\"budget\" OR \"forty\"", "any"));
+        assert_eq!(hits.len(), 2);
+        let (_, mode, hits) = rank(&s, &terms("nowhere"), &settings()).expect("rank");
+        assert_eq!((mode, hits.len()), ("all", 0));
+    }
 
     #[test]
     fn folders_match_by_segment() {

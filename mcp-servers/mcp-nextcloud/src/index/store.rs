@@ -280,6 +280,25 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// The newest `limit` passages matching `expr`, without bm25 (for queries made only of
+    /// words in nearly every passage). Scores rise with age so the order survives sorting.
+    pub fn newest(&self, expr: &str, limit: usize) -> Result<Vec<Hit>, IndexError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT s.id, p.file_id FROM (
+                 SELECT rowid AS id FROM passages_fts WHERE passages_fts MATCH ?1
+                 ORDER BY rowid DESC LIMIT ?2
+             ) AS s JOIN passages AS p ON p.id = s.id
+             ORDER BY s.id DESC",
+        )?;
+        let rows = stmt.query_map(params![expr, to_i64(limit)], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))?;
+        let mut out = Vec::with_capacity(limit);
+        for (i, row) in rows.enumerate() {
+            let (passage_id, file_id) = row?;
+            out.push(Hit { passage_id, file_id, score: i as f64 });
+        }
+        Ok(out)
+    }
+
     /// Passages matching `expr` among the rowids `ids` (a freshly re-extracted file).
     pub fn rank_within(
         &self,

@@ -81,6 +81,9 @@ fn the_scan_cap_bounds_work_for_common_words() {
     assert_eq!(s.match_count_capped(&q("common"), 50).expect("count"), 51);
     assert_eq!(s.match_count_capped(&q("number 7"), 50).expect("count"), 1);
     assert_eq!(s.rank(&q("common"), 40, 100).expect("rank").len(), 40);
+    let newest = s.newest(&q("common word"), 5).expect("newest");
+    assert_eq!(newest.len(), 5);
+    assert!(newest.windows(2).all(|w| w[0].passage_id > w[1].passage_id && w[0].score < w[1].score));
 }
 
 #[test]
