@@ -96,6 +96,16 @@ impl ChatStore {
     /// Creates the conversation if needed (titled from `title_hint`) and upserts `message`.
     /// Resolves once committed.
     pub async fn save_message(&self, uid: &str, conversation_id: &str, message: &UiMessage, title_hint: Option<String>) -> Result<(), Error> {
+        self.save(uid, conversation_id, message, title_hint, Vec::new()).await
+    }
+
+    /// Saves the message and records pending approvals in the same transaction, so a
+    /// pending approval survives a restart exactly when the request for it was streamed.
+    pub async fn save_message_with_approvals(&self, uid: &str, conversation_id: &str, message: &UiMessage, approvals: Vec<PendingApproval>) -> Result<(), Error> {
+        self.save(uid, conversation_id, message, None, approvals).await
+    }
+
+    async fn save(&self, uid: &str, conversation_id: &str, message: &UiMessage, title_hint: Option<String>, approvals: Vec<PendingApproval>) -> Result<(), Error> {
         let (uid, cid) = (uid.to_string(), conversation_id.to_string());
         let json = serde_json::to_string(message).map_err(|e| Error::Internal(e.to_string()))?;
         let (mid, role) = (message.id.clone(), format!("{:?}", message.role).to_lowercase());
@@ -103,26 +113,6 @@ impl ChatStore {
             .write(move |c| {
                 let now = now_ms();
                 upsert_conversation(c, &uid, &cid, title_hint.as_deref(), now)?;
-                c.execute(
-                    "INSERT INTO messages (uid, conversation_id, id, role, message, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                     ON CONFLICT (uid, conversation_id, id) DO UPDATE SET message = excluded.message",
-                    params![uid, cid, mid, role, json, now],
-                )?;
-                Ok(())
-            })
-            .await
-    }
-
-    /// Saves the message and records pending approvals in the same transaction, so a
-    /// pending approval survives a restart exactly when the request for it was streamed.
-    pub async fn save_message_with_approvals(&self, uid: &str, conversation_id: &str, message: &UiMessage, approvals: Vec<PendingApproval>) -> Result<(), Error> {
-        let (uid, cid) = (uid.to_string(), conversation_id.to_string());
-        let json = serde_json::to_string(message).map_err(|e| Error::Internal(e.to_string()))?;
-        let (mid, role) = (message.id.clone(), format!("{:?}", message.role).to_lowercase());
-        self.db
-            .write(move |c| {
-                let now = now_ms();
-                upsert_conversation(c, &uid, &cid, None, now)?;
                 c.execute(
                     "INSERT INTO messages (uid, conversation_id, id, role, message, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                      ON CONFLICT (uid, conversation_id, id) DO UPDATE SET message = excluded.message",
