@@ -205,7 +205,7 @@ async fn each_caller_gets_only_what_nextcloud_gives_them() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn changed_files_are_re_extracted_and_webhooks_only_mark_rows() {
-    let f = Fixture::start().await;
+    let mut f = Fixture::start().await;
     let alice = f.client("alice").await;
 
     let before = grep(&alice, json!({"query": "forty thousand"})).await;
@@ -248,6 +248,17 @@ async fn changed_files_are_re_extracted_and_webhooks_only_mark_rows() {
     let (status, body) = f.webhook(Some(SECRET), &written(987_654)).await;
     assert_eq!((status, body["known"].as_bool()), (200, Some(false)));
     assert!(f.file_row(987_654).is_none());
+
+    // Nextcloud unreachable: the search fails closed — an error, not a single passage,
+    // although the index holds matching text.
+    let warm = grep(&alice, json!({"query": "fifty thousand"})).await;
+    assert_eq!(passages(&warm).len(), 1);
+    f.nc.process().kill9();
+    let r = call(&alice, "files_grep", json!({"query": "fifty thousand"})).await;
+    assert_eq!(err_kind(&r), "retryable", "{}", text(&r));
+    assert!(!text(&r).contains("fifty"), "{}", text(&r));
+    let outcome: String = f.db().query_row("SELECT outcome FROM queries ORDER BY id DESC LIMIT 1", [], |r| r.get(0)).expect("row");
+    assert_eq!(outcome, "failed");
 }
 
 #[tokio::test(flavor = "multi_thread")]
