@@ -66,7 +66,10 @@ pub fn passages(doc: &Extracted, max_bytes: usize) -> Vec<Passage> {
 fn sections(doc: &Extracted) -> Vec<Section> {
     let text = &doc.text;
     let mut out = Vec::with_capacity(doc.headings.len() + 1);
-    let first = doc.headings.first().map_or(text.len(), |h| h.start.min(text.len()));
+    let first = doc
+        .headings
+        .first()
+        .map_or(text.len(), |h| h.start.min(text.len()));
     if first > 0 {
         out.push(Section {
             start: 0,
@@ -174,7 +177,9 @@ mod tests {
 
     #[test]
     fn heading_paths_follow_the_outline() {
-        let p = md("intro line\n\n# Plan: ship the agent\n\nwhy\n\n## Budget\n\nThe budget is forty thousand euros.\n\n### Detail\n\nsmall print\n\n## Dates\n\nsoon\n\n# Other\n\nmore\n");
+        let p = md(
+            "intro line\n\n# Plan: ship the agent\n\nwhy\n\n## Budget\n\nThe budget is forty thousand euros.\n\n### Detail\n\nsmall print\n\n## Dates\n\nsoon\n\n# Other\n\nmore\n",
+        );
         let headings: Vec<&str> = p.iter().map(|p| p.heading.as_str()).collect();
         assert_eq!(
             headings,
@@ -188,7 +193,10 @@ mod tests {
             ]
         );
         assert!(p[2].body.contains("forty thousand"));
-        assert!(!p[2].body.contains("small print"), "a passage never crosses a heading");
+        assert!(
+            !p[2].body.contains("small print"),
+            "a passage never crosses a heading"
+        );
     }
 
     #[test]
@@ -196,19 +204,35 @@ mod tests {
         let src = "# Café ☕\n\nété\n\n## Budget\n\nforty thousand\n";
         let doc = extract(Format::Markdown, src.as_bytes()).expect("extracts");
         let p = passages(&doc, MAX_PASSAGE_BYTES);
-        let budget = p.iter().find(|p| p.heading.ends_with("Budget")).expect("budget passage");
-        assert!(doc.text_from_char(budget.section_offset).starts_with("## Budget"));
-        assert_eq!(budget.section_offset, src[..src.find("## Budget").expect("in src")].chars().count());
+        let budget = p
+            .iter()
+            .find(|p| p.heading.ends_with("Budget"))
+            .expect("budget passage");
+        assert!(
+            doc.text_from_char(budget.section_offset)
+                .starts_with("## Budget")
+        );
+        assert_eq!(
+            budget.section_offset,
+            src[..src.find("## Budget").expect("in src")]
+                .chars()
+                .count()
+        );
     }
 
     #[test]
     fn long_sections_split_at_paragraphs_without_overlap_and_share_one_offset() {
-        let paras: Vec<String> = (0..40).map(|i| format!("paragraph {i} {}", "word ".repeat(30))).collect();
+        let paras: Vec<String> = (0..40)
+            .map(|i| format!("paragraph {i} {}", "word ".repeat(30)))
+            .collect();
         let src = format!("# Long\n\n{}\n", paras.join("\n\n"));
         let p = md(&src);
         assert!(p.len() > 1, "a long section is cut");
         assert!(p.iter().all(|x| x.body.len() <= MAX_PASSAGE_BYTES));
-        assert!(p.iter().all(|x| x.section_offset == 0 && x.heading == "Long"));
+        assert!(
+            p.iter()
+                .all(|x| x.section_offset == 0 && x.heading == "Long")
+        );
         // Every paragraph appears exactly once: nothing repeated, nothing lost.
         for i in 0..40 {
             let needle = format!("paragraph {i} ");
@@ -224,7 +248,10 @@ mod tests {
         let src = "word ".repeat(2000);
         let p = md(&src);
         assert!(p.len() >= 6);
-        assert!(p.iter().all(|x| x.body.len() <= MAX_PASSAGE_BYTES && !x.body.starts_with(' ')));
+        assert!(
+            p.iter()
+                .all(|x| x.body.len() <= MAX_PASSAGE_BYTES && !x.body.starts_with(' '))
+        );
         let total: usize = p.iter().map(|x| x.body.matches("word").count()).sum();
         assert_eq!(total, 2000);
     }

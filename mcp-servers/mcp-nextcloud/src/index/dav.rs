@@ -25,7 +25,11 @@ pub trait CallerDav: Send + Sync {
     /// The caller's files whose names look like documents we extract.
     fn documents(&self) -> impl Future<Output = Result<Vec<DavFile>, IndexError>> + Send;
     /// A file of the caller's tree, refusing more than `max_bytes`.
-    fn download(&self, path: &str, max_bytes: usize) -> impl Future<Output = Result<Vec<u8>, IndexError>> + Send;
+    fn download(
+        &self,
+        path: &str,
+        max_bytes: usize,
+    ) -> impl Future<Output = Result<Vec<u8>, IndexError>> + Send;
 }
 
 /// A file as Nextcloud showed it to the caller.
@@ -54,10 +58,17 @@ impl DavFile {
         let rel = paths::strip_prefix(&e.href, prefix)?;
         Some(DavFile {
             file_id: e.prop(dav::OC, "fileid")?.parse().ok()?,
-            etag: e.prop(dav::DAV, "getetag").unwrap_or("").trim_matches('"').to_string(),
+            etag: e
+                .prop(dav::DAV, "getetag")
+                .unwrap_or("")
+                .trim_matches('"')
+                .to_string(),
             path: rel.join("/"),
             mime: e.prop(dav::DAV, "getcontenttype").unwrap_or("").to_string(),
-            size: e.prop(dav::DAV, "getcontentlength").and_then(|s| s.parse().ok()).unwrap_or(0),
+            size: e
+                .prop(dav::DAV, "getcontentlength")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0),
         })
     }
 }
@@ -78,7 +89,10 @@ impl SessionDav<'_, '_> {
             .body(body);
         let found = s.multistatus(request, what).await?;
         let prefix = s.files_prefix();
-        Ok(found.iter().filter_map(|e| DavFile::from_entry(&prefix, e)).collect())
+        Ok(found
+            .iter()
+            .filter_map(|e| DavFile::from_entry(&prefix, e))
+            .collect())
     }
 }
 
@@ -88,18 +102,28 @@ impl CallerDav for SessionDav<'_, '_> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        self.search(&dav::where_file_ids(&ids), "verifying search results").await
+        self.search(&dav::where_file_ids(&ids), "verifying search results")
+            .await
     }
 
     async fn documents(&self) -> Result<Vec<DavFile>, IndexError> {
-        let likes: String = Format::NAME_PATTERNS.iter().map(|p| dav::where_name_like(p)).collect();
-        self.search(&format!("<d:or>{likes}</d:or>"), "listing your documents").await
+        let likes: String = Format::NAME_PATTERNS
+            .iter()
+            .map(|p| dav::where_name_like(p))
+            .collect();
+        self.search(&format!("<d:or>{likes}</d:or>"), "listing your documents")
+            .await
     }
 
     async fn download(&self, path: &str, max_bytes: usize) -> Result<Vec<u8>, IndexError> {
         let s = self.session;
         let path = UserPath::parse_item(path, "path")?;
-        let response = s.send(s.request(http::Method::GET, s.files_url(&path)), "reading a document").await?;
+        let response = s
+            .send(
+                s.request(http::Method::GET, s.files_url(&path)),
+                "reading a document",
+            )
+            .await?;
         Ok(nextcloud::read_bounded(response, max_bytes, "reading a document").await?)
     }
 }
@@ -123,7 +147,11 @@ mod tests {
         dav::Entry {
             href: href.into(),
             props: map,
-            resource_types: if folder { vec![dav::clark(dav::DAV, "collection")] } else { Vec::new() },
+            resource_types: if folder {
+                vec![dav::clark(dav::DAV, "collection")]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -132,14 +160,51 @@ mod tests {
         let prefix = paths::href_segments("/remote.php/dav/files/bob");
         let e = entry(
             "/remote.php/dav/files/bob/Shared-with-bob/plan%20v2.md",
-            &[(dav::OC, "fileid", "42"), (dav::DAV, "getetag", "\"abc\""), (dav::DAV, "getcontenttype", "text/markdown"), (dav::DAV, "getcontentlength", "120")],
+            &[
+                (dav::OC, "fileid", "42"),
+                (dav::DAV, "getetag", "\"abc\""),
+                (dav::DAV, "getcontenttype", "text/markdown"),
+                (dav::DAV, "getcontentlength", "120"),
+            ],
             false,
         );
         let f = DavFile::from_entry(&prefix, &e).expect("a file");
-        assert_eq!(f, DavFile { file_id: 42, etag: "abc".into(), path: "Shared-with-bob/plan v2.md".into(), mime: "text/markdown".into(), size: 120 });
+        assert_eq!(
+            f,
+            DavFile {
+                file_id: 42,
+                etag: "abc".into(),
+                path: "Shared-with-bob/plan v2.md".into(),
+                mime: "text/markdown".into(),
+                size: 120
+            }
+        );
         assert_eq!(f.name(), "plan v2.md");
-        assert!(DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/bob/x/", &[(dav::OC, "fileid", "1")], true)).is_none());
-        assert!(DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/alice/x", &[(dav::OC, "fileid", "1")], false)).is_none());
-        assert!(DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/bob/x", &[], false)).is_none());
+        assert!(
+            DavFile::from_entry(
+                &prefix,
+                &entry(
+                    "/remote.php/dav/files/bob/x/",
+                    &[(dav::OC, "fileid", "1")],
+                    true
+                )
+            )
+            .is_none()
+        );
+        assert!(
+            DavFile::from_entry(
+                &prefix,
+                &entry(
+                    "/remote.php/dav/files/alice/x",
+                    &[(dav::OC, "fileid", "1")],
+                    false
+                )
+            )
+            .is_none()
+        );
+        assert!(
+            DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/bob/x", &[], false))
+                .is_none()
+        );
     }
 }

@@ -18,12 +18,12 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::dav::{CallerDav, DavFile};
-use crate::nextcloud::paths::UserPath;
 use super::error::IndexError;
 use super::query;
 use super::store::{FileState, Hit, QueryRecord, Store};
 use super::warm::{self, Coverage};
 use super::{Index, Settings};
+use crate::nextcloud::paths::UserPath;
 
 pub const DEFAULT_LIMIT: usize = 10;
 pub const MAX_LIMIT: usize = 50;
@@ -66,7 +66,11 @@ pub struct GrepResult {
 }
 
 /// Runs one search for the caller. Every outcome, failed or not, is counted in `queries`.
-pub async fn grep<C: CallerDav>(index: &Index, caller: &C, req: GrepRequest) -> Result<GrepResult, IndexError> {
+pub async fn grep<C: CallerDav>(
+    index: &Index,
+    caller: &C,
+    req: GrepRequest,
+) -> Result<GrepResult, IndexError> {
     let started = Instant::now();
     let terms = query::terms(&req.query)?;
     let limit = match req.limit {
@@ -112,29 +116,42 @@ async fn run<C: CallerDav>(
 
     let settings = index.settings.clone();
     let (owned_terms, rank_settings) = (terms.to_vec(), settings.clone());
-    let (expr, mode, hits) = index.with(move |s| rank(s, &owned_terms, &rank_settings)).await?;
+    let (expr, mode, hits) = index
+        .with(move |s| rank(s, &owned_terms, &rank_settings))
+        .await?;
     record.mode = mode;
 
     // Candidate files in order of their best passage.
     let mut by_file: HashMap<i64, Vec<Hit>> = HashMap::new();
     let mut order: Vec<i64> = Vec::new();
     for h in hits {
-        by_file.entry(h.file_id).or_insert_with(|| {
-            order.push(h.file_id);
-            Vec::new()
-        }).push(h);
+        by_file
+            .entry(h.file_id)
+            .or_insert_with(|| {
+                order.push(h.file_id);
+                Vec::new()
+            })
+            .push(h);
     }
 
     let mut usable: Vec<(Hit, DavFile)> = Vec::new();
-    for page in order.chunks(settings.verify_page.max(1)).take(settings.max_pages) {
+    for page in order
+        .chunks(settings.verify_page.max(1))
+        .take(settings.max_pages)
+    {
         record.candidates += page.len();
         let verified = verify(caller, page).await?;
-        let verified: Vec<DavFile> = verified.into_iter().filter(|f| under(&f.path, prefix)).collect();
+        let verified: Vec<DavFile> = verified
+            .into_iter()
+            .filter(|f| under(&f.path, prefix))
+            .collect();
         record.survivors += verified.len();
         let ids: Vec<i64> = verified.iter().map(|f| f.file_id).collect();
         let states: HashMap<i64, FileState> = index.with(move |s| s.file_states(&ids)).await?;
         for file in verified {
-            let fresh = states.get(&file.file_id).is_some_and(|s| s.is_current(&file.etag) && !s.failed);
+            let fresh = states
+                .get(&file.file_id)
+                .is_some_and(|s| s.is_current(&file.etag) && !s.failed);
             let hits = if fresh {
                 by_file.remove(&file.file_id).unwrap_or_default()
             } else {
@@ -156,7 +173,11 @@ async fn run<C: CallerDav>(
                     }
                 }
             };
-            usable.extend(hits.into_iter().take(settings.per_file).map(|h| (h, file.clone())));
+            usable.extend(
+                hits.into_iter()
+                    .take(settings.per_file)
+                    .map(|h| (h, file.clone())),
+            );
         }
         if usable.len() >= limit {
             break;
@@ -195,7 +216,11 @@ async fn run<C: CallerDav>(
 
 /// Step 2, on the store: the FTS5 expression used, how the words were combined, and the
 /// best candidate passages of the whole corpus. Public so benchmarks time exactly this.
-pub fn rank(s: &Store, terms: &[String], settings: &Settings) -> Result<(String, &'static str, Vec<Hit>), IndexError> {
+pub fn rank(
+    s: &Store,
+    terms: &[String],
+    settings: &Settings,
+) -> Result<(String, &'static str, Vec<Hit>), IndexError> {
     // Guard: a word in nearly every passage (the, and, budget in a finance corpus) is
     // dropped when rarer words remain; it would only slow the query down.
     let mut kept: Vec<String> = Vec::new();
@@ -269,15 +294,32 @@ mod tests {
 
     fn corpus() -> Store {
         let mut s = Store::open_in_memory().expect("store");
-        let p = |body: &str| Draft { heading: String::new(), body: body.into(), section_offset: 0 };
-        let common: Vec<Draft> = (0..20).map(|i| p(&format!("common word filler {i}"))).collect();
+        let p = |body: &str| Draft {
+            heading: String::new(),
+            body: body.into(),
+            section_offset: 0,
+        };
+        let common: Vec<Draft> = (0..20)
+            .map(|i| p(&format!("common word filler {i}")))
+            .collect();
         s.replace_file(1, "e", "text", 1, &common).expect("file 1");
-        s.replace_file(2, "e", "text", 1, &[p("common word budget"), p("only forty here")]).expect("file 2");
+        s.replace_file(
+            2,
+            "e",
+            "text",
+            1,
+            &[p("common word budget"), p("only forty here")],
+        )
+        .expect("file 2");
         s
     }
 
     fn settings() -> Settings {
-        Settings { common_cap: 5, scan_cap: 100, ..Settings::default() }
+        Settings {
+            common_cap: 5,
+            scan_cap: 100,
+            ..Settings::default()
+        }
     }
 
     fn terms(q: &str) -> Vec<String> {

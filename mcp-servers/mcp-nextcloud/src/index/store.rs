@@ -187,7 +187,12 @@ impl Store {
                 "INSERT INTO passages (file_id, heading, body, section_offset) VALUES (?1, ?2, ?3, ?4)",
             )?;
             for p in passages {
-                ins.execute(params![file_id, p.heading, p.body, to_i64(p.section_offset)])?;
+                ins.execute(params![
+                    file_id,
+                    p.heading,
+                    p.body,
+                    to_i64(p.section_offset)
+                ])?;
                 last = tx.last_insert_rowid();
                 first.get_or_insert(last);
             }
@@ -268,7 +273,13 @@ impl Store {
              ORDER BY s.score LIMIT ?5",
         )?;
         let rows = stmt.query_map(
-            params![expr, to_i64(scan_cap), BM25_HEADING, BM25_BODY, to_i64(limit)],
+            params![
+                expr,
+                to_i64(scan_cap),
+                BM25_HEADING,
+                BM25_BODY,
+                to_i64(limit)
+            ],
             |r| {
                 Ok(Hit {
                     passage_id: r.get(0)?,
@@ -290,11 +301,17 @@ impl Store {
              ) AS s JOIN passages AS p ON p.id = s.id
              ORDER BY s.id DESC",
         )?;
-        let rows = stmt.query_map(params![expr, to_i64(limit)], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))?;
+        let rows = stmt.query_map(params![expr, to_i64(limit)], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+        })?;
         let mut out = Vec::with_capacity(limit);
         for (i, row) in rows.enumerate() {
             let (passage_id, file_id) = row?;
-            out.push(Hit { passage_id, file_id, score: i as f64 });
+            out.push(Hit {
+                passage_id,
+                file_id,
+                score: i as f64,
+            });
         }
         Ok(out)
     }
@@ -372,7 +389,11 @@ impl Store {
             let count = |i: usize| r.get::<_, i64>(i).map(|v| usize::try_from(v).unwrap_or(0));
             Ok(QueryRecord {
                 terms: count(0)?,
-                mode: if r.get::<_, String>(1)? == "any" { "any" } else { "all" },
+                mode: if r.get::<_, String>(1)? == "any" {
+                    "any"
+                } else {
+                    "all"
+                },
                 candidates: count(2)?,
                 survivors: count(3)?,
                 returned: count(4)?,
@@ -387,13 +408,23 @@ impl Store {
 
     /// Counts of files and passages (for tests, benchmarks and operators).
     pub fn counts(&self) -> Result<(usize, usize), IndexError> {
-        let files: i64 = self.conn.query_row("SELECT count(*) FROM files", [], |r| r.get(0))?;
-        let passages: i64 = self.conn.query_row("SELECT count(*) FROM passages", [], |r| r.get(0))?;
-        Ok((usize::try_from(files).unwrap_or(0), usize::try_from(passages).unwrap_or(0)))
+        let files: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM files", [], |r| r.get(0))?;
+        let passages: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM passages", [], |r| r.get(0))?;
+        Ok((
+            usize::try_from(files).unwrap_or(0),
+            usize::try_from(passages).unwrap_or(0),
+        ))
     }
 
     /// Runs `f` in one transaction (bulk loading in benchmarks).
-    pub fn bulk<T>(&mut self, f: impl FnOnce(&mut Store) -> Result<T, IndexError>) -> Result<T, IndexError> {
+    pub fn bulk<T>(
+        &mut self,
+        f: impl FnOnce(&mut Store) -> Result<T, IndexError>,
+    ) -> Result<T, IndexError> {
         self.conn.execute_batch("BEGIN")?;
         match f(self) {
             Ok(v) => {
@@ -409,8 +440,10 @@ impl Store {
 
     /// Merges FTS5 segments (after a bulk load).
     pub fn optimize(&self) -> Result<(), IndexError> {
-        self.conn
-            .execute("INSERT INTO passages_fts(passages_fts) VALUES ('optimize')", [])?;
+        self.conn.execute(
+            "INSERT INTO passages_fts(passages_fts) VALUES ('optimize')",
+            [],
+        )?;
         Ok(())
     }
 }

@@ -70,13 +70,23 @@ pub struct CoverageOut {
 /// Runs `files_grep` for the session's caller.
 pub async fn call(s: &Session<'_>, index: &Index, args: FilesGrepArgs) -> Result<Output, Error> {
     let dav = SessionDav { session: s };
-    let req = GrepRequest { query: args.query, path: args.path, limit: args.limit };
+    let req = GrepRequest {
+        query: args.query,
+        path: args.path,
+        limit: args.limit,
+    };
     let result = search::grep(index, &dav, req).await?;
     let out = GrepOutput {
         passages: result
             .passages
             .into_iter()
-            .map(|p| PassageOut { path: p.path, file_id: p.file_id, heading: p.heading, offset: p.offset, snippet: p.snippet })
+            .map(|p| PassageOut {
+                path: p.path,
+                file_id: p.file_id,
+                heading: p.heading,
+                offset: p.offset,
+                snippet: p.snippet,
+            })
             .collect(),
         coverage: CoverageOut {
             indexed_files: result.coverage.indexed_files,
@@ -91,7 +101,11 @@ pub async fn call(s: &Session<'_>, index: &Index, args: FilesGrepArgs) -> Result
 fn describe(out: &GrepOutput) -> String {
     let mut text = String::new();
     for p in &out.passages {
-        let heading = if p.heading.is_empty() { String::new() } else { format!(" — {}", p.heading) };
+        let heading = if p.heading.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", p.heading)
+        };
         text.push_str(&format!(
             "- {}{heading} (file_id {}, offset {})\n  {}\n",
             p.path,

@@ -13,11 +13,11 @@
 use std::ops::RangeInclusive;
 use std::time::Instant;
 
+use super::Index;
 use super::chunk::{self, MAX_PASSAGE_BYTES};
 use super::dav::{CallerDav, DavFile};
 use super::error::IndexError;
 use super::extract::{self, Format, MAX_INPUT_BYTES};
-use super::Index;
 
 /// How much of the caller's readable documents the index holds in their current version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -56,7 +56,11 @@ pub async fn warm<C: CallerDav>(index: &Index, caller: &C) -> Result<Warmed, Ind
 
     let mut todo: Vec<&DavFile> = files
         .iter()
-        .filter(|f| !states.get(&f.file_id).is_some_and(|s| s.is_current(&f.etag)))
+        .filter(|f| {
+            !states
+                .get(&f.file_id)
+                .is_some_and(|s| s.is_current(&f.etag))
+        })
         .collect();
     // Small files first: more of the caller's documents become searchable per second.
     todo.sort_by_key(|f| f.size);
@@ -68,7 +72,9 @@ pub async fn warm<C: CallerDav>(index: &Index, caller: &C) -> Result<Warmed, Ind
             break;
         }
         let size = usize::try_from(file.size).unwrap_or(usize::MAX);
-        if bytes.saturating_add(size.min(MAX_INPUT_BYTES)) > index.settings.warm_bytes && extracted > 0 {
+        if bytes.saturating_add(size.min(MAX_INPUT_BYTES)) > index.settings.warm_bytes
+            && extracted > 0
+        {
             break;
         }
         bytes = bytes.saturating_add(size.min(MAX_INPUT_BYTES));
@@ -86,7 +92,10 @@ pub async fn warm<C: CallerDav>(index: &Index, caller: &C) -> Result<Warmed, Ind
         }
     }
     Ok(Warmed {
-        coverage: Coverage { current, total: files.len() },
+        coverage: Coverage {
+            current,
+            total: files.len(),
+        },
         extracted,
     })
 }
@@ -118,7 +127,9 @@ pub async fn refresh<C: CallerDav>(
         // is not fetched again until it changes.
         Err(IndexError::Nextcloud(crate::error::Error::InvalidArgument(_))) => {
             index
-                .with(move |s| s.record_failure(file_id, &etag, format.label(), size, "not-downloadable"))
+                .with(move |s| {
+                    s.record_failure(file_id, &etag, format.label(), size, "not-downloadable")
+                })
                 .await?;
             return Ok(None);
         }

@@ -10,10 +10,12 @@
 
 use std::cell::RefCell;
 
+use html5ever::TokenizerResult;
 use html5ever::tendril::StrTendril;
 use html5ever::tokenizer::states::RawKind;
-use html5ever::TokenizerResult;
-use html5ever::tokenizer::{BufferQueue, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts};
+use html5ever::tokenizer::{
+    BufferQueue, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
+};
 
 use super::{ExtractError, Extracted, Heading};
 
@@ -149,8 +151,8 @@ impl State {
 
     fn end(&mut self, name: &str) {
         match name {
-            "script" | "style" | "xmp" | "iframe" | "noembed" | "noframes" | "noscript" | "title" | "head"
-            | "template" => self.hidden = self.hidden.saturating_sub(1),
+            "script" | "style" | "xmp" | "iframe" | "noembed" | "noframes" | "noscript"
+            | "title" | "head" | "template" => self.hidden = self.hidden.saturating_sub(1),
             "pre" => {
                 self.pre = self.pre.saturating_sub(1);
                 self.block(2);
@@ -162,7 +164,11 @@ impl State {
                         // An empty heading leaves no trace (not even its `#`).
                         self.text.truncate(start);
                     } else {
-                        self.headings.push(Heading { level, title, start });
+                        self.headings.push(Heading {
+                            level,
+                            title,
+                            start,
+                        });
                     }
                 }
                 self.block(2);
@@ -176,16 +182,39 @@ impl State {
 
 /// Elements that end a line.
 fn is_line(name: &str) -> bool {
-    matches!(name, "li" | "tr" | "dt" | "dd" | "option" | "caption" | "figcaption" | "summary" | "hr")
+    matches!(
+        name,
+        "li" | "tr" | "dt" | "dd" | "option" | "caption" | "figcaption" | "summary" | "hr"
+    )
 }
 
 /// Elements that stand as their own paragraph.
 fn is_block(name: &str) -> bool {
     matches!(
         name,
-        "p" | "div" | "section" | "article" | "header" | "footer" | "nav" | "aside" | "main" | "blockquote"
-            | "ul" | "ol" | "dl" | "table" | "thead" | "tbody" | "tfoot" | "figure" | "form" | "fieldset"
-            | "address" | "details" | "body" | "html"
+        "p" | "div"
+            | "section"
+            | "article"
+            | "header"
+            | "footer"
+            | "nav"
+            | "aside"
+            | "main"
+            | "blockquote"
+            | "ul"
+            | "ol"
+            | "dl"
+            | "table"
+            | "thead"
+            | "tbody"
+            | "tfoot"
+            | "figure"
+            | "form"
+            | "fieldset"
+            | "address"
+            | "details"
+            | "body"
+            | "html"
     )
 }
 

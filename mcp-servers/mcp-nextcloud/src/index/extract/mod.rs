@@ -38,7 +38,12 @@ impl Format {
     /// Picks the format from Nextcloud's content type, falling back on the file name's
     /// extension when the type is generic (`application/octet-stream`, empty).
     pub fn detect(mime: &str, name: &str) -> Option<Format> {
-        let mime = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        let mime = mime
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
         let by_mime = match mime.as_str() {
             "text/plain" => Some(Format::Plain),
             "text/markdown" | "text/x-markdown" => Some(Format::Markdown),
@@ -75,7 +80,14 @@ impl Format {
 
     /// The file-name patterns (SQL LIKE) the warm-up SEARCH asks Nextcloud for.
     pub const NAME_PATTERNS: &'static [&'static str] = &[
-        "%.txt", "%.md", "%.markdown", "%.html", "%.htm", "%.pdf", "%.docx", "%.odt",
+        "%.txt",
+        "%.md",
+        "%.markdown",
+        "%.html",
+        "%.htm",
+        "%.pdf",
+        "%.docx",
+        "%.odt",
     ];
 
     /// A stable label, stored as the file's kind in `index.db`.

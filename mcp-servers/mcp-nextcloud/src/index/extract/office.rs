@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::io::{Cursor, Read};
 
-use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
+use quick_xml::events::{BytesStart, Event};
 
 use super::{ExtractError, Extracted, Heading, MAX_PART_BYTES};
 
@@ -91,7 +91,11 @@ fn attr(e: &BytesStart<'_>, local: &str) -> Option<String> {
         .with_checks(false)
         .flatten()
         .find(|a| a.key.local_name().as_ref() == local)
-        .and_then(|a| a.normalized_value(quick_xml::XmlVersion::Implicit1_0).ok().map(|v| v.into_owned()))
+        .and_then(|a| {
+            a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                .ok()
+                .map(|v| v.into_owned())
+        })
 }
 
 fn xml_err(e: quick_xml::Error) -> ExtractError {
@@ -131,7 +135,8 @@ pub(super) fn docx(bytes: &[u8]) -> Result<Extracted, ExtractError> {
             },
             Event::Empty(e) => match e.local_name().as_ref() {
                 "pStyle" => {
-                    if let Some(level) = attr(&e, "val").and_then(|v| docx_style_level(&styles, &v)) {
+                    if let Some(level) = attr(&e, "val").and_then(|v| docx_style_level(&styles, &v))
+                    {
                         b.set_level(level);
                     }
                 }
@@ -243,7 +248,9 @@ pub(super) fn odt(bytes: &[u8]) -> Result<Extracted, ExtractError> {
             },
             Event::Empty(e) if b.in_paragraph() => match e.local_name().as_ref() {
                 "s" => {
-                    let n = attr(&e, "c").and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
+                    let n = attr(&e, "c")
+                        .and_then(|v| v.parse::<usize>().ok())
+                        .unwrap_or(1);
                     b.push(&" ".repeat(n.min(64)));
                 }
                 "tab" => b.push("\t"),
