@@ -320,7 +320,7 @@ fn build(store: &mut Store, words: &Words, total: usize) -> anyhow::Result<usize
                     });
                 }
                 made += ps.len();
-                s.replace_file(FIRST_FILE_ID + *f as i64, "etag", "text", 4096, &ps)?;
+                s.replace_file(FIRST_FILE_ID + *f as i64, "etag", "text/plain", 4096, &ps)?;
             }
             Ok(())
         })?;

@@ -302,11 +302,12 @@ mod tests {
         let common: Vec<Draft> = (0..20)
             .map(|i| p(&format!("common word filler {i}")))
             .collect();
-        s.replace_file(1, "e", "text", 1, &common).expect("file 1");
+        s.replace_file(1, "e", "text/plain", 1, &common)
+            .expect("file 1");
         s.replace_file(
             2,
             "e",
-            "text",
+            "text/plain",
             1,
             &[p("common word budget"), p("only forty here")],
         )

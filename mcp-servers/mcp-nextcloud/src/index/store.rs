@@ -1,7 +1,7 @@
 //! `index.db`: extracted passages in SQLite FTS5, the state of each file, the `queries`
 //! table.
 //!
-//! Schema, in words: `files` holds one row per Nextcloud file id (etag, kind, size,
+//! Schema, in words: `files` holds one row per Nextcloud file id (etag, mime type, size,
 //! extraction status, stale flag); `passages` holds the passages (file id, heading path,
 //! body, section offset) and `passages_fts` indexes their heading and body (external
 //! content, kept in step by triggers); `queries` holds one row of counts per search.
@@ -27,7 +27,7 @@ const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS files (
     file_id    INTEGER PRIMARY KEY,          -- Nextcloud oc:fileid
     etag       TEXT NOT NULL,                -- etag the passages were extracted from
-    kind       TEXT NOT NULL,                -- format label (markdown, pdf, ...)
+    mime       TEXT NOT NULL,                -- content type Nextcloud reported
     size       INTEGER NOT NULL,
     status     TEXT NOT NULL CHECK (status IN ('indexed', 'failed')),
     detail     TEXT,                         -- failure label, never document content
@@ -174,7 +174,7 @@ impl Store {
         &mut self,
         file_id: i64,
         etag: &str,
-        kind: &str,
+        mime: &str,
         size: u64,
         passages: &[Passage],
     ) -> Result<Option<std::ops::RangeInclusive<i64>>, IndexError> {
@@ -198,12 +198,12 @@ impl Store {
             }
         }
         tx.execute(
-            "INSERT INTO files (file_id, etag, kind, size, status, detail, stale, passages, updated_ms)
+            "INSERT INTO files (file_id, etag, mime, size, status, detail, stale, passages, updated_ms)
              VALUES (?1, ?2, ?3, ?4, 'indexed', NULL, 0, ?5, ?6)
-             ON CONFLICT(file_id) DO UPDATE SET etag = excluded.etag, kind = excluded.kind,
+             ON CONFLICT(file_id) DO UPDATE SET etag = excluded.etag, mime = excluded.mime,
                  size = excluded.size, status = 'indexed', detail = NULL, stale = 0,
                  passages = excluded.passages, updated_ms = excluded.updated_ms",
-            params![file_id, etag, kind, to_i64(size as usize), to_i64(passages.len()), now_ms()],
+            params![file_id, etag, mime, to_i64(size as usize), to_i64(passages.len()), now_ms()],
         )?;
         tx.commit()?;
         Ok(first.map(|first| first..=last))
@@ -215,19 +215,19 @@ impl Store {
         &mut self,
         file_id: i64,
         etag: &str,
-        kind: &str,
+        mime: &str,
         size: u64,
         detail: &str,
     ) -> Result<(), IndexError> {
         let tx = self.conn.savepoint()?;
         tx.execute("DELETE FROM passages WHERE file_id = ?1", [file_id])?;
         tx.execute(
-            "INSERT INTO files (file_id, etag, kind, size, status, detail, stale, passages, updated_ms)
+            "INSERT INTO files (file_id, etag, mime, size, status, detail, stale, passages, updated_ms)
              VALUES (?1, ?2, ?3, ?4, 'failed', ?5, 0, 0, ?6)
-             ON CONFLICT(file_id) DO UPDATE SET etag = excluded.etag, kind = excluded.kind,
+             ON CONFLICT(file_id) DO UPDATE SET etag = excluded.etag, mime = excluded.mime,
                  size = excluded.size, status = 'failed', detail = excluded.detail, stale = 0,
                  passages = 0, updated_ms = excluded.updated_ms",
-            params![file_id, etag, kind, to_i64(size as usize), detail, now_ms()],
+            params![file_id, etag, mime, to_i64(size as usize), detail, now_ms()],
         )?;
         tx.commit()?;
         Ok(())

@@ -107,17 +107,21 @@ pub async fn refresh<C: CallerDav>(
     caller: &C,
     file: &DavFile,
 ) -> Result<Option<RangeInclusive<i64>>, IndexError> {
-    let (file_id, etag, size) = (file.file_id, file.etag.clone(), file.size);
+    let (file_id, etag, size, mime) = (
+        file.file_id,
+        file.etag.clone(),
+        file.size,
+        file.mime.clone(),
+    );
     let Some(format) = Format::detect(&file.mime, file.name()) else {
-        let kind = "unsupported".to_string();
         index
-            .with(move |s| s.record_failure(file_id, &etag, &kind, size, "unsupported"))
+            .with(move |s| s.record_failure(file_id, &etag, &mime, size, "unsupported"))
             .await?;
         return Ok(None);
     };
     if usize::try_from(size).map_or(true, |s| s > MAX_INPUT_BYTES) {
         index
-            .with(move |s| s.record_failure(file_id, &etag, format.label(), size, "too-large"))
+            .with(move |s| s.record_failure(file_id, &etag, &mime, size, "too-large"))
             .await?;
         return Ok(None);
     }
@@ -127,9 +131,7 @@ pub async fn refresh<C: CallerDav>(
         // is not fetched again until it changes.
         Err(IndexError::Nextcloud(crate::error::Error::InvalidArgument(_))) => {
             index
-                .with(move |s| {
-                    s.record_failure(file_id, &etag, format.label(), size, "not-downloadable")
-                })
+                .with(move |s| s.record_failure(file_id, &etag, &mime, size, "not-downloadable"))
                 .await?;
             return Ok(None);
         }
@@ -144,14 +146,14 @@ pub async fn refresh<C: CallerDav>(
     match parsed {
         Ok(passages) => {
             index
-                .with(move |s| s.replace_file(file_id, &etag, format.label(), size, &passages))
+                .with(move |s| s.replace_file(file_id, &etag, &mime, size, &passages))
                 .await
         }
         Err(e) => {
             tracing::info!(file_id, kind = format.label(), error = %e, "extraction failed; recorded until the etag changes");
             let label = e.label();
             index
-                .with(move |s| s.record_failure(file_id, &etag, format.label(), size, label))
+                .with(move |s| s.record_failure(file_id, &etag, &mime, size, label))
                 .await?;
             Ok(None)
         }

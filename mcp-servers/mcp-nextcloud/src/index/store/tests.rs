@@ -37,7 +37,7 @@ fn passages_are_ranked_heading_first_and_shown_with_snippets() {
         )],
     )
     .expect("insert");
-    s.replace_file(2, "e2", "markdown", 10, &[passage("Notes", "Someone said budget once, in passing, next to forty other things and a thousand words.", 0)]).expect("insert");
+    s.replace_file(2, "e2", "text/markdown", 10, &[passage("Notes", "Someone said budget once, in passing, next to forty other things and a thousand words.", 0)]).expect("insert");
     let hits = s.rank(&q("budget"), 1000, 10).expect("rank");
     assert_eq!(
         hits.iter().map(|h| h.file_id).collect::<Vec<_>>(),
@@ -60,8 +60,14 @@ fn passages_are_ranked_heading_first_and_shown_with_snippets() {
 #[test]
 fn replacing_a_file_removes_its_old_text() {
     let (_d, mut s) = store();
-    s.replace_file(1, "e1", "text", 3, &[passage("", "old words here", 0)])
-        .expect("insert");
+    s.replace_file(
+        1,
+        "e1",
+        "text/plain",
+        3,
+        &[passage("", "old words here", 0)],
+    )
+    .expect("insert");
     let ids = s
         .replace_file(
             1,
@@ -87,9 +93,9 @@ fn replacing_a_file_removes_its_old_text() {
 #[test]
 fn stale_and_gone_marks_change_only_that_file() {
     let (_d, mut s) = store();
-    s.replace_file(1, "e1", "text", 3, &[passage("", "alpha", 0)])
+    s.replace_file(1, "e1", "text/plain", 3, &[passage("", "alpha", 0)])
         .expect("insert");
-    s.replace_file(2, "e2", "text", 3, &[passage("", "alpha", 0)])
+    s.replace_file(2, "e2", "text/plain", 3, &[passage("", "alpha", 0)])
         .expect("insert");
     assert!(s.mark_stale(1).expect("stale"));
     assert!(!s.mark_stale(42).expect("unknown id"));
@@ -109,9 +115,9 @@ fn stale_and_gone_marks_change_only_that_file() {
 #[test]
 fn failures_are_kept_per_etag() {
     let (_d, mut s) = store();
-    s.replace_file(1, "e1", "pdf", 3, &[passage("", "alpha", 0)])
+    s.replace_file(1, "e1", "application/pdf", 3, &[passage("", "alpha", 0)])
         .expect("insert");
-    s.record_failure(1, "e2", "pdf", 3, "malformed")
+    s.record_failure(1, "e2", "application/pdf", 3, "malformed")
         .expect("failure");
     let st = s.file_states(&[1]).expect("states");
     assert!(
@@ -131,7 +137,8 @@ fn the_scan_cap_bounds_work_for_common_words() {
     let docs: Vec<Passage> = (0..300)
         .map(|i| passage("", &format!("common word number {i}"), 0))
         .collect();
-    s.replace_file(1, "e", "text", 1, &docs).expect("insert");
+    s.replace_file(1, "e", "text/plain", 1, &docs)
+        .expect("insert");
     assert_eq!(s.match_count_capped(&q("common"), 50).expect("count"), 51);
     assert_eq!(s.match_count_capped(&q("number 7"), 50).expect("count"), 1);
     assert_eq!(s.rank(&q("common"), 40, 100).expect("rank").len(), 40);
