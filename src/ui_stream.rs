@@ -42,6 +42,11 @@ impl StreamPart {
         format!("data: {json}\n\n")
     }
 
+    /// Whether folding this part into a message changes it.
+    pub fn changes_message(&self) -> bool {
+        !matches!(self, StreamPart::Start { .. } | StreamPart::FinishStep | StreamPart::Finish | StreamPart::Error { .. })
+    }
+
     /// Parts after which the message is persisted: a kill -9 must not lose anything that
     /// was streamed as finished.
     pub fn is_boundary(&self) -> bool {
@@ -217,14 +222,18 @@ impl UiMessage {
     }
 
     /// Text parts still streaming when a turn died are closed, so a reload shows them as
-    /// they were rather than as forever in progress.
-    pub fn close_open_text(&mut self) {
+    /// they were rather than as forever in progress. True when anything changed.
+    pub fn close_open_text(&mut self) -> bool {
+        let mut changed = false;
         for p in &mut self.parts {
             if let UiPart::Text { state, .. } = p
-                && *state == Some(TextState::Streaming) {
-                    *state = Some(TextState::Done);
-                }
+                && *state == Some(TextState::Streaming)
+            {
+                *state = Some(TextState::Done);
+                changed = true;
+            }
         }
+        changed
     }
 }
 

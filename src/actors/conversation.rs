@@ -54,6 +54,9 @@ pub struct Args {
 pub struct State {
     uid: String,
     cid: String,
+    /// The conversation as committed, loaded on first use. This actor is the only writer of
+    /// its conversation, so the copy stays true while the actor lives.
+    history: Option<Vec<UiMessage>>,
     turns: u64,
     in_flight: Option<InFlight>,
     idle_generation: u64,
@@ -62,6 +65,8 @@ pub struct State {
 struct InFlight {
     turn: u64,
     assistant: UiMessage,
+    /// The assistant message changed since it was last committed.
+    dirty: bool,
     frames: Vec<Arc<str>>,
     subscribers: Vec<mpsc::UnboundedSender<Frame>>,
     cancel: CancellationToken,
@@ -82,7 +87,7 @@ impl Actor for ConversationActor {
 
     async fn pre_start(&self, myself: ActorRef<Self::Msg>, args: Args) -> Result<State, ActorProcessingErr> {
         tracing::debug!(actor = ?myself.get_name(), "conversation actor started");
-        let state = State { uid: args.uid, cid: args.conversation_id, turns: 0, in_flight: None, idle_generation: 0 };
+        let state = State { uid: args.uid, cid: args.conversation_id, history: None, turns: 0, in_flight: None, idle_generation: 0 };
         schedule_idle_check(&myself, &self.services, 0);
         Ok(state)
     }
@@ -114,6 +119,7 @@ impl Actor for ConversationActor {
                 if let Some(f) = state.in_flight.take() {
                     f.cancel.cancel();
                 }
+                state.history = None;
                 let _ = reply.send(self.services.store.delete(&state.uid, &state.cid).await);
                 myself.stop(Some("deleted".into()));
             }
@@ -137,12 +143,17 @@ impl ConversationActor {
             return Err(Error::Conflict("a turn is already running".into()));
         }
         let store = &self.services.store;
-        let mut history = store.load(&state.uid, &state.cid).await?.map(|c| c.messages).unwrap_or_default();
+        let mut history = match state.history.take() {
+            Some(h) => h,
+            None => store.load(&state.uid, &state.cid).await?.map(|c| c.messages).unwrap_or_default(),
+        };
         let (assistant, decisions) = match input {
             TurnInput::User(message) => {
-                store.save_message(&state.uid, &state.cid, &message, Some(message.text())).await?;
-                // A new user message supersedes any approval still waiting.
-                store.clear_approvals(&state.uid, &state.cid).await?;
+                // A new user message supersedes any approval still waiting (same transaction).
+                if let Err(e) = store.save_user_message(&state.uid, &state.cid, &message).await {
+                    state.history = Some(history);
+                    return Err(e);
+                }
                 history.push(message);
                 (UiMessage::new(uuid::Uuid::new_v4().simple().to_string(), crate::ui_stream::Role::Assistant), Vec::new())
             }
@@ -152,6 +163,7 @@ impl ConversationActor {
                     Ok(r) => r,
                     Err(e) => {
                         self.audit_refusal(&state.uid, &state.cid, &caller.request_id, &ids, &e).await;
+                        state.history = Some(history);
                         return Err(e);
                     }
                 };
@@ -162,7 +174,8 @@ impl ConversationActor {
         };
         state.turns += 1;
         let cancel = self.services.shutdown.child_token();
-        let mut in_flight = InFlight { turn: state.turns, assistant: assistant.clone(), frames: Vec::new(), subscribers: Vec::new(), cancel: cancel.clone() };
+        state.history = Some(history.clone());
+        let mut in_flight = InFlight { turn: state.turns, assistant: assistant.clone(), dirty: false, frames: Vec::new(), subscribers: Vec::new(), cancel: cancel.clone() };
         let subscription = in_flight.subscribe();
         state.in_flight = Some(in_flight);
         let emitter = Emitter::new(myself.clone(), state.turns);
@@ -201,8 +214,11 @@ impl ConversationActor {
                 // Test builds only: lets an end-to-end test crash exactly this actor.
                 assert!(!delta.contains("FAULT:panic-actor"), "fault injection: actor panic requested");
             }
+        f.dirty |= part.changes_message();
         f.assistant.apply(&part);
-        if part.is_boundary() {
+        // Commit at a boundary when something changed (or approvals must be recorded).
+        if part.is_boundary() && (f.dirty || !approvals.is_empty()) {
+            f.dirty = false;
             let store = &self.services.store;
             let saved = if approvals.is_empty() {
                 store.save_message(&state.uid, &state.cid, &f.assistant, None).await
@@ -223,9 +239,19 @@ impl ConversationActor {
             return;
         }
         let Some(mut f) = state.in_flight.take() else { return };
-        f.assistant.close_open_text();
-        if let Err(e) = self.services.store.save_message(&state.uid, &state.cid, &f.assistant, None).await {
-            tracing::error!(error = %e, "could not persist the final message");
+        f.dirty |= f.assistant.close_open_text();
+        if f.dirty {
+            if let Err(e) = self.services.store.save_message(&state.uid, &state.cid, &f.assistant, None).await {
+                tracing::error!(error = %e, "could not persist the final message");
+            }
+        }
+        // Keep the committed view: the history (which may already end with this message,
+        // when the turn continued it after an approval) now ends with the final version.
+        if let Some(h) = state.history.as_mut() {
+            if h.last().is_some_and(|m| m.id == f.assistant.id) {
+                h.pop();
+            }
+            h.push(f.assistant.clone());
         }
         for s in &f.subscribers {
             let _ = s.send(Frame::End);

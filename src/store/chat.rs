@@ -96,16 +96,30 @@ impl ChatStore {
     /// Creates the conversation if needed (titled from `title_hint`) and upserts `message`.
     /// Resolves once committed.
     pub async fn save_message(&self, uid: &str, conversation_id: &str, message: &UiMessage, title_hint: Option<String>) -> Result<(), Error> {
-        self.save(uid, conversation_id, message, title_hint, Vec::new()).await
+        self.save(uid, conversation_id, message, title_hint, Vec::new(), false).await
+    }
+
+    /// Saves a new user message (titling a new conversation from it) and drops any approval
+    /// still pending in the conversation, in one transaction: a new message supersedes them.
+    pub async fn save_user_message(&self, uid: &str, conversation_id: &str, message: &UiMessage) -> Result<(), Error> {
+        self.save(uid, conversation_id, message, Some(message.text()), Vec::new(), true).await
     }
 
     /// Saves the message and records pending approvals in the same transaction, so a
     /// pending approval survives a restart exactly when the request for it was streamed.
     pub async fn save_message_with_approvals(&self, uid: &str, conversation_id: &str, message: &UiMessage, approvals: Vec<PendingApproval>) -> Result<(), Error> {
-        self.save(uid, conversation_id, message, None, approvals).await
+        self.save(uid, conversation_id, message, None, approvals, false).await
     }
 
-    async fn save(&self, uid: &str, conversation_id: &str, message: &UiMessage, title_hint: Option<String>, approvals: Vec<PendingApproval>) -> Result<(), Error> {
+    async fn save(
+        &self,
+        uid: &str,
+        conversation_id: &str,
+        message: &UiMessage,
+        title_hint: Option<String>,
+        approvals: Vec<PendingApproval>,
+        supersede_approvals: bool,
+    ) -> Result<(), Error> {
         let (uid, cid) = (uid.to_string(), conversation_id.to_string());
         let json = serde_json::to_string(message).map_err(|e| Error::Internal(e.to_string()))?;
         let (mid, role) = (message.id.clone(), format!("{:?}", message.role).to_lowercase());
@@ -118,6 +132,9 @@ impl ChatStore {
                      ON CONFLICT (uid, conversation_id, id) DO UPDATE SET message = excluded.message",
                     params![uid, cid, mid, role, json, now],
                 )?;
+                if supersede_approvals {
+                    c.execute("DELETE FROM pending_approvals WHERE uid = ?1 AND conversation_id = ?2", params![uid, cid])?;
+                }
                 for a in approvals {
                     c.execute(
                         "INSERT INTO pending_approvals (approval_id, uid, conversation_id, message_id, tool_call_id, server, tool, arguments, arguments_sha256, created_at)
@@ -164,14 +181,6 @@ impl ChatStore {
                 let rows = st.query_map(params![uid, cid], row_to_approval)?.collect::<Result<Vec<_>, _>>()?;
                 Ok(rows)
             })
-            .await
-    }
-
-    /// Drops every pending approval of a conversation (a new user message supersedes them).
-    pub async fn clear_approvals(&self, uid: &str, conversation_id: &str) -> Result<usize, Error> {
-        let (uid, cid) = (uid.to_string(), conversation_id.to_string());
-        self.db
-            .write(move |c| Ok(c.execute("DELETE FROM pending_approvals WHERE uid = ?1 AND conversation_id = ?2", params![uid, cid])?))
             .await
     }
 

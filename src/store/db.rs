@@ -32,12 +32,23 @@ impl Db {
     pub fn open(path: &Path, schema: &str) -> Result<Db, Error> {
         let writer = open_conn(path)?;
         writer.execute_batch(schema)?;
+        // Checkpoints run on their own thread (below), never inside a user's write.
+        writer.pragma_update(None, "wal_autocheckpoint", 0)?;
         let reader = open_conn(path)?;
+        let checkpointer = open_conn(path)?;
         let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        std::thread::Builder::new()
+            .name(format!("db-checkpoint-{name}"))
+            .spawn(move || checkpoint_loop(checkpointer, stop_rx))
+            .map_err(|e| Error::Internal(format!("spawn db checkpointer: {e}")))?;
         let handle = std::thread::Builder::new()
             .name(format!("db-writer-{name}"))
-            .spawn(move || writer_loop(writer, rx))
+            .spawn(move || {
+                writer_loop(writer, rx);
+                drop(stop_tx);
+            })
             .map_err(|e| Error::Internal(format!("spawn db writer: {e}")))?;
         Ok(Db { jobs: tx, reader: Arc::new(Mutex::new(reader)), writer_done: Arc::new(Mutex::new(Some(handle))) })
     }
@@ -116,6 +127,14 @@ fn writer_loop(conn: Connection, rx: std::sync::mpsc::Receiver<Job>) {
         run_batch(&conn, batch);
     }
     let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
+}
+
+/// Folds the WAL back into the database once a second, PASSIVE so it never waits for (or
+/// blocks) the writer; ends when the writer does.
+fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(std::time::Duration::from_secs(1)) {
+        let _ = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);");
+    }
 }
 
 fn run_batch(conn: &Connection, batch: Vec<Job>) {
