@@ -38,14 +38,23 @@ pub struct Policy {
 
 /// Derives the policy for a tool from its annotations.
 pub fn policy_for(annotations: Option<&ToolAnnotations>) -> Policy {
-    const ASK: Policy = Policy { category: Category::Action, needs_approval: true };
+    const ASK: Policy = Policy {
+        category: Category::Action,
+        needs_approval: true,
+    };
     // G3: fail closed. No annotations at all means nobody told us it is harmless.
     let Some(a) = annotations else { return ASK };
     match (a.read_only_hint, a.destructive_hint, a.idempotent_hint) {
         (_, Some(true), _) => ASK,
-        (Some(true), _, _) => Policy { category: Category::Data, needs_approval: false },
+        (Some(true), _, _) => Policy {
+            category: Category::Data,
+            needs_approval: false,
+        },
         // MCP's default for destructiveHint is true, so "not destructive" must be explicit.
-        (_, Some(false), Some(true)) => Policy { category: Category::Action, needs_approval: false },
+        (_, Some(false), Some(true)) => Policy {
+            category: Category::Action,
+            needs_approval: false,
+        },
         _ => ASK,
     }
 }
@@ -64,9 +73,18 @@ mod tests {
 
     #[test]
     fn the_table_holds() {
-        let data = Policy { category: Category::Data, needs_approval: false };
-        let ask = Policy { category: Category::Action, needs_approval: true };
-        let free_action = Policy { category: Category::Action, needs_approval: false };
+        let data = Policy {
+            category: Category::Data,
+            needs_approval: false,
+        };
+        let ask = Policy {
+            category: Category::Action,
+            needs_approval: true,
+        };
+        let free_action = Policy {
+            category: Category::Action,
+            needs_approval: false,
+        };
         assert_eq!(policy_for(None), ask);
         assert_eq!(policy_for(Some(&ann(None, None, None))), ask);
         assert_eq!(policy_for(Some(&ann(Some(true), None, None))), data);

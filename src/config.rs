@@ -158,7 +158,10 @@ fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, Co
 fn secret(value: Option<String>, var: &'static str) -> Result<Secret, ConfigError> {
     let value = value.ok_or(ConfigError::Missing(var))?;
     if value.len() < MIN_SECRET_BYTES {
-        return Err(ConfigError::Invalid { var, why: format!("must be at least {MIN_SECRET_BYTES} bytes") });
+        return Err(ConfigError::Invalid {
+            var,
+            why: format!("must be at least {MIN_SECRET_BYTES} bytes"),
+        });
     }
     Ok(Secret(value))
 }
@@ -177,7 +180,10 @@ where
 fn secs(value: Option<String>, var: &'static str, default: &str) -> Result<Duration, ConfigError> {
     let n: u64 = parse_or(value, var, default)?;
     if n == 0 {
-        return Err(ConfigError::Invalid { var, why: "must be at least 1 second".into() });
+        return Err(ConfigError::Invalid {
+            var,
+            why: "must be at least 1 second".into(),
+        });
     }
     Ok(Duration::from_secs(n))
 }
@@ -187,22 +193,37 @@ fn mcp_servers(raw: &str) -> Result<Vec<McpServer>, ConfigError> {
     let var = "TAMEBI_MCP_SERVERS";
     let mut servers: Vec<McpServer> = Vec::new();
     for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (name, url) = item
-            .split_once('=')
-            .ok_or_else(|| ConfigError::Invalid { var, why: format!("`{item}` is not name=url") })?;
+        let (name, url) = item.split_once('=').ok_or_else(|| ConfigError::Invalid {
+            var,
+            why: format!("`{item}` is not name=url"),
+        })?;
         let name = name.trim();
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-            return Err(ConfigError::Invalid { var, why: format!("server name `{name}` must be [A-Za-z0-9_-]+") });
+            return Err(ConfigError::Invalid {
+                var,
+                why: format!("server name `{name}` must be [A-Za-z0-9_-]+"),
+            });
         }
         if servers.iter().any(|s| s.name == name) {
-            return Err(ConfigError::Invalid { var, why: format!("server name `{name}` appears twice") });
+            return Err(ConfigError::Invalid {
+                var,
+                why: format!("server name `{name}` appears twice"),
+            });
         }
-        let url = url::Url::parse(url.trim())
-            .map_err(|e| ConfigError::Invalid { var, why: format!("`{name}`: {e}") })?;
+        let url = url::Url::parse(url.trim()).map_err(|e| ConfigError::Invalid {
+            var,
+            why: format!("`{name}`: {e}"),
+        })?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(ConfigError::Invalid { var, why: format!("`{name}` must be an http(s) URL") });
+            return Err(ConfigError::Invalid {
+                var,
+                why: format!("`{name}` must be an http(s) URL"),
+            });
         }
-        servers.push(McpServer { name: name.to_string(), url });
+        servers.push(McpServer {
+            name: name.to_string(),
+            url,
+        });
     }
     Ok(servers)
 }
@@ -240,7 +261,13 @@ mod tests {
 
     #[test]
     fn secrets_must_be_long_and_distinct() {
-        assert!(matches!(with("TAMEBI_PROXY_SECRET", "short"), Err(ConfigError::Invalid { var: "TAMEBI_PROXY_SECRET", .. })));
+        assert!(matches!(
+            with("TAMEBI_PROXY_SECRET", "short"),
+            Err(ConfigError::Invalid {
+                var: "TAMEBI_PROXY_SECRET",
+                ..
+            })
+        ));
         let same = "x".repeat(40);
         let mut vars = base();
         vars.insert("TAMEBI_PROXY_SECRET".into(), same.clone());
@@ -248,7 +275,10 @@ mod tests {
         assert!(Config::from_vars(&vars).unwrap_err().to_string().contains("must differ"));
         let mut vars = base();
         vars.remove("TAMEBI_SIGNING_SECRET");
-        assert!(matches!(Config::from_vars(&vars), Err(ConfigError::Missing("TAMEBI_SIGNING_SECRET"))));
+        assert!(matches!(
+            Config::from_vars(&vars),
+            Err(ConfigError::Missing("TAMEBI_SIGNING_SECRET"))
+        ));
     }
 
     #[test]
@@ -268,7 +298,11 @@ mod tests {
 
     #[test]
     fn mcp_servers_parse_and_reject_bad_entries() {
-        let c = with("TAMEBI_MCP_SERVERS", "nextcloud=http://127.0.0.1:8711/mcp, mail=http://127.0.0.1:8712/mcp").unwrap();
+        let c = with(
+            "TAMEBI_MCP_SERVERS",
+            "nextcloud=http://127.0.0.1:8711/mcp, mail=http://127.0.0.1:8712/mcp",
+        )
+        .unwrap();
         assert_eq!(c.mcp_servers.len(), 2);
         assert_eq!(c.mcp_servers[1].name, "mail");
         assert!(with("TAMEBI_MCP_SERVERS", "nextcloud").is_err());

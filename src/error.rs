@@ -76,7 +76,10 @@ impl Error {
 
     /// Attaches the request id, making it something an HTTP handler can return.
     pub fn with_request(self, request_id: &str) -> ApiError {
-        ApiError { error: self, request_id: request_id.to_string() }
+        ApiError {
+            error: self,
+            request_id: request_id.to_string(),
+        }
     }
 }
 

@@ -109,9 +109,16 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
         tasks: tasks.clone(),
         shutdown: shutdown.clone(),
     });
-    let (root, root_handle) = ractor::Actor::spawn(Some("root".into()), RootSupervisor { services: services.clone(), http: http_client }, ())
-        .await
-        .map_err(|e| Error::Internal(format!("start actors: {e}")))?;
+    let (root, root_handle) = ractor::Actor::spawn(
+        Some("root".into()),
+        RootSupervisor {
+            services: services.clone(),
+            http: http_client,
+        },
+        (),
+    )
+    .await
+    .map_err(|e| Error::Internal(format!("start actors: {e}")))?;
     let state = http::AppState {
         services: services.clone(),
         verifier: auth::identity::Verifier::new(config.proxy_secret.clone(), config.signing_secret.clone()),

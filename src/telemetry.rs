@@ -41,9 +41,16 @@ pub fn init(otlp_endpoint: Option<&str>) -> Result<Telemetry, TelemetryError> {
         .build();
     let tracer = provider.tracer("tamebi");
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,ractor=warn,rmcp=warn,hyper=warn,reqwest=warn"));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false).with_filter(filter);
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_filter(filter);
     let otel = tracing_opentelemetry::layer().with_tracer(tracer);
-    tracing_subscriber::registry().with(otel).with(fmt).try_init().map_err(|e| TelemetryError(e.to_string()))?;
+    tracing_subscriber::registry()
+        .with(otel)
+        .with(fmt)
+        .try_init()
+        .map_err(|e| TelemetryError(e.to_string()))?;
     Ok(Telemetry { provider })
 }
 

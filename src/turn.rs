@@ -56,11 +56,23 @@ impl Emitter {
 
     /// False when the actor is gone (it crashed or was deleted): the turn should stop.
     fn emit(&self, part: StreamPart) -> bool {
-        self.actor.send_message(ConversationMsg::Emit { turn: self.turn, part, approvals: Vec::new() }).is_ok()
+        self.actor
+            .send_message(ConversationMsg::Emit {
+                turn: self.turn,
+                part,
+                approvals: Vec::new(),
+            })
+            .is_ok()
     }
 
     fn emit_with_approval(&self, part: StreamPart, approval: PendingApproval) -> bool {
-        self.actor.send_message(ConversationMsg::Emit { turn: self.turn, part, approvals: vec![approval] }).is_ok()
+        self.actor
+            .send_message(ConversationMsg::Emit {
+                turn: self.turn,
+                part,
+                approvals: vec![approval],
+            })
+            .is_ok()
     }
 
     fn end(&self) {
@@ -98,7 +110,9 @@ pub async fn run(turn: Turn) {
         _ = cancel.cancelled() => Err(messages::UNAVAILABLE),
     };
     if let Err(message) = outcome {
-        emitter.emit(StreamPart::Error { error_text: stream_error_text(message, &request_id) });
+        emitter.emit(StreamPart::Error {
+            error_text: stream_error_text(message, &request_id),
+        });
     }
     emitter.end();
 }
@@ -118,17 +132,27 @@ struct PendingCall {
 
 impl TurnState {
     fn new(t: Turn) -> Self {
-        TurnState { t, registry: Registry::default(), specs: Vec::new() }
+        TurnState {
+            t,
+            registry: Registry::default(),
+            specs: Vec::new(),
+        }
     }
 
     /// Emits a part and folds it into our copy of the message. Err when the actor is gone.
     fn emit(&mut self, part: StreamPart) -> Result<(), &'static str> {
         self.t.assistant.apply(&part);
-        if self.t.emitter.emit(part) { Ok(()) } else { Err(messages::INTERNAL) }
+        if self.t.emitter.emit(part) {
+            Ok(())
+        } else {
+            Err(messages::INTERNAL)
+        }
     }
 
     async fn drive(&mut self) -> Result<(), &'static str> {
-        self.emit(StreamPart::Start { message_id: self.t.assistant.id.clone() })?;
+        self.emit(StreamPart::Start {
+            message_id: self.t.assistant.id.clone(),
+        })?;
         self.load_tools().await;
         self.apply_decisions().await?;
         let max_steps = self.t.services.config.max_steps;
@@ -153,13 +177,20 @@ impl TurnState {
             return;
         }
         let servers = self.t.services.tool_servers.names();
-        let lists = futures::future::join_all(servers.iter().map(|s| self.t.services.tool_servers.call(s, &self.t.caller, ToolOp::ListTools))).await;
+        let lists = futures::future::join_all(
+            servers
+                .iter()
+                .map(|s| self.t.services.tool_servers.call(s, &self.t.caller, ToolOp::ListTools)),
+        )
+        .await;
         let mut defs = Vec::new();
         for (server, result) in servers.iter().zip(lists) {
             match result {
                 Ok(ToolOpResult::Tools(tools)) => defs.extend(tools.iter().map(|t| ToolDef::from_mcp(server, t))),
                 Ok(_) => {}
-                Err(e) => tracing::warn!(server = %server, error = %crate::auth::redact::redact(&e.to_string()), "could not list tools; offering none from this server"),
+                Err(e) => {
+                    tracing::warn!(server = %server, error = %crate::auth::redact::redact(&e.to_string()), "could not list tools; offering none from this server")
+                }
             }
         }
         self.observe_fingerprints(&mut defs).await;
@@ -168,12 +199,33 @@ impl TurnState {
     }
 
     async fn observe_fingerprints(&self, defs: &mut [ToolDef]) {
-        let template = self.audit_entry(Kind::FingerprintChanged, "", "", "", ApprovalState::NotNeeded, None, "changed", None, None);
+        let template = self.audit_entry(
+            Kind::FingerprintChanged,
+            "",
+            "",
+            "",
+            ApprovalState::NotNeeded,
+            None,
+            "changed",
+            None,
+            None,
+        );
         crate::mcp::registry::observe_fingerprints(&self.t.services.audit, defs, &template).await;
     }
 
     #[expect(clippy::too_many_arguments, reason = "an audit row has this many columns")]
-    fn audit_entry(&self, kind: Kind, server: &str, tool: &str, category: &str, approval: ApprovalState, args: Option<String>, outcome: &str, duration_ms: Option<i64>, detail: Option<String>) -> Entry {
+    fn audit_entry(
+        &self,
+        kind: Kind,
+        server: &str,
+        tool: &str,
+        category: &str,
+        approval: ApprovalState,
+        args: Option<String>,
+        outcome: &str,
+        duration_ms: Option<i64>,
+        detail: Option<String>,
+    ) -> Entry {
         Entry {
             kind,
             uid: self.t.caller.uid.clone(),
@@ -195,12 +247,32 @@ impl TurnState {
         let decisions = std::mem::take(&mut self.t.decisions);
         for (decision, pending) in decisions {
             if decision.approved {
-                let part = self.execute(&pending.server, &pending.tool, &pending.tool_call_id, pending.arguments.clone(), ApprovalState::ApprovedByUser).await;
+                let part = self
+                    .execute(
+                        &pending.server,
+                        &pending.tool,
+                        &pending.tool_call_id,
+                        pending.arguments.clone(),
+                        ApprovalState::ApprovedByUser,
+                    )
+                    .await;
                 self.emit(part)?;
             } else {
-                let entry = self.audit_entry(Kind::ToolCall, &pending.server, &pending.tool, "action", ApprovalState::DeniedByUser, Some(pending.arguments_sha256.clone()), "not_run", None, None);
+                let entry = self.audit_entry(
+                    Kind::ToolCall,
+                    &pending.server,
+                    &pending.tool,
+                    "action",
+                    ApprovalState::DeniedByUser,
+                    Some(pending.arguments_sha256.clone()),
+                    "not_run",
+                    None,
+                    None,
+                );
                 self.t.services.audit.record(entry).await;
-                self.emit(StreamPart::ToolOutputDenied { tool_call_id: pending.tool_call_id.clone() })?;
+                self.emit(StreamPart::ToolOutputDenied {
+                    tool_call_id: pending.tool_call_id.clone(),
+                })?;
             }
         }
         Ok(())
@@ -242,9 +314,17 @@ impl TurnState {
                         self.emit(StreamPart::TextEnd { id: tid })?;
                     }
                     while calls.len() <= index {
-                        calls.push(PendingCall { id: String::new(), name: String::new(), arguments: String::new() });
+                        calls.push(PendingCall {
+                            id: String::new(),
+                            name: String::new(),
+                            arguments: String::new(),
+                        });
                     }
-                    self.emit(StreamPart::ToolInputStart { tool_call_id: id.clone(), tool_name: name.clone(), dynamic: true })?;
+                    self.emit(StreamPart::ToolInputStart {
+                        tool_call_id: id.clone(),
+                        tool_name: name.clone(),
+                        dynamic: true,
+                    })?;
                     calls[index].id = id;
                     calls[index].name = name;
                 }
@@ -270,18 +350,46 @@ impl TurnState {
             let input: Value = match serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }) {
                 Ok(v @ Value::Object(_)) => v,
                 _ => {
-                    self.emit(StreamPart::ToolInputAvailable { tool_call_id: call.id.clone(), tool_name: call.name.clone(), input: Value::Null, dynamic: true })?;
-                    self.emit(StreamPart::ToolOutputError { tool_call_id: call.id, error_text: "The tool arguments were not a JSON object.".into(), dynamic: true })?;
+                    self.emit(StreamPart::ToolInputAvailable {
+                        tool_call_id: call.id.clone(),
+                        tool_name: call.name.clone(),
+                        input: Value::Null,
+                        dynamic: true,
+                    })?;
+                    self.emit(StreamPart::ToolOutputError {
+                        tool_call_id: call.id,
+                        error_text: "The tool arguments were not a JSON object.".into(),
+                        dynamic: true,
+                    })?;
                     continue;
                 }
             };
-            self.emit(StreamPart::ToolInputAvailable { tool_call_id: call.id.clone(), tool_name: call.name.clone(), input: input.clone(), dynamic: true })?;
+            self.emit(StreamPart::ToolInputAvailable {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                input: input.clone(),
+                dynamic: true,
+            })?;
             let Some(def) = self.registry.for_model(&call.name).cloned() else {
                 // A call to a tool that does not exist for the model (a public-link or mail-send
                 // tool an injected document asked for, an app-only tool) is recorded as refused.
-                let entry = self.audit_entry(Kind::ToolCall, "", &call.name, "action", ApprovalState::Refused, Some(arguments_hash(&input)), "unknown_tool", None, None);
+                let entry = self.audit_entry(
+                    Kind::ToolCall,
+                    "",
+                    &call.name,
+                    "action",
+                    ApprovalState::Refused,
+                    Some(arguments_hash(&input)),
+                    "unknown_tool",
+                    None,
+                    None,
+                );
                 self.t.services.audit.record(entry).await;
-                self.emit(StreamPart::ToolOutputError { tool_call_id: call.id, error_text: format!("There is no tool named {}.", call.name), dynamic: true })?;
+                self.emit(StreamPart::ToolOutputError {
+                    tool_call_id: call.id,
+                    error_text: format!("There is no tool named {}.", call.name),
+                    dynamic: true,
+                })?;
                 continue;
             };
             if def.policy.needs_approval {
@@ -295,9 +403,22 @@ impl TurnState {
                     arguments_sha256: arguments_hash(&input),
                     arguments: input,
                 };
-                let entry = self.audit_entry(Kind::ToolCall, &def.server, &def.name, def.policy.category.as_str(), ApprovalState::Requested, Some(approval.arguments_sha256.clone()), "not_run", None, None);
+                let entry = self.audit_entry(
+                    Kind::ToolCall,
+                    &def.server,
+                    &def.name,
+                    def.policy.category.as_str(),
+                    ApprovalState::Requested,
+                    Some(approval.arguments_sha256.clone()),
+                    "not_run",
+                    None,
+                    None,
+                );
                 self.t.services.audit.record(entry).await;
-                let part = StreamPart::ToolApprovalRequest { approval_id: approval.approval_id.clone(), tool_call_id: call.id };
+                let part = StreamPart::ToolApprovalRequest {
+                    approval_id: approval.approval_id.clone(),
+                    tool_call_id: call.id,
+                };
                 self.t.assistant.apply(&part);
                 if !self.t.emitter.emit_with_approval(part, approval) {
                     return Err(messages::INTERNAL);
@@ -305,7 +426,9 @@ impl TurnState {
                 awaiting = true;
                 continue;
             }
-            let part = self.execute(&def.server, &def.name, &call.id, input, ApprovalState::NotNeeded).await;
+            let part = self
+                .execute(&def.server, &def.name, &call.id, input, ApprovalState::NotNeeded)
+                .await;
             self.emit(part)?;
         }
         Ok(awaiting)
@@ -321,7 +444,17 @@ impl TurnState {
             StreamPart::ToolOutputAvailable { .. } => "ok",
             _ => "error",
         };
-        let entry = self.audit_entry(Kind::ToolCall, server, tool, category, approval, Some(args_hash), outcome, Some(started.elapsed().as_millis() as i64), None);
+        let entry = self.audit_entry(
+            Kind::ToolCall,
+            server,
+            tool,
+            category,
+            approval,
+            Some(args_hash),
+            outcome,
+            Some(started.elapsed().as_millis() as i64),
+            None,
+        );
         self.t.services.audit.record(entry).await;
         part
     }
@@ -332,7 +465,20 @@ impl TurnState {
             _ => serde_json::Map::new(),
         };
         let span = tracing::info_span!("tool", server = %server, tool = %tool);
-        let result = self.t.services.tool_servers.call(server, &self.t.caller, ToolOp::CallTool { name: tool.to_string(), arguments }).instrument(span).await;
+        let result = self
+            .t
+            .services
+            .tool_servers
+            .call(
+                server,
+                &self.t.caller,
+                ToolOp::CallTool {
+                    name: tool.to_string(),
+                    arguments,
+                },
+            )
+            .instrument(span)
+            .await;
         let resource_uri = self.registry.find(server, tool).and_then(|d| d.resource_uri.clone());
         match result {
             Ok(ToolOpResult::Called(r)) => {
@@ -340,7 +486,11 @@ impl TurnState {
                 let mut output = serde_json::to_value(&r).unwrap_or(Value::Null);
                 if is_error {
                     let text = context::output_text(Some(&output));
-                    return StreamPart::ToolOutputError { tool_call_id: tool_call_id.to_string(), error_text: text.chars().take(4000).collect(), dynamic: true };
+                    return StreamPart::ToolOutputError {
+                        tool_call_id: tool_call_id.to_string(),
+                        error_text: text.chars().take(4000).collect(),
+                        dynamic: true,
+                    };
                 }
                 if let Value::Object(map) = &mut output {
                     map.insert("server".into(), json!(server));
@@ -349,12 +499,24 @@ impl TurnState {
                         map.insert("_meta".into(), json!({"ui": {"resourceUri": uri}}));
                     }
                 }
-                StreamPart::ToolOutputAvailable { tool_call_id: tool_call_id.to_string(), output, dynamic: true }
+                StreamPart::ToolOutputAvailable {
+                    tool_call_id: tool_call_id.to_string(),
+                    output,
+                    dynamic: true,
+                }
             }
-            Ok(_) => StreamPart::ToolOutputError { tool_call_id: tool_call_id.to_string(), error_text: "The tool server answered unexpectedly.".into(), dynamic: true },
+            Ok(_) => StreamPart::ToolOutputError {
+                tool_call_id: tool_call_id.to_string(),
+                error_text: "The tool server answered unexpectedly.".into(),
+                dynamic: true,
+            },
             Err(e) => {
                 tracing::warn!(error = %crate::auth::redact::redact(&e.to_string()), "tool call failed");
-                StreamPart::ToolOutputError { tool_call_id: tool_call_id.to_string(), error_text: "The tool could not be reached. Try again later.".into(), dynamic: true }
+                StreamPart::ToolOutputError {
+                    tool_call_id: tool_call_id.to_string(),
+                    error_text: "The tool could not be reached. Try again later.".into(),
+                    dynamic: true,
+                }
             }
         }
     }

@@ -18,20 +18,53 @@ pub const DONE_FRAME: &str = "data: [DONE]\n\n";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
 pub enum StreamPart {
-    Start { message_id: String },
+    Start {
+        message_id: String,
+    },
     StartStep,
-    TextStart { id: String },
-    TextDelta { id: String, delta: String },
-    TextEnd { id: String },
-    ToolInputStart { tool_call_id: String, tool_name: String, dynamic: bool },
-    ToolInputAvailable { tool_call_id: String, tool_name: String, input: Value, dynamic: bool },
-    ToolApprovalRequest { approval_id: String, tool_call_id: String },
-    ToolOutputAvailable { tool_call_id: String, output: Value, dynamic: bool },
-    ToolOutputError { tool_call_id: String, error_text: String, dynamic: bool },
-    ToolOutputDenied { tool_call_id: String },
+    TextStart {
+        id: String,
+    },
+    TextDelta {
+        id: String,
+        delta: String,
+    },
+    TextEnd {
+        id: String,
+    },
+    ToolInputStart {
+        tool_call_id: String,
+        tool_name: String,
+        dynamic: bool,
+    },
+    ToolInputAvailable {
+        tool_call_id: String,
+        tool_name: String,
+        input: Value,
+        dynamic: bool,
+    },
+    ToolApprovalRequest {
+        approval_id: String,
+        tool_call_id: String,
+    },
+    ToolOutputAvailable {
+        tool_call_id: String,
+        output: Value,
+        dynamic: bool,
+    },
+    ToolOutputError {
+        tool_call_id: String,
+        error_text: String,
+        dynamic: bool,
+    },
+    ToolOutputDenied {
+        tool_call_id: String,
+    },
     FinishStep,
     Finish,
-    Error { error_text: String },
+    Error {
+        error_text: String,
+    },
 }
 
 impl StreamPart {
@@ -44,13 +77,19 @@ impl StreamPart {
 
     /// Whether folding this part into a message changes it.
     pub fn changes_message(&self) -> bool {
-        !matches!(self, StreamPart::Start { .. } | StreamPart::FinishStep | StreamPart::Finish | StreamPart::Error { .. })
+        !matches!(
+            self,
+            StreamPart::Start { .. } | StreamPart::FinishStep | StreamPart::Finish | StreamPart::Error { .. }
+        )
     }
 
     /// Parts after which the message is persisted: a kill -9 must not lose anything that
     /// was streamed as finished.
     pub fn is_boundary(&self) -> bool {
-        !matches!(self, StreamPart::TextDelta { .. } | StreamPart::TextStart { .. } | StreamPart::ToolInputStart { .. } | StreamPart::StartStep)
+        !matches!(
+            self,
+            StreamPart::TextDelta { .. } | StreamPart::TextStart { .. } | StreamPart::ToolInputStart { .. } | StreamPart::StartStep
+        )
     }
 }
 
@@ -134,7 +173,11 @@ pub struct Approval {
 
 impl UiMessage {
     pub fn new(id: String, role: Role) -> Self {
-        UiMessage { id, role, parts: Vec::new() }
+        UiMessage {
+            id,
+            role,
+            parts: Vec::new(),
+        }
     }
 
     /// The concatenated text parts (for titles and for the model).
@@ -153,7 +196,10 @@ impl UiMessage {
         match part {
             StreamPart::Start { .. } | StreamPart::Finish | StreamPart::FinishStep | StreamPart::Error { .. } => {}
             StreamPart::StartStep => self.parts.push(UiPart::StepStart),
-            StreamPart::TextStart { .. } => self.parts.push(UiPart::Text { text: String::new(), state: Some(TextState::Streaming) }),
+            StreamPart::TextStart { .. } => self.parts.push(UiPart::Text {
+                text: String::new(),
+                state: Some(TextState::Streaming),
+            }),
             StreamPart::TextDelta { delta, .. } => {
                 if let Some(UiPart::Text { text, .. }) = self.parts.iter_mut().rev().find(|p| matches!(p, UiPart::Text { .. })) {
                     text.push_str(delta);
@@ -164,7 +210,9 @@ impl UiMessage {
                     *state = Some(TextState::Done);
                 }
             }
-            StreamPart::ToolInputStart { tool_call_id, tool_name, .. } => self.parts.push(UiPart::DynamicTool(ToolPart {
+            StreamPart::ToolInputStart {
+                tool_call_id, tool_name, ..
+            } => self.parts.push(UiPart::DynamicTool(ToolPart {
                 tool_name: tool_name.clone(),
                 tool_call_id: tool_call_id.clone(),
                 state: ToolState::InputStreaming,
@@ -173,7 +221,12 @@ impl UiMessage {
                 error_text: None,
                 approval: None,
             })),
-            StreamPart::ToolInputAvailable { tool_call_id, tool_name, input, .. } => match self.tool_mut(tool_call_id) {
+            StreamPart::ToolInputAvailable {
+                tool_call_id,
+                tool_name,
+                input,
+                ..
+            } => match self.tool_mut(tool_call_id) {
                 Some(t) => {
                     t.state = ToolState::InputAvailable;
                     t.input = input.clone();
@@ -191,7 +244,11 @@ impl UiMessage {
             StreamPart::ToolApprovalRequest { approval_id, tool_call_id } => {
                 if let Some(t) = self.tool_mut(tool_call_id) {
                     t.state = ToolState::ApprovalRequested;
-                    t.approval = Some(Approval { id: approval_id.clone(), approved: None, reason: None });
+                    t.approval = Some(Approval {
+                        id: approval_id.clone(),
+                        approved: None,
+                        reason: None,
+                    });
                 }
             }
             StreamPart::ToolOutputAvailable { tool_call_id, output, .. } => {
@@ -200,7 +257,9 @@ impl UiMessage {
                     t.output = Some(output.clone());
                 }
             }
-            StreamPart::ToolOutputError { tool_call_id, error_text, .. } => {
+            StreamPart::ToolOutputError {
+                tool_call_id, error_text, ..
+            } => {
                 if let Some(t) = self.tool_mut(tool_call_id) {
                     t.state = ToolState::OutputError;
                     t.error_text = Some(error_text.clone());
@@ -244,13 +303,21 @@ mod tests {
 
     #[test]
     fn parts_serialise_as_the_ai_sdk_expects() {
-        let p = StreamPart::ToolInputAvailable { tool_call_id: "c1".into(), tool_name: "files_list".into(), input: json!({"path": "/"}), dynamic: true };
+        let p = StreamPart::ToolInputAvailable {
+            tool_call_id: "c1".into(),
+            tool_name: "files_list".into(),
+            input: json!({"path": "/"}),
+            dynamic: true,
+        };
         assert_eq!(
             serde_json::to_value(&p).unwrap(),
             json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "files_list", "input": {"path": "/"}, "dynamic": true})
         );
         assert_eq!(serde_json::to_value(StreamPart::StartStep).unwrap(), json!({"type": "start-step"}));
-        assert_eq!(StreamPart::Start { message_id: "m".into() }.frame(), "data: {\"type\":\"start\",\"messageId\":\"m\"}\n\n");
+        assert_eq!(
+            StreamPart::Start { message_id: "m".into() }.frame(),
+            "data: {\"type\":\"start\",\"messageId\":\"m\"}\n\n"
+        );
     }
 
     #[test]
@@ -260,18 +327,39 @@ mod tests {
             StreamPart::Start { message_id: "a1".into() },
             StreamPart::StartStep,
             StreamPart::TextStart { id: "t".into() },
-            StreamPart::TextDelta { id: "t".into(), delta: "Hel".into() },
-            StreamPart::TextDelta { id: "t".into(), delta: "lo".into() },
+            StreamPart::TextDelta {
+                id: "t".into(),
+                delta: "Hel".into(),
+            },
+            StreamPart::TextDelta {
+                id: "t".into(),
+                delta: "lo".into(),
+            },
             StreamPart::TextEnd { id: "t".into() },
-            StreamPart::ToolInputStart { tool_call_id: "c".into(), tool_name: "x".into(), dynamic: true },
-            StreamPart::ToolInputAvailable { tool_call_id: "c".into(), tool_name: "x".into(), input: json!({"a": 1}), dynamic: true },
-            StreamPart::ToolApprovalRequest { approval_id: "ap".into(), tool_call_id: "c".into() },
+            StreamPart::ToolInputStart {
+                tool_call_id: "c".into(),
+                tool_name: "x".into(),
+                dynamic: true,
+            },
+            StreamPart::ToolInputAvailable {
+                tool_call_id: "c".into(),
+                tool_name: "x".into(),
+                input: json!({"a": 1}),
+                dynamic: true,
+            },
+            StreamPart::ToolApprovalRequest {
+                approval_id: "ap".into(),
+                tool_call_id: "c".into(),
+            },
         ] {
             m.apply(&p);
         }
         assert_eq!(m.text(), "Hello");
         let v = serde_json::to_value(&m).unwrap();
-        assert_eq!(v["parts"][2], json!({"type": "dynamic-tool", "toolName": "x", "toolCallId": "c", "state": "approval-requested", "input": {"a": 1}, "approval": {"id": "ap"}}));
+        assert_eq!(
+            v["parts"][2],
+            json!({"type": "dynamic-tool", "toolName": "x", "toolCallId": "c", "state": "approval-requested", "input": {"a": 1}, "approval": {"id": "ap"}})
+        );
         m.apply(&StreamPart::ToolOutputDenied { tool_call_id: "c".into() });
         assert_eq!(m.tool_mut("c").unwrap().state, ToolState::OutputDenied);
     }

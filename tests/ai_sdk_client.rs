@@ -31,8 +31,20 @@ fn read_with_ai_sdk(sse: &str, scratch: &Path, name: &str) -> (Value, Vec<String
     let file = scratch.join(format!("{name}.sse"));
     std::fs::write(&file, sse).expect("write sse body");
     let dir = node_dir();
-    let out = run_node_json(&dir, "read-ui-stream.mjs", &[&file.display().to_string()], &[], Duration::from_secs(60));
-    let types = out["chunkTypes"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect();
+    let out = run_node_json(
+        &dir,
+        "read-ui-stream.mjs",
+        &[&file.display().to_string()],
+        &[],
+        Duration::from_secs(60),
+    );
+    let types = out["chunkTypes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
     (out["message"].clone(), types)
 }
 
@@ -40,7 +52,11 @@ fn read_with_ai_sdk(sse: &str, scratch: &Path, name: &str) -> (Value, Vec<String
 async fn turn(orch: &Orchestrator, bearer: &str, conversation: &str, text: &str) -> String {
     let client = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("client");
     let body = user_turn(conversation, "m1", text);
-    let response = orch.request(&client, Method::POST, "/v1/chat", "alice", &body, Some(bearer)).send().await.expect("POST /v1/chat");
+    let response = orch
+        .request(&client, Method::POST, "/v1/chat", "alice", &body, Some(bearer))
+        .send()
+        .await
+        .expect("POST /v1/chat");
     assert_eq!(response.status(), 200, "POST /v1/chat");
     assert_eq!(response.headers()["x-vercel-ai-ui-message-stream"], "v1");
     response.text().await.expect("sse body")
@@ -59,7 +75,11 @@ async fn the_ai_sdk_reads_text_and_tool_turns() {
             {"text": "Those are your files.", "chunk_chars": 6}
         ]}
     ]));
-    let orch = Orchestrator::start(Options { model_url: model.url(), mcp_servers: format!("nextcloud={}", mcp.url()), ..Options::default() });
+    let orch = Orchestrator::start(Options {
+        model_url: model.url(),
+        mcp_servers: format!("nextcloud={}", mcp.url()),
+        ..Options::default()
+    });
     let bearer = standin.app_password("alice").to_string();
     let scratch = tempfile::tempdir().expect("scratch dir");
 
@@ -67,7 +87,12 @@ async fn the_ai_sdk_reads_text_and_tool_turns() {
     let sse = turn(&orch, &bearer, "sdk-text", "say hello please").await;
     let (message, types) = read_with_ai_sdk(&sse, scratch.path(), "text");
     assert_eq!(message["role"], "assistant", "{message}");
-    let texts: Vec<&Value> = message["parts"].as_array().expect("parts").iter().filter(|p| p["type"] == "text").collect();
+    let texts: Vec<&Value> = message["parts"]
+        .as_array()
+        .expect("parts")
+        .iter()
+        .filter(|p| p["type"] == "text")
+        .collect();
     assert_eq!(texts.len(), 1, "{message}");
     assert_eq!(texts[0]["text"], GREETING);
     assert_eq!(texts[0]["state"], "done");
@@ -78,7 +103,10 @@ async fn the_ai_sdk_reads_text_and_tool_turns() {
     let sse = turn(&orch, &bearer, "sdk-tool", "list my files").await;
     let (message, types) = read_with_ai_sdk(&sse, scratch.path(), "tool");
     let parts = message["parts"].as_array().expect("parts");
-    let tool = parts.iter().find(|p| p["type"] == "dynamic-tool").unwrap_or_else(|| panic!("no dynamic-tool part in {message}"));
+    let tool = parts
+        .iter()
+        .find(|p| p["type"] == "dynamic-tool")
+        .unwrap_or_else(|| panic!("no dynamic-tool part in {message}"));
     assert_eq!(tool["toolName"], "files_list");
     assert_eq!(tool["state"], "output-available", "{tool}");
     assert_eq!(tool["input"], json!({"path": "/"}));
@@ -86,17 +114,30 @@ async fn the_ai_sdk_reads_text_and_tool_turns() {
     assert_eq!(output["server"], "nextcloud");
     assert_eq!(output["tool"], "files_list");
     assert_eq!(output["_meta"]["ui"]["resourceUri"], "ui://nextcloud/files-table");
-    let names: Vec<&str> = output["structuredContent"]["entries"].as_array().expect("entries").iter().filter_map(|e| e["name"].as_str()).collect();
+    let names: Vec<&str> = output["structuredContent"]["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
     // The seeded fixture's top level for alice, as her own credential sees it.
     for expected in ["Shared-with-bob", "private", "notes.txt"] {
         assert!(names.contains(&expected), "{expected} missing from {names:?}");
     }
-    let notes = output["structuredContent"]["entries"].as_array().into_iter().flatten().find(|e| e["name"] == "notes.txt").expect("notes.txt row");
+    let notes = output["structuredContent"]["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["name"] == "notes.txt")
+        .expect("notes.txt row");
     assert_eq!(notes["is_dir"], false);
     assert_eq!(notes["size"], "alice notes about budget\n".len());
     // The reply after the tool is text again, in the same message.
     let after = parts.iter().rposition(|p| p["type"] == "text").expect("text after the tool");
-    assert!(after > parts.iter().position(|p| p["type"] == "dynamic-tool").unwrap_or(usize::MAX), "{message}");
+    assert!(
+        after > parts.iter().position(|p| p["type"] == "dynamic-tool").unwrap_or(usize::MAX),
+        "{message}"
+    );
     assert_eq!(parts[after]["text"], "Those are your files.");
     for t in ["tool-input-start", "tool-input-available", "tool-output-available"] {
         assert!(types.iter().any(|x| x == t), "{t} missing from {types:?}");
@@ -109,7 +150,11 @@ fn a_frame_the_ai_sdk_rejects_fails_the_reader() {
     require_node_modules(&node_dir(), "ai", "scripts/install.d/45-browser.sh (npm ci in tests/node)");
     let scratch = tempfile::tempdir().expect("scratch dir");
     let file = scratch.path().join("bad.sse");
-    std::fs::write(&file, "data: {\"type\":\"start\"}\n\ndata: {\"type\":\"tool-output-available\",\"output\":1}\n\ndata: [DONE]\n\n").expect("write");
+    std::fs::write(
+        &file,
+        "data: {\"type\":\"start\"}\n\ndata: {\"type\":\"tool-output-available\",\"output\":1}\n\ndata: [DONE]\n\n",
+    )
+    .expect("write");
     let out = std::process::Command::new(test_harness::island::node())
         .current_dir(node_dir())
         .arg("read-ui-stream.mjs")
@@ -117,5 +162,9 @@ fn a_frame_the_ai_sdk_rejects_fails_the_reader() {
         .output()
         .expect("run node");
     assert!(!out.status.success(), "the reader accepted a chunk without toolCallId");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("rejected"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("rejected"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

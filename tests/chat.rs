@@ -9,7 +9,10 @@ use test_harness::orchestrator::{Options, Orchestrator, parts, read_sse, user_tu
 use test_harness::scripted_model::ScriptedModel;
 
 fn start(model: &ScriptedModel) -> Orchestrator {
-    Orchestrator::start(Options { model_url: model.url(), ..Options::default() })
+    Orchestrator::start(Options {
+        model_url: model.url(),
+        ..Options::default()
+    })
 }
 
 fn client() -> reqwest::Client {
@@ -21,7 +24,11 @@ fn types(parts: &[Value]) -> Vec<String> {
 }
 
 fn text_of(parts: &[Value]) -> String {
-    parts.iter().filter(|p| p["type"] == "text-delta").map(|p| p["delta"].as_str().unwrap_or("")).collect()
+    parts
+        .iter()
+        .filter(|p| p["type"] == "text-delta")
+        .map(|p| p["delta"].as_str().unwrap_or(""))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -31,7 +38,12 @@ async fn a_text_turn_streams_and_is_stored() {
     let orch = start(&model);
     let c = client();
     let body = user_turn("conv-1", "m1", "hello there");
-    let r = orch.request(&c, Method::POST, "/v1/chat", "alice", &body, None).header("x-request-id", "req-abc").send().await.unwrap();
+    let r = orch
+        .request(&c, Method::POST, "/v1/chat", "alice", &body, None)
+        .header("x-request-id", "req-abc")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["x-vercel-ai-ui-message-stream"], "v1");
     assert_eq!(r.headers()["content-type"], "text/event-stream");
@@ -49,13 +61,24 @@ async fn a_text_turn_streams_and_is_stored() {
     assert!(last["messages"][0]["content"].as_str().unwrap().contains("<data_handling>"));
     assert!(last.get("tools").is_none_or(|t| t.as_array().is_none_or(Vec::is_empty)));
 
-    let r = orch.request(&c, Method::GET, "/v1/conversations/conv-1", "alice", b"", None).send().await.unwrap();
+    let r = orch
+        .request(&c, Method::GET, "/v1/conversations/conv-1", "alice", b"", None)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let conv: Value = r.json().await.unwrap();
     assert_eq!(conv["title"], "hello there");
     assert_eq!(conv["messages"][0]["role"], "user");
     assert_eq!(conv["messages"][1]["parts"][1]["text"], "Hi Alice, how can I help?");
-    let list: Value = orch.request(&c, Method::GET, "/v1/conversations", "alice", b"", None).send().await.unwrap().json().await.unwrap();
+    let list: Value = orch
+        .request(&c, Method::GET, "/v1/conversations", "alice", b"", None)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(list["conversations"][0]["id"], "conv-1");
 }
 
@@ -75,14 +98,42 @@ async fn g1_refuses_every_forgery_with_the_exact_status() {
         rb.send()
     };
     let good = Orchestrator::signed_headers_at("alice", &body, now, test_harness::orchestrator::SIGNING_SECRET);
-    let with = |name: &str, value: &str| good.iter().map(|(k, v)| if k == name { (k.clone(), value.to_string()) } else { (k.clone(), v.clone()) }).collect::<Vec<_>>();
+    let with = |name: &str, value: &str| {
+        good.iter()
+            .map(|(k, v)| {
+                if k == name {
+                    (k.clone(), value.to_string())
+                } else {
+                    (k.clone(), v.clone())
+                }
+            })
+            .collect::<Vec<_>>()
+    };
     let without = |name: &str| good.iter().filter(|(k, _)| k != name).cloned().collect::<Vec<_>>();
 
-    assert_eq!(send(with("authorization", "Bearer wrong-proxy-secret-xxxxxxxxxxxxxxxxxxxxx"), body.clone()).await.unwrap().status(), 401);
+    assert_eq!(
+        send(
+            with("authorization", "Bearer wrong-proxy-secret-xxxxxxxxxxxxxxxxxxxxx"),
+            body.clone()
+        )
+        .await
+        .unwrap()
+        .status(),
+        401
+    );
     assert_eq!(send(without("authorization"), body.clone()).await.unwrap().status(), 401);
-    assert_eq!(send(with("x-tamebi-signature", &"0".repeat(64)), body.clone()).await.unwrap().status(), 401);
+    assert_eq!(
+        send(with("x-tamebi-signature", &"0".repeat(64)), body.clone())
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
     // A valid signature over a different body.
-    assert_eq!(send(good.clone(), user_turn("c", "m", "something else")).await.unwrap().status(), 401);
+    assert_eq!(
+        send(good.clone(), user_turn("c", "m", "something else")).await.unwrap().status(),
+        401
+    );
     // Skew: 61 s in the past and in the future.
     for skew in [-61, 61] {
         let h = Orchestrator::signed_headers_at("alice", &body, now + skew, test_harness::orchestrator::SIGNING_SECRET);
@@ -96,7 +147,10 @@ async fn g1_refuses_every_forgery_with_the_exact_status() {
     assert_eq!(send(h, body.clone()).await.unwrap().status(), 401);
     // A uid in the body, properly signed: 400.
     for field in ["uid", "user", "userId"] {
-        let b = serde_json::to_vec(&json!({"id": "c", field: "bob", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]})).unwrap();
+        let b = serde_json::to_vec(
+            &json!({"id": "c", field: "bob", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}),
+        )
+        .unwrap();
         let r = orch.request(&c, Method::POST, "/v1/chat", "alice", &b, None).send().await.unwrap();
         assert_eq!(r.status(), 400, "{field}");
         let e: Value = r.json().await.unwrap();
@@ -116,25 +170,82 @@ async fn another_users_conversation_is_not_found() {
     let model = ScriptedModel::start();
     let orch = start(&model);
     let c = client();
-    let r = orch.request(&c, Method::POST, "/v1/chat", "alice", &user_turn("alice-conv", "m1", "my secret plan"), None).send().await.unwrap();
+    let r = orch
+        .request(
+            &c,
+            Method::POST,
+            "/v1/chat",
+            "alice",
+            &user_turn("alice-conv", "m1", "my secret plan"),
+            None,
+        )
+        .send()
+        .await
+        .unwrap();
     read_sse(r).await;
-    for (method, path) in [(Method::GET, "/v1/conversations/alice-conv"), (Method::DELETE, "/v1/conversations/alice-conv")] {
+    for (method, path) in [
+        (Method::GET, "/v1/conversations/alice-conv"),
+        (Method::DELETE, "/v1/conversations/alice-conv"),
+    ] {
         let r = orch.request(&c, method.clone(), path, "bob", b"", None).send().await.unwrap();
         assert_eq!(r.status(), 404, "{method} {path}");
     }
-    let r = orch.request(&c, Method::GET, "/v1/chat/alice-conv/stream", "bob", b"", None).send().await.unwrap();
+    let r = orch
+        .request(&c, Method::GET, "/v1/chat/alice-conv/stream", "bob", b"", None)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 204);
-    let list: Value = orch.request(&c, Method::GET, "/v1/conversations", "bob", b"", None).send().await.unwrap().json().await.unwrap();
+    let list: Value = orch
+        .request(&c, Method::GET, "/v1/conversations", "bob", b"", None)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(list["conversations"], json!([]));
     // Bob writing to "alice-conv" creates his own conversation; alice's is untouched.
-    let r = orch.request(&c, Method::POST, "/v1/chat", "bob", &user_turn("alice-conv", "m1", "bob here"), None).send().await.unwrap();
+    let r = orch
+        .request(
+            &c,
+            Method::POST,
+            "/v1/chat",
+            "bob",
+            &user_turn("alice-conv", "m1", "bob here"),
+            None,
+        )
+        .send()
+        .await
+        .unwrap();
     read_sse(r).await;
-    let alice: Value = orch.request(&c, Method::GET, "/v1/conversations/alice-conv", "alice", b"", None).send().await.unwrap().json().await.unwrap();
+    let alice: Value = orch
+        .request(&c, Method::GET, "/v1/conversations/alice-conv", "alice", b"", None)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(alice["messages"][0]["parts"][0]["text"], "my secret plan");
     assert_eq!(alice["messages"].as_array().unwrap().len(), 2);
     // Alice deletes hers; bob's stays.
-    assert_eq!(orch.request(&c, Method::DELETE, "/v1/conversations/alice-conv", "alice", b"", None).send().await.unwrap().status(), 204);
-    assert_eq!(orch.request(&c, Method::GET, "/v1/conversations/alice-conv", "bob", b"", None).send().await.unwrap().status(), 200);
+    assert_eq!(
+        orch.request(&c, Method::DELETE, "/v1/conversations/alice-conv", "alice", b"", None)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
+    assert_eq!(
+        orch.request(&c, Method::GET, "/v1/conversations/alice-conv", "bob", b"", None)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -146,8 +257,20 @@ async fn a_crashed_conversation_does_not_disturb_another() {
     ]));
     let orch = start(&model);
     let c = client();
-    let slow = orch.request(&c, Method::POST, "/v1/chat", "alice", &user_turn("story", "m1", "slow story please"), None).send();
-    let crash = orch.request(&c, Method::POST, "/v1/chat", "bob", &user_turn("boom", "m1", "crash me"), None).header("x-request-id", "req-crash-1").send();
+    let slow = orch
+        .request(
+            &c,
+            Method::POST,
+            "/v1/chat",
+            "alice",
+            &user_turn("story", "m1", "slow story please"),
+            None,
+        )
+        .send();
+    let crash = orch
+        .request(&c, Method::POST, "/v1/chat", "bob", &user_turn("boom", "m1", "crash me"), None)
+        .header("x-request-id", "req-crash-1")
+        .send();
     let (slow, crash) = tokio::join!(slow, crash);
     let (slow_frames, crash_frames) = tokio::join!(read_sse(slow.unwrap()), read_sse(crash.unwrap()));
     let crash_parts = parts(&crash_frames);
@@ -159,7 +282,11 @@ async fn a_crashed_conversation_does_not_disturb_another() {
     assert_eq!(types(&slow_parts).last().map(String::as_str), Some("finish"));
     // The crashed conversation is revived from chat.db on next use.
     model.add_rules(json!([{"match": "again", "steps": [{"text": "Back."}]}]));
-    let r = orch.request(&c, Method::POST, "/v1/chat", "bob", &user_turn("boom", "m2", "again"), None).send().await.unwrap();
+    let r = orch
+        .request(&c, Method::POST, "/v1/chat", "bob", &user_turn("boom", "m2", "again"), None)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(text_of(&parts(&read_sse(r).await)), "Back.");
 }
 
@@ -174,7 +301,18 @@ async fn kill_9_mid_turn_loses_nothing_committed() {
     ]}]));
     let mut orch = start(&model);
     let c = client();
-    let mut r = orch.request(&c, Method::POST, "/v1/chat", "alice", &user_turn("dur", "m1", "durable please"), None).send().await.unwrap();
+    let mut r = orch
+        .request(
+            &c,
+            Method::POST,
+            "/v1/chat",
+            "alice",
+            &user_turn("dur", "m1", "durable please"),
+            None,
+        )
+        .send()
+        .await
+        .unwrap();
     // Read until the second step has begun streaming text.
     let mut seen = String::new();
     while !seen.contains("\"delta\":\"Th\"") {
@@ -183,11 +321,26 @@ async fn kill_9_mid_turn_loses_nothing_committed() {
     }
     assert!(seen.contains("tool-output-error"));
     orch.kill9_and_restart();
-    let conv: Value = orch.request(&c, Method::GET, "/v1/conversations/dur", "alice", b"", None).send().await.unwrap().json().await.unwrap();
+    let conv: Value = orch
+        .request(&c, Method::GET, "/v1/conversations/dur", "alice", b"", None)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let assistant = &conv["messages"][1];
     let parts = assistant["parts"].as_array().unwrap();
-    assert!(parts.iter().any(|p| p["type"] == "text" && p["text"] == "Checking first."), "{assistant}");
-    assert!(parts.iter().any(|p| p["type"] == "dynamic-tool" && p["state"] == "output-error" && p["toolName"] == "no_such_tool"), "{assistant}");
+    assert!(
+        parts.iter().any(|p| p["type"] == "text" && p["text"] == "Checking first."),
+        "{assistant}"
+    );
+    assert!(
+        parts
+            .iter()
+            .any(|p| p["type"] == "dynamic-tool" && p["state"] == "output-error" && p["toolName"] == "no_such_tool"),
+        "{assistant}"
+    );
     assert_eq!(conv["messages"][0]["parts"][0]["text"], "durable please");
 }
 
@@ -198,11 +351,19 @@ async fn a_dropped_stream_resumes_exactly_once() {
     model.add_rules(json!([{"match": "resume", "steps": [{"text": story, "chunk_chars": 3, "delay_ms": 25}]}]));
     let orch = start(&model);
     let c = client();
-    let mut r = orch.request(&c, Method::POST, "/v1/chat", "alice", &user_turn("res", "m1", "resume test"), None).send().await.unwrap();
+    let mut r = orch
+        .request(&c, Method::POST, "/v1/chat", "alice", &user_turn("res", "m1", "resume test"), None)
+        .send()
+        .await
+        .unwrap();
     let first = r.chunk().await.unwrap().unwrap();
     assert!(!first.is_empty());
     drop(r);
-    let r = orch.request(&c, Method::GET, "/v1/chat/res/stream", "alice", b"", None).send().await.unwrap();
+    let r = orch
+        .request(&c, Method::GET, "/v1/chat/res/stream", "alice", b"", None)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let frames = read_sse(r).await;
     let p = parts(&frames);
@@ -210,12 +371,19 @@ async fn a_dropped_stream_resumes_exactly_once() {
     assert_eq!(types(&p).iter().filter(|t| *t == "start").count(), 1);
     assert_eq!(frames.iter().filter(|f| *f == "[DONE]").count(), 1);
     // Nothing in flight any more.
-    let r = orch.request(&c, Method::GET, "/v1/chat/res/stream", "alice", b"", None).send().await.unwrap();
+    let r = orch
+        .request(&c, Method::GET, "/v1/chat/res/stream", "alice", b"", None)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 204);
 }
 
 fn chrono_now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -224,13 +392,29 @@ async fn sigterm_ends_open_streams_and_flushes() {
     model.add_rules(json!([{"match": "long", "steps": [{"text": "A very long answer that will not finish before the shutdown arrives.", "chunk_chars": 1, "delay_ms": 100}]}]));
     let mut orch = start(&model);
     let c = client();
-    let mut r = orch.request(&c, Method::POST, "/v1/chat", "alice", &user_turn("bye", "m1", "long answer please"), None).header("x-request-id", "req-term").send().await.unwrap();
+    let mut r = orch
+        .request(
+            &c,
+            Method::POST,
+            "/v1/chat",
+            "alice",
+            &user_turn("bye", "m1", "long answer please"),
+            None,
+        )
+        .header("x-request-id", "req-term")
+        .send()
+        .await
+        .unwrap();
     let mut seen = String::new();
     while !seen.contains("text-delta") {
         seen.push_str(&String::from_utf8_lossy(&r.chunk().await.unwrap().unwrap()));
     }
     let pid = orch.process().pid();
-    std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status().unwrap();
+    std::process::Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
     while let Some(chunk) = r.chunk().await.unwrap() {
         seen.push_str(&String::from_utf8_lossy(&chunk));
     }
@@ -239,10 +423,20 @@ async fn sigterm_ends_open_streams_and_flushes() {
     let err = p.iter().find(|x| x["type"] == "error").expect("a final error part");
     assert!(err["errorText"].as_str().unwrap().contains("req-term"), "{err}");
     assert_eq!(frames.last().map(String::as_str), Some("[DONE]"));
-    assert_eq!(orch.process().terminate(Duration::from_secs(15)), Some(0), "clean exit after SIGTERM");
+    assert_eq!(
+        orch.process().terminate(Duration::from_secs(15)),
+        Some(0),
+        "clean exit after SIGTERM"
+    );
     // The databases were flushed: the user message and the committed reply are on disk.
     let db = rusqlite::Connection::open(orch.data_dir().join("chat.db")).unwrap();
-    let n: i64 = db.query_row("SELECT count(*) FROM messages WHERE uid = 'alice' AND conversation_id = 'bye'", [], |r| r.get(0)).unwrap();
+    let n: i64 = db
+        .query_row(
+            "SELECT count(*) FROM messages WHERE uid = 'alice' AND conversation_id = 'bye'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
     assert!(n >= 1);
 }
 
@@ -263,8 +457,16 @@ async fn a_silent_primary_model_falls_back_once() {
         ..Options::default()
     });
     let c = client();
-    let r = orch.request(&c, Method::POST, "/v1/chat", "alice", &user_turn("fb", "m1", "fallback test"), None).send().await.unwrap();
+    let r = orch
+        .request(&c, Method::POST, "/v1/chat", "alice", &user_turn("fb", "m1", "fallback test"), None)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(text_of(&parts(&read_sse(r).await)), "The backup model answered.");
-    let models: Vec<String> = model.requests().iter().map(|r| r["model"].as_str().unwrap_or("").to_string()).collect();
+    let models: Vec<String> = model
+        .requests()
+        .iter()
+        .map(|r| r["model"].as_str().unwrap_or("").to_string())
+        .collect();
     assert_eq!(models, vec!["primary", "backup"]);
 }

@@ -47,7 +47,12 @@ fn rules() -> Value {
 /// GET a file of alice's over WebDAV with her own app password: (status, body).
 async fn dav_get(standin: &Standin, path: &str) -> (u16, String) {
     let client = reqwest::Client::builder().timeout(Duration::from_secs(20)).build().expect("client");
-    let r = client.get(standin.dav_url("alice", path)).header("authorization", standin.basic("alice")).send().await.expect("WebDAV GET");
+    let r = client
+        .get(standin.dav_url("alice", path))
+        .header("authorization", standin.basic("alice"))
+        .send()
+        .await
+        .expect("WebDAV GET");
     let status = r.status().as_u16();
     (status, r.text().await.unwrap_or_default())
 }
@@ -55,21 +60,38 @@ async fn dav_get(standin: &Standin, path: &str) -> (u16, String) {
 fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
     let c = &report["checks"][name];
     assert!(c.is_object(), "check {name} did not run: {report:#}");
-    assert!(c.get("error").is_none(), "check {name} failed in the browser: {}\nconsole: {:#}", c["error"], report["console"]);
+    assert!(
+        c.get("error").is_none(),
+        "check {name} failed in the browser: {}\nconsole: {:#}",
+        c["error"],
+        report["console"]
+    );
     c
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_island_and_its_apps_in_chromium() {
     require_chromium();
-    require_node_modules(&island_dir(), "playwright-core", "scripts/install.d/40-island.sh (npm ci in island/)");
+    require_node_modules(
+        &island_dir(),
+        "playwright-core",
+        "scripts/install.d/40-island.sh (npm ci in island/)",
+    );
 
     let standin = tokio::task::spawn_blocking(Standin::start_seeded).await.expect("stand-in");
     let mcp = McpNextcloud::start(standin.url());
     let model = ScriptedModel::start();
     model.add_rules(rules());
-    let orch = Orchestrator::start(Options { model_url: model.url(), mcp_servers: format!("nextcloud={}", mcp.url()), ..Options::default() });
-    let host = DevHost::start(&orch.url(), standin.url(), &[("alice", standin.app_password("alice")), ("bob", standin.app_password("bob"))]);
+    let orch = Orchestrator::start(Options {
+        model_url: model.url(),
+        mcp_servers: format!("nextcloud={}", mcp.url()),
+        ..Options::default()
+    });
+    let host = DevHost::start(
+        &orch.url(),
+        standin.url(),
+        &[("alice", standin.app_password("alice")), ("bob", standin.app_password("bob"))],
+    );
 
     let artifacts = workspace_root().join("test-artifacts/island-browser");
     let report = tokio::task::spawn_blocking({
@@ -90,16 +112,38 @@ async fn the_island_and_its_apps_in_chromium() {
     let c = check(&report, "calendar_week_renders_in_sandboxed_frame");
     assert_eq!(c["sandbox"], "allow-scripts");
     assert_eq!(c["srcdoc"], Value::Null);
-    assert_eq!(c["src"], "/apps/tamebi/frame?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Fcalendar-week");
-    assert!(c["frameUrl"].as_str().is_some_and(|u| u.starts_with(&format!("{}/apps/tamebi/frame?", host.url()))), "{c}");
+    assert_eq!(
+        c["src"],
+        "/apps/tamebi/frame?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Fcalendar-week"
+    );
+    assert!(
+        c["frameUrl"]
+            .as_str()
+            .is_some_and(|u| u.starts_with(&format!("{}/apps/tamebi/frame?", host.url()))),
+        "{c}"
+    );
     assert_eq!(c["title"], "Week of 12 January 2026");
-    assert_eq!(c["days"], json!(["2026-01-12", "2026-01-13", "2026-01-14", "2026-01-15", "2026-01-16", "2026-01-17", "2026-01-18"]));
+    assert_eq!(
+        c["days"],
+        json!([
+            "2026-01-12",
+            "2026-01-13",
+            "2026-01-14",
+            "2026-01-15",
+            "2026-01-16",
+            "2026-01-17",
+            "2026-01-18"
+        ])
+    );
     assert_eq!(c["events"], json!(["Quarterly planning, 10:00–11:00"]));
     assert_eq!(c["eventDay"], 3, "the event sits in Thursday's column");
 
     // 2. Inside the frame: an opaque origin, no host cookie, no parent DOM, no network.
     let c = check(&report, "frame_is_isolated_from_the_host");
-    assert!(c["hostCookie"].as_str().is_some_and(|s| s.contains("tamebi_host_marker=")), "the host can read its own cookie: {c}");
+    assert!(
+        c["hostCookie"].as_str().is_some_and(|s| s.contains("tamebi_host_marker=")),
+        "the host can read its own cookie: {c}"
+    );
     assert_eq!(c["origin"], "null");
     assert_eq!(c["cookie"]["readable"], false, "{c}");
     assert_eq!(c["parentDocument"]["readable"], false, "{c}");
@@ -113,7 +157,10 @@ async fn the_island_and_its_apps_in_chromium() {
     let c = check(&report, "frame_tool_calls_are_read_only");
     assert_eq!(c["write"]["result"], Value::Null, "{c}");
     assert_eq!(c["write"]["error"]["message"], "This action is not allowed.", "{c}");
-    assert_eq!(c["writeRelay"], json!([{"path": "/apps/tamebi/api/apps/tools/call", "status": 403}]));
+    assert_eq!(
+        c["writeRelay"],
+        json!([{"path": "/apps/tamebi/api/apps/tools/call", "status": 403}])
+    );
     assert_eq!(c["readRelay"], json!([{"path": "/apps/tamebi/api/apps/tools/call", "status": 200}]));
     let details = c["detailsText"].as_str().unwrap_or_default();
     assert!(details.contains("Quarterly planning") && details.contains("Room 1"), "{details}");
@@ -122,7 +169,12 @@ async fn the_island_and_its_apps_in_chromium() {
     let c = check(&report, "open_link_and_resize_are_policed");
     for probe in ["evil", "evilHttps"] {
         assert_eq!(c[probe]["result"], Value::Null, "{probe}: {c}");
-        assert!(c[probe]["error"]["message"].as_str().is_some_and(|m| m.contains("Policy violation")), "{probe}: {c}");
+        assert!(
+            c[probe]["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("Policy violation")),
+            "{probe}: {c}"
+        );
     }
     assert_eq!(c["pagesAfterEvil"], c["pagesBefore"], "a refused link opened a page: {c}");
     assert_eq!(c["fallbackAfterEvil"], 0);
@@ -142,34 +194,67 @@ async fn the_island_and_its_apps_in_chromium() {
     assert_eq!(served["tampered"]["status"], 200);
     assert_eq!(served["tampered"]["changedBytes"], 1, "{c}");
     assert_eq!(served["original"]["changedBytes"], 0);
-    assert!(served["tampered"]["csp"].as_str().is_some_and(|p| p.starts_with("default-src 'none'") && p.contains("sha256-")), "{c}");
-    assert_eq!(served["tampered"]["csp"], served["original"]["csp"], "both are served with the original policy");
+    assert!(
+        served["tampered"]["csp"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("default-src 'none'") && p.contains("sha256-")),
+        "{c}"
+    );
+    assert_eq!(
+        served["tampered"]["csp"], served["original"]["csp"],
+        "both are served with the original policy"
+    );
     assert_eq!(c["tampered"]["outcome"], "loaded-without-initialize", "{c}");
     assert_eq!(c["tampered"]["said"], json!([]));
-    assert!(c["refused"].as_array().is_some_and(|r| !r.is_empty()), "Chromium did not report the refused script: {c}");
-    assert!(c["refused"][0]["url"].as_str().is_some_and(|u| u.contains("probe=tampered")), "the refusal is the tampered frame's: {c}");
+    assert!(
+        c["refused"].as_array().is_some_and(|r| !r.is_empty()),
+        "Chromium did not report the refused script: {c}"
+    );
+    assert!(
+        c["refused"][0]["url"].as_str().is_some_and(|u| u.contains("probe=tampered")),
+        "the refusal is the tampered frame's: {c}"
+    );
     assert_eq!(c["control"]["outcome"], "initialized", "the unaltered document must run: {c}");
 
     // 6. The files table, in the same kind of frame, lists alice's top folder (folders first).
     let c = check(&report, "files_table_renders");
     assert_eq!(c["sandbox"], "allow-scripts");
-    assert_eq!(c["src"], "/apps/tamebi/frame?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Ffiles-table");
+    assert_eq!(
+        c["src"],
+        "/apps/tamebi/frame?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Ffiles-table"
+    );
     let names: Vec<&str> = c["names"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     assert_eq!(names.len(), 3, "{c}");
-    assert!(names[..2].iter().all(|n| n.ends_with('/')), "folders first, marked with a slash: {names:?}");
+    assert!(
+        names[..2].iter().all(|n| n.ends_with('/')),
+        "folders first, marked with a slash: {names:?}"
+    );
     assert_eq!(names[2], "notes.txt");
     assert!(c["title"].as_str().is_some_and(|t| t.starts_with("3 items")), "{c}");
     let content = c["contentHeight"].as_i64().expect("content height").max(60);
     let frame = c["frameHeight"].as_i64().expect("frame height");
-    assert!((frame - content).abs() <= 2, "the frame fits its content ({content} px), not {frame} px");
+    assert!(
+        (frame - content).abs() <= 2,
+        "the frame fits its content ({content} px), not {frame} px"
+    );
 
     // 7. Approve: the recorded call ran (the file exists with the content) and the trace
     //    shows its output. Deny: nothing was written and the trace says so.
     let c = check(&report, "approve_runs_the_recorded_call");
-    assert!(c["cardText"].as_str().is_some_and(|t| t.contains("files_write") && t.contains("/approved-note.txt")), "{c}");
+    assert!(
+        c["cardText"]
+            .as_str()
+            .is_some_and(|t| t.contains("files_write") && t.contains("/approved-note.txt")),
+        "{c}"
+    );
     assert_eq!(c["state"], "output-available");
     assert_eq!(c["status"], "done");
-    assert!(c["trace"].as_str().is_some_and(|t| t.contains("Result") && t.contains("approved-note.txt")), "the trace shows the output: {c}");
+    assert!(
+        c["trace"]
+            .as_str()
+            .is_some_and(|t| t.contains("Result") && t.contains("approved-note.txt")),
+        "the trace shows the output: {c}"
+    );
     assert_eq!(c["cardsLeft"], 0);
     let c = check(&report, "deny_runs_nothing");
     assert_eq!(c["state"], "output-denied");
@@ -178,6 +263,10 @@ async fn the_island_and_its_apps_in_chromium() {
 
     assert_eq!(dav_get(&standin, "/approved-note.txt").await, (200, APPROVED_NOTE.to_string()));
     assert_eq!(dav_get(&standin, "/denied-note.txt").await.0, 404, "a denied call wrote the file");
-    assert_eq!(dav_get(&standin, "/written-by-a-frame.txt").await.0, 404, "a frame's tools/call wrote a file");
+    assert_eq!(
+        dav_get(&standin, "/written-by-a-frame.txt").await.0,
+        404,
+        "a frame's tools/call wrote a file"
+    );
     assert_eq!(report["pageErrors"], json!([]), "uncaught errors in the island");
 }

@@ -34,12 +34,28 @@ pub struct Subscription {
 }
 
 pub enum ConversationMsg {
-    StartTurn { caller: Caller, input: TurnInput, reply: RpcReplyPort<Result<Subscription, Error>> },
-    Subscribe { reply: RpcReplyPort<Option<Subscription>> },
-    Emit { turn: u64, part: StreamPart, approvals: Vec<PendingApproval> },
-    TurnEnded { turn: u64 },
-    Delete { reply: RpcReplyPort<Result<bool, Error>> },
-    IdleCheck { generation: u64 },
+    StartTurn {
+        caller: Caller,
+        input: TurnInput,
+        reply: RpcReplyPort<Result<Subscription, Error>>,
+    },
+    Subscribe {
+        reply: RpcReplyPort<Option<Subscription>>,
+    },
+    Emit {
+        turn: u64,
+        part: StreamPart,
+        approvals: Vec<PendingApproval>,
+    },
+    TurnEnded {
+        turn: u64,
+    },
+    Delete {
+        reply: RpcReplyPort<Result<bool, Error>>,
+    },
+    IdleCheck {
+        generation: u64,
+    },
 }
 
 pub struct ConversationActor {
@@ -76,7 +92,10 @@ impl InFlight {
     fn subscribe(&mut self) -> Subscription {
         let (tx, rx) = mpsc::unbounded_channel();
         self.subscribers.push(tx);
-        Subscription { replay: self.frames.clone(), live: rx }
+        Subscription {
+            replay: self.frames.clone(),
+            live: rx,
+        }
     }
 }
 
@@ -87,7 +106,14 @@ impl Actor for ConversationActor {
 
     async fn pre_start(&self, myself: ActorRef<Self::Msg>, args: Args) -> Result<State, ActorProcessingErr> {
         tracing::debug!(actor = ?myself.get_name(), "conversation actor started");
-        let state = State { uid: args.uid, cid: args.conversation_id, history: None, turns: 0, in_flight: None, idle_generation: 0 };
+        let state = State {
+            uid: args.uid,
+            cid: args.conversation_id,
+            history: None,
+            turns: 0,
+            in_flight: None,
+            idle_generation: 0,
+        };
         schedule_idle_check(&myself, &self.services, 0);
         Ok(state)
     }
@@ -138,7 +164,13 @@ fn schedule_idle_check(myself: &ActorRef<ConversationMsg>, services: &Services, 
 }
 
 impl ConversationActor {
-    async fn start_turn(&self, myself: &ActorRef<ConversationMsg>, state: &mut State, caller: Caller, input: TurnInput) -> Result<Subscription, Error> {
+    async fn start_turn(
+        &self,
+        myself: &ActorRef<ConversationMsg>,
+        state: &mut State,
+        caller: Caller,
+        input: TurnInput,
+    ) -> Result<Subscription, Error> {
         if state.in_flight.is_some() {
             return Err(Error::Conflict("a turn is already running".into()));
         }
@@ -155,7 +187,10 @@ impl ConversationActor {
                     return Err(e);
                 }
                 history.push(message);
-                (UiMessage::new(uuid::Uuid::new_v4().simple().to_string(), crate::ui_stream::Role::Assistant), Vec::new())
+                (
+                    UiMessage::new(uuid::Uuid::new_v4().simple().to_string(), crate::ui_stream::Role::Assistant),
+                    Vec::new(),
+                )
             }
             TurnInput::Approvals(decisions) => {
                 let ids: Vec<String> = decisions.iter().map(|d| d.approval_id.clone()).collect();
@@ -175,11 +210,27 @@ impl ConversationActor {
         state.turns += 1;
         let cancel = self.services.shutdown.child_token();
         state.history = Some(history.clone());
-        let mut in_flight = InFlight { turn: state.turns, assistant: assistant.clone(), dirty: false, frames: Vec::new(), subscribers: Vec::new(), cancel: cancel.clone() };
+        let mut in_flight = InFlight {
+            turn: state.turns,
+            assistant: assistant.clone(),
+            dirty: false,
+            frames: Vec::new(),
+            subscribers: Vec::new(),
+            cancel: cancel.clone(),
+        };
         let subscription = in_flight.subscribe();
         state.in_flight = Some(in_flight);
         let emitter = Emitter::new(myself.clone(), state.turns);
-        let run = turn::Turn { services: self.services.clone(), caller, conversation_id: state.cid.clone(), history, assistant, decisions, emitter, cancel };
+        let run = turn::Turn {
+            services: self.services.clone(),
+            caller,
+            conversation_id: state.cid.clone(),
+            history,
+            assistant,
+            decisions,
+            emitter,
+            cancel,
+        };
         self.services.tasks.spawn(turn::run(run));
         Ok(subscription)
     }
@@ -207,13 +258,16 @@ impl ConversationActor {
     }
 
     async fn emit(&self, state: &mut State, turn: u64, part: StreamPart, approvals: Vec<PendingApproval>) {
-        let Some(f) = state.in_flight.as_mut().filter(|f| f.turn == turn) else { return };
+        let Some(f) = state.in_flight.as_mut().filter(|f| f.turn == turn) else {
+            return;
+        };
         #[cfg(feature = "fault-injection")]
         if self.services.config.fault_injection
-            && let StreamPart::TextDelta { delta, .. } = &part {
-                // Test builds only: lets an end-to-end test crash exactly this actor.
-                assert!(!delta.contains("FAULT:panic-actor"), "fault injection: actor panic requested");
-            }
+            && let StreamPart::TextDelta { delta, .. } = &part
+        {
+            // Test builds only: lets an end-to-end test crash exactly this actor.
+            assert!(!delta.contains("FAULT:panic-actor"), "fault injection: actor panic requested");
+        }
         f.dirty |= part.changes_message();
         f.assistant.apply(&part);
         // Commit at a boundary when something changed (or approvals must be recorded).
@@ -223,7 +277,9 @@ impl ConversationActor {
             let saved = if approvals.is_empty() {
                 store.save_message(&state.uid, &state.cid, &f.assistant, None).await
             } else {
-                store.save_message_with_approvals(&state.uid, &state.cid, &f.assistant, approvals).await
+                store
+                    .save_message_with_approvals(&state.uid, &state.cid, &f.assistant, approvals)
+                    .await
             };
             if let Err(e) = saved {
                 tracing::error!(error = %e, "could not persist a finished part");
@@ -240,10 +296,10 @@ impl ConversationActor {
         }
         let Some(mut f) = state.in_flight.take() else { return };
         f.dirty |= f.assistant.close_open_text();
-        if f.dirty {
-            if let Err(e) = self.services.store.save_message(&state.uid, &state.cid, &f.assistant, None).await {
-                tracing::error!(error = %e, "could not persist the final message");
-            }
+        if f.dirty
+            && let Err(e) = self.services.store.save_message(&state.uid, &state.cid, &f.assistant, None).await
+        {
+            tracing::error!(error = %e, "could not persist the final message");
         }
         // Keep the committed view: the history (which may already end with this message,
         // when the turn continued it after an approval) now ends with the final version.
@@ -280,7 +336,10 @@ async fn resolve_approvals(
     }
     let mut resolved = Vec::new();
     for d in decisions {
-        let p = store.take_approval(uid, cid, &d.approval_id).await?.ok_or_else(|| Error::Forbidden("approval already used".into()))?;
+        let p = store
+            .take_approval(uid, cid, &d.approval_id)
+            .await?
+            .ok_or_else(|| Error::Forbidden("approval already used".into()))?;
         resolved.push((d, p));
     }
     Ok(resolved)

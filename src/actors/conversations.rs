@@ -13,9 +13,17 @@ use super::conversation::{Args, ConversationActor, ConversationMsg};
 
 pub enum ConversationsMsg {
     /// The actor for this conversation, started if needed.
-    Get { uid: String, conversation_id: String, reply: RpcReplyPort<Result<ActorRef<ConversationMsg>, String>> },
+    Get {
+        uid: String,
+        conversation_id: String,
+        reply: RpcReplyPort<Result<ActorRef<ConversationMsg>, String>>,
+    },
     /// The actor if one is running (resume and delete do not start one).
-    Find { uid: String, conversation_id: String, reply: RpcReplyPort<Option<ActorRef<ConversationMsg>>> },
+    Find {
+        uid: String,
+        conversation_id: String,
+        reply: RpcReplyPort<Option<ActorRef<ConversationMsg>>>,
+    },
     /// How many conversation actors are alive (for health and tests).
     Count { reply: RpcReplyPort<usize> },
 }
@@ -43,7 +51,11 @@ impl Actor for ConversationsSupervisor {
 
     async fn handle(&self, myself: ActorRef<Self::Msg>, msg: Self::Msg, state: &mut State) -> Result<(), ActorProcessingErr> {
         match msg {
-            ConversationsMsg::Get { uid, conversation_id, reply } => {
+            ConversationsMsg::Get {
+                uid,
+                conversation_id,
+                reply,
+            } => {
                 let key = (uid, conversation_id);
                 let result = match state.by_key.get(&key) {
                     Some(actor) => Ok(actor.clone()),
@@ -51,7 +63,11 @@ impl Actor for ConversationsSupervisor {
                 };
                 let _ = reply.send(result);
             }
-            ConversationsMsg::Find { uid, conversation_id, reply } => {
+            ConversationsMsg::Find {
+                uid,
+                conversation_id,
+                reply,
+            } => {
                 let _ = reply.send(state.by_key.get(&(uid, conversation_id)).cloned());
             }
             ConversationsMsg::Count { reply } => {
@@ -61,7 +77,12 @@ impl Actor for ConversationsSupervisor {
         Ok(())
     }
 
-    async fn handle_supervisor_evt(&self, _myself: ActorRef<Self::Msg>, event: SupervisionEvent, state: &mut State) -> Result<(), ActorProcessingErr> {
+    async fn handle_supervisor_evt(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut State,
+    ) -> Result<(), ActorProcessingErr> {
         match event {
             SupervisionEvent::ActorStarted(_) => {}
             SupervisionEvent::ActorTerminated(cell, _, reason) => {
@@ -85,12 +106,24 @@ impl Actor for ConversationsSupervisor {
 }
 
 impl ConversationsSupervisor {
-    async fn spawn(&self, myself: &ActorRef<ConversationsMsg>, state: &mut State, key: (String, String)) -> Result<ActorRef<ConversationMsg>, String> {
-        let actor = ConversationActor { services: self.services.clone() };
-        let args = Args { uid: key.0.clone(), conversation_id: key.1.clone() };
+    async fn spawn(
+        &self,
+        myself: &ActorRef<ConversationsMsg>,
+        state: &mut State,
+        key: (String, String),
+    ) -> Result<ActorRef<ConversationMsg>, String> {
+        let actor = ConversationActor {
+            services: self.services.clone(),
+        };
+        let args = Args {
+            uid: key.0.clone(),
+            conversation_id: key.1.clone(),
+        };
         // Actor names are not registered globally (None): two users' conversation ids may be
         // equal, and the name must not leak ids into a global registry.
-        let (actor_ref, _handle) = Actor::spawn_linked(None, actor, args, myself.get_cell()).await.map_err(|e| e.to_string())?;
+        let (actor_ref, _handle) = Actor::spawn_linked(None, actor, args, myself.get_cell())
+            .await
+            .map_err(|e| e.to_string())?;
         tracing::debug!(actor_id = %actor_ref.get_id(), "conversation actor spawned");
         state.key_of.insert(actor_ref.get_id(), key.clone());
         state.by_key.insert(key, actor_ref.clone());

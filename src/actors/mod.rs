@@ -55,7 +55,10 @@ pub fn tool_server_actor_name(server: &str) -> String {
 
 impl ToolServers {
     pub fn new(servers: &[McpServer], timeout: Duration) -> Self {
-        ToolServers { servers: Arc::new(servers.iter().map(|s| (s.name.clone(), s.clone())).collect()), timeout }
+        ToolServers {
+            servers: Arc::new(servers.iter().map(|s| (s.name.clone(), s.clone())).collect()),
+            timeout,
+        }
     }
 
     pub fn names(&self) -> Vec<String> {
@@ -71,8 +74,14 @@ impl ToolServers {
     /// Runs one operation on `server` as `caller`. Without a bearer there is nothing to do:
     /// workspace tools are never called without the user's own credential.
     pub async fn call(&self, server: &str, caller: &Caller, op: ToolOp) -> Result<ToolOpResult, McpError> {
-        let cfg = self.servers.get(server).ok_or_else(|| McpError::Transport(format!("unknown server {server}")))?;
-        let bearer = caller.nc_bearer.clone().ok_or_else(|| McpError::Transport("no workspace credential".into()))?;
+        let cfg = self
+            .servers
+            .get(server)
+            .ok_or_else(|| McpError::Transport(format!("unknown server {server}")))?;
+        let bearer = caller
+            .nc_bearer
+            .clone()
+            .ok_or_else(|| McpError::Transport("no workspace credential".into()))?;
         let ctx = CallContext {
             url: cfg.url.clone(),
             bearer,
@@ -80,11 +89,14 @@ impl ToolServers {
             traceparent: crate::telemetry::current_traceparent(),
             timeout: self.timeout,
         };
-        let cell = ractor::registry::where_is(tool_server_actor_name(server)).ok_or_else(|| McpError::Transport("tool server actor not running".into()))?;
+        let cell = ractor::registry::where_is(tool_server_actor_name(server))
+            .ok_or_else(|| McpError::Transport("tool server actor not running".into()))?;
         let actor: ractor::ActorRef<ToolServerMsg> = cell.into();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let port: ractor::RpcReplyPort<_> = tx.into();
-        actor.send_message(ToolServerMsg::Call { ctx, op, reply: port }).map_err(|_| McpError::Transport("tool server actor stopped".into()))?;
+        actor
+            .send_message(ToolServerMsg::Call { ctx, op, reply: port })
+            .map_err(|_| McpError::Transport("tool server actor stopped".into()))?;
         // The call itself is bounded by ctx.timeout; this bound only covers a lost reply.
         match tokio::time::timeout(self.timeout + Duration::from_secs(1), rx).await {
             Ok(Ok(result)) => result,

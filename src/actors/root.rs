@@ -47,7 +47,12 @@ impl Actor for RootSupervisor {
         match msg {}
     }
 
-    async fn handle_supervisor_evt(&self, myself: ActorRef<Self::Msg>, event: SupervisionEvent, state: &mut State) -> Result<(), ActorProcessingErr> {
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut State,
+    ) -> Result<(), ActorProcessingErr> {
         let (cell, why) = match event {
             SupervisionEvent::ActorFailed(cell, e) => (cell, e.to_string()),
             SupervisionEvent::ActorTerminated(cell, _, reason) => (cell, reason.unwrap_or_else(|| "terminated".into())),
@@ -77,13 +82,18 @@ impl Actor for RootSupervisor {
 
 impl RootSupervisor {
     async fn start_conversations(&self, myself: &ActorRef<RootMsg>) -> Result<(), ActorProcessingErr> {
-        let sup = ConversationsSupervisor { services: self.services.clone() };
+        let sup = ConversationsSupervisor {
+            services: self.services.clone(),
+        };
         Actor::spawn_linked(Some(CONVERSATIONS_NAME.into()), sup, (), myself.get_cell()).await?;
         Ok(())
     }
 
     async fn start_tool_server(&self, myself: &ActorRef<RootMsg>, server: &str) -> Result<(), ActorProcessingErr> {
-        let actor = ToolServerActor { http: self.http.clone(), tasks: self.services.tasks.clone() };
+        let actor = ToolServerActor {
+            http: self.http.clone(),
+            tasks: self.services.tasks.clone(),
+        };
         Actor::spawn_linked(Some(super::tool_server_actor_name(server)), actor, (), myself.get_cell()).await?;
         Ok(())
     }

@@ -13,8 +13,13 @@ use crate::mcp::client::{self, CallContext, McpError};
 #[derive(Debug)]
 pub enum ToolOp {
     ListTools,
-    CallTool { name: String, arguments: serde_json::Map<String, serde_json::Value> },
-    ReadResource { uri: String },
+    CallTool {
+        name: String,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    },
+    ReadResource {
+        uri: String,
+    },
 }
 
 #[derive(Debug)]
@@ -25,7 +30,11 @@ pub enum ToolOpResult {
 }
 
 pub enum ToolServerMsg {
-    Call { ctx: CallContext, op: ToolOp, reply: RpcReplyPort<Result<ToolOpResult, McpError>> },
+    Call {
+        ctx: CallContext,
+        op: ToolOp,
+        reply: RpcReplyPort<Result<ToolOpResult, McpError>>,
+    },
 }
 
 /// Configuration lives in the actor; it has no mutable state worth the name.

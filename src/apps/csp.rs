@@ -91,10 +91,7 @@ pub fn policy_for(html: &str) -> Result<String, CspError> {
 }
 
 /// Refuses event handlers, inline styles and `javascript:` URLs on one element.
-fn check_attributes<'a>(
-    element: &str,
-    attrs: impl Iterator<Item = (&'a str, &'a str)>,
-) -> Result<(), CspError> {
+fn check_attributes<'a>(element: &str, attrs: impl Iterator<Item = (&'a str, &'a str)>) -> Result<(), CspError> {
     for (name, value) in attrs {
         let lower = name.to_ascii_lowercase();
         if lower.starts_with("on") {
@@ -148,7 +145,11 @@ fn dedup(mut hashes: Vec<String>) -> Vec<String> {
 
 fn render(scripts: &[String], styles: &[String]) -> String {
     let list = |hashes: &[String]| {
-        if hashes.is_empty() { "'none'".to_string() } else { hashes.join(" ") }
+        if hashes.is_empty() {
+            "'none'".to_string()
+        } else {
+            hashes.join(" ")
+        }
     };
     [
         "default-src 'none'".to_string(),
@@ -187,7 +188,10 @@ mod tests {
     fn known_hash_matches_what_browsers_compute() {
         // echo -n 'alert(1)' | openssl dgst -sha256 -binary | base64
         let policy = policy_for("<script>alert(1)</script>").unwrap();
-        assert!(policy.contains("script-src 'sha256-bhHHL3z2vDgxUt0W3dWQOrprscmda2Y5pLsLg4GF+pI='"), "{policy}");
+        assert!(
+            policy.contains("script-src 'sha256-bhHHL3z2vDgxUt0W3dWQOrprscmda2Y5pLsLg4GF+pI='"),
+            "{policy}"
+        );
     }
 
     #[test]
@@ -243,14 +247,21 @@ mod tests {
 
     #[test]
     fn refuses_event_handler_attributes_in_any_case() {
-        for html in ["<button onclick=\"x()\">b</button>", "<img ONERROR=x() src=data:,>", "<svg onload=x()></svg>"] {
+        for html in [
+            "<button onclick=\"x()\">b</button>",
+            "<img ONERROR=x() src=data:,>",
+            "<svg onload=x()></svg>",
+        ] {
             assert!(matches!(policy_for(html), Err(CspError::EventHandler(_))), "{html}");
         }
     }
 
     #[test]
     fn refuses_inline_style_attributes() {
-        assert_eq!(policy_for("<div style=\"color:red\">x</div>"), Err(CspError::StyleAttribute("div".into())));
+        assert_eq!(
+            policy_for("<div style=\"color:red\">x</div>"),
+            Err(CspError::StyleAttribute("div".into()))
+        );
     }
 
     #[test]

@@ -91,14 +91,19 @@ pub struct Verifier {
 
 impl Verifier {
     pub fn new(proxy_secret: Secret, signing_secret: Secret) -> Self {
-        Verifier { proxy_secret, signing_secret }
+        Verifier {
+            proxy_secret,
+            signing_secret,
+        }
     }
 
     /// Verifies a request's G1 headers against its raw body at time `now` (unix seconds).
     /// On success returns the caller; `request_id` is the caller's or a fresh one.
     pub fn verify(&self, headers: &HeaderMap, body: &[u8], now: i64, request_id: String) -> Result<Caller, IdentityError> {
         self.check_proxy_bearer(headers)?;
-        let uid = header(headers, HEADER_UID).filter(|u| valid_uid(u)).ok_or(IdentityError::MissingHeader("X-Tamebi-Uid"))?;
+        let uid = header(headers, HEADER_UID)
+            .filter(|u| valid_uid(u))
+            .ok_or(IdentityError::MissingHeader("X-Tamebi-Uid"))?;
         let ts: i64 = header(headers, HEADER_TS)
             .and_then(|t| t.parse().ok())
             .ok_or(IdentityError::MissingHeader("X-Tamebi-Ts"))?;
@@ -113,7 +118,11 @@ impl Verifier {
             return Err(IdentityError::Signature);
         }
         reject_body_uid(body)?;
-        Ok(Caller { uid: uid.to_string(), request_id, nc_bearer: nc_bearer(headers) })
+        Ok(Caller {
+            uid: uid.to_string(),
+            request_id,
+            nc_bearer: nc_bearer(headers),
+        })
     }
 
     fn check_proxy_bearer(&self, headers: &HeaderMap) -> Result<(), IdentityError> {
@@ -210,7 +219,10 @@ mod tests {
 
     fn signed(v: &Vectors, uid: &str, ts: i64, body: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
-        h.insert("authorization", HeaderValue::from_str(&format!("Bearer {}", v.proxy_secret)).unwrap());
+        h.insert(
+            "authorization",
+            HeaderValue::from_str(&format!("Bearer {}", v.proxy_secret)).unwrap(),
+        );
         // Header values must be visible ASCII; the vectors' non-ASCII uid is sent as raw bytes.
         h.insert(HEADER_UID, HeaderValue::from_bytes(uid.as_bytes()).unwrap());
         h.insert(HEADER_TS, HeaderValue::from_str(&ts.to_string()).unwrap());
@@ -224,7 +236,12 @@ mod tests {
         let v = vectors();
         assert!(v.vectors.len() >= 5);
         for case in &v.vectors {
-            assert_eq!(hex::encode(sign(&v.signing_secret, &case.uid, case.ts, case.body.as_bytes())), case.signature, "{}", case.uid);
+            assert_eq!(
+                hex::encode(sign(&v.signing_secret, &case.uid, case.ts, case.body.as_bytes())),
+                case.signature,
+                "{}",
+                case.uid
+            );
         }
     }
 
@@ -251,7 +268,10 @@ mod tests {
         h.remove("authorization");
         assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::ProxyBearer);
         // Signature made for another body.
-        assert_eq!(ver.verify(&ok, b"{\"x\":1}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
+        assert_eq!(
+            ver.verify(&ok, b"{\"x\":1}", 1000, "r".into()).unwrap_err(),
+            IdentityError::Signature
+        );
         // Another uid under the same signature.
         let mut h = ok.clone();
         h.insert(HEADER_UID, HeaderValue::from_static("bob"));
@@ -264,11 +284,17 @@ mod tests {
         for missing in [HEADER_UID, HEADER_TS, HEADER_SIGNATURE] {
             let mut h = ok.clone();
             h.remove(missing);
-            assert!(matches!(ver.verify(&h, b"{}", 1000, "r".into()), Err(IdentityError::MissingHeader(_))));
+            assert!(matches!(
+                ver.verify(&h, b"{}", 1000, "r".into()),
+                Err(IdentityError::MissingHeader(_))
+            ));
         }
         let mut h = ok.clone();
         h.insert(HEADER_SIGNATURE, HeaderValue::from_static("not-hex"));
-        assert!(matches!(ver.verify(&h, b"{}", 1000, "r".into()), Err(IdentityError::MissingHeader(_))));
+        assert!(matches!(
+            ver.verify(&h, b"{}", 1000, "r".into()),
+            Err(IdentityError::MissingHeader(_))
+        ));
         // A signature made with the proxy secret instead of the signing secret.
         let mut h = ok.clone();
         let wrong = hex::encode(sign(&v.proxy_secret, "alice", 1000, b"{}"));

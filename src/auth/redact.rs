@@ -22,7 +22,16 @@ pub fn redact(text: &str) -> String {
 }
 
 const MARKERS: [&str; 10] = [
-    "bearer ", "basic ", "token=", "password=", "secret=", "api_key=", "apikey=", "authorization=", "access_token=", "refresh_token=",
+    "bearer ",
+    "basic ",
+    "token=",
+    "password=",
+    "secret=",
+    "api_key=",
+    "apikey=",
+    "authorization=",
+    "access_token=",
+    "refresh_token=",
 ];
 
 /// Finds the earliest marker (case-insensitive) and returns (its index, its length).

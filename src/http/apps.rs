@@ -20,8 +20,8 @@ use serde_json::Value;
 
 use super::AppState;
 use crate::actors::tool_server::{ToolOp, ToolOpResult};
-use crate::apps::{APP_MIME, csp};
 use crate::approval::Category;
+use crate::apps::{APP_MIME, csp};
 use crate::auth::Caller;
 use crate::error::{ApiError, Error};
 use crate::mcp::registry::{Registry, ToolDef};
@@ -42,7 +42,11 @@ struct ToolRequest {
     arguments: serde_json::Map<String, Value>,
 }
 
-pub async fn resource(State(state): State<AppState>, Extension(caller): Extension<Caller>, Query(q): Query<ResourceQuery>) -> Result<Response, ApiError> {
+pub async fn resource(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Query(q): Query<ResourceQuery>,
+) -> Result<Response, ApiError> {
     let rid = caller.request_id.clone();
     if !q.uri.starts_with("ui://") || q.uri.len() > 512 || !state.services.tool_servers.contains(&q.server) {
         return Err(Error::NotFound.with_request(&rid));
@@ -54,13 +58,19 @@ pub async fn resource(State(state): State<AppState>, Extension(caller): Extensio
         .call(&q.server, &caller, ToolOp::ReadResource { uri: q.uri.clone() })
         .await
         .map_err(|e| Error::Internal(e.to_string()).with_request(&rid))?;
-    let ToolOpResult::Resource(r) = result else { return Err(Error::Internal("unexpected answer".into()).with_request(&rid)) };
+    let ToolOpResult::Resource(r) = result else {
+        return Err(Error::Internal("unexpected answer".into()).with_request(&rid));
+    };
     let contents = serde_json::to_value(&r.contents).unwrap_or(Value::Null);
     let html = contents
         .as_array()
         .into_iter()
         .flatten()
-        .find(|c| c.get("mimeType").and_then(Value::as_str).is_some_and(|m| m.starts_with("text/html")))
+        .find(|c| {
+            c.get("mimeType")
+                .and_then(Value::as_str)
+                .is_some_and(|m| m.starts_with("text/html"))
+        })
         .and_then(|c| c.get("text").and_then(Value::as_str))
         .ok_or_else(|| Error::NotFound.with_request(&rid))?
         .to_string();
@@ -69,7 +79,20 @@ pub async fn resource(State(state): State<AppState>, Extension(caller): Extensio
     match state.services.audit.observe_fingerprint(&q.server, &q.uri, &fingerprint).await {
         Ok(Some(old)) => {
             tracing::warn!(server = %q.server, uri = %q.uri, "app document changed");
-            state.services.audit.record(entry(&caller, Kind::FingerprintChanged, &q.server, &q.uri, "data", ApprovalState::NotNeeded, "changed", Some(format!("{old} -> {fingerprint}")))).await;
+            state
+                .services
+                .audit
+                .record(entry(
+                    &caller,
+                    Kind::FingerprintChanged,
+                    &q.server,
+                    &q.uri,
+                    "data",
+                    ApprovalState::NotNeeded,
+                    "changed",
+                    Some(format!("{old} -> {fingerprint}")),
+                ))
+                .await;
         }
         Ok(None) => {}
         Err(e) => tracing::error!(error = %e, "could not check an app fingerprint"),
@@ -91,7 +114,20 @@ pub async fn call(State(state): State<AppState>, Extension(caller): Extension<Ca
     let def = tool_for(&state, &caller, &req).await?;
     // Fourth point of distrust: frames reach app-visible, read-only tools only.
     if !def.visible_to_app || def.policy.category != Category::Data || def.policy.needs_approval {
-        state.services.audit.record(entry(&caller, Kind::AppRefused, &req.server, &req.name, def.policy.category.as_str(), ApprovalState::Refused, "refused", Some("not a read-only app tool".into()))).await;
+        state
+            .services
+            .audit
+            .record(entry(
+                &caller,
+                Kind::AppRefused,
+                &req.server,
+                &req.name,
+                def.policy.category.as_str(),
+                ApprovalState::Refused,
+                "refused",
+                Some("not a read-only app tool".into()),
+            ))
+            .await;
         return Err(Error::Forbidden(format!("{}/{} is not a read-only app tool", req.server, req.name)).with_request(&rid));
     }
     run(&state, &caller, req, Kind::AppCall, ApprovalState::NotNeeded, "data").await
@@ -103,7 +139,20 @@ pub async fn dispatch(State(state): State<AppState>, Extension(caller): Extensio
     let def = tool_for(&state, &caller, &req).await?;
     // Only app-only tools: a model-visible tool goes through the agent and G3, never here.
     if !def.visible_to_app || def.visible_to_model {
-        state.services.audit.record(entry(&caller, Kind::AppRefused, &req.server, &req.name, def.policy.category.as_str(), ApprovalState::Refused, "refused", Some("not an app-only tool".into()))).await;
+        state
+            .services
+            .audit
+            .record(entry(
+                &caller,
+                Kind::AppRefused,
+                &req.server,
+                &req.name,
+                def.policy.category.as_str(),
+                ApprovalState::Refused,
+                "refused",
+                Some("not an app-only tool".into()),
+            ))
+            .await;
         return Err(Error::Forbidden(format!("{}/{} is not an app-only tool", req.server, req.name)).with_request(&rid));
     }
     tracing::info!(request_id = %rid, server = %req.server, tool = %req.name, "app dispatch approved by the user's click");
@@ -112,7 +161,16 @@ pub async fn dispatch(State(state): State<AppState>, Extension(caller): Extensio
 }
 
 #[expect(clippy::too_many_arguments, reason = "an audit row has this many columns")]
-fn entry(caller: &Caller, kind: Kind, server: &str, tool: &str, category: &str, approval: ApprovalState, outcome: &str, detail: Option<String>) -> Entry {
+fn entry(
+    caller: &Caller,
+    kind: Kind,
+    server: &str,
+    tool: &str,
+    category: &str,
+    approval: ApprovalState,
+    outcome: &str,
+    detail: Option<String>,
+) -> Entry {
     Entry {
         kind,
         uid: caller.uid.clone(),
@@ -157,21 +215,52 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
         .call(&req.server, caller, ToolOp::ListTools)
         .await
         .map_err(|e| Error::Internal(e.to_string()).with_request(rid))?;
-    let ToolOpResult::Tools(tools) = listed else { return Err(Error::Internal("unexpected answer".into()).with_request(rid)) };
+    let ToolOpResult::Tools(tools) = listed else {
+        return Err(Error::Internal("unexpected answer".into()).with_request(rid));
+    };
     let mut defs: Vec<ToolDef> = tools.iter().map(|t| ToolDef::from_mcp(&req.server, t)).collect();
-    let template = entry(caller, Kind::FingerprintChanged, "", "", "", ApprovalState::NotNeeded, "changed", None);
+    let template = entry(
+        caller,
+        Kind::FingerprintChanged,
+        "",
+        "",
+        "",
+        ApprovalState::NotNeeded,
+        "changed",
+        None,
+    );
     crate::mcp::registry::observe_fingerprints(&state.services.audit, &mut defs, &template).await;
     let registry = Registry::new(defs);
     match registry.find(&req.server, &req.name) {
         Some(def) => Ok(def.clone()),
         None => {
-            state.services.audit.record(entry(caller, Kind::AppRefused, &req.server, &req.name, "action", ApprovalState::Refused, "refused", Some("unknown tool".into()))).await;
+            state
+                .services
+                .audit
+                .record(entry(
+                    caller,
+                    Kind::AppRefused,
+                    &req.server,
+                    &req.name,
+                    "action",
+                    ApprovalState::Refused,
+                    "refused",
+                    Some("unknown tool".into()),
+                ))
+                .await;
             Err(Error::Forbidden("unknown tool".into()).with_request(rid))
         }
     }
 }
 
-async fn run(state: &AppState, caller: &Caller, req: ToolRequest, kind: Kind, approval: ApprovalState, category: &str) -> Result<Response, ApiError> {
+async fn run(
+    state: &AppState,
+    caller: &Caller,
+    req: ToolRequest,
+    kind: Kind,
+    approval: ApprovalState,
+    category: &str,
+) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
     let started = std::time::Instant::now();
     let mut row = entry(caller, kind, &req.server, &req.name, category, approval, "ok", None);
@@ -179,7 +268,14 @@ async fn run(state: &AppState, caller: &Caller, req: ToolRequest, kind: Kind, ap
     let result = state
         .services
         .tool_servers
-        .call(&req.server, caller, ToolOp::CallTool { name: req.name, arguments: req.arguments })
+        .call(
+            &req.server,
+            caller,
+            ToolOp::CallTool {
+                name: req.name,
+                arguments: req.arguments,
+            },
+        )
         .await;
     row.duration_ms = Some(started.elapsed().as_millis() as i64);
     row.outcome = match &result {
@@ -188,6 +284,8 @@ async fn run(state: &AppState, caller: &Caller, req: ToolRequest, kind: Kind, ap
     };
     state.services.audit.record(row).await;
     let result = result.map_err(|e| Error::Internal(e.to_string()).with_request(rid))?;
-    let ToolOpResult::Called(r) = result else { return Err(Error::Internal("unexpected answer".into()).with_request(rid)) };
+    let ToolOpResult::Called(r) = result else {
+        return Err(Error::Internal("unexpected answer".into()).with_request(rid));
+    };
     Ok(Json(r).into_response())
 }

@@ -4,14 +4,14 @@
 //! read: a new user message, or the assistant message whose tool parts carry approval
 //! decisions (G3: the decision is taken from here, the call itself from our own record).
 
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{AppState, conversation_actor, find_conversation, sse, valid_conversation_id, ACTOR_CALL_TIMEOUT};
+use super::{ACTOR_CALL_TIMEOUT, AppState, conversation_actor, find_conversation, sse, valid_conversation_id};
 use crate::actors::conversation::ConversationMsg;
 use crate::auth::Caller;
 use crate::error::{ApiError, Error};
@@ -33,23 +33,43 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     let rid = caller.request_id.clone();
     let (id, input) = parse(&body).map_err(|e| e.with_request(&rid))?;
     // Bounded concurrency: beyond the limit a turn is refused, never queued without bound.
-    let permit = state.turn_permits.clone().try_acquire_owned().map_err(|_| Error::Overloaded.with_request(&rid))?;
+    let permit = state
+        .turn_permits
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| Error::Overloaded.with_request(&rid))?;
     if state.services.shutdown.is_cancelled() {
         return Err(Error::ShuttingDown.with_request(&rid));
     }
     let actor = conversation_actor(&caller.uid, &id).await.map_err(|e| e.with_request(&rid))?;
     let turn_caller = caller.clone();
     let subscription = actor
-        .call(|reply| ConversationMsg::StartTurn { caller: turn_caller, input, reply }, Some(ACTOR_CALL_TIMEOUT))
+        .call(
+            |reply| ConversationMsg::StartTurn {
+                caller: turn_caller,
+                input,
+                reply,
+            },
+            Some(ACTOR_CALL_TIMEOUT),
+        )
         .await
         .map_err(|e| Error::Internal(e.to_string()).with_request(&rid))?
         .success_or(Error::Internal("conversation actor did not answer".into()))
         .map_err(|e| e.with_request(&rid))?
         .map_err(|e| e.with_request(&rid))?;
-    Ok(sse::response(subscription, rid, state.services.shutdown.clone(), Some(Box::new(permit))))
+    Ok(sse::response(
+        subscription,
+        rid,
+        state.services.shutdown.clone(),
+        Some(Box::new(permit)),
+    ))
 }
 
-pub async fn resume(State(state): State<AppState>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub async fn resume(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let rid = caller.request_id.clone();
     if !valid_conversation_id(&id) {
         return Err(Error::NotFound.with_request(&rid));
@@ -79,7 +99,11 @@ fn parse(body: &[u8]) -> Result<(String, TurnInput), Error> {
     if let Some(t) = req.trigger.as_deref().filter(|t| *t != "submit-message") {
         return Err(Error::BadRequest(format!("unsupported trigger {t}")));
     }
-    let last = req.messages.into_iter().last().ok_or_else(|| Error::BadRequest("no messages".into()))?;
+    let last = req
+        .messages
+        .into_iter()
+        .last()
+        .ok_or_else(|| Error::BadRequest("no messages".into()))?;
     let message: UiMessage = serde_json::from_value(last).map_err(|e| Error::BadRequest(format!("last message: {e}")))?;
     let input = match message.role {
         Role::User => TurnInput::User(user_message(message)?),
@@ -103,7 +127,11 @@ fn user_message(message: UiMessage) -> Result<UiMessage, Error> {
         uuid::Uuid::new_v4().simple().to_string()
     };
     // Only text is kept from a user message; other part types are not interpreted.
-    Ok(UiMessage { id, role: Role::User, parts: vec![UiPart::Text { text, state: None }] })
+    Ok(UiMessage {
+        id,
+        role: Role::User,
+        parts: vec![UiPart::Text { text, state: None }],
+    })
 }
 
 /// The approval decisions the client recorded on the assistant message's tool parts.
@@ -116,7 +144,13 @@ fn approval_decisions(message: &UiMessage) -> Result<Vec<ApprovalDecision>, Erro
             UiPart::DynamicTool(t) if t.state == ToolState::ApprovalResponded => t.approval.as_ref(),
             _ => None,
         })
-        .filter_map(|a| a.approved.map(|approved| ApprovalDecision { approval_id: a.id.clone(), approved, reason: a.reason.clone() }))
+        .filter_map(|a| {
+            a.approved.map(|approved| ApprovalDecision {
+                approval_id: a.id.clone(),
+                approved,
+                reason: a.reason.clone(),
+            })
+        })
         .collect();
     if decisions.is_empty() {
         return Err(Error::BadRequest("an assistant message must carry approval decisions".into()));
@@ -155,7 +189,14 @@ mod tests {
             ]}
         ]})))
         .unwrap();
-        assert_eq!(input_decisions(input), vec![ApprovalDecision { approval_id: "ap_1".into(), approved: true, reason: None }]);
+        assert_eq!(
+            input_decisions(input),
+            vec![ApprovalDecision {
+                approval_id: "ap_1".into(),
+                approved: true,
+                reason: None
+            }]
+        );
     }
 
     fn input_decisions(i: TurnInput) -> Vec<ApprovalDecision> {

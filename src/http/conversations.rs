@@ -5,17 +5,26 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 
-use super::{AppState, find_conversation, valid_conversation_id, ACTOR_CALL_TIMEOUT};
+use super::{ACTOR_CALL_TIMEOUT, AppState, find_conversation, valid_conversation_id};
 use crate::actors::conversation::ConversationMsg;
 use crate::auth::Caller;
 use crate::error::{ApiError, Error};
 
 pub async fn list(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Response, ApiError> {
-    let rows = state.services.store.list(&caller.uid).await.map_err(|e| e.with_request(&caller.request_id))?;
+    let rows = state
+        .services
+        .store
+        .list(&caller.uid)
+        .await
+        .map_err(|e| e.with_request(&caller.request_id))?;
     Ok(Json(serde_json::json!({ "conversations": rows })).into_response())
 }
 
-pub async fn get_one(State(state): State<AppState>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub async fn get_one(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
     if !valid_conversation_id(&id) {
         return Err(Error::NotFound.with_request(rid));
@@ -26,7 +35,11 @@ pub async fn get_one(State(state): State<AppState>, Extension(caller): Extension
     }
 }
 
-pub async fn delete_one(State(state): State<AppState>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub async fn delete_one(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
     if !valid_conversation_id(&id) {
         return Err(Error::NotFound.with_request(rid));
@@ -40,7 +53,16 @@ pub async fn delete_one(State(state): State<AppState>, Extension(caller): Extens
             .success_or(Error::Internal("conversation actor did not answer".into()))
             .map_err(|e| e.with_request(rid))?
             .map_err(|e| e.with_request(rid))?,
-        None => state.services.store.delete(&caller.uid, &id).await.map_err(|e| e.with_request(rid))?,
+        None => state
+            .services
+            .store
+            .delete(&caller.uid, &id)
+            .await
+            .map_err(|e| e.with_request(rid))?,
     };
-    if existed { Ok(http::StatusCode::NO_CONTENT.into_response()) } else { Err(Error::NotFound.with_request(rid)) }
+    if existed {
+        Ok(http::StatusCode::NO_CONTENT.into_response())
+    } else {
+        Err(Error::NotFound.with_request(rid))
+    }
 }

@@ -100,19 +100,33 @@ fn conversations_supervisor() -> Result<ractor::ActorRef<ConversationsMsg>, Erro
 async fn find_conversation(uid: &str, id: &str) -> Result<Option<ractor::ActorRef<ConversationMsg>>, Error> {
     let sup = conversations_supervisor()?;
     let (uid, id) = (uid.to_string(), id.to_string());
-    sup.call(|reply| ConversationsMsg::Find { uid, conversation_id: id, reply }, Some(ACTOR_CALL_TIMEOUT))
-        .await
-        .map_err(|e| Error::Internal(e.to_string()))?
-        .success_or(Error::Internal("conversations supervisor did not answer".into()))
+    sup.call(
+        |reply| ConversationsMsg::Find {
+            uid,
+            conversation_id: id,
+            reply,
+        },
+        Some(ACTOR_CALL_TIMEOUT),
+    )
+    .await
+    .map_err(|e| Error::Internal(e.to_string()))?
+    .success_or(Error::Internal("conversations supervisor did not answer".into()))
 }
 
 /// The actor of a conversation, started if needed.
 async fn conversation_actor(uid: &str, id: &str) -> Result<ractor::ActorRef<ConversationMsg>, Error> {
     let sup = conversations_supervisor()?;
     let (uid, id) = (uid.to_string(), id.to_string());
-    sup.call(|reply| ConversationsMsg::Get { uid, conversation_id: id, reply }, Some(ACTOR_CALL_TIMEOUT))
-        .await
-        .map_err(|e| Error::Internal(e.to_string()))?
-        .success_or(Error::Internal("conversations supervisor did not answer".into()))?
-        .map_err(Error::Internal)
+    sup.call(
+        |reply| ConversationsMsg::Get {
+            uid,
+            conversation_id: id,
+            reply,
+        },
+        Some(ACTOR_CALL_TIMEOUT),
+    )
+    .await
+    .map_err(|e| Error::Internal(e.to_string()))?
+    .success_or(Error::Internal("conversations supervisor did not answer".into()))?
+    .map_err(Error::Internal)
 }

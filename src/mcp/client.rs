@@ -34,20 +34,34 @@ pub enum McpError {
 
 /// Lists every tool the server offers to this caller.
 pub async fn list_tools(http: &reqwest::Client, ctx: &CallContext) -> Result<Vec<Tool>, McpError> {
-    with_client(http, ctx, |client| async move { client.list_all_tools().await.map_err(|e| McpError::Transport(e.to_string())) }).await
+    with_client(http, ctx, |client| async move {
+        client.list_all_tools().await.map_err(|e| McpError::Transport(e.to_string()))
+    })
+    .await
 }
 
 /// Calls one tool.
-pub async fn call_tool(http: &reqwest::Client, ctx: &CallContext, name: &str, arguments: serde_json::Map<String, serde_json::Value>) -> Result<CallToolResult, McpError> {
+pub async fn call_tool(
+    http: &reqwest::Client,
+    ctx: &CallContext,
+    name: &str,
+    arguments: serde_json::Map<String, serde_json::Value>,
+) -> Result<CallToolResult, McpError> {
     let mut params = CallToolRequestParams::new(name.to_string());
     params.arguments = Some(arguments);
-    with_client(http, ctx, |client| async move { client.call_tool(params).await.map_err(|e| McpError::Transport(e.to_string())) }).await
+    with_client(http, ctx, |client| async move {
+        client.call_tool(params).await.map_err(|e| McpError::Transport(e.to_string()))
+    })
+    .await
 }
 
 /// Reads one resource (an MCP App document).
 pub async fn read_resource(http: &reqwest::Client, ctx: &CallContext, uri: &str) -> Result<ReadResourceResult, McpError> {
     let params = ReadResourceRequestParams::new(uri.to_string());
-    with_client(http, ctx, |client| async move { client.read_resource(params).await.map_err(|e| McpError::Transport(e.to_string())) }).await
+    with_client(http, ctx, |client| async move {
+        client.read_resource(params).await.map_err(|e| McpError::Transport(e.to_string()))
+    })
+    .await
 }
 
 async fn with_client<T, F, Fut>(http: &reqwest::Client, ctx: &CallContext, op: F) -> Result<T, McpError>

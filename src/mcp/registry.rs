@@ -13,8 +13,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::approval::{Category, Policy, policy_for};
-use crate::store::audit::{AuditLog, Entry};
 use crate::model::{FunctionSpec, ToolSpec};
+use crate::store::audit::{AuditLog, Entry};
 
 /// One tool of one server, as this turn sees it.
 #[derive(Debug, Clone)]
@@ -36,7 +36,11 @@ pub struct ToolDef {
 
 impl ToolDef {
     pub fn from_mcp(server: &str, tool: &Tool) -> ToolDef {
-        let meta = tool.meta.as_ref().map(|m| serde_json::to_value(m).unwrap_or(Value::Null)).unwrap_or(Value::Null);
+        let meta = tool
+            .meta
+            .as_ref()
+            .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
+            .unwrap_or(Value::Null);
         let ui = meta.get("ui");
         let visibility: Option<Vec<String>> = ui
             .and_then(|u| u.get("visibility"))
@@ -68,7 +72,11 @@ impl ToolDef {
     pub fn spec(&self) -> ToolSpec {
         ToolSpec {
             kind: "function",
-            function: FunctionSpec { name: self.model_name.clone(), description: self.description.clone(), parameters: self.input_schema.clone() },
+            function: FunctionSpec {
+                name: self.model_name.clone(),
+                description: self.description.clone(),
+                parameters: self.input_schema.clone(),
+            },
         }
     }
 }
@@ -85,7 +93,10 @@ pub fn canonical_json(v: &Value) -> String {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            let inner: Vec<String> = keys.iter().map(|k| format!("{}:{}", Value::String((*k).clone()), canonical_json(&map[*k]))).collect();
+            let inner: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", Value::String((*k).clone()), canonical_json(&map[*k])))
+                .collect();
             format!("{{{}}}", inner.join(","))
         }
         Value::Array(items) => format!("[{}]", items.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
@@ -103,7 +114,10 @@ pub const CHANGED_TOOL_QUARANTINE_MS: i64 = 24 * 60 * 60 * 1000;
 /// what a compromised server would say).
 pub async fn observe_fingerprints(audit: &AuditLog, defs: &mut [ToolDef], template: &Entry) {
     let now = chrono::Utc::now().timestamp_millis();
-    let ask = Policy { category: Category::Action, needs_approval: true };
+    let ask = Policy {
+        category: Category::Action,
+        needs_approval: true,
+    };
     for d in defs.iter_mut() {
         match audit.observe(&d.server, &d.name, &d.fingerprint).await {
             Ok(seen) => {
@@ -180,16 +194,26 @@ mod tests {
     #[test]
     fn visibility_split_is_structural() {
         let send = tool(json!({"name": "mail_send", "inputSchema": {"type": "object"}, "_meta": {"ui": {"visibility": ["app"]}}}));
-        let list = tool(json!({"name": "files_list", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true},
-            "_meta": {"ui": {"resourceUri": "ui://nextcloud/files-table"}}}));
-        let model_only = tool(json!({"name": "secret_model_tool", "inputSchema": {"type": "object"}, "_meta": {"ui": {"visibility": ["model"]}}}));
-        let reg = Registry::new(vec![ToolDef::from_mcp("mail", &send), ToolDef::from_mcp("nextcloud", &list), ToolDef::from_mcp("x", &model_only)]);
+        let list = tool(
+            json!({"name": "files_list", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true},
+            "_meta": {"ui": {"resourceUri": "ui://nextcloud/files-table"}}}),
+        );
+        let model_only =
+            tool(json!({"name": "secret_model_tool", "inputSchema": {"type": "object"}, "_meta": {"ui": {"visibility": ["model"]}}}));
+        let reg = Registry::new(vec![
+            ToolDef::from_mcp("mail", &send),
+            ToolDef::from_mcp("nextcloud", &list),
+            ToolDef::from_mcp("x", &model_only),
+        ]);
         let names: Vec<&str> = reg.model_tools().map(|t| t.model_name.as_str()).collect();
         assert_eq!(names, vec!["files_list", "secret_model_tool"]);
         assert!(reg.for_model("mail_send").is_none());
         assert!(reg.find("mail", "mail_send").unwrap().visible_to_app);
         assert!(!reg.find("x", "secret_model_tool").unwrap().visible_to_app);
-        assert_eq!(reg.find("nextcloud", "files_list").unwrap().resource_uri.as_deref(), Some("ui://nextcloud/files-table"));
+        assert_eq!(
+            reg.find("nextcloud", "files_list").unwrap().resource_uri.as_deref(),
+            Some("ui://nextcloud/files-table")
+        );
         assert!(!reg.find("nextcloud", "files_list").unwrap().policy.needs_approval);
         assert!(reg.find("mail", "mail_send").unwrap().policy.needs_approval);
     }

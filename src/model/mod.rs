@@ -17,15 +17,22 @@ use crate::config::ModelConfig;
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "role", rename_all = "lowercase")]
 pub enum ChatMessage {
-    System { content: String },
-    User { content: String },
+    System {
+        content: String,
+    },
+    User {
+        content: String,
+    },
     Assistant {
         #[serde(skip_serializing_if = "Option::is_none")]
         content: Option<String>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCallOut>,
     },
-    Tool { tool_call_id: String, content: String },
+    Tool {
+        tool_call_id: String,
+        content: String,
+    },
 }
 
 /// An assistant tool call as sent back to the provider in the history.
@@ -46,7 +53,14 @@ pub struct FunctionCall {
 
 impl ToolCallOut {
     pub fn new(id: String, name: String, arguments: &Value) -> Self {
-        ToolCallOut { id, kind: "function", function: FunctionCall { name, arguments: arguments.to_string() } }
+        ToolCallOut {
+            id,
+            kind: "function",
+            function: FunctionCall {
+                name,
+                arguments: arguments.to_string(),
+            },
+        }
     }
 }
 
@@ -70,9 +84,18 @@ pub struct FunctionSpec {
 pub enum ModelEvent {
     TextDelta(String),
     /// The first fragment of tool call `index` (id and name are known from here on).
-    ToolCallStart { index: usize, id: String, name: String },
-    ToolCallArguments { index: usize, delta: String },
-    Finished { reason: String },
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    ToolCallArguments {
+        index: usize,
+        delta: String,
+    },
+    Finished {
+        reason: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -135,7 +158,16 @@ impl ModelClient {
     #[tracing::instrument(name = "model.call", skip_all, fields(model = %model, messages = messages.len(), tools = tools.len()))]
     async fn start(&self, model: &str, messages: &[ChatMessage], tools: &[ToolSpec]) -> Result<ModelStream, ModelError> {
         let url = format!("{}/chat/completions", self.config.base_url.as_str().trim_end_matches('/'));
-        let mut req = self.http.post(url).json(&Request { model, messages, tools, stream: true }).timeout(self.config.call_timeout);
+        let mut req = self
+            .http
+            .post(url)
+            .json(&Request {
+                model,
+                messages,
+                tools,
+                stream: true,
+            })
+            .timeout(self.config.call_timeout);
         if let Some(key) = &self.config.api_key {
             req = req.bearer_auth(key.expose());
         }
@@ -143,14 +175,22 @@ impl ModelClient {
         let response = tokio::time::timeout(first_chunk, req.send())
             .await
             .map_err(|_| ModelError::Timeout)?
-            .map_err(|e| if e.is_timeout() { ModelError::Timeout } else { ModelError::Connect(e.to_string()) })?;
+            .map_err(|e| {
+                if e.is_timeout() {
+                    ModelError::Timeout
+                } else {
+                    ModelError::Connect(e.to_string())
+                }
+            })?;
         if !response.status().is_success() {
             return Err(ModelError::Status(response.status().as_u16()));
         }
         let mut events = Box::pin(parse(response.bytes_stream().eventsource()));
         // Wait for the first event here, so that "silent before the first chunk" is a
         // fallback case rather than a broken turn.
-        let first = tokio::time::timeout(first_chunk, events.next()).await.map_err(|_| ModelError::Timeout)?;
+        let first = tokio::time::timeout(first_chunk, events.next())
+            .await
+            .map_err(|_| ModelError::Timeout)?;
         let head = futures::stream::iter(first);
         Ok(Box::pin(head.chain(events)))
     }
@@ -247,7 +287,14 @@ mod tests {
     fn events(frames: &[&str]) -> Vec<Result<ModelEvent, ModelError>> {
         let evs: Vec<Result<eventsource_stream::Event, std::convert::Infallible>> = frames
             .iter()
-            .map(|d| Ok(eventsource_stream::Event { event: "message".into(), data: d.to_string(), id: String::new(), retry: None }))
+            .map(|d| {
+                Ok(eventsource_stream::Event {
+                    event: "message".into(),
+                    data: d.to_string(),
+                    id: String::new(),
+                    retry: None,
+                })
+            })
             .collect();
         futures::executor::block_on(parse(futures::stream::iter(evs)).collect())
     }
@@ -264,9 +311,27 @@ mod tests {
         ]);
         let out: Vec<ModelEvent> = out.into_iter().map(|e| e.unwrap()).collect();
         assert_eq!(out[0], ModelEvent::TextDelta("Hi".into()));
-        assert_eq!(out[1], ModelEvent::ToolCallStart { index: 0, id: "call_1".into(), name: "files_list".into() });
-        assert_eq!(out[2], ModelEvent::ToolCallArguments { index: 0, delta: "{\"path\":".into() });
-        assert_eq!(out.last(), Some(&ModelEvent::Finished { reason: "tool_calls".into() }));
+        assert_eq!(
+            out[1],
+            ModelEvent::ToolCallStart {
+                index: 0,
+                id: "call_1".into(),
+                name: "files_list".into()
+            }
+        );
+        assert_eq!(
+            out[2],
+            ModelEvent::ToolCallArguments {
+                index: 0,
+                delta: "{\"path\":".into()
+            }
+        );
+        assert_eq!(
+            out.last(),
+            Some(&ModelEvent::Finished {
+                reason: "tool_calls".into()
+            })
+        );
     }
 
     #[test]
@@ -279,7 +344,10 @@ mod tests {
 
     #[test]
     fn history_serialises_in_the_provider_format() {
-        let m = ChatMessage::Assistant { content: None, tool_calls: vec![ToolCallOut::new("c".into(), "t".into(), &serde_json::json!({"a":1}))] };
+        let m = ChatMessage::Assistant {
+            content: None,
+            tool_calls: vec![ToolCallOut::new("c".into(), "t".into(), &serde_json::json!({"a":1}))],
+        };
         assert_eq!(
             serde_json::to_value(&m).unwrap(),
             serde_json::json!({"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"t","arguments":"{\"a\":1}"}}]})

@@ -102,12 +102,17 @@ pub struct AuditLog {
 }
 
 fn label<T: Serialize>(v: &T) -> String {
-    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 impl AuditLog {
     pub fn open(path: &Path) -> Result<AuditLog, Error> {
-        Ok(AuditLog { db: Db::open(path, SCHEMA)? })
+        Ok(AuditLog {
+            db: Db::open(path, SCHEMA)?,
+        })
     }
 
     /// Appends a row. A failure is logged: auditing must never break the user's turn, but

@@ -90,24 +90,39 @@ fn now_ms() -> i64 {
 
 impl ChatStore {
     pub fn open(path: &Path) -> Result<ChatStore, Error> {
-        Ok(ChatStore { db: Db::open(path, SCHEMA)? })
+        Ok(ChatStore {
+            db: Db::open(path, SCHEMA)?,
+        })
     }
 
     /// Creates the conversation if needed (titled from `title_hint`) and upserts `message`.
     /// Resolves once committed.
-    pub async fn save_message(&self, uid: &str, conversation_id: &str, message: &UiMessage, title_hint: Option<String>) -> Result<(), Error> {
+    pub async fn save_message(
+        &self,
+        uid: &str,
+        conversation_id: &str,
+        message: &UiMessage,
+        title_hint: Option<String>,
+    ) -> Result<(), Error> {
         self.save(uid, conversation_id, message, title_hint, Vec::new(), false).await
     }
 
     /// Saves a new user message (titling a new conversation from it) and drops any approval
     /// still pending in the conversation, in one transaction: a new message supersedes them.
     pub async fn save_user_message(&self, uid: &str, conversation_id: &str, message: &UiMessage) -> Result<(), Error> {
-        self.save(uid, conversation_id, message, Some(message.text()), Vec::new(), true).await
+        self.save(uid, conversation_id, message, Some(message.text()), Vec::new(), true)
+            .await
     }
 
     /// Saves the message and records pending approvals in the same transaction, so a
     /// pending approval survives a restart exactly when the request for it was streamed.
-    pub async fn save_message_with_approvals(&self, uid: &str, conversation_id: &str, message: &UiMessage, approvals: Vec<PendingApproval>) -> Result<(), Error> {
+    pub async fn save_message_with_approvals(
+        &self,
+        uid: &str,
+        conversation_id: &str,
+        message: &UiMessage,
+        approvals: Vec<PendingApproval>,
+    ) -> Result<(), Error> {
         self.save(uid, conversation_id, message, None, approvals, false).await
     }
 
@@ -193,7 +208,12 @@ impl ChatStore {
                 )?;
                 let rows = st
                     .query_map(params![uid], |r| {
-                        Ok(ConversationSummary { id: r.get(0)?, title: r.get(1)?, created_at: r.get(2)?, updated_at: r.get(3)? })
+                        Ok(ConversationSummary {
+                            id: r.get(0)?,
+                            title: r.get(1)?,
+                            created_at: r.get(2)?,
+                            updated_at: r.get(3)?,
+                        })
                     })?
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(rows)
@@ -207,7 +227,11 @@ impl ChatStore {
         self.db
             .read(move |c| {
                 let Some(title) = c
-                    .query_row("SELECT title FROM conversations WHERE uid = ?1 AND id = ?2", params![uid, cid], |r| r.get::<_, String>(0))
+                    .query_row(
+                        "SELECT title FROM conversations WHERE uid = ?1 AND id = ?2",
+                        params![uid, cid],
+                        |r| r.get::<_, String>(0),
+                    )
                     .optional()?
                 else {
                     return Ok(None);
@@ -276,15 +300,31 @@ mod tests {
     use crate::ui_stream::{Role, UiPart};
 
     fn user(id: &str, text: &str) -> UiMessage {
-        UiMessage { id: id.into(), role: Role::User, parts: vec![UiPart::Text { text: text.into(), state: None }] }
+        UiMessage {
+            id: id.into(),
+            role: Role::User,
+            parts: vec![UiPart::Text {
+                text: text.into(),
+                state: None,
+            }],
+        }
     }
 
     #[tokio::test]
     async fn conversations_are_per_user() {
         let dir = tempfile::tempdir().unwrap();
         let s = ChatStore::open(&dir.path().join("chat.db")).unwrap();
-        s.save_message("alice", "c1", &user("m1", "Plan the offsite\nmore"), Some("Plan the offsite\nmore".into())).await.unwrap();
-        s.save_message("bob", "c1", &user("m1", "bob's own"), Some("bob's own".into())).await.unwrap();
+        s.save_message(
+            "alice",
+            "c1",
+            &user("m1", "Plan the offsite\nmore"),
+            Some("Plan the offsite\nmore".into()),
+        )
+        .await
+        .unwrap();
+        s.save_message("bob", "c1", &user("m1", "bob's own"), Some("bob's own".into()))
+            .await
+            .unwrap();
         assert_eq!(s.list("alice").await.unwrap()[0].title, "Plan the offsite");
         assert_eq!(s.load("bob", "c1").await.unwrap().unwrap().messages[0].text(), "bob's own");
         assert!(s.load("bob", "c2").await.unwrap().is_none());
@@ -306,7 +346,9 @@ mod tests {
             arguments: serde_json::json!({"from": "a", "to": "b"}),
             arguments_sha256: "x".into(),
         };
-        s.save_message_with_approvals("alice", "c1", &user("m2", "x"), vec![a.clone()]).await.unwrap();
+        s.save_message_with_approvals("alice", "c1", &user("m2", "x"), vec![a.clone()])
+            .await
+            .unwrap();
         assert!(s.take_approval("bob", "c1", "ap1").await.unwrap().is_none());
         assert!(s.take_approval("alice", "c2", "ap1").await.unwrap().is_none());
         assert_eq!(s.take_approval("alice", "c1", "ap1").await.unwrap(), Some(a));

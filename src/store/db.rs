@@ -50,7 +50,11 @@ impl Db {
                 drop(stop_tx);
             })
             .map_err(|e| Error::Internal(format!("spawn db writer: {e}")))?;
-        Ok(Db { jobs: tx, reader: Arc::new(Mutex::new(reader)), writer_done: Arc::new(Mutex::new(Some(handle))) })
+        Ok(Db {
+            jobs: tx,
+            reader: Arc::new(Mutex::new(reader)),
+            writer_done: Arc::new(Mutex::new(Some(handle))),
+        })
     }
 
     /// Runs `f` on the writer thread inside a transaction; resolves after COMMIT.
@@ -186,7 +190,10 @@ mod tests {
         for t in tasks {
             assert_eq!(t.await.unwrap().unwrap(), 1);
         }
-        let count: i64 = db.read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?)).await.unwrap();
+        let count: i64 = db
+            .read(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?))
+            .await
+            .unwrap();
         assert_eq!(count, 200);
         // A failing write does not undo its batch neighbours.
         let bad = db.write(|c| Ok(c.execute("INSERT INTO missing VALUES (1)", [])?)).await;

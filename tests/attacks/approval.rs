@@ -10,21 +10,32 @@ use crate::stack::{Stack, Turn};
 
 /// A conversation with one pending probe_destroy call (target = `cid`).
 async fn pending(s: &Stack, uid: &str, cid: &str) -> Result<Turn> {
-    s.script(cid, json!([{"tool_calls": [{"name": "probe_destroy", "arguments": {"target": cid}}]}, {"text": "Done."}]));
+    s.script(
+        cid,
+        json!([{"tool_calls": [{"name": "probe_destroy", "arguments": {"target": cid}}]}, {"text": "Done."}]),
+    );
     let turn = s.chat(uid, cid, &format!("{cid} please clean up")).await?;
     ensure!(turn.status == 200 && turn.approvals.len() == 1, "no pending approval in {cid}");
     Ok(turn)
 }
 
 fn runs_of(s: &Stack, target: &str) -> usize {
-    s.probe.calls_of("probe_destroy").iter().filter(|c| c["arguments"]["target"] == target).count()
+    s.probe
+        .calls_of("probe_destroy")
+        .iter()
+        .filter(|c| c["arguments"]["target"] == target)
+        .count()
 }
 
 /// The abuse answer: 403, an audit row, nothing ran.
 fn refused(s: &Stack, status: u16, uid: &str, approval_id: &str, target: &str, runs: usize) -> Result<()> {
     ensure!(status == 403, "expected 403, got {status}");
     assert_refusal(&s.audit()?, uid, approval_id)?;
-    ensure!(runs_of(s, target) == runs, "probe_destroy ran {} times for {target}, expected {runs}", runs_of(s, target));
+    ensure!(
+        runs_of(s, target) == runs,
+        "probe_destroy ran {} times for {target}, expected {runs}",
+        runs_of(s, target)
+    );
     Ok(())
 }
 
@@ -62,7 +73,10 @@ pub async fn approval_from_another_user(s: &Stack) -> Result<()> {
 pub async fn tampered_input_runs_as_recorded(s: &Stack) -> Result<()> {
     let c = "ab-tamper";
     let recorded = json!({"path": "ab-tamper-recorded.txt", "content": "recorded content", "overwrite": false});
-    s.script(c, json!([{"tool_calls": [{"name": "files_write", "arguments": recorded}]}, {"text": "Done."}]));
+    s.script(
+        c,
+        json!([{"tool_calls": [{"name": "files_write", "arguments": recorded}]}, {"text": "Done."}]),
+    );
     let t = s.chat("alice", c, &format!("{c} write it")).await?;
     ensure!(t.approvals.len() == 1, "files_write not held");
     let (_, notes_before) = s.get_file("alice", "notes.txt").await?;
@@ -71,13 +85,28 @@ pub async fn tampered_input_runs_as_recorded(s: &Stack) -> Result<()> {
     part["input"] = tampered.clone();
     let r = s.decide("alice", c, &t.message_id, vec![part]).await?;
     ensure!(r.status == 200, "approval status {}", r.status);
-    ensure!(s.get_file("alice", "ab-tamper-recorded.txt").await? == (200, "recorded content".to_string()), "the recorded call did not run");
+    ensure!(
+        s.get_file("alice", "ab-tamper-recorded.txt").await? == (200, "recorded content".to_string()),
+        "the recorded call did not run"
+    );
     ensure!(s.get_file("alice", "notes.txt").await?.1 == notes_before, "the tampered input ran");
     let rows = s.audit_of(c)?;
-    let hash = |approval: &str| rows.iter().find(|r| r.tool == "files_write" && r.approval == approval).and_then(|r| r.arguments_sha256.clone());
+    let hash = |approval: &str| {
+        rows.iter()
+            .find(|r| r.tool == "files_write" && r.approval == approval)
+            .and_then(|r| r.arguments_sha256.clone())
+    };
     let want = arguments_sha256(&recorded);
-    ensure!(hash("requested").as_deref() == Some(want.as_str()), "requested hash {:?} != {want}", hash("requested"));
-    ensure!(hash("approved_by_user").as_deref() == Some(want.as_str()), "approved hash {:?} != {want}", hash("approved_by_user"));
+    ensure!(
+        hash("requested").as_deref() == Some(want.as_str()),
+        "requested hash {:?} != {want}",
+        hash("requested")
+    );
+    ensure!(
+        hash("approved_by_user").as_deref() == Some(want.as_str()),
+        "approved hash {:?} != {want}",
+        hash("approved_by_user")
+    );
     ensure!(want != arguments_sha256(&tampered), "hashes collide");
     Ok(())
 }
@@ -94,7 +123,9 @@ pub async fn approval_never_requested(s: &Stack) -> Result<()> {
 pub async fn double_approval_in_one_request(s: &Stack) -> Result<()> {
     let c = "ab-double";
     let t = pending(s, "alice", c).await?;
-    let r = s.decide("alice", c, &t.message_id, vec![t.decision(0, true), t.decision(0, true)]).await?;
+    let r = s
+        .decide("alice", c, &t.message_id, vec![t.decision(0, true), t.decision(0, true)])
+        .await?;
     refused(s, r.status, "alice", &t.approvals[0].0, c, 0)?;
     // Nothing was consumed: a single approval now runs it exactly once.
     let ok = s.decide("alice", c, &t.message_id, vec![t.decision(0, true)]).await?;

@@ -74,7 +74,10 @@ fn decode_entities(s: &str) -> String {
 
 /// (opening, closing) envelope tags a model could read in `content`.
 pub fn envelope_tags(content: &str) -> (usize, usize) {
-    let squashed: String = model_reading(content).chars().filter(|c| !c.is_whitespace() && !matches!(c, '_' | '-' | '.' | ':')).collect();
+    let squashed: String = model_reading(content)
+        .chars()
+        .filter(|c| !c.is_whitespace() && !matches!(c, '_' | '-' | '.' | ':'))
+        .collect();
     let closes = squashed.matches("</untrusteddata").count();
     let opens = squashed.matches("<untrusteddata").count();
     (opens, closes)
@@ -90,9 +93,17 @@ pub fn assert_sealed(s: &Stack, marker: &str) -> Result<Vec<String>> {
             if content.starts_with("The user denied") || content.starts_with("This call was not approved") {
                 continue; // our own words, not external text
             }
-            ensure!(content.starts_with("<untrusted_data source=\"") && content.ends_with("\n</untrusted_data>"), "a tool message is not enveloped: {}", preview(content));
+            ensure!(
+                content.starts_with("<untrusted_data source=\"") && content.ends_with("\n</untrusted_data>"),
+                "a tool message is not enveloped: {}",
+                preview(content)
+            );
             let (opens, closes) = envelope_tags(content);
-            ensure!(opens == 1 && closes == 1, "{opens} opening and {closes} closing envelope tags in: {}", preview(content));
+            ensure!(
+                opens == 1 && closes == 1,
+                "{opens} opening and {closes} closing envelope tags in: {}",
+                preview(content)
+            );
             seen.push(content.to_string());
         }
     }
@@ -102,7 +113,10 @@ pub fn assert_sealed(s: &Stack, marker: &str) -> Result<Vec<String>> {
 
 /// The payload reached the model (inside the envelope), so the seal check is not vacuous.
 pub fn assert_reached(messages: &[String], needle: &str) -> Result<()> {
-    ensure!(messages.iter().any(|m| m.contains(needle)), "the payload ({needle}) never reached the model");
+    ensure!(
+        messages.iter().any(|m| m.contains(needle)),
+        "the payload ({needle}) never reached the model"
+    );
     Ok(())
 }
 
@@ -124,8 +138,14 @@ pub fn assert_no_exfiltration_tools(s: &Stack, marker: &str) -> Result<()> {
     ensure!(!reqs.is_empty(), "the model was never called for {marker}");
     for r in reqs {
         let tools = r["tools"].as_array().cloned().unwrap_or_default();
-        let names: Vec<String> = tools.iter().map(|t| t["function"]["name"].as_str().unwrap_or("").to_string()).collect();
-        ensure!(names.iter().any(|n| n == "files_read") && names.iter().any(|n| n == "files_move"), "workspace tools missing: {names:?}");
+        let names: Vec<String> = tools
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap_or("").to_string())
+            .collect();
+        ensure!(
+            names.iter().any(|n| n == "files_read") && names.iter().any(|n| n == "files_move"),
+            "workspace tools missing: {names:?}"
+        );
         for t in &tools {
             let name = t["function"]["name"].as_str().unwrap_or("").to_lowercase();
             let desc = t["function"]["description"].as_str().unwrap_or("").to_lowercase();
@@ -143,7 +163,11 @@ pub fn assert_no_exfiltration_tools(s: &Stack, marker: &str) -> Result<()> {
 /// G3: `tool` was asked about in `cid` and never ran (no approved or unattended run).
 pub fn assert_requested_not_run(rows: &[AuditRow], tool: &str) -> Result<()> {
     let of: Vec<&AuditRow> = rows.iter().filter(|r| r.tool == tool && r.kind == "tool_call").collect();
-    ensure!(of.iter().any(|r| r.approval == "requested" && r.outcome == "not_run" && r.category == "action"), "no approval-requested row for {tool}: {of:?}");
+    ensure!(
+        of.iter()
+            .any(|r| r.approval == "requested" && r.outcome == "not_run" && r.category == "action"),
+        "no approval-requested row for {tool}: {of:?}"
+    );
     if let Some(r) = of.iter().find(|r| matches!(r.approval.as_str(), "approved_by_user" | "not_needed")) {
         bail!("{tool} ran: {r:?}");
     }
@@ -151,14 +175,21 @@ pub fn assert_requested_not_run(rows: &[AuditRow], tool: &str) -> Result<()> {
 }
 
 pub fn assert_denied(rows: &[AuditRow], tool: &str) -> Result<()> {
-    ensure!(rows.iter().any(|r| r.tool == tool && r.approval == "denied_by_user" && r.outcome == "not_run"), "no denied_by_user row for {tool}");
+    ensure!(
+        rows.iter()
+            .any(|r| r.tool == tool && r.approval == "denied_by_user" && r.outcome == "not_run"),
+        "no denied_by_user row for {tool}"
+    );
     Ok(())
 }
 
 /// An `approval_refused` row for `approval_id`, as `uid`.
 pub fn assert_refusal(rows: &[AuditRow], uid: &str, approval_id: &str) -> Result<()> {
     ensure!(
-        rows.iter().any(|r| r.kind == "approval_refused" && r.uid == uid && r.approval == "refused" && r.detail.as_deref().is_some_and(|d| d.contains(approval_id))),
+        rows.iter().any(|r| r.kind == "approval_refused"
+            && r.uid == uid
+            && r.approval == "refused"
+            && r.detail.as_deref().is_some_and(|d| d.contains(approval_id))),
         "no approval_refused row for {approval_id} as {uid}"
     );
     Ok(())
@@ -171,7 +202,10 @@ pub fn arguments_sha256(v: &Value) -> String {
             Value::Object(map) => {
                 let mut keys: Vec<&String> = map.keys().collect();
                 keys.sort();
-                let inner: Vec<String> = keys.iter().map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[*k]))).collect();
+                let inner: Vec<String> = keys
+                    .iter()
+                    .map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&map[*k])))
+                    .collect();
                 format!("{{{}}}", inner.join(","))
             }
             Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),

@@ -54,12 +54,21 @@ impl Turn {
     }
 
     pub fn tool_name_of_approval(&self, i: usize) -> String {
-        self.approvals.get(i).and_then(|(_, c)| self.call(c)).map(|(n, _)| n).unwrap_or_default()
+        self.approvals
+            .get(i)
+            .and_then(|(_, c)| self.call(c))
+            .map(|(n, _)| n)
+            .unwrap_or_default()
     }
 
     /// The part types for tool results (`tool-output-available` etc.) of `tool_name`.
     pub fn outputs_of(&self, tool_name: &str) -> Vec<String> {
-        let ids: Vec<&Value> = self.parts.iter().filter(|p| p["type"] == "tool-input-available" && p["toolName"] == tool_name).map(|p| &p["toolCallId"]).collect();
+        let ids: Vec<&Value> = self
+            .parts
+            .iter()
+            .filter(|p| p["type"] == "tool-input-available" && p["toolName"] == tool_name)
+            .map(|p| &p["toolCallId"])
+            .collect();
         self.parts
             .iter()
             .filter(|p| p["type"].as_str().is_some_and(|t| t.starts_with("tool-output")) && ids.contains(&&p["toolCallId"]))
@@ -104,10 +113,27 @@ impl Stack {
         })
         .await
         .expect("start stand-in, mcp-nextcloud, probe-mcp, scripted model");
-        let options = Options { model_url: model.url(), mcp_servers: format!("nextcloud={},probe={}", mcp.url(), probe.url()), extra_env: Vec::new() };
-        let orch = tokio::task::spawn_blocking(move || Orchestrator::start(options)).await.expect("start the orchestrator");
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("http client");
-        let mut stack = Stack { orch, model, probe, _mcp: mcp, nc, http, board: Board { id: 0, todo: 0, done: 0 } };
+        let options = Options {
+            model_url: model.url(),
+            mcp_servers: format!("nextcloud={},probe={}", mcp.url(), probe.url()),
+            extra_env: Vec::new(),
+        };
+        let orch = tokio::task::spawn_blocking(move || Orchestrator::start(options))
+            .await
+            .expect("start the orchestrator");
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .expect("http client");
+        let mut stack = Stack {
+            orch,
+            model,
+            probe,
+            _mcp: mcp,
+            nc,
+            http,
+            board: Board { id: 0, todo: 0, done: 0 },
+        };
         stack.board = stack.find_board().await.expect("alice's seeded Deck board");
         stack.mkcol("alice", "escape").await.expect("MKCOL escape/");
         stack
@@ -122,7 +148,11 @@ impl Stack {
     }
 
     pub async fn post_chat(&self, uid: &str, body: &[u8]) -> Result<Turn> {
-        let r = self.orch.request(&self.http, Method::POST, "/v1/chat", uid, body, Some(self.nc.app_password(uid))).send().await?;
+        let r = self
+            .orch
+            .request(&self.http, Method::POST, "/v1/chat", uid, body, Some(self.nc.app_password(uid)))
+            .send()
+            .await?;
         let status = r.status().as_u16();
         if status != 200 {
             let _ = r.text().await;
@@ -130,15 +160,33 @@ impl Stack {
         }
         // Read the body ourselves: a stream cut short is a finding to report, not a panic.
         let started = std::time::Instant::now();
-        let text = r.text().await.with_context(|| format!("the event stream broke after {} ms", started.elapsed().as_millis()))?;
+        let text = r
+            .text()
+            .await
+            .with_context(|| format!("the event stream broke after {} ms", started.elapsed().as_millis()))?;
         let p = parts(&parse_sse(&text));
-        let message_id = p.iter().find(|x| x["type"] == "start").and_then(|x| x["messageId"].as_str()).unwrap_or("").to_string();
+        let message_id = p
+            .iter()
+            .find(|x| x["type"] == "start")
+            .and_then(|x| x["messageId"].as_str())
+            .unwrap_or("")
+            .to_string();
         let approvals = p
             .iter()
             .filter(|x| x["type"] == "tool-approval-request")
-            .map(|x| (x["approvalId"].as_str().unwrap_or("").to_string(), x["toolCallId"].as_str().unwrap_or("").to_string()))
+            .map(|x| {
+                (
+                    x["approvalId"].as_str().unwrap_or("").to_string(),
+                    x["toolCallId"].as_str().unwrap_or("").to_string(),
+                )
+            })
             .collect();
-        Ok(Turn { status, parts: p, message_id, approvals })
+        Ok(Turn {
+            status,
+            parts: p,
+            message_id,
+            approvals,
+        })
     }
 
     /// Sends approval decisions (tool parts) on the assistant message `message_id`.
@@ -151,7 +199,12 @@ impl Stack {
     pub async fn apps(&self, path: &str, uid: &str, body: Value) -> Result<(u16, String)> {
         let rid = format!("req-{}", uuid_like());
         let body = serde_json::to_vec(&body)?;
-        let r = self.orch.request(&self.http, Method::POST, path, uid, &body, Some(self.nc.app_password(uid))).header("x-request-id", &rid).send().await?;
+        let r = self
+            .orch
+            .request(&self.http, Method::POST, path, uid, &body, Some(self.nc.app_password(uid)))
+            .header("x-request-id", &rid)
+            .send()
+            .await?;
         Ok((r.status().as_u16(), rid))
     }
 
@@ -166,7 +219,11 @@ impl Stack {
             .requests()
             .into_iter()
             .filter(|r| {
-                r["messages"].as_array().and_then(|m| m.iter().rev().find(|m| m["role"] == "user")).and_then(|m| m["content"].as_str()).is_some_and(|t| t.contains(marker))
+                r["messages"]
+                    .as_array()
+                    .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+                    .and_then(|m| m["content"].as_str())
+                    .is_some_and(|t| t.contains(marker))
             })
             .collect()
     }
@@ -175,7 +232,8 @@ impl Stack {
 
     pub fn audit(&self) -> Result<Vec<AuditRow>> {
         let path = self.orch.data_dir().join("audit.db");
-        let c = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).with_context(|| format!("open {}", path.display()))?;
+        let c = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .with_context(|| format!("open {}", path.display()))?;
         let mut st = c.prepare("SELECT seq, kind, uid, conversation_id, request_id, server, tool, category, approval, arguments_sha256, outcome, detail FROM audit ORDER BY seq")?;
         let rows = st
             .query_map([], |r| {
@@ -199,7 +257,11 @@ impl Stack {
     }
 
     pub fn audit_of(&self, cid: &str) -> Result<Vec<AuditRow>> {
-        Ok(self.audit()?.into_iter().filter(|r| r.conversation_id.as_deref() == Some(cid)).collect())
+        Ok(self
+            .audit()?
+            .into_iter()
+            .filter(|r| r.conversation_id.as_deref() == Some(cid))
+            .collect())
     }
 
     // ----- Nextcloud state as alice (or bob) sees it -----
@@ -215,7 +277,10 @@ impl Stack {
     }
 
     pub async fn mkcol(&self, uid: &str, path: &str) -> Result<()> {
-        let r = self.nc(Method::from_bytes(b"MKCOL")?, self.nc.dav_url(uid, path), uid).send().await?;
+        let r = self
+            .nc(Method::from_bytes(b"MKCOL")?, self.nc.dav_url(uid, path), uid)
+            .send()
+            .await?;
         ensure!(r.status().is_success() || r.status() == 405, "MKCOL {path}: {}", r.status());
         Ok(())
     }
@@ -233,7 +298,8 @@ impl Stack {
 
     /// A PROPFIND Depth: 1 of `uid`'s personal calendar with etags, responses sorted.
     pub async fn calendar(&self, uid: &str) -> Result<String> {
-        self.propfind(format!("{}/remote.php/dav/calendars/{uid}/personal/", self.nc.url()), uid, "1").await
+        self.propfind(format!("{}/remote.php/dav/calendars/{uid}/personal/", self.nc.url()), uid, "1")
+            .await
     }
 
     async fn propfind(&self, url: String, uid: &str, depth: &str) -> Result<String> {
@@ -251,24 +317,53 @@ impl Stack {
     }
 
     fn deck(&self, method: Method, path: &str, uid: &str) -> reqwest::RequestBuilder {
-        self.nc(method, format!("{}/index.php/apps/deck/api/v1.0{path}", self.nc.url()), uid).header("OCS-APIRequest", "true").header("Accept", "application/json")
+        self.nc(method, format!("{}/index.php/apps/deck/api/v1.0{path}", self.nc.url()), uid)
+            .header("OCS-APIRequest", "true")
+            .header("Accept", "application/json")
     }
 
     async fn find_board(&self) -> Result<Board> {
         let boards: Value = self.deck(Method::GET, "/boards", "alice").send().await?.json().await?;
-        let id = boards.as_array().and_then(|b| b.iter().find(|b| b["title"] == "Agent Board")).and_then(|b| b["id"].as_u64()).context("no Agent Board")?;
-        let stacks: Value = self.deck(Method::GET, &format!("/boards/{id}/stacks"), "alice").send().await?.json().await?;
-        let stack = |t: &str| stacks.as_array().and_then(|s| s.iter().find(|s| s["title"] == t)).and_then(|s| s["id"].as_u64());
-        Ok(Board { id, todo: stack("To do").context("no To do")?, done: stack("Done").context("no Done")? })
+        let id = boards
+            .as_array()
+            .and_then(|b| b.iter().find(|b| b["title"] == "Agent Board"))
+            .and_then(|b| b["id"].as_u64())
+            .context("no Agent Board")?;
+        let stacks: Value = self
+            .deck(Method::GET, &format!("/boards/{id}/stacks"), "alice")
+            .send()
+            .await?
+            .json()
+            .await?;
+        let stack = |t: &str| {
+            stacks
+                .as_array()
+                .and_then(|s| s.iter().find(|s| s["title"] == t))
+                .and_then(|s| s["id"].as_u64())
+        };
+        Ok(Board {
+            id,
+            todo: stack("To do").context("no To do")?,
+            done: stack("Done").context("no Done")?,
+        })
     }
 
     /// Every card on alice's board as (stack id, card id, title), sorted.
     pub async fn deck_cards(&self) -> Result<Vec<(u64, u64, String)>> {
-        let stacks: Value = self.deck(Method::GET, &format!("/boards/{}/stacks", self.board.id), "alice").send().await?.json().await?;
+        let stacks: Value = self
+            .deck(Method::GET, &format!("/boards/{}/stacks", self.board.id), "alice")
+            .send()
+            .await?
+            .json()
+            .await?;
         let mut cards = Vec::new();
         for s in stacks.as_array().context("stacks")? {
             for c in s["cards"].as_array().into_iter().flatten() {
-                cards.push((s["id"].as_u64().unwrap_or(0), c["id"].as_u64().unwrap_or(0), c["title"].as_str().unwrap_or("").to_string()));
+                cards.push((
+                    s["id"].as_u64().unwrap_or(0),
+                    c["id"].as_u64().unwrap_or(0),
+                    c["title"].as_str().unwrap_or("").to_string(),
+                ));
             }
         }
         cards.sort();
@@ -277,7 +372,11 @@ impl Stack {
 
     pub async fn add_card(&self, title: &str, description: &str) -> Result<u64> {
         let r = self
-            .deck(Method::POST, &format!("/boards/{}/stacks/{}/cards", self.board.id, self.board.todo), "alice")
+            .deck(
+                Method::POST,
+                &format!("/boards/{}/stacks/{}/cards", self.board.id, self.board.todo),
+                "alice",
+            )
             .json(&json!({"title": title, "type": "plain", "order": 5, "description": description}))
             .send()
             .await?;
@@ -289,7 +388,11 @@ impl Stack {
     /// alice's shares (OCS), as JSON rows.
     pub async fn shares(&self, uid: &str) -> Result<Vec<Value>> {
         let r = self
-            .nc(Method::GET, format!("{}/ocs/v2.php/apps/files_sharing/api/v1/shares", self.nc.url()), uid)
+            .nc(
+                Method::GET,
+                format!("{}/ocs/v2.php/apps/files_sharing/api/v1/shares", self.nc.url()),
+                uid,
+            )
             .header("OCS-APIRequest", "true")
             .header("Accept", "application/json")
             .send()
@@ -303,7 +406,12 @@ impl Stack {
     }
 
     pub async fn put_dav(&self, uid: &str, url_path: &str, content_type: &str, body: String) -> Result<()> {
-        let r = self.nc(Method::PUT, format!("{}{url_path}", self.nc.url()), uid).header("Content-Type", content_type).body(body).send().await?;
+        let r = self
+            .nc(Method::PUT, format!("{}{url_path}", self.nc.url()), uid)
+            .header("Content-Type", content_type)
+            .body(body)
+            .send()
+            .await?;
         ensure!(r.status().is_success(), "PUT {url_path}: {}", r.status());
         Ok(())
     }
@@ -313,6 +421,9 @@ impl Stack {
 pub fn uuid_like() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
     format!("{:x}{}", t, N.fetch_add(1, Ordering::Relaxed))
 }

@@ -93,11 +93,7 @@ pub async fn turn(
     read_ui_stream(resp, start, on_open).await
 }
 
-async fn read_ui_stream(
-    resp: reqwest::Response,
-    start: Instant,
-    on_open: impl FnOnce(),
-) -> Result<Timing, Failure> {
+async fn read_ui_stream(resp: reqwest::Response, start: Instant, on_open: impl FnOnce()) -> Result<Timing, Failure> {
     let mut events = resp.bytes_stream().eventsource();
     let mut first_text = None;
     let mut on_open = Some(on_open);
@@ -109,13 +105,10 @@ async fn read_ui_stream(
                 total: start.elapsed(),
             });
         }
-        let part: serde_json::Value = serde_json::from_str(&event.data)
-            .map_err(|e| Failure::Transport(format!("bad frame: {e}")))?;
+        let part: serde_json::Value = serde_json::from_str(&event.data).map_err(|e| Failure::Transport(format!("bad frame: {e}")))?;
         match part["type"].as_str() {
             Some("error") => {
-                return Err(Failure::ErrorPart(
-                    part["errorText"].as_str().unwrap_or("").to_string(),
-                ));
+                return Err(Failure::ErrorPart(part["errorText"].as_str().unwrap_or("").to_string()));
             }
             Some("text-delta") if first_text.is_none() => {
                 first_text = Some(start.elapsed());
@@ -131,11 +124,7 @@ async fn read_ui_stream(
 
 /// Sends one chat-completions body straight to the model and times it the same way: first
 /// content delta, then `[DONE]`.
-pub async fn model_request(
-    client: &reqwest::Client,
-    model_root: &str,
-    body: &serde_json::Value,
-) -> Result<Timing, Failure> {
+pub async fn model_request(client: &reqwest::Client, model_root: &str, body: &serde_json::Value) -> Result<Timing, Failure> {
     let start = Instant::now();
     let resp = client
         .post(format!("{model_root}/v1/chat/completions"))
@@ -157,12 +146,8 @@ pub async fn model_request(
             });
         }
         if first_text.is_none() {
-            let chunk: serde_json::Value = serde_json::from_str(&event.data)
-                .map_err(|e| Failure::Transport(format!("bad chunk: {e}")))?;
-            if chunk["choices"][0]["delta"]["content"]
-                .as_str()
-                .is_some_and(|c| !c.is_empty())
-            {
+            let chunk: serde_json::Value = serde_json::from_str(&event.data).map_err(|e| Failure::Transport(format!("bad chunk: {e}")))?;
+            if chunk["choices"][0]["delta"]["content"].as_str().is_some_and(|c| !c.is_empty()) {
                 first_text = Some(start.elapsed());
             }
         }
@@ -182,15 +167,11 @@ mod tests {
 
     #[test]
     fn the_body_is_the_ai_sdk_chat_request() {
-        let body: serde_json::Value =
-            serde_json::from_slice(&chat_body("c-1", "m-1", "hi")).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&chat_body("c-1", "m-1", "hi")).unwrap();
         assert_eq!(
             body,
             json!({"id": "c-1", "messages": [{"id": "m-1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]})
         );
-        assert!(
-            body.get("uid").is_none(),
-            "G1: the uid travels only in the signed header"
-        );
+        assert!(body.get("uid").is_none(), "G1: the uid travels only in the signed header");
     }
 }

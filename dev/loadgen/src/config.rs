@@ -90,11 +90,7 @@ pub struct Config {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Turns,
-    OpenStreams {
-        count: usize,
-        hold: Duration,
-        open_rate: usize,
-    },
+    OpenStreams { count: usize, hold: Duration, open_rate: usize },
 }
 
 impl Args {
@@ -108,24 +104,12 @@ impl Args {
             None => None,
         };
         if self.proxy_secret.is_empty() || self.signing_secret.is_empty() {
-            return Err(Error::Config(
-                "--proxy-secret and --signing-secret must not be empty".into(),
-            ));
+            return Err(Error::Config("--proxy-secret and --signing-secret must not be empty".into()));
         }
-        in_range(
-            "--concurrency",
-            self.concurrency as u64,
-            1,
-            MAX_CONCURRENCY as u64,
-        )?;
+        in_range("--concurrency", self.concurrency as u64, 1, MAX_CONCURRENCY as u64)?;
         in_range("--turns", self.turns, 1, MAX_TURNS)?;
         in_range("--duration", self.duration, 1, MAX_DURATION_SECS)?;
-        in_range(
-            "--turns-per-conversation",
-            self.turns_per_conversation,
-            1,
-            10_000,
-        )?;
+        in_range("--turns-per-conversation", self.turns_per_conversation, 1, 10_000)?;
         in_range("--baseline-turns", self.baseline_turns, 0, MAX_TURNS)?;
         if self.uid.is_empty() || self.uid.len() > 40 {
             return Err(Error::Config("--uid must be 1-40 characters".into()));
@@ -170,9 +154,7 @@ fn in_range(flag: &str, value: u64, min: u64, max: u64) -> Result<(), Error> {
     if (min..=max).contains(&value) {
         Ok(())
     } else {
-        Err(Error::Config(format!(
-            "{flag} must be between {min} and {max}, got {value}"
-        )))
+        Err(Error::Config(format!("{flag} must be between {min} and {max}, got {value}")))
     }
 }
 
@@ -206,9 +188,7 @@ mod tests {
             argv.extend_from_slice(&["--url", "http://127.0.0.1:8700"]);
         }
         argv.extend_from_slice(extra);
-        Args::try_parse_from(argv)
-            .map_err(|e| Error::Config(e.to_string()))?
-            .validate()
+        Args::try_parse_from(argv).map_err(|e| Error::Config(e.to_string()))?.validate()
     }
 
     #[test]
@@ -235,36 +215,14 @@ mod tests {
         assert!(args(&["--concurrency", "0"]).is_err());
         assert!(args(&["--concurrency", "20001"]).is_err());
         assert!(args(&["--duration", "0"]).is_err());
-        assert!(
-            args(&[
-                "--open-streams",
-                "10",
-                "--model-url",
-                "http://127.0.0.1:9/v1"
-            ])
-            .is_ok()
-        );
-        assert!(
-            args(&[
-                "--open-streams",
-                "20001",
-                "--model-url",
-                "http://127.0.0.1:9/v1"
-            ])
-            .is_err()
-        );
+        assert!(args(&["--open-streams", "10", "--model-url", "http://127.0.0.1:9/v1"]).is_ok());
+        assert!(args(&["--open-streams", "20001", "--model-url", "http://127.0.0.1:9/v1"]).is_err());
     }
 
     #[test]
     fn open_streams_need_the_model_and_strip_v1() {
         assert!(args(&["--open-streams", "10"]).is_err());
-        let c = args(&[
-            "--open-streams",
-            "10",
-            "--model-url",
-            "http://127.0.0.1:9/v1/",
-        ])
-        .unwrap();
+        let c = args(&["--open-streams", "10", "--model-url", "http://127.0.0.1:9/v1/"]).unwrap();
         assert_eq!(c.model_root.as_deref(), Some("http://127.0.0.1:9"));
     }
 }

@@ -22,10 +22,7 @@ pub use error::Error;
 
 /// The HTTP client for all load: HTTP/1.1 like the PHP app, never through a proxy (the
 /// targets are loopback), a pool as large as the load.
-pub fn client(
-    pool: usize,
-    request_timeout: Option<std::time::Duration>,
-) -> Result<reqwest::Client, Error> {
+pub fn client(pool: usize, request_timeout: Option<std::time::Duration>) -> Result<reqwest::Client, Error> {
     let mut b = reqwest::Client::builder()
         .no_proxy()
         .http1_only()

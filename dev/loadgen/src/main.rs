@@ -17,9 +17,7 @@ async fn main() -> anyhow::Result<()> {
         + 256;
     let limit = rlimit::increase_nofile_limit(u64::MAX).context("raising the open-file limit")?;
     if limit < needed {
-        eprintln!(
-            "warning: open-file limit is {limit}, this run needs about {needed}; raise it with `ulimit -n {needed}`"
-        );
+        eprintln!("warning: open-file limit is {limit}, this run needs about {needed}; raise it with `ulimit -n {needed}`");
     }
     let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
     let timeout = match cfg.mode {
@@ -44,13 +42,8 @@ async fn main() -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string(&report)?);
             }
         }
-        Mode::OpenStreams {
-            count,
-            hold,
-            open_rate,
-        } => {
-            let report =
-                loadgen::streams::run(&cfg, target, &run_id, count, hold, open_rate).await?;
+        Mode::OpenStreams { count, hold, open_rate } => {
+            let report = loadgen::streams::run(&cfg, target, &run_id, count, hold, open_rate).await?;
             loadgen::streams::print(&report);
             if cfg.json {
                 println!("{}", serde_json::to_string(&report)?);

@@ -28,10 +28,7 @@ pub fn parse_status(status: &str) -> Option<Memory> {
 }
 
 pub fn read(pid: u32) -> Result<Memory, Error> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| Error::Proc {
-        pid,
-        why: e.to_string(),
-    })?;
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| Error::Proc { pid, why: e.to_string() })?;
     parse_status(&text).ok_or_else(|| Error::Proc {
         pid,
         why: "no VmRSS/VmHWM lines".into(),

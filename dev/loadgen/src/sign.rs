@@ -53,20 +53,10 @@ mod tests {
             let uid = v["uid"].as_str().unwrap();
             let ts = v["ts"].as_i64().unwrap();
             let body = v["body"].as_str().unwrap().as_bytes();
-            assert_eq!(
-                hex::encode(Sha256::digest(body)),
-                v["body_sha256"].as_str().unwrap()
-            );
+            assert_eq!(hex::encode(Sha256::digest(body)), v["body_sha256"].as_str().unwrap());
             let s = sign(doc["proxy_secret"].as_str().unwrap(), secret, uid, ts, body);
-            assert_eq!(
-                s.signature,
-                v["signature"].as_str().unwrap(),
-                "vector for {uid} at {ts}"
-            );
-            assert_eq!(
-                s.authorization,
-                format!("Bearer {}", doc["proxy_secret"].as_str().unwrap())
-            );
+            assert_eq!(s.signature, v["signature"].as_str().unwrap(), "vector for {uid} at {ts}");
+            assert_eq!(s.authorization, format!("Bearer {}", doc["proxy_secret"].as_str().unwrap()));
         }
     }
 
@@ -78,9 +68,6 @@ mod tests {
         assert_ne!(base, signature(b"k", "alice", 1, b"{ }"));
         assert_ne!(base, signature(b"K", "alice", 1, b"{}"));
         assert_eq!(base.len(), 64);
-        assert!(
-            base.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        );
+        assert!(base.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
     }
 }

@@ -63,9 +63,7 @@ impl Recorder {
     pub fn fail(&mut self, failure: Failure) {
         let kind = failure.kind();
         *self.failures.entry(kind.clone()).or_default() += 1;
-        self.examples
-            .entry(kind)
-            .or_insert_with(|| format!("{failure:?}"));
+        self.examples.entry(kind).or_insert_with(|| format!("{failure:?}"));
     }
 
     pub fn merge(&mut self, other: Recorder) {
@@ -172,12 +170,6 @@ mod tests {
             mean_us: 0.0,
             max_us: 0,
         };
-        assert_eq!(
-            Overhead::between(&o, &m),
-            Overhead {
-                p50_us: -100,
-                p99_us: 300
-            }
-        );
+        assert_eq!(Overhead::between(&o, &m), Overhead { p50_us: -100, p99_us: 300 });
     }
 }

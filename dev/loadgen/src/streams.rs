@@ -65,13 +65,7 @@ pub async fn run(
     let mut tasks = JoinSet::new();
     let ramp_start = Instant::now();
     for i in 0..count {
-        let (target, opened, finished, gate, stop) = (
-            target.clone(),
-            opened.clone(),
-            finished.clone(),
-            gate.clone(),
-            stop.clone(),
-        );
+        let (target, opened, finished, gate, stop) = (target.clone(), opened.clone(), finished.clone(), gate.clone(), stop.clone());
         let uid = format!("{}-{}", cfg.uid, i % cfg.concurrency.max(1));
         let (conversation, message, text) = (
             format!("hold{run_id}-{i}"),
@@ -79,7 +73,9 @@ pub async fn run(
             format!("{marker} stream {i}"),
         );
         tasks.spawn(async move {
-            let Ok(permit) = gate.acquire_owned().await else { return Err(Failure::Transport("gate closed".into())) };
+            let Ok(permit) = gate.acquire_owned().await else {
+                return Err(Failure::Transport("gate closed".into()));
+            };
             let on_open = move || {
                 opened.fetch_add(1, Ordering::Relaxed);
                 drop(permit);
@@ -133,9 +129,7 @@ pub async fn run(
         }
     }
     let kib_per_stream = match (memory_before, rss_held_max) {
-        (Some(b), Some(h)) if opened_n > 0 => {
-            Some(h.saturating_sub(b.rss_kib) as f64 / opened_n as f64)
-        }
+        (Some(b), Some(h)) if opened_n > 0 => Some(h.saturating_sub(b.rss_kib) as f64 / opened_n as f64),
         _ => None,
     };
     Ok(StreamsReport {
@@ -155,24 +149,12 @@ pub async fn run(
 
 /// Scripts the model so that a user text containing `marker` gets a reply of one character
 /// a second, long enough to outlast the ramp and the hold.
-async fn install_slow_rule(
-    client: &reqwest::Client,
-    root: &str,
-    marker: &str,
-    hold: Duration,
-) -> Result<(), Error> {
+async fn install_slow_rule(client: &reqwest::Client, root: &str, marker: &str, hold: Duration) -> Result<(), Error> {
     let chars = (RAMP_LIMIT + hold).as_secs() as usize + 30;
     let rules = json!({"rules": [{"match": marker, "steps": [{"text": "z".repeat(chars), "chunk_chars": 1, "delay_ms": 1000}]}]});
-    let resp = client
-        .post(format!("{root}/__scripts"))
-        .json(&rules)
-        .send()
-        .await?;
+    let resp = client.post(format!("{root}/__scripts")).json(&rules).send().await?;
     if !resp.status().is_success() {
-        return Err(Error::Model(format!(
-            "POST /__scripts answered {}",
-            resp.status()
-        )));
+        return Err(Error::Model(format!("POST /__scripts answered {}", resp.status())));
     }
     Ok(())
 }

@@ -73,21 +73,13 @@ pub async fn run(cfg: &Config, target: Target, run_id: &str) -> Result<TurnRepor
     let memory = cfg.pid.map(rss::read).transpose()?;
 
     let model = match &cfg.model_root {
-        Some(root) if cfg.baseline_turns > 0 => {
-            Some(replay_against_model(cfg, &target.client, root).await?)
-        }
+        Some(root) if cfg.baseline_turns > 0 => Some(replay_against_model(cfg, &target.client, root).await?),
         _ => None,
     };
     Ok(report(cfg, &all, elapsed, model.as_ref(), memory))
 }
 
-fn report(
-    cfg: &Config,
-    orch: &Recorder,
-    elapsed: Duration,
-    model: Option<&Recorder>,
-    memory: Option<Memory>,
-) -> TurnReport {
+fn report(cfg: &Config, orch: &Recorder, elapsed: Duration, model: Option<&Recorder>, memory: Option<Memory>) -> TurnReport {
     let of = Percentiles::of;
     let (o_first, o_turn) = (of(&orch.first_text), of(&orch.total));
     let (m_first, m_turn) = model.map_or((None, None), |m| (of(&m.first_text), of(&m.total)));
@@ -113,11 +105,7 @@ fn report(
 
 /// Fetches the (last 1,000) requests the orchestrator sent the scripted model and replays
 /// them straight to it at the same concurrency: the model's own time for the same requests.
-async fn replay_against_model(
-    cfg: &Config,
-    client: &reqwest::Client,
-    root: &str,
-) -> Result<Recorder, Error> {
+async fn replay_against_model(cfg: &Config, client: &reqwest::Client, root: &str) -> Result<Recorder, Error> {
     let log: serde_json::Value = client
         .get(format!("{root}/__requests"))
         .send()
@@ -134,19 +122,16 @@ async fn replay_against_model(
         .cloned()
         .collect();
     if bodies.is_empty() {
-        return Err(Error::Model("no streamed requests in /__requests to replay; is --model-url the model the orchestrator uses?".into()));
+        return Err(Error::Model(
+            "no streamed requests in /__requests to replay; is --model-url the model the orchestrator uses?".into(),
+        ));
     }
     let bodies = Arc::new(bodies);
     let issued = Arc::new(AtomicU64::new(0));
     let mut workers = JoinSet::new();
     for _ in 0..cfg.concurrency {
         let mut rec = Recorder::new()?;
-        let (bodies, issued, client, root) = (
-            bodies.clone(),
-            issued.clone(),
-            client.clone(),
-            root.to_string(),
-        );
+        let (bodies, issued, client, root) = (bodies.clone(), issued.clone(), client.clone(), root.to_string());
         let total = cfg.baseline_turns;
         workers.spawn(async move {
             loop {
@@ -184,16 +169,10 @@ pub fn print(r: &TurnReport) {
     line("model 1st text", r.model_first_text);
     line("model turn", r.model_turn);
     if let Some(o) = r.overhead_first_text {
-        println!(
-            "overhead 1st text      p50 {} µs  p99 {} µs",
-            o.p50_us, o.p99_us
-        );
+        println!("overhead 1st text      p50 {} µs  p99 {} µs", o.p50_us, o.p99_us);
     }
     if let Some(o) = r.overhead_turn {
-        println!(
-            "overhead turn          p50 {} µs  p99 {} µs",
-            o.p50_us, o.p99_us
-        );
+        println!("overhead turn          p50 {} µs  p99 {} µs", o.p50_us, o.p99_us);
     }
     if let Some(m) = r.memory {
         println!(

@@ -1,10 +1,7 @@
 //! The loadgen binary against the real orchestrator and the real scripted model, with small
 //! bounded counts: every turn must complete, the model replay must run, memory must be read.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "helpers of a test file fail the test by panicking"
-)]
+#![expect(clippy::unwrap_used, reason = "helpers of a test file fail the test by panicking")]
 
 use std::process::Command;
 
@@ -16,15 +13,7 @@ fn loadgen(orch: &mut Orchestrator, model: &ScriptedModel, extra: &[&str]) -> Va
     let bin = test_harness::workspace_bin("loadgen", "loadgen", &[]);
     let pid = orch.process().pid().to_string();
     let out = Command::new(bin)
-        .args([
-            "--url",
-            &orch.url(),
-            "--model-url",
-            &model.url(),
-            "--pid",
-            &pid,
-            "--json",
-        ])
+        .args(["--url", &orch.url(), "--model-url", &model.url(), "--pid", &pid, "--json"])
         .args([
             "--proxy-secret",
             orchestrator::PROXY_SECRET,
@@ -82,11 +71,7 @@ fn open_streams_mode_holds_every_stream() {
         model_url: model.url(),
         ..Options::default()
     });
-    let r = loadgen(
-        &mut orch,
-        &model,
-        &["--open-streams", "30", "--hold", "1", "--concurrency", "5"],
-    );
+    let r = loadgen(&mut orch, &model, &["--open-streams", "30", "--hold", "1", "--concurrency", "5"]);
     assert_eq!(r["errors"], 0, "{r}");
     assert_eq!(r["opened"], 30);
     assert!(r["rss_held_max_kib"].as_u64().unwrap() > 0);
@@ -101,21 +86,8 @@ fn wrong_secrets_are_counted_as_errors_not_hidden() {
     });
     let bin = test_harness::workspace_bin("loadgen", "loadgen", &[]);
     let out = Command::new(bin)
-        .args([
-            "--url",
-            &orch.url(),
-            "--json",
-            "--turns",
-            "5",
-            "--concurrency",
-            "1",
-        ])
-        .args([
-            "--proxy-secret",
-            "wrong",
-            "--signing-secret",
-            orchestrator::SIGNING_SECRET,
-        ])
+        .args(["--url", &orch.url(), "--json", "--turns", "5", "--concurrency", "1"])
+        .args(["--proxy-secret", "wrong", "--signing-secret", orchestrator::SIGNING_SECRET])
         .args(["--pid", &orch.process().pid().to_string()])
         .output()
         .unwrap();

@@ -31,7 +31,13 @@ impl CallLog {
         let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
         let seq = calls.len() as u64 + 1;
         let bearer_sha256 = bearer.map(|b| hex::encode(Sha256::digest(b.as_bytes())));
-        calls.push(RecordedCall { seq, name: name.to_string(), arguments, known, bearer_sha256 });
+        calls.push(RecordedCall {
+            seq,
+            name: name.to_string(),
+            arguments,
+            known,
+            bearer_sha256,
+        });
     }
 
     pub fn all(&self) -> Vec<RecordedCall> {
@@ -56,7 +62,10 @@ mod tests {
         assert_eq!(all.iter().map(|c| c.seq).collect::<Vec<_>>(), vec![1, 2]);
         let text = serde_json::to_string(&all).unwrap();
         assert!(!text.contains("secret-token"));
-        assert_eq!(all[0].bearer_sha256.as_deref(), Some(hex::encode(Sha256::digest(b"secret-token")).as_str()));
+        assert_eq!(
+            all[0].bearer_sha256.as_deref(),
+            Some(hex::encode(Sha256::digest(b"secret-token")).as_str())
+        );
         log.clear();
         assert!(log.all().is_empty());
     }

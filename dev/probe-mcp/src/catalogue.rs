@@ -47,7 +47,10 @@ pub fn parse(body: &[u8]) -> Result<Vec<ProbeTool>, Error> {
     for (i, entry) in entries.into_iter().enumerate() {
         let tool = entry_to_tool(i, entry)?;
         if tools.iter().any(|t| t.definition.name == tool.definition.name) {
-            return Err(Error::BadTools(format!("tools[{i}]: the name {:?} appears twice", tool.definition.name)));
+            return Err(Error::BadTools(format!(
+                "tools[{i}]: the name {:?} appears twice",
+                tool.definition.name
+            )));
         }
         tools.push(tool);
     }
@@ -88,7 +91,10 @@ impl ProbeTool {
         match &self.reply {
             Reply::Echo => {
                 let args = Value::Object(arguments.clone());
-                CallToolResult::success(vec![ContentBlock::text(format!("probe tool {} ran with {args}", self.definition.name))])
+                CallToolResult::success(vec![ContentBlock::text(format!(
+                    "probe tool {} ran with {args}",
+                    self.definition.name
+                ))])
             }
             Reply::Text(t) => CallToolResult::success(vec![ContentBlock::text(t.clone())]),
             Reply::Error(e) => CallToolResult::error(vec![ContentBlock::text(e.clone())]),

@@ -24,7 +24,9 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rmcp=warn".into()))
         .init();
-    let listener = tokio::net::TcpListener::bind(args.bind).await.with_context(|| format!("bind {}", args.bind))?;
+    let listener = tokio::net::TcpListener::bind(args.bind)
+        .await
+        .with_context(|| format!("bind {}", args.bind))?;
     let addr = listener.local_addr()?;
     let mut out = std::io::stdout();
     writeln!(out, "listening on http://{addr}")?;

@@ -16,7 +16,8 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -38,11 +39,21 @@ pub struct Shared {
 
 impl Shared {
     fn definitions(&self) -> Vec<Tool> {
-        self.tools.read().unwrap_or_else(|e| e.into_inner()).iter().map(|t| t.definition.clone()).collect()
+        self.tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|t| t.definition.clone())
+            .collect()
     }
 
     fn find(&self, name: &str) -> Option<ProbeTool> {
-        self.tools.read().unwrap_or_else(|e| e.into_inner()).iter().find(|t| t.definition.name == name).cloned()
+        self.tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|t| t.definition.name == name)
+            .cloned()
     }
 
     fn replace(&self, tools: Vec<ProbeTool>) {
@@ -77,7 +88,9 @@ impl ServerHandler for Handler {
         let arguments = request.arguments.unwrap_or_default();
         let tool = self.shared.find(&request.name);
         // Recorded before answering, known or not: the log is the proof of what reached us.
-        self.shared.calls.record(&request.name, Value::Object(arguments.clone()), tool.is_some(), bearer.as_deref());
+        self.shared
+            .calls
+            .record(&request.name, Value::Object(arguments.clone()), tool.is_some(), bearer.as_deref());
         tracing::info!(tool = %request.name, known = tool.is_some(), "tools/call");
         let result = match tool {
             Some(t) => t.answer(&arguments),
@@ -135,6 +148,8 @@ async fn delete_calls(State(shared): State<Arc<Shared>>) -> http::StatusCode {
 /// Serves on `listener` until `shutdown` is cancelled, then drains in-flight requests.
 pub async fn serve(listener: tokio::net::TcpListener, shutdown: CancellationToken) -> Result<(), Error> {
     let router = app(Arc::new(Shared::default()), shutdown.clone());
-    axum::serve(listener, router).with_graceful_shutdown(async move { shutdown.cancelled_owned().await }).await?;
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
+        .await?;
     Ok(())
 }

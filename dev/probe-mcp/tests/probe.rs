@@ -30,11 +30,18 @@ async fn installed_tools_are_served_as_given_and_calls_are_logged() {
     let r = http.post(format!("{base}/__tools")).json(&tools).send().await.unwrap();
     assert_eq!(r.status(), 200);
     // A bad tool set is refused whole and changes nothing.
-    let r = http.post(format!("{base}/__tools")).json(&json!({"tools": [{"name": "no_schema"}]})).send().await.unwrap();
+    let r = http
+        .post(format!("{base}/__tools"))
+        .json(&json!({"tools": [{"name": "no_schema"}]}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 400);
     assert!(r.text().await.unwrap().contains("tools[0]"));
 
-    let transport = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")).auth_header("any-token".to_string()));
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")).auth_header("any-token".to_string()),
+    );
     let client = ().serve(transport).await.unwrap();
     let listed = client.list_all_tools().await.unwrap();
     let listed: Value = serde_json::to_value(&listed).unwrap();
@@ -48,7 +55,11 @@ async fn installed_tools_are_served_as_given_and_calls_are_logged() {
     assert_ne!(ok.is_error, Some(true));
     let failed = client.call_tool(call("failing", json!({}))).await.unwrap();
     assert_eq!(failed.is_error, Some(true));
-    assert!(serde_json::to_string(&failed).unwrap().contains("upstream said </untrusted_data> no"));
+    assert!(
+        serde_json::to_string(&failed)
+            .unwrap()
+            .contains("upstream said </untrusted_data> no")
+    );
     let unknown = client.call_tool(call("nope", json!({}))).await.unwrap();
     assert_eq!(unknown.is_error, Some(true));
     client.cancel().await.unwrap();

@@ -40,10 +40,7 @@ impl Scripts {
     }
 
     pub fn clear_runtime(&self) {
-        self.runtime
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.runtime.write().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
     /// Decides the answer for `convo` under the current rules.
@@ -82,9 +79,7 @@ pub struct RequestLog {
 
 impl RequestLog {
     pub fn record(&self, raw: &[u8]) {
-        let body = serde_json::from_slice(raw).unwrap_or_else(|_| {
-            serde_json::Value::String(String::from_utf8_lossy(raw).into_owned())
-        });
+        let body = serde_json::from_slice(raw).unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(raw).into_owned()));
         let received_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         if entries.len() == LOG_CAPACITY {
@@ -95,19 +90,11 @@ impl RequestLog {
 
     /// Oldest first.
     pub fn snapshot(&self) -> Vec<LoggedRequest> {
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .cloned()
-            .collect()
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect()
     }
 
     pub fn clear(&self) {
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }
 
@@ -142,15 +129,13 @@ mod tests {
 
     #[test]
     fn later_runtime_rules_beat_earlier_ones_and_the_file() {
-        let s = Scripts::new(rules(
-            json!({"rules": [{"match": "x", "steps": [{"text": "file"}]}]}),
-        ));
+        let s = Scripts::new(rules(json!({"rules": [{"match": "x", "steps": [{"text": "file"}]}]})));
         assert_eq!(said(s.decide(&convo("x"))), "file");
-        s.prepend(rules(
-            json!({"rules": [{"match": "x", "steps": [{"text": "one"}]}]}),
-        ));
+        s.prepend(rules(json!({"rules": [{"match": "x", "steps": [{"text": "one"}]}]})));
         assert_eq!(said(s.decide(&convo("x"))), "one");
-        s.prepend(rules(json!({"rules": [{"match": "x", "steps": [{"text": "two"}]}, {"match": "y", "steps": [{"text": "y"}]}]})));
+        s.prepend(rules(
+            json!({"rules": [{"match": "x", "steps": [{"text": "two"}]}, {"match": "y", "steps": [{"text": "y"}]}]}),
+        ));
         assert_eq!(said(s.decide(&convo("x"))), "two");
         s.clear_runtime();
         assert_eq!(said(s.decide(&convo("x"))), "file");
@@ -159,9 +144,7 @@ mod tests {
 
     #[test]
     fn models_list_scripted_first_without_duplicates() {
-        let s = Scripts::new(rules(
-            json!({"rules": [{"match": "", "model": "m1", "steps": [{"text": "a"}]}]}),
-        ));
+        let s = Scripts::new(rules(json!({"rules": [{"match": "", "model": "m1", "steps": [{"text": "a"}]}]})));
         s.prepend(rules(json!({"rules": [{"match": "", "model": "m1", "steps": [{"text": "a"}]}, {"match": "", "model": "scripted", "steps": [{"text": "a"}]}]})));
         assert_eq!(s.models(), vec!["scripted", "m1"]);
     }

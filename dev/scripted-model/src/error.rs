@@ -13,10 +13,7 @@ use serde::Serialize;
 pub enum Error {
     /// The request broke a rule a strict provider enforces (400, not retryable).
     #[error("{message}")]
-    InvalidRequest {
-        message: String,
-        param: Option<String>,
-    },
+    InvalidRequest { message: String, param: Option<String> },
     /// The request named a model nobody serves (404, like OpenAI's `model_not_found`).
     #[error("The model `{0}` does not exist or you do not have access to it.")]
     ModelNotFound(String),
@@ -28,10 +25,7 @@ pub enum Error {
     BadScripts(String),
     /// The `--scripts` file could not be read (startup only).
     #[error("cannot read scripts file {path}: {source}")]
-    ScriptsFile {
-        path: String,
-        source: std::io::Error,
-    },
+    ScriptsFile { path: String, source: std::io::Error },
 }
 
 impl Error {

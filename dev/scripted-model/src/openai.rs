@@ -110,12 +110,7 @@ pub struct FunctionDef {
 
 /// Parses a request body, turning serde's complaint into a provider-style 400.
 pub fn parse_request(body: &[u8]) -> Result<ChatRequest, Error> {
-    serde_json::from_slice(body).map_err(|e| {
-        Error::invalid(
-            format!("We could not parse the JSON body of your request: {e}"),
-            None,
-        )
-    })
+    serde_json::from_slice(body).map_err(|e| Error::invalid(format!("We could not parse the JSON body of your request: {e}"), None))
 }
 
 /// What the script needs to know about a validated request.
@@ -145,19 +140,13 @@ pub fn validate(req: &ChatRequest) -> Result<Conversation, Error> {
     let model = match req.model.as_deref() {
         Some(m) if !m.is_empty() => m.to_string(),
         _ => {
-            return Err(Error::invalid(
-                "you must provide a model parameter",
-                Some("model"),
-            ));
+            return Err(Error::invalid("you must provide a model parameter", Some("model")));
         }
     };
     let messages = match req.messages.as_deref() {
         Some(m) if !m.is_empty() => m,
         _ => {
-            return Err(Error::invalid(
-                "'messages' must contain at least one message.",
-                Some("messages"),
-            ));
+            return Err(Error::invalid("'messages' must contain at least one message.", Some("messages")));
         }
     };
     let stream = req.stream.unwrap_or(false);
@@ -187,10 +176,7 @@ fn validate_tools(tools: &[Tool]) -> Result<(), Error> {
     for (i, tool) in tools.iter().enumerate() {
         if tool.kind != "function" {
             return Err(Error::invalid(
-                format!(
-                    "Invalid value: '{}'. Supported values are: 'function'.",
-                    tool.kind
-                ),
+                format!("Invalid value: '{}'. Supported values are: 'function'.", tool.kind),
                 Some(&format!("tools[{i}].type")),
             ));
         }
@@ -210,10 +196,7 @@ fn validate_tools(tools: &[Tool]) -> Result<(), Error> {
 
 /// OpenAI's rule for function names: 1–64 of `[a-zA-Z0-9_-]`.
 fn valid_function_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Tool calls and tool results must pair up exactly, in order.
@@ -246,11 +229,7 @@ fn validate_tool_pairing(messages: &[Message]) -> Result<(), Error> {
             other => {
                 ensure_answered(&pending, i)?;
                 in_tool_block = false;
-                if let Message::Assistant {
-                    content,
-                    tool_calls,
-                } = other
-                {
+                if let Message::Assistant { content, tool_calls } = other {
                     let calls = tool_calls.as_deref().unwrap_or_default();
                     if content.is_none() && calls.is_empty() {
                         return Err(Error::invalid(
@@ -293,17 +272,11 @@ fn ensure_answered(pending: &[String], at: usize) -> Result<(), Error> {
 fn validate_call(call: &ToolCall, i: usize, j: usize) -> Result<(), Error> {
     let param = |field: &str| format!("messages.[{i}].tool_calls[{j}].{field}");
     if call.id.is_empty() {
-        return Err(Error::invalid(
-            "A tool call needs a non-empty 'id'.",
-            Some(&param("id")),
-        ));
+        return Err(Error::invalid("A tool call needs a non-empty 'id'.", Some(&param("id"))));
     }
     if call.kind != "function" {
         return Err(Error::invalid(
-            format!(
-                "Invalid value: '{}'. Supported values are: 'function'.",
-                call.kind
-            ),
+            format!("Invalid value: '{}'. Supported values are: 'function'.", call.kind),
             Some(&param("type")),
         ));
     }
@@ -320,9 +293,7 @@ fn validate_call(call: &ToolCall, i: usize, j: usize) -> Result<(), Error> {
 }
 
 fn last_user_index(messages: &[Message]) -> Option<usize> {
-    messages
-        .iter()
-        .rposition(|m| matches!(m, Message::User { .. }))
+    messages.iter().rposition(|m| matches!(m, Message::User { .. }))
 }
 
 fn last_user_text(messages: &[Message]) -> String {
@@ -345,14 +316,10 @@ fn estimate_tokens(messages: &[Message]) -> u64 {
     let chars: usize = messages
         .iter()
         .map(|m| match m {
-            Message::System { content }
-            | Message::Developer { content }
-            | Message::User { content }
-            | Message::Tool { content, .. } => content.text().chars().count(),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
+            Message::System { content } | Message::Developer { content } | Message::User { content } | Message::Tool { content, .. } => {
+                content.text().chars().count()
+            }
+            Message::Assistant { content, tool_calls } => {
                 content.as_ref().map_or(0, |c| c.text().chars().count())
                     + tool_calls
                         .iter()
@@ -599,8 +566,7 @@ mod tests {
     fn a_missing_model_is_refused() {
         let err = check(json!({"messages": [{"role": "user", "content": "hi"}]})).unwrap_err();
         assert!(message_of(err).contains("model"));
-        let err = check(json!({"model": "", "messages": [{"role": "user", "content": "hi"}]}))
-            .unwrap_err();
+        let err = check(json!({"model": "", "messages": [{"role": "user", "content": "hi"}]})).unwrap_err();
         assert!(message_of(err).contains("model"));
     }
 
@@ -608,8 +574,7 @@ mod tests {
     fn empty_messages_and_unknown_roles_are_refused() {
         assert!(check(json!({"model": "m", "messages": []})).is_err());
         assert!(check(json!({"model": "m"})).is_err());
-        let err = check(json!({"model": "m", "messages": [{"role": "robot", "content": "x"}]}))
-            .unwrap_err();
+        let err = check(json!({"model": "m", "messages": [{"role": "robot", "content": "x"}]})).unwrap_err();
         assert!(message_of(err).contains("robot"));
         let err = check(json!({"model": "m", "messages": [{"role": "user"}]})).unwrap_err();
         assert!(message_of(err).contains("content"));
@@ -704,30 +669,20 @@ mod tests {
         assert!(check(base(json!([ok]))).is_ok());
         let err = check(base(json!([dotted]))).unwrap_err();
         assert!(message_of(err).contains("files.list"));
-        assert!(
-            check(base(
-                json!([{"type": "retrieval", "function": {"name": "x"}}])
-            ))
-            .is_err()
-        );
+        assert!(check(base(json!([{"type": "retrieval", "function": {"name": "x"}}]))).is_err());
     }
 
     #[test]
     fn stream_options_need_stream() {
-        let err = check(
-            json!({"model": "m", "stream_options": {"include_usage": true},
-            "messages": [{"role": "user", "content": "hi"}]}),
-        )
+        let err = check(json!({"model": "m", "stream_options": {"include_usage": true},
+            "messages": [{"role": "user", "content": "hi"}]}))
         .unwrap_err();
         assert!(message_of(err).contains("stream_options"));
     }
 
     #[test]
     fn invalid_json_is_a_400_not_a_panic() {
-        assert!(matches!(
-            parse_request(b"{nope"),
-            Err(Error::InvalidRequest { .. })
-        ));
+        assert!(matches!(parse_request(b"{nope"), Err(Error::InvalidRequest { .. })));
     }
 
     #[test]

@@ -15,8 +15,8 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::openai::{
-    AssistantMessage, CompletedFunction, CompletedToolCall, Completion, CompletionChoice, Delta,
-    FunctionDelta, ResponseMeta, ToolCallDelta, Usage, tokens_for,
+    AssistantMessage, CompletedFunction, CompletedToolCall, Completion, CompletionChoice, Delta, FunctionDelta, ResponseMeta,
+    ToolCallDelta, Usage, tokens_for,
 };
 use crate::script::Reply;
 
@@ -46,15 +46,8 @@ pub fn split_chars(text: &str, n: usize) -> Vec<String> {
 
 /// Usage for a reply: the script's override where given, an estimate otherwise.
 pub fn usage_for(reply: &Reply, calls: &[IdentifiedCall], prompt_tokens: u64) -> Usage {
-    let produced = reply.text.chars().count()
-        + calls
-            .iter()
-            .map(|c| c.arguments.chars().count())
-            .sum::<usize>();
-    let prompt = reply
-        .usage
-        .and_then(|u| u.prompt_tokens)
-        .unwrap_or(prompt_tokens);
+    let produced = reply.text.chars().count() + calls.iter().map(|c| c.arguments.chars().count()).sum::<usize>();
+    let prompt = reply.usage.and_then(|u| u.prompt_tokens).unwrap_or(prompt_tokens);
     let completion = reply
         .usage
         .and_then(|u| u.completion_tokens)
@@ -65,15 +58,9 @@ pub fn usage_for(reply: &Reply, calls: &[IdentifiedCall], prompt_tokens: u64) ->
 /// The whole streamed answer in OpenAI's order: a role delta, text deltas, for each call a
 /// delta with index/id/type/name then argument pieces, the finish chunk, the usage chunk
 /// when asked for, then `[DONE]`. `Pause`s go between content pieces.
-pub fn stream_plan(
-    reply: &Reply,
-    calls: &[IdentifiedCall],
-    meta: &ResponseMeta,
-    usage: Usage,
-) -> Vec<Emit> {
+pub fn stream_plan(reply: &Reply, calls: &[IdentifiedCall], meta: &ResponseMeta, usage: Usage) -> Vec<Emit> {
     let mut plan = Vec::new();
-    let frame =
-        |delta: Delta, finish: Option<&'static str>| Emit::Data(json(&meta.chunk(delta, finish)));
+    let frame = |delta: Delta, finish: Option<&'static str>| Emit::Data(json(&meta.chunk(delta, finish)));
     plan.push(frame(
         Delta {
             role: Some("assistant"),
@@ -149,11 +136,7 @@ pub fn stream_plan(
         }
     }
 
-    let finish = if calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
-    };
+    let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
     plan.push(frame(Delta::default(), Some(finish)));
     if meta.include_usage {
         plan.push(Emit::Data(json(&meta.usage_chunk(usage))));
@@ -163,12 +146,7 @@ pub fn stream_plan(
 }
 
 /// The non-streamed `chat.completion` object.
-pub fn completion_body(
-    reply: &Reply,
-    calls: &[IdentifiedCall],
-    meta: &ResponseMeta,
-    usage: Usage,
-) -> String {
+pub fn completion_body(reply: &Reply, calls: &[IdentifiedCall], meta: &ResponseMeta, usage: Usage) -> String {
     let content = (!reply.text.is_empty() || calls.is_empty()).then(|| reply.text.clone());
     let tool_calls = calls
         .iter()
@@ -196,11 +174,7 @@ pub fn completion_body(
                 refusal: None,
             },
             logprobs: None,
-            finish_reason: if calls.is_empty() {
-                "stop"
-            } else {
-                "tool_calls"
-            },
+            finish_reason: if calls.is_empty() { "stop" } else { "tool_calls" },
         }],
         usage,
     })
@@ -239,12 +213,7 @@ pub fn sse_response(plan: Vec<Emit>, shutdown: CancellationToken) -> Response {
 
 /// Sends a whole completion after the pauses its chunks would have taken. With an abort,
 /// only the first `after_chars` bytes of the JSON are sent before the connection is cut.
-pub async fn json_response(
-    body: String,
-    pauses: Duration,
-    abort_after_chars: Option<usize>,
-    shutdown: &CancellationToken,
-) -> Response {
+pub async fn json_response(body: String, pauses: Duration, abort_after_chars: Option<usize>, shutdown: &CancellationToken) -> Response {
     if !pauses.is_zero() {
         tokio::select! {
             () = tokio::time::sleep(pauses) => {}
@@ -264,11 +233,7 @@ pub async fn json_response(
         tokio::task::yield_now().await;
         yield Err(Abort);
     };
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        Body::from_stream(parts),
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, "application/json")], Body::from_stream(parts)).into_response()
 }
 
 /// Waits for shutdown: the `hang` step accepts the request and never answers before it.
@@ -327,10 +292,7 @@ mod tests {
         let plan = stream_plan(&r, &[], &meta(true), usage);
         assert_eq!(plan.last(), Some(&Emit::Data("[DONE]".into())));
         let f = frames(&plan);
-        assert_eq!(
-            f[0]["choices"][0]["delta"],
-            json!({"role": "assistant", "content": ""})
-        );
+        assert_eq!(f[0]["choices"][0]["delta"], json!({"role": "assistant", "content": ""}));
         let text: String = f[1..4]
             .iter()
             .map(|c| c["choices"][0]["delta"]["content"].as_str().unwrap())
@@ -343,10 +305,7 @@ mod tests {
             f[5]["usage"],
             json!({"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13})
         );
-        assert!(
-            f.iter()
-                .all(|c| c["object"] == "chat.completion.chunk" && c["id"] == "chatcmpl-7")
-        );
+        assert!(f.iter().all(|c| c["object"] == "chat.completion.chunk" && c["id"] == "chatcmpl-7"));
     }
 
     #[test]
@@ -372,10 +331,7 @@ mod tests {
         let plan = stream_plan(&r, &calls, &meta(false), usage_for(&r, &calls, 1));
         let f = frames(&plan);
         let deltas: Vec<&Value> = f.iter().map(|c| &c["choices"][0]["delta"]).collect();
-        let first_call = deltas
-            .iter()
-            .position(|d| d.get("tool_calls").is_some())
-            .unwrap();
+        let first_call = deltas.iter().position(|d| d.get("tool_calls").is_some()).unwrap();
         assert_eq!(
             deltas[first_call]["tool_calls"][0],
             json!({"index": 0, "id": "call_1", "type": "function", "function": {"name": "files_list", "arguments": ""}})
@@ -388,10 +344,7 @@ mod tests {
             .collect();
         assert_eq!(args0, "{\"path\":\"/\"}");
         assert!(deltas.iter().any(|d| d["tool_calls"][0]["id"] == "call_2"));
-        assert_eq!(
-            f.last().unwrap()["choices"][0]["finish_reason"],
-            "tool_calls"
-        );
+        assert_eq!(f.last().unwrap()["choices"][0]["finish_reason"], "tool_calls");
         assert!(f.iter().all(|c| c.get("usage").is_none()));
     }
 
@@ -402,10 +355,7 @@ mod tests {
         let plan = stream_plan(&r, &[], &meta(false), usage_for(&r, &[], 1));
         let pauses = plan.iter().filter(|e| matches!(e, Emit::Pause(_))).count();
         assert_eq!(pauses, 3);
-        assert!(
-            matches!(plan[1], Emit::Data(_)),
-            "no pause before the first piece"
-        );
+        assert!(matches!(plan[1], Emit::Data(_)), "no pause before the first piece");
     }
 
     #[test]
@@ -415,10 +365,7 @@ mod tests {
         let plan = stream_plan(&r, &[], &meta(true), usage_for(&r, &[], 1));
         assert_eq!(plan.last(), Some(&Emit::Cut));
         let f = frames(&plan);
-        let text: String = f
-            .iter()
-            .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
-            .collect();
+        let text: String = f.iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect();
         assert_eq!(text, "abcde");
         assert!(f.iter().all(|c| c["choices"][0]["finish_reason"].is_null()));
     }
@@ -426,9 +373,7 @@ mod tests {
     #[test]
     fn a_completion_has_content_or_tool_calls() {
         let r = reply("hi", 8);
-        let body: Value =
-            serde_json::from_str(&completion_body(&r, &[], &meta(false), Usage::new(1, 1)))
-                .unwrap();
+        let body: Value = serde_json::from_str(&completion_body(&r, &[], &meta(false), Usage::new(1, 1))).unwrap();
         assert_eq!(body["object"], "chat.completion");
         assert_eq!(body["choices"][0]["message"]["content"], "hi");
         assert_eq!(body["choices"][0]["finish_reason"], "stop");
@@ -440,14 +385,9 @@ mod tests {
             name: "a".into(),
             arguments: "{}".into(),
         }];
-        let body: Value =
-            serde_json::from_str(&completion_body(&r, &calls, &meta(false), Usage::new(1, 1)))
-                .unwrap();
+        let body: Value = serde_json::from_str(&completion_body(&r, &calls, &meta(false), Usage::new(1, 1))).unwrap();
         assert_eq!(body["choices"][0]["message"]["content"], Value::Null);
-        assert_eq!(
-            body["choices"][0]["message"]["tool_calls"][0]["id"],
-            "call_9"
-        );
+        assert_eq!(body["choices"][0]["message"]["tool_calls"][0]["id"], "call_9");
         assert_eq!(body["choices"][0]["finish_reason"], "tool_calls");
     }
 

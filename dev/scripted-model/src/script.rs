@@ -197,14 +197,11 @@ impl TryFrom<RawStep> for Step {
         ];
         let count = kinds.iter().filter(|k| **k).count();
         if count > 1 || (count == 0 && raw.text.is_none()) {
-            return Err(
-                "a step needs exactly one of: text, tool_calls (with optional text), error, hang, \
+            return Err("a step needs exactly one of: text, tool_calls (with optional text), error, hang, \
                         abort_after_chars (with text), echo_tool_result, text_from_template"
-                    .into(),
-            );
+                .into());
         }
-        let text_allowed =
-            count == 0 || raw.tool_calls.is_some() || raw.abort_after_chars.is_some();
+        let text_allowed = count == 0 || raw.tool_calls.is_some() || raw.abort_after_chars.is_some();
         if raw.text.is_some() && !text_allowed {
             return Err("\"text\" goes only with tool_calls or abort_after_chars, or alone".into());
         }
@@ -229,14 +226,8 @@ impl TryFrom<RawStep> for Step {
             };
         }
         if let Some(after_chars) = raw.abort_after_chars {
-            let text = raw
-                .text
-                .ok_or("abort_after_chars needs the text to stream before the cut")?;
-            return Ok(Step::Abort {
-                text,
-                after_chars,
-                pacing,
-            });
+            let text = raw.text.ok_or("abort_after_chars needs the text to stream before the cut")?;
+            return Ok(Step::Abort { text, after_chars, pacing });
         }
         let text = if let Some(echo) = raw.echo_tool_result {
             if !echo {
@@ -268,12 +259,7 @@ fn raw_pacing(raw: &RawStep) -> Result<Pacing, String> {
     })
 }
 
-fn tool_calls_step(
-    text: Option<String>,
-    calls: Vec<RawCall>,
-    pacing: Pacing,
-    usage: Option<UsageOverride>,
-) -> Result<Step, String> {
+fn tool_calls_step(text: Option<String>, calls: Vec<RawCall>, pacing: Pacing, usage: Option<UsageOverride>) -> Result<Step, String> {
     if calls.is_empty() {
         return Err("tool_calls must name at least one call".into());
     }
@@ -284,10 +270,7 @@ fn tool_calls_step(
                 return Err("a tool call needs a name".to_string());
             }
             if !c.arguments.is_object() {
-                return Err(format!(
-                    "the arguments of {:?} must be a JSON object",
-                    c.name
-                ));
+                return Err(format!("the arguments of {:?} must be a JSON object", c.name));
             }
             Ok(ScriptedCall {
                 name: c.name,
@@ -349,8 +332,7 @@ impl Placeholders<'_> {
         if !template.contains("{{") {
             return template.to_string();
         }
-        let monday =
-            self.today - chrono::Days::new(u64::from(self.today.weekday().num_days_from_monday()));
+        let monday = self.today - chrono::Days::new(u64::from(self.today.weekday().num_days_from_monday()));
         let sunday = monday + chrono::Days::new(6);
         template
             .replace("{{last_user_text}}", self.last_user_text)
@@ -365,10 +347,7 @@ impl Placeholders<'_> {
         match value {
             serde_json::Value::String(s) => serde_json::Value::String(self.fill(s)),
             serde_json::Value::Array(items) => items.iter().map(|v| self.fill_json(v)).collect(),
-            serde_json::Value::Object(map) => map
-                .iter()
-                .map(|(k, v)| (k.clone(), self.fill_json(v)))
-                .collect(),
+            serde_json::Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), self.fill_json(v))).collect(),
             other => other.clone(),
         }
     }
@@ -376,25 +355,17 @@ impl Placeholders<'_> {
 
 /// The first rule (in order) whose pattern is in the last user text and whose model, if
 /// any, is the request's.
-pub fn find_rule<'a>(
-    rules: impl IntoIterator<Item = &'a Rule>,
-    convo: &Conversation,
-) -> Option<&'a Rule> {
-    rules.into_iter().find(|r| {
-        convo.last_user_text.contains(&r.pattern)
-            && r.model.as_ref().is_none_or(|m| *m == convo.model)
-    })
+pub fn find_rule<'a>(rules: impl IntoIterator<Item = &'a Rule>, convo: &Conversation) -> Option<&'a Rule> {
+    rules
+        .into_iter()
+        .find(|r| convo.last_user_text.contains(&r.pattern) && r.model.as_ref().is_none_or(|m| *m == convo.model))
 }
 
 /// What to answer: the step at the conversation's step index, the repeated last text step,
 /// `(script exhausted)`, or with no rule the default `You said: …` reply.
 pub fn decide(rule: Option<&Rule>, convo: &Conversation, today: NaiveDate) -> Outcome {
     let Some(rule) = rule else {
-        return Outcome::Reply(Reply::text(
-            format!("You said: {}", convo.last_user_text),
-            Pacing::default(),
-            None,
-        ));
+        return Outcome::Reply(Reply::text(format!("You said: {}", convo.last_user_text), Pacing::default(), None));
     };
     let step = match rule.steps.get(convo.steps_taken) {
         Some(step) => step,
@@ -415,11 +386,7 @@ pub fn decide(rule: Option<&Rule>, convo: &Conversation, today: NaiveDate) -> Ou
 
 fn render(step: &Step, vars: &Placeholders<'_>) -> Outcome {
     match step {
-        Step::Text {
-            text,
-            pacing,
-            usage,
-        } => Outcome::Reply(Reply::text(text_of(text, vars), *pacing, *usage)),
+        Step::Text { text, pacing, usage } => Outcome::Reply(Reply::text(text_of(text, vars), *pacing, *usage)),
         Step::ToolCalls {
             text,
             calls,
@@ -443,11 +410,7 @@ fn render(step: &Step, vars: &Placeholders<'_>) -> Outcome {
             message: message.clone(),
         },
         Step::Hang => Outcome::Hang,
-        Step::Abort {
-            text,
-            after_chars,
-            pacing,
-        } => Outcome::Reply(Reply {
+        Step::Abort { text, after_chars, pacing } => Outcome::Reply(Reply {
             text: text.clone(),
             calls: Vec::new(),
             pacing: *pacing,
@@ -511,20 +474,14 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let c = convo("my week", 1);
-        assert_eq!(
-            text_of_outcome(decide(find_rule(&rs, &c), &c, day())),
-            "2026-01-07 my week"
-        );
+        assert_eq!(text_of_outcome(decide(find_rule(&rs, &c), &c, day())), "2026-01-07 my week");
         let sunday = NaiveDate::from_ymd_opt(2026, 1, 11).unwrap();
         let p = Placeholders {
             last_user_text: "",
             last_tool_result: "",
             today: sunday,
         };
-        assert_eq!(
-            p.fill("{{week_start}}..{{week_end}}"),
-            "2026-01-05..2026-01-11"
-        );
+        assert_eq!(p.fill("{{week_start}}..{{week_end}}"), "2026-01-05..2026-01-11");
     }
 
     fn text_of_outcome(o: Outcome) -> String {
@@ -542,18 +499,12 @@ mod tests {
             {"match": "my week", "steps": [{"text": "second"}]}
         ]}));
         let c = convo("show my week please", 0);
-        assert_eq!(
-            text_of_outcome(decide(find_rule(&rs, &c), &c, day())),
-            "first"
-        );
+        assert_eq!(text_of_outcome(decide(find_rule(&rs, &c), &c, day())), "first");
         let c2 = Conversation {
             model: "other".into(),
             ..c
         };
-        assert_eq!(
-            text_of_outcome(decide(find_rule(&rs, &c2), &c2, day())),
-            "other model"
-        );
+        assert_eq!(text_of_outcome(decide(find_rule(&rs, &c2), &c2, day())), "other model");
     }
 
     #[test]
@@ -588,14 +539,9 @@ mod tests {
 
     #[test]
     fn a_script_ending_in_a_tool_call_is_exhausted() {
-        let rs =
-            rules(json!({"rules": [{"match": "x", "steps": [{"tool_calls": [{"name": "a"}]}]}]}));
+        let rs = rules(json!({"rules": [{"match": "x", "steps": [{"tool_calls": [{"name": "a"}]}]}]}));
         assert_eq!(
-            text_of_outcome(decide(
-                find_rule(&rs, &convo("x", 1)),
-                &convo("x", 1),
-                day()
-            )),
+            text_of_outcome(decide(find_rule(&rs, &convo("x", 1)), &convo("x", 1), day())),
             EXHAUSTED
         );
     }
@@ -661,10 +607,7 @@ mod tests {
         ];
         for b in bad {
             assert!(
-                matches!(
-                    RuleSet::parse(b.to_string().as_bytes()),
-                    Err(Error::BadScripts(_))
-                ),
+                matches!(RuleSet::parse(b.to_string().as_bytes()), Err(Error::BadScripts(_))),
                 "accepted {b}"
             );
         }

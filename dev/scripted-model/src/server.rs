@@ -52,10 +52,7 @@ impl AppState {
     }
 
     fn next_response_id(&self) -> String {
-        format!(
-            "chatcmpl-{}",
-            self.responses.fetch_add(1, Ordering::Relaxed) + 1
-        )
+        format!("chatcmpl-{}", self.responses.fetch_add(1, Ordering::Relaxed) + 1)
     }
 }
 
@@ -70,11 +67,7 @@ pub fn app(state: Arc<AppState>) -> Router {
 }
 
 /// Serves `app` on `listener` until `shutdown` fires, then ends open streams and returns.
-pub async fn serve(
-    listener: TcpListener,
-    rules: Vec<Rule>,
-    shutdown: CancellationToken,
-) -> std::io::Result<()> {
+pub async fn serve(listener: TcpListener, rules: Vec<Rule>, shutdown: CancellationToken) -> std::io::Result<()> {
     let state = AppState::new(rules, shutdown.clone());
     // Stream chunks must leave as they are written, as a provider's do: without TCP_NODELAY
     // Nagle's algorithm holds small frames until the peer's delayed ACK (up to 40 ms).
@@ -155,16 +148,10 @@ async fn models(State(state): State<Arc<AppState>>) -> Json<ModelList> {
             owned_by: "scripted-model",
         })
         .collect();
-    Json(ModelList {
-        object: "list",
-        data,
-    })
+    Json(ModelList { object: "list", data })
 }
 
-async fn add_scripts(
-    State(state): State<Arc<AppState>>,
-    body: Bytes,
-) -> Result<Json<serde_json::Value>, Error> {
+async fn add_scripts(State(state): State<Arc<AppState>>, body: Bytes) -> Result<Json<serde_json::Value>, Error> {
     let set = RuleSet::parse(&body)?;
     let added = set.rules.len();
     state.scripts.prepend(set.rules);

@@ -90,7 +90,10 @@ pub fn require_node_modules(dir: &Path, package: &str, install_step: &str) {
 
 /// Panics unless Debian's Chromium is installed (browser tests fail, never skip, without it).
 pub fn require_chromium() {
-    assert!(Path::new(CHROMIUM).is_file(), "{CHROMIUM} is missing: run scripts/install.d/40-island.sh (apt_install chromium)");
+    assert!(
+        Path::new(CHROMIUM).is_file(),
+        "{CHROMIUM} is missing: run scripts/install.d/40-island.sh (apt_install chromium)"
+    );
 }
 
 /// Runs `node <script> <args…>` in `dir` with `env`, within `timeout`, and parses the last

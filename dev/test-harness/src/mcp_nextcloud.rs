@@ -28,7 +28,10 @@ impl McpNextcloud {
     pub fn start_with(nc_url: &str, env: &[(&str, &str)]) -> McpNextcloud {
         let bin = workspace_bin("mcp-nextcloud", "mcp-nextcloud", &[]);
         let port = free_port();
-        let data = tempfile::Builder::new().prefix("tamebi-mcp-nextcloud-").tempdir().expect("data dir");
+        let data = tempfile::Builder::new()
+            .prefix("tamebi-mcp-nextcloud-")
+            .tempdir()
+            .expect("data dir");
         let mut cmd = Command::new(bin);
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -42,7 +45,11 @@ impl McpNextcloud {
         let mut process = Process::spawn("mcp-nextcloud", cmd);
         let base = format!("http://127.0.0.1:{port}");
         process.wait_http(&format!("{base}/healthz"), Duration::from_secs(60));
-        McpNextcloud { process, _data: data, base }
+        McpNextcloud {
+            process,
+            _data: data,
+            base,
+        }
     }
 
     /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.

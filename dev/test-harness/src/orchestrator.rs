@@ -49,7 +49,12 @@ impl Orchestrator {
         ];
         env.extend(options.extra_env);
         let process = spawn(port, &env);
-        Orchestrator { process, port, data_dir, env }
+        Orchestrator {
+            process,
+            port,
+            data_dir,
+            env,
+        }
     }
 
     pub fn url(&self) -> String {
@@ -72,7 +77,10 @@ impl Orchestrator {
 
     /// The G1 headers for `uid` over `body`, signed now.
     pub fn signed_headers(uid: &str, body: &[u8]) -> Vec<(String, String)> {
-        let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+        let ts = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
         Self::signed_headers_at(uid, body, ts, SIGNING_SECRET)
     }
 
@@ -89,7 +97,15 @@ impl Orchestrator {
     }
 
     /// A signed request builder for `uid` (and their Nextcloud bearer, if any).
-    pub fn request(&self, client: &reqwest::Client, method: reqwest::Method, path: &str, uid: &str, body: &[u8], nc_bearer: Option<&str>) -> reqwest::RequestBuilder {
+    pub fn request(
+        &self,
+        client: &reqwest::Client,
+        method: reqwest::Method,
+        path: &str,
+        uid: &str,
+        body: &[u8],
+        nc_bearer: Option<&str>,
+    ) -> reqwest::RequestBuilder {
         let mut rb = client.request(method, format!("{}{path}", self.url())).body(body.to_vec());
         for (k, v) in Self::signed_headers(uid, body) {
             rb = rb.header(k, v);
@@ -135,10 +151,17 @@ pub async fn read_sse(response: reqwest::Response) -> Vec<String> {
 }
 
 pub fn parse_sse(text: &str) -> Vec<String> {
-    text.split("\n\n").filter_map(|frame| frame.strip_prefix("data: ")).map(str::to_string).collect()
+    text.split("\n\n")
+        .filter_map(|frame| frame.strip_prefix("data: "))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The JSON parts of an SSE stream (without `[DONE]`).
 pub fn parts(frames: &[String]) -> Vec<serde_json::Value> {
-    frames.iter().filter(|f| f.as_str() != "[DONE]").filter_map(|f| serde_json::from_str(f).ok()).collect()
+    frames
+        .iter()
+        .filter(|f| f.as_str() != "[DONE]")
+        .filter_map(|f| serde_json::from_str(f).ok())
+        .collect()
 }

@@ -43,14 +43,22 @@ impl ProbeMcp {
     /// Replaces the served tool set: `{"tools": [...]}` or a bare array of MCP tool
     /// definitions, each with an optional `reply` (`{"text"}` or `{"error"}`).
     pub fn set_tools(&self, tools: serde_json::Value) {
-        let body = if tools.is_array() { serde_json::json!({ "tools": tools }) } else { tools };
+        let body = if tools.is_array() {
+            serde_json::json!({ "tools": tools })
+        } else {
+            tools
+        };
         self.call(reqwest::Method::POST, "/__tools", Some(body));
     }
 
     /// Every `tools/call` received since the last `clear_calls`, oldest first:
     /// `{"seq", "name", "arguments", "known", "bearer_sha256"}`.
     pub fn calls(&self) -> Vec<serde_json::Value> {
-        match self.call(reqwest::Method::GET, "/__calls", None).get_mut("calls").map(serde_json::Value::take) {
+        match self
+            .call(reqwest::Method::GET, "/__calls", None)
+            .get_mut("calls")
+            .map(serde_json::Value::take)
+        {
             Some(serde_json::Value::Array(calls)) => calls,
             other => panic!("probe-mcp /__calls answered {other:?}\n{}", self.process.logs()),
         }
@@ -82,7 +90,11 @@ impl ProbeMcp {
                     let status = resp.status();
                     let text = resp.text().await?;
                     anyhow::ensure!(status.is_success(), "status {status}: {text}");
-                    Ok(if text.is_empty() { serde_json::Value::Null } else { serde_json::from_str(&text)? })
+                    Ok(if text.is_empty() {
+                        serde_json::Value::Null
+                    } else {
+                        serde_json::from_str(&text)?
+                    })
                 })
             })
             .join()

@@ -86,7 +86,11 @@ impl Process {
             .stderr(Stdio::from(err))
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
-        Process { name: name.to_string(), child, log_dir }
+        Process {
+            name: name.to_string(),
+            child,
+            log_dir,
+        }
     }
 
     /// Waits until `url` answers any HTTP status, or panics with the process's logs.
@@ -158,7 +162,9 @@ mod probe {
             let Some(rest) = url.strip_prefix("http://") else { return false };
             let (host, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
             use std::io::{Read, Write};
-            let Ok(mut s) = std::net::TcpStream::connect(host) else { return false };
+            let Ok(mut s) = std::net::TcpStream::connect(host) else {
+                return false;
+            };
             let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
             let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
             if s.write_all(req.as_bytes()).is_err() {

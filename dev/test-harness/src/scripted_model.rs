@@ -57,7 +57,11 @@ impl ScriptedModel {
 
     /// Adds rules in front of all others; `rules` is `{"rules": [...]}` or a bare array.
     pub fn add_rules(&self, rules: serde_json::Value) {
-        let body = if rules.is_array() { serde_json::json!({ "rules": rules }) } else { rules };
+        let body = if rules.is_array() {
+            serde_json::json!({ "rules": rules })
+        } else {
+            rules
+        };
         self.call(reqwest::Method::POST, "/__scripts", Some(body));
     }
 
@@ -68,7 +72,10 @@ impl ScriptedModel {
 
     /// Bodies of the requests received so far (the last 1,000), oldest first.
     pub fn requests(&self) -> Vec<serde_json::Value> {
-        self.request_log().into_iter().filter_map(|mut e| e.get_mut("body").map(serde_json::Value::take)).collect()
+        self.request_log()
+            .into_iter()
+            .filter_map(|mut e| e.get_mut("body").map(serde_json::Value::take))
+            .collect()
     }
 
     /// The raw log entries `{"receivedAt", "body"}`, oldest first.
@@ -103,7 +110,11 @@ impl ScriptedModel {
                     let status = resp.status();
                     let text = resp.text().await?;
                     anyhow::ensure!(status.is_success(), "status {status}: {text}");
-                    Ok(if text.is_empty() { serde_json::Value::Null } else { serde_json::from_str(&text)? })
+                    Ok(if text.is_empty() {
+                        serde_json::Value::Null
+                    } else {
+                        serde_json::from_str(&text)?
+                    })
                 })
             })
             .join()

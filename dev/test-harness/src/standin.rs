@@ -48,12 +48,14 @@ impl StandinBuilder {
             "the stand-in's venv is missing: run scripts/install.d/20-standin.sh"
         );
         let state = tempfile::Builder::new().prefix("tamebi-standin-").tempdir().expect("state dir");
-        let passwords: BTreeMap<String, String> =
-            USERS.iter().map(|u| (u.to_string(), format!("{u}-{}", random_hex()))).collect();
+        let passwords: BTreeMap<String, String> = USERS.iter().map(|u| (u.to_string(), format!("{u}-{}", random_hex()))).collect();
         let port = free_port();
         let url = format!("http://127.0.0.1:{port}");
         let mut cmd = Command::new(dir.join("run"));
-        cmd.arg("--state").arg(state.path().join("state")).arg("--bind").arg(format!("127.0.0.1:{port}"));
+        cmd.arg("--state")
+            .arg(state.path().join("state"))
+            .arg("--bind")
+            .arg(format!("127.0.0.1:{port}"));
         for (uid, pw) in &passwords {
             cmd.arg("--user").arg(format!("{uid}:{pw}"));
         }
@@ -65,7 +67,13 @@ impl StandinBuilder {
         let creds = state.path().join("creds");
         let text = format!("NC_URL={url}\nALICE_APP={}\nBOB_APP={}\n", passwords["alice"], passwords["bob"]);
         std::fs::write(&creds, text).expect("write creds file");
-        let standin = Standin { process, state, url, passwords, creds };
+        let standin = Standin {
+            process,
+            state,
+            url,
+            passwords,
+            creds,
+        };
         if self.seeded {
             standin.seed();
         }

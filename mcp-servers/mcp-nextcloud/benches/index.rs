@@ -66,10 +66,7 @@ fn main() -> anyhow::Result<()> {
             let terms = query::terms(q)?;
             search::rank(&store, &terms, &settings).map(|r| r.2.len())
         })?;
-        report(
-            &format!("{label} (matching passages per word {df_lo}..{df_hi})"),
-            &times,
-        );
+        report(&format!("{label} (matching passages per word {df_lo}..{df_hi})"), &times);
     }
     drop(store);
 
@@ -105,12 +102,9 @@ struct Words {
 
 impl Words {
     fn new() -> Words {
-        const TOP: [&str; 10] = [
-            "the", "of", "and", "to", "in", "is", "for", "that", "with", "on",
-        ];
+        const TOP: [&str; 10] = ["the", "of", "and", "to", "in", "is", "for", "that", "with", "on"];
         const SYL: [&str; 16] = [
-            "ka", "lo", "mi", "ren", "sto", "da", "vi", "nu", "pe", "tra", "gol", "ber", "sa",
-            "qui", "zon", "fe",
+            "ka", "lo", "mi", "ren", "sto", "da", "vi", "nu", "pe", "tra", "gol", "ber", "sa", "qui", "zon", "fe",
         ];
         let mut words = Vec::with_capacity(VOCABULARY);
         words.extend(TOP.iter().map(|w| w.to_string()));
@@ -142,10 +136,7 @@ impl Words {
     fn sample(&self, rng: &mut Rng) -> &str {
         let total = self.cumulative[VOCABULARY - 1];
         let x = rng.unit() * total;
-        let i = self
-            .cumulative
-            .partition_point(|c| *c < x)
-            .min(VOCABULARY - 1);
+        let i = self.cumulative.partition_point(|c| *c < x).min(VOCABULARY - 1);
         &self.words[i]
     }
 
@@ -180,9 +171,7 @@ fn extraction(words: &Words) -> anyhow::Result<()> {
     let text = paragraphs.join("\n\n");
     let mut markdown = String::new();
     let mut html = String::from("<html><body>");
-    let mut docx = String::from(
-        r#"<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>"#,
-    );
+    let mut docx = String::from(r#"<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>"#);
     let mut odt = String::from(
         r#"<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:text>"#,
     );
@@ -191,10 +180,10 @@ fn extraction(words: &Words) -> anyhow::Result<()> {
             let level = 1 + (i / 8) % 3;
             markdown.push_str(&format!("{} Section {i}\n\n", "#".repeat(level)));
             html.push_str(&format!("<h{level}>Section {i}</h{level}>"));
-            docx.push_str(&format!(r#"<w:p><w:pPr><w:pStyle w:val="Heading{level}"/></w:pPr><w:r><w:t>Section {i}</w:t></w:r></w:p>"#));
-            odt.push_str(&format!(
-                r#"<text:h text:outline-level="{level}">Section {i}</text:h>"#
+            docx.push_str(&format!(
+                r#"<w:p><w:pPr><w:pStyle w:val="Heading{level}"/></w:pPr><w:r><w:t>Section {i}</w:t></w:r></w:p>"#
             ));
+            odt.push_str(&format!(r#"<text:h text:outline-level="{level}">Section {i}</text:h>"#));
         }
         markdown.push_str(p);
         markdown.push_str("\n\n");
@@ -207,11 +196,7 @@ fn extraction(words: &Words) -> anyhow::Result<()> {
     odt.push_str("</office:text></office:body></office:document-content>");
     let docx = zip_of("word/document.xml", &docx)?;
     let odt = zip_of("content.xml", &odt)?;
-    let pdf_pages: Vec<String> = paragraphs
-        .iter()
-        .take(400)
-        .map(|p| p.chars().take(900).collect())
-        .collect();
+    let pdf_pages: Vec<String> = paragraphs.iter().take(400).map(|p| p.chars().take(900).collect()).collect();
     let pdf = pdf_of(&pdf_pages);
 
     let cases: [(&str, Format, &[u8]); 6] = [
@@ -257,20 +242,17 @@ fn pdf_of(pages: &[String]) -> Vec<u8> {
         "<< /Type /Catalog /Pages 2 0 R >>".into(),
         format!(
             "<< /Type /Pages /Kids [{}] /Count {n} >>",
-            (0..n)
-                .map(|i| format!("{} 0 R", 4 + 2 * i))
-                .collect::<Vec<_>>()
-                .join(" ")
+            (0..n).map(|i| format!("{} 0 R", 4 + 2 * i)).collect::<Vec<_>>().join(" ")
         ),
         "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".into(),
     ];
     for (i, text) in pages.iter().enumerate() {
         let stream = format!("BT /F1 10 Tf 40 800 Td ({text}) Tj ET");
-        objects.push(format!("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 842] /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>", 5 + 2 * i));
         objects.push(format!(
-            "<< /Length {} >>\nstream\n{stream}\nendstream",
-            stream.len()
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 842] /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>",
+            5 + 2 * i
         ));
+        objects.push(format!("<< /Length {} >>\nstream\n{stream}\nendstream", stream.len()));
     }
     let mut out = b"%PDF-1.4\n".to_vec();
     let mut offsets = Vec::new();
@@ -279,19 +261,11 @@ fn pdf_of(pages: &[String]) -> Vec<u8> {
         out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
     }
     let xref = out.len();
-    out.extend_from_slice(
-        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
-    );
+    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
     for off in offsets {
         out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
     }
-    out.extend_from_slice(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            objects.len() + 1
-        )
-        .as_bytes(),
-    );
+    out.extend_from_slice(format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes());
     out
 }
 
@@ -325,10 +299,7 @@ fn build(store: &mut Store, words: &Words, total: usize) -> anyhow::Result<usize
             Ok(())
         })?;
         if made % 100_000 == 0 {
-            println!(
-                "   {made:>8} passages, {:>6.1} s",
-                started.elapsed().as_secs_f64()
-            );
+            println!("   {made:>8} passages, {:>6.1} s", started.elapsed().as_secs_f64());
         }
     }
     let load = started.elapsed();
@@ -345,20 +316,12 @@ fn build(store: &mut Store, words: &Words, total: usize) -> anyhow::Result<usize
 
 fn query_sets(words: &Words, rare: usize) -> Vec<(&'static str, Vec<String>)> {
     let w = |i: usize| words.words[i].clone();
-    let rare_q: Vec<String> = (0..200)
-        .map(|i| format!("zq{}", (i * 7919) % rare.max(1)))
-        .collect();
-    let rare_mixed: Vec<String> = (0..200)
-        .map(|i| format!("the zq{} of", (i * 104_729) % rare.max(1)))
-        .collect();
-    let medium: Vec<String> = (0..200)
-        .map(|i| format!("{} {}", w(300 + i), w(301 + i * 3)))
-        .collect();
+    let rare_q: Vec<String> = (0..200).map(|i| format!("zq{}", (i * 7919) % rare.max(1))).collect();
+    let rare_mixed: Vec<String> = (0..200).map(|i| format!("the zq{} of", (i * 104_729) % rare.max(1))).collect();
+    let medium: Vec<String> = (0..200).map(|i| format!("{} {}", w(300 + i), w(301 + i * 3))).collect();
     let medium_single: Vec<String> = (0..200).map(|i| w(1000 + i * 5)).collect();
     let common: Vec<String> = (0..200).map(|i| w(i % 10)).collect();
-    let common_pairs: Vec<String> = (0..200)
-        .map(|i| format!("{} {}", w(i % 10), w((i + 3) % 10)))
-        .collect();
+    let common_pairs: Vec<String> = (0..200).map(|i| format!("{} {}", w(i % 10), w((i + 3) % 10))).collect();
     vec![
         ("rare word", rare_q),
         ("rare word + 2 stop words", rare_mixed),
@@ -419,12 +382,9 @@ fn end_to_end(db: &std::path::Path, sets: &[(&'static str, Vec<String>)]) -> any
     let nc = Standin::start_seeded();
     let db = db.to_string_lossy().into_owned();
     let mcp = McpNextcloud::start_with(nc.url(), &[("MCP_INDEX_PATH", &db), ("RUST_LOG", "warn")]);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async {
-        let config = StreamableHttpClientTransportConfig::with_uri(mcp.url())
-            .auth_header(nc.app_password("alice").to_string());
+        let config = StreamableHttpClientTransportConfig::with_uri(mcp.url()).auth_header(nc.app_password("alice").to_string());
         let client = ().serve(StreamableHttpClientTransport::from_config(config)).await?;
         let call = |q: String| {
             let client = &client;
@@ -435,11 +395,7 @@ fn end_to_end(db: &std::path::Path, sets: &[(&'static str, Vec<String>)]) -> any
                 let r = client
                     .call_tool(CallToolRequestParams::new("files_grep").with_arguments(args))
                     .await?;
-                anyhow::ensure!(
-                    r.is_error != Some(true),
-                    "files_grep failed: {:?}",
-                    r.content
-                );
+                anyhow::ensure!(r.is_error != Some(true), "files_grep failed: {:?}", r.content);
                 Ok::<_, anyhow::Error>(t.elapsed())
             }
         };

@@ -18,13 +18,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use mcp_nextcloud::nextcloud::{dav, dav_headers};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use mcp_nextcloud::nextcloud::{dav, dav_headers};
 use test_harness::standin::Standin;
 use test_harness::{Process, free_port, workspace_root};
 
@@ -66,7 +66,11 @@ fn ours() -> Flavor {
         calls: vec![
             (Op::List200, "files_list", json!({"path": "bench200"})),
             (Op::Read100k, "files_read", json!({"path": "bench100k.txt", "limit": 100000})),
-            (Op::Month, "calendar_events", json!({"from": "2026-03-01", "to": "2026-03-31", "calendar": "personal"})),
+            (
+                Op::Month,
+                "calendar_events",
+                json!({"from": "2026-03-01", "to": "2026-03-31", "calendar": "personal"}),
+            ),
             (Op::Boards, "deck_boards", json!({})),
         ],
     }
@@ -77,7 +81,11 @@ fn theirs() -> Flavor {
         calls: vec![
             (Op::List200, "nc_webdav_list_directory", json!({"path": "bench200"})),
             (Op::Read100k, "nc_webdav_read_file", json!({"path": "bench100k.txt"})),
-            (Op::Month, "nc_calendar_list_events", json!({"calendar_name": "personal", "start_date": "2026-03-01", "end_date": "2026-03-31", "limit": 100})),
+            (
+                Op::Month,
+                "nc_calendar_list_events",
+                json!({"calendar_name": "personal", "start_date": "2026-03-01", "end_date": "2026-03-31", "limit": 100}),
+            ),
             (Op::Boards, "deck_get_boards", json!({})),
         ],
     }
@@ -88,7 +96,10 @@ fn main() -> anyhow::Result<()> {
     println!("== starting the seeded stand-in and adding the bench data");
     let nc = Standin::start_seeded();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).pool_max_idle_per_host(64).build()?;
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .pool_max_idle_per_host(64)
+        .build()?;
     rt.block_on(seed(&http, &nc))?;
 
     println!("== building mcp-nextcloud (release)");
@@ -113,7 +124,9 @@ fn main() -> anyhow::Result<()> {
             for clients in [1, CONCURRENT_CLIENTS] {
                 let calls = if clients == 1 { SINGLE_CALLS } else { CONCURRENT_CALLS };
                 let direct = measure_direct(&http, &nc, op, clients, calls).await?;
-                let o = measure_mcp(&our_url, Some(nc.app_password("alice")), &ours(), op, clients, calls).await?.map_err(anyhow::Error::msg)?;
+                let o = measure_mcp(&our_url, Some(nc.app_password("alice")), &ours(), op, clients, calls)
+                    .await?
+                    .map_err(anyhow::Error::msg)?;
                 let t = match &their {
                     Some((_, url)) => Some(measure_mcp(url, None, &theirs(), op, clients, calls).await?),
                     None => None,
@@ -131,18 +144,34 @@ fn main() -> anyhow::Result<()> {
 /// 200 small files in `bench200/`, a 100 KB text file, 40 events in March 2026.
 async fn seed(http: &reqwest::Client, nc: &Standin) -> anyhow::Result<()> {
     let auth = nc.bearer("alice");
-    let mkcol = http.request(reqwest::Method::from_bytes(b"MKCOL")?, nc.dav_url("alice", "bench200")).header("Authorization", &auth).send().await?;
+    let mkcol = http
+        .request(reqwest::Method::from_bytes(b"MKCOL")?, nc.dav_url("alice", "bench200"))
+        .header("Authorization", &auth)
+        .send()
+        .await?;
     if !mkcol.status().is_success() && mkcol.status().as_u16() != 405 {
         bail!("MKCOL: {}", mkcol.status());
     }
     for i in 0..200 {
-        let r = http.put(nc.dav_url("alice", &format!("bench200/file-{i:03}.txt"))).header("Authorization", &auth).body(format!("file {i}\n")).send().await?;
+        let r = http
+            .put(nc.dav_url("alice", &format!("bench200/file-{i:03}.txt")))
+            .header("Authorization", &auth)
+            .body(format!("file {i}\n"))
+            .send()
+            .await?;
         if !r.status().is_success() {
             bail!("PUT file {i}: {}", r.status());
         }
     }
-    let text: String = (0..2000).map(|i| format!("{i:06} The quick brown fox jumps over the lazy dog.\n")).collect();
-    let r = http.put(nc.dav_url("alice", "bench100k.txt")).header("Authorization", &auth).body(text[..100_000].to_string()).send().await?;
+    let text: String = (0..2000)
+        .map(|i| format!("{i:06} The quick brown fox jumps over the lazy dog.\n"))
+        .collect();
+    let r = http
+        .put(nc.dav_url("alice", "bench100k.txt"))
+        .header("Authorization", &auth)
+        .body(text[..100_000].to_string())
+        .send()
+        .await?;
     if !r.status().is_success() {
         bail!("PUT bench100k.txt: {}", r.status());
     }
@@ -168,7 +197,10 @@ async fn seed(http: &reqwest::Client, nc: &Standin) -> anyhow::Result<()> {
 }
 
 fn start_ours(nc: &Standin) -> anyhow::Result<(Process, String, tempfile::TempDir)> {
-    let bin = std::env::var("CARGO_TARGET_DIR").map(std::path::PathBuf::from).unwrap_or_else(|_| workspace_root().join("target")).join("release/mcp-nextcloud");
+    let bin = std::env::var("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| workspace_root().join("target"))
+        .join("release/mcp-nextcloud");
     let port = free_port();
     let data = tempfile::tempdir()?;
     let mut cmd = Command::new(bin);
@@ -192,10 +224,18 @@ fn start_theirs(nc: &Standin) -> anyhow::Result<Option<(Process, String)>> {
     }
     let port = free_port();
     let mut cmd = Command::new(exe);
-    cmd.args(["run", "--transport", "streamable-http", "--host", "127.0.0.1", "--port", &port.to_string()])
-        .env("NEXTCLOUD_HOST", nc.url())
-        .env("NEXTCLOUD_USERNAME", "alice")
-        .env("NEXTCLOUD_PASSWORD", nc.app_password("alice"));
+    cmd.args([
+        "run",
+        "--transport",
+        "streamable-http",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+    ])
+    .env("NEXTCLOUD_HOST", nc.url())
+    .env("NEXTCLOUD_USERNAME", "alice")
+    .env("NEXTCLOUD_PASSWORD", nc.app_password("alice"));
     let mut p = Process::spawn("nextcloud-mcp-server", cmd);
     p.wait_http(&format!("http://127.0.0.1:{port}/mcp"), Duration::from_secs(120));
     Ok(Some((p, format!("http://127.0.0.1:{port}/mcp"))))
@@ -218,12 +258,22 @@ struct Figures {
 fn figures(mut samples: Vec<Duration>) -> Figures {
     samples.sort();
     let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
-    Figures { p50: at(0.50), p99: at(0.99) }
+    Figures {
+        p50: at(0.50),
+        p99: at(0.99),
+    }
 }
 
 /// `calls` tool calls spread over `clients` concurrent clients, each with its own connection.
 /// The outer error is the bench's own failure; the inner one a tool that failed (reported).
-async fn measure_mcp(url: &str, token: Option<&str>, flavor: &Flavor, op: Op, clients: usize, calls: usize) -> anyhow::Result<Result<Figures, String>> {
+async fn measure_mcp(
+    url: &str,
+    token: Option<&str>,
+    flavor: &Flavor,
+    op: Op,
+    clients: usize,
+    calls: usize,
+) -> anyhow::Result<Result<Figures, String>> {
     let (_, name, args) = flavor.calls.iter().find(|(o, _, _)| *o == op).context("operation")?;
     let Value::Object(args) = args.clone() else { bail!("arguments") };
     let mut tasks = Vec::new();
@@ -298,7 +348,10 @@ async fn direct(http: &reqwest::Client, nc: &Standin, op: Op) -> anyhow::Result<
             .body(dav::propfind_files()),
         Op::Read100k => http.get(nc.dav_url("alice", "bench100k.txt")),
         Op::Month => http
-            .request(reqwest::Method::from_bytes(b"REPORT")?, format!("{}/remote.php/dav/calendars/alice/personal/", nc.url()))
+            .request(
+                reqwest::Method::from_bytes(b"REPORT")?,
+                format!("{}/remote.php/dav/calendars/alice/personal/", nc.url()),
+            )
             .headers(dav_headers(Some("1")))
             .body(dav::calendar_query("20260301T000000Z", "20260401T000000Z")),
         Op::Boards => http
@@ -322,7 +375,9 @@ fn ms(d: Duration) -> String {
 type Row = (Op, usize, Figures, Figures, Option<Result<Figures, String>>);
 
 fn print_table(rows: &[Row]) {
-    println!("\n| operation | clients | direct p50 / p99 (ms) | mcp-nextcloud p50 / p99 | its overhead (p50) | nextcloud-mcp-server p50 / p99 | its overhead (p50) | ratio |");
+    println!(
+        "\n| operation | clients | direct p50 / p99 (ms) | mcp-nextcloud p50 / p99 | its overhead (p50) | nextcloud-mcp-server p50 / p99 | its overhead (p50) | ratio |"
+    );
     println!("|---|---|---|---|---|---|---|---|");
     for (op, clients, d, o, t) in rows {
         let ours_over = o.p50.saturating_sub(d.p50);
@@ -330,7 +385,11 @@ fn print_table(rows: &[Row]) {
             Some(Err(failure)) => (failure.clone(), "—".into(), "—".into()),
             Some(Ok(t)) => {
                 let over = t.p50.saturating_sub(d.p50);
-                let ratio = if ours_over.is_zero() { "ours ≈ 0".to_string() } else { format!("{:.1}×", over.as_secs_f64() / ours_over.as_secs_f64()) };
+                let ratio = if ours_over.is_zero() {
+                    "ours ≈ 0".to_string()
+                } else {
+                    format!("{:.1}×", over.as_secs_f64() / ours_over.as_secs_f64())
+                };
                 (format!("{} / {}", ms(t.p50), ms(t.p99)), ms(over), ratio)
             }
             None => ("—".into(), "—".into(), "—".into()),

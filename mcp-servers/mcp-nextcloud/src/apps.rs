@@ -54,7 +54,9 @@ pub fn list() -> Vec<Resource> {
 
 /// One app's document, for `resources/read`; `None` for an unknown URI.
 pub fn read(uri: &str) -> Option<ResourceContents> {
-    APPS.iter().find(|a| a.uri == uri).map(|a| ResourceContents::text(a.html, a.uri).with_mime_type(MIME))
+    APPS.iter()
+        .find(|a| a.uri == uri)
+        .map(|a| ResourceContents::text(a.html, a.uri).with_mime_type(MIME))
 }
 
 #[cfg(test)]

@@ -107,7 +107,11 @@ pub fn audience(token: &str, resource: &str) -> Audience {
     if parts.len() != 3 {
         return Audience::Opaque;
     }
-    let decode = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s.trim_end_matches('=')).ok();
+    let decode = |s: &str| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(s.trim_end_matches('='))
+            .ok()
+    };
     let header_is_json = decode(parts[0])
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         .is_some_and(|v| v.is_object());
@@ -192,7 +196,11 @@ pub async fn require_caller(State(state): State<Arc<AppState>>, mut request: Req
 fn refusal_response(state: &AppState, refusal: Refusal) -> Response {
     let metadata = format!("{}/.well-known/oauth-protected-resource", state.public_origin);
     let (status, challenge, message) = match refusal {
-        Refusal::Missing => (StatusCode::UNAUTHORIZED, format!(r#"Bearer resource_metadata="{metadata}""#), "a bearer token is required".to_string()),
+        Refusal::Missing => (
+            StatusCode::UNAUTHORIZED,
+            format!(r#"Bearer resource_metadata="{metadata}""#),
+            "a bearer token is required".to_string(),
+        ),
         Refusal::Invalid(why) => (
             StatusCode::UNAUTHORIZED,
             format!(r#"Bearer resource_metadata="{metadata}", error="invalid_token", error_description="{why}""#),
@@ -200,7 +208,11 @@ fn refusal_response(state: &AppState, refusal: Refusal) -> Response {
         ),
         Refusal::Unavailable(why) => {
             tracing::warn!(%why, "cannot identify the caller");
-            return (StatusCode::SERVICE_UNAVAILABLE, axum::Json(serde_json::json!({"error": "Nextcloud is unavailable; try again later"}))).into_response();
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                axum::Json(serde_json::json!({"error": "Nextcloud is unavailable; try again later"})),
+            )
+                .into_response();
         }
     };
     let mut response = (status, axum::Json(serde_json::json!({ "error": message }))).into_response();

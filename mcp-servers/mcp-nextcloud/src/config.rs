@@ -74,7 +74,15 @@ impl Config {
         let webhook_secret = get("MCP_WEBHOOK_SECRET");
         let log_filter = get("RUST_LOG").unwrap_or_else(|| "info".to_string());
 
-        Ok(Config { nc_url, bind, public_url, allowed_hosts, index_path, webhook_secret, log_filter })
+        Ok(Config {
+            nc_url,
+            bind,
+            public_url,
+            allowed_hosts,
+            index_path,
+            webhook_secret,
+            log_filter,
+        })
     }
 
     /// `scheme://host[:port]` of the public URL: where the well-known document is served.
@@ -146,7 +154,9 @@ mod tests {
         assert!(e.contains("user name or password"), "{e}");
         let e = load(&[("NC_URL", "http://x"), ("MCP_BIND", "nope")]).unwrap_err().to_string();
         assert!(e.contains("MCP_BIND"), "{e}");
-        let e = load(&[("NC_URL", "http://x"), ("MCP_ALLOWED_HOSTS", "a/b")]).unwrap_err().to_string();
+        let e = load(&[("NC_URL", "http://x"), ("MCP_ALLOWED_HOSTS", "a/b")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("MCP_ALLOWED_HOSTS"), "{e}");
     }
 

@@ -69,10 +69,18 @@ impl Error {
             401 => Some(Error::AuthExpired),
             // 403 and 404 are one answer, on purpose.
             403 | 404 | 410 => Some(Error::NotFound),
-            409 | 412 | 423 => Some(Error::Conflict(format!("{what}: the target already exists or was changed meanwhile"))),
-            413 => Some(Error::InvalidArgument(format!("{what}: Nextcloud refused the content as too large"))),
-            408 | 429 | 500..=599 => Some(Error::Retryable(format!("{what}: Nextcloud is unavailable right now (HTTP {code}); try again later"))),
-            _ => Some(Error::Retryable(format!("{what}: Nextcloud gave an unexpected answer (HTTP {code})"))),
+            409 | 412 | 423 => Some(Error::Conflict(format!(
+                "{what}: the target already exists or was changed meanwhile"
+            ))),
+            413 => Some(Error::InvalidArgument(format!(
+                "{what}: Nextcloud refused the content as too large"
+            ))),
+            408 | 429 | 500..=599 => Some(Error::Retryable(format!(
+                "{what}: Nextcloud is unavailable right now (HTTP {code}); try again later"
+            ))),
+            _ => Some(Error::Retryable(format!(
+                "{what}: Nextcloud gave an unexpected answer (HTTP {code})"
+            ))),
         }
     }
 

@@ -39,8 +39,21 @@ pub fn format_of(mime: &str, name: &str) -> Format {
         ("application/vnd.openxmlformats-officedocument.wordprocessingml.document", _) | (_, "docx") => Format::Docx,
         ("application/vnd.oasis.opendocument.text", _) | (_, "odt") => Format::Odt,
         (m, _) if m.starts_with("text/") => Format::Plain,
-        ("application/json" | "application/xml" | "application/x-yaml" | "application/yaml" | "application/javascript" | "application/x-sh" | "application/csv", _) => Format::Plain,
-        (_, "txt" | "csv" | "tsv" | "json" | "xml" | "yaml" | "yml" | "toml" | "ini" | "log" | "rs" | "py" | "js" | "ts" | "sh" | "ics" | "vcf") => Format::Plain,
+        (
+            "application/json"
+            | "application/xml"
+            | "application/x-yaml"
+            | "application/yaml"
+            | "application/javascript"
+            | "application/x-sh"
+            | "application/csv",
+            _,
+        ) => Format::Plain,
+        (
+            _,
+            "txt" | "csv" | "tsv" | "json" | "xml" | "yaml" | "yml" | "toml" | "ini" | "log" | "rs" | "py" | "js" | "ts" | "sh" | "ics"
+            | "vcf",
+        ) => Format::Plain,
         _ => Format::Other,
     }
 }
@@ -58,11 +71,20 @@ pub fn extract(bytes: &[u8], mime: &str, name: &str) -> Extracted {
         Format::Pdf => IxFormat::Pdf,
         Format::Docx => IxFormat::Docx,
         Format::Odt => IxFormat::Odt,
-        Format::Other => return Extracted::Binary { reason: "not a text format".into() },
+        Format::Other => {
+            return Extracted::Binary {
+                reason: "not a text format".into(),
+            };
+        }
     };
     match ix::extract(format, bytes) {
-        Ok(doc) => Extracted::Text { text: doc.text, format: format.label() },
-        Err(e) => Extracted::Binary { reason: format!("the {} could not be read ({e})", format.label()) },
+        Ok(doc) => Extracted::Text {
+            text: doc.text,
+            format: format.label(),
+        },
+        Err(e) => Extracted::Binary {
+            reason: format!("the {} could not be read ({e})", format.label()),
+        },
     }
 }
 
@@ -86,24 +108,44 @@ mod tests {
     fn docx_paragraphs_and_entities() {
         let xml = r#"<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>Budget &amp; plan</w:t></w:r></w:p><w:p><w:r><w:t>forty</w:t><w:tab/><w:t>thousand</w:t></w:r></w:p></w:body></w:document>"#;
         let got = extract(&zip_with("word/document.xml", xml), "application/octet-stream", "a.docx");
-        assert_eq!(got, Extracted::Text { text: "Budget & plan\nforty\tthousand\n".into(), format: "docx" });
+        assert_eq!(
+            got,
+            Extracted::Text {
+                text: "Budget & plan\nforty\tthousand\n".into(),
+                format: "docx"
+            }
+        );
     }
 
     #[test]
     fn odt_headings_and_spaces() {
         let xml = r#"<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:text><text:h>Title</text:h><text:p>a<text:s text:c="3"/>b</text:p></office:text></office:body></office:document-content>"#;
         let got = extract(&zip_with("content.xml", xml), "application/vnd.oasis.opendocument.text", "a.odt");
-        assert_eq!(got, Extracted::Text { text: "Title\na   b\n".into(), format: "odt" });
+        assert_eq!(
+            got,
+            Extracted::Text {
+                text: "Title\na   b\n".into(),
+                format: "odt"
+            }
+        );
     }
 
     #[test]
     fn html_markdown_binary() {
-        let Extracted::Text { text, format } = extract(b"<h1>Hi</h1><script>x()</script><p>there</p>", "text/html", "a.html") else { panic!() };
+        let Extracted::Text { text, format } = extract(b"<h1>Hi</h1><script>x()</script><p>there</p>", "text/html", "a.html") else {
+            panic!()
+        };
         assert_eq!(format, "html");
         assert!(text.contains("Hi") && text.contains("there"));
         assert_eq!(format_of("application/octet-stream", "plan.md"), Format::Markdown);
-        assert!(matches!(extract(b"\x89PNG\r\n\x1a\n\0\0", "image/png", "a.png"), Extracted::Binary { .. }));
+        assert!(matches!(
+            extract(b"\x89PNG\r\n\x1a\n\0\0", "image/png", "a.png"),
+            Extracted::Binary { .. }
+        ));
         assert!(matches!(extract(b"not a zip", "", "a.docx"), Extracted::Binary { .. }));
-        assert!(matches!(extract(b"%PDF-1.4 garbage", "application/pdf", "a.pdf"), Extracted::Binary { .. }));
+        assert!(matches!(
+            extract(b"%PDF-1.4 garbage", "application/pdf", "a.pdf"),
+            Extracted::Binary { .. }
+        ));
     }
 }

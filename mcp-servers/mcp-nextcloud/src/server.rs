@@ -50,7 +50,10 @@ impl AppState {
     pub fn new(config: Config) -> Result<Self, Error> {
         let nextcloud = Arc::new(Nextcloud::new(config.nc_url.clone())?);
         let index = Index::open(&config.index_path).map_err(|e| {
-            Error::Config(format!("cannot open the document index MCP_INDEX_PATH={}: {e}", config.index_path.display()))
+            Error::Config(format!(
+                "cannot open the document index MCP_INDEX_PATH={}: {e}",
+                config.index_path.display()
+            ))
         })?;
         Ok(AppState {
             index,
@@ -104,11 +107,19 @@ impl ServerHandler for Handler {
         Ok(tools::call(&self.nextcloud, &self.index, &caller, name, arguments).await.into())
     }
 
-    async fn list_resources(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListResourcesResult, ErrorData> {
+    async fn list_resources(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
         Ok(ListResourcesResult::with_all_items(apps::list()))
     }
 
-    async fn read_resource(&self, request: ReadResourceRequestParams, _: RequestContext<RoleServer>) -> Result<ReadResourceResponse, ErrorData> {
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
         match apps::read(&request.uri) {
             Some(contents) => Ok(ReadResourceResult::new(vec![contents]).into()),
             None => Err(ErrorData::resource_not_found(format!("no resource {}", request.uri), None)),
@@ -126,7 +137,12 @@ pub fn app(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
     let nextcloud = state.nextcloud.clone();
     let index = state.index.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(Handler { nextcloud: nextcloud.clone(), index: index.clone() }),
+        move || {
+            Ok(Handler {
+                nextcloud: nextcloud.clone(),
+                index: index.clone(),
+            })
+        },
         Arc::new(NeverSessionManager::default()),
         StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)

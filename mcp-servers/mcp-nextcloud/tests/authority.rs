@@ -39,7 +39,12 @@ async fn missing_wrong_and_foreign_tokens_are_401() {
         assert!(challenge.contains(&format!("resource_metadata=\"{metadata}\"")), "{challenge}");
     }
     let r = post_init(&env, Some("Bearer not-a-real-token")).await;
-    assert!(r.headers()["www-authenticate"].to_str().unwrap().contains("error=\"invalid_token\""));
+    assert!(
+        r.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .contains("error=\"invalid_token\"")
+    );
 
     let doc: serde_json::Value = env.nc_http().get(&metadata).send().await.unwrap().json().await.unwrap();
     assert_eq!(doc["resource"], env.mcp.url());
@@ -67,14 +72,27 @@ async fn bob_never_obtains_alices_files() {
     let secret = call(&alice, "files_list", json!({"path": "private"})).await;
     let secret_id = ok(&secret)["entries"][0]["file_id"].as_u64().unwrap();
 
-    assert_eq!(err_kind(&call(&bob, "files_read", json!({"path": "private/secret.txt"})).await), "not_found");
-    assert_eq!(err_kind(&call(&bob, "files_read", json!({"file_id": secret_id})).await), "not_found");
+    assert_eq!(
+        err_kind(&call(&bob, "files_read", json!({"path": "private/secret.txt"})).await),
+        "not_found"
+    );
+    assert_eq!(
+        err_kind(&call(&bob, "files_read", json!({"file_id": secret_id})).await),
+        "not_found"
+    );
     assert_eq!(err_kind(&call(&bob, "files_list", json!({"path": "private"})).await), "not_found");
-    assert_eq!(err_kind(&call(&bob, "files_move", json!({"from": "notes.txt", "to": "mine.txt"})).await), "not_found");
+    assert_eq!(
+        err_kind(&call(&bob, "files_move", json!({"from": "notes.txt", "to": "mine.txt"})).await),
+        "not_found"
+    );
     let found = call(&bob, "files_find", json!({"pattern": "secret"})).await;
     assert!(paths(ok(&found)).is_empty());
     let found = call(&bob, "files_find", json!({"pattern": "*.txt"})).await;
-    assert!(!paths(ok(&found)).iter().any(|p| p.contains("secret") || p.contains("notes")), "{:?}", paths(ok(&found)));
+    assert!(
+        !paths(ok(&found)).iter().any(|p| p.contains("secret") || p.contains("notes")),
+        "{:?}",
+        paths(ok(&found))
+    );
     // bob writing "notes.txt" writes into his own home; alice's file is untouched.
     let (_, before) = env.nc_get("alice", "notes.txt").await;
     ok(&call(&bob, "files_write", json!({"path": "notes.txt", "content": "bob's own"})).await);
@@ -123,7 +141,10 @@ async fn revoking_a_share_takes_effect_on_the_next_call() {
         .unwrap();
     assert!(r.status().is_success());
 
-    assert_eq!(err_kind(&call(&bob, "files_read", json!({"path": "Shared-with-bob/plan.md"})).await), "not_found");
+    assert_eq!(
+        err_kind(&call(&bob, "files_read", json!({"path": "Shared-with-bob/plan.md"})).await),
+        "not_found"
+    );
     assert_eq!(err_kind(&call(&bob, "files_read", json!({"file_id": plan_id})).await), "not_found");
     let root = call(&bob, "files_list", json!({"path": ""})).await;
     assert!(!paths(ok(&root)).contains(&"Shared-with-bob".to_string()));

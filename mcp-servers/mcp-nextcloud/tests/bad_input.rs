@@ -56,17 +56,41 @@ async fn every_tool_refuses_bad_input_and_changes_nothing() {
         ("calendar_events", json!({"from": "yesterday", "to": "2026-01-02"})),
         ("calendar_events", json!({"from": "2026-02-01", "to": "2026-01-01"})),
         ("calendar_events", json!({"from": "2020-01-01", "to": "2026-01-01"})),
-        ("calendar_events", json!({"from": "2026-01-01", "to": "2026-01-02", "calendar": "no-such-calendar"})),
-        ("calendar_events", json!({"from": "2026-01-01", "to": "2026-01-02", "calendar": "../bob/personal"})),
+        (
+            "calendar_events",
+            json!({"from": "2026-01-01", "to": "2026-01-02", "calendar": "no-such-calendar"}),
+        ),
+        (
+            "calendar_events",
+            json!({"from": "2026-01-01", "to": "2026-01-02", "calendar": "../bob/personal"}),
+        ),
         ("calendar_event_get", json!({"href": "personal"})),
         ("calendar_event_get", json!({"href": "../bob/personal/x.ics"})),
         ("calendar_event_get", json!({"href": "http://evil.example/x.ics"})),
-        ("calendar_create_event", json!({"calendar": "personal", "title": "  ", "start": "2026-03-01T10:00:00Z", "end": "2026-03-01T11:00:00Z"})),
-        ("calendar_create_event", json!({"calendar": "personal", "title": "t", "start": "2026-03-01T11:00:00Z", "end": "2026-03-01T10:00:00Z"})),
-        ("calendar_create_event", json!({"calendar": "personal", "title": "t", "start": "2026-03-01", "end": "2026-03-01T10:00:00Z"})),
-        ("calendar_create_event", json!({"calendar": "personal", "title": "t", "start": "soon", "end": "later"})),
-        ("calendar_create_event", json!({"calendar": "nope", "title": "t", "start": "2026-03-01T10:00:00Z", "end": "2026-03-01T11:00:00Z"})),
-        ("calendar_create_event", json!({"calendar": "../bob", "title": "t", "start": "2026-03-01T10:00:00Z", "end": "2026-03-01T11:00:00Z"})),
+        (
+            "calendar_create_event",
+            json!({"calendar": "personal", "title": "  ", "start": "2026-03-01T10:00:00Z", "end": "2026-03-01T11:00:00Z"}),
+        ),
+        (
+            "calendar_create_event",
+            json!({"calendar": "personal", "title": "t", "start": "2026-03-01T11:00:00Z", "end": "2026-03-01T10:00:00Z"}),
+        ),
+        (
+            "calendar_create_event",
+            json!({"calendar": "personal", "title": "t", "start": "2026-03-01", "end": "2026-03-01T10:00:00Z"}),
+        ),
+        (
+            "calendar_create_event",
+            json!({"calendar": "personal", "title": "t", "start": "soon", "end": "later"}),
+        ),
+        (
+            "calendar_create_event",
+            json!({"calendar": "nope", "title": "t", "start": "2026-03-01T10:00:00Z", "end": "2026-03-01T11:00:00Z"}),
+        ),
+        (
+            "calendar_create_event",
+            json!({"calendar": "../bob", "title": "t", "start": "2026-03-01T10:00:00Z", "end": "2026-03-01T11:00:00Z"}),
+        ),
         ("contacts_search", json!({"query": ""})),
         ("contacts_search", json!({"query": "x".repeat(201)})),
         ("contacts_search", json!({"query": "carol", "limit": 0})),
@@ -75,9 +99,18 @@ async fn every_tool_refuses_bad_input_and_changes_nothing() {
         ("deck_board", json!({})),
         ("deck_create_card", json!({"board_id": board_id, "stack_id": stack_id, "title": ""})),
         ("deck_create_card", json!({"board_id": board_id, "stack_id": "1/2", "title": "t"})),
-        ("deck_create_card", json!({"board_id": board_id, "stack_id": stack_id, "title": "t", "duedate": "someday"})),
-        ("deck_move_card", json!({"board_id": board_id, "card_id": card_id, "stack_id": 999_999})),
-        ("deck_move_card", json!({"board_id": board_id, "card_id": "x", "stack_id": stack_id})),
+        (
+            "deck_create_card",
+            json!({"board_id": board_id, "stack_id": stack_id, "title": "t", "duedate": "someday"}),
+        ),
+        (
+            "deck_move_card",
+            json!({"board_id": board_id, "card_id": card_id, "stack_id": 999_999}),
+        ),
+        (
+            "deck_move_card",
+            json!({"board_id": board_id, "card_id": "x", "stack_id": stack_id}),
+        ),
         ("no_such_tool", json!({})),
     ];
     for (tool, args) in &cases {

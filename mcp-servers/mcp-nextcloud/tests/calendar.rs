@@ -17,7 +17,12 @@ RRULE:FREQ=WEEKLY;COUNT=10\r\nSUMMARY:Paris standup\r\nLOCATION:Room 4\r\nEND:VE
 
 #[expect(clippy::unwrap_used, reason = "test helper")]
 fn titles(v: &serde_json::Value) -> Vec<String> {
-    v["events"].as_array().unwrap().iter().map(|e| e["title"].as_str().unwrap().to_string()).collect()
+    v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["title"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -27,11 +32,21 @@ async fn range_queries_recurrence_and_isolation() {
     let bob = env.client("bob").await;
 
     let cals = call(&alice, "calendar_list", json!({})).await;
-    assert!(ok(&cals)["calendars"].as_array().unwrap().iter().any(|c| c["id"] == "personal"), "{}", ok(&cals));
+    assert!(
+        ok(&cals)["calendars"].as_array().unwrap().iter().any(|c| c["id"] == "personal"),
+        "{}",
+        ok(&cals)
+    );
 
     let jan = call(&alice, "calendar_events", json!({"from": "2026-01-01", "to": "2026-01-31"})).await;
     let v = ok(&jan);
-    let q = v["events"].as_array().unwrap().iter().find(|e| e["title"] == "Quarterly planning").expect("seed event").clone();
+    let q = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["title"] == "Quarterly planning")
+        .expect("seed event")
+        .clone();
     assert_eq!(q["start"], "2026-01-15T10:00:00Z");
     assert_eq!(q["end"], "2026-01-15T11:00:00Z");
     assert_eq!(q["calendar"], "personal");
@@ -55,18 +70,31 @@ async fn range_queries_recurrence_and_isolation() {
         .await
         .unwrap();
     assert!(put.status().is_success(), "{}", put.status());
-    let spring = call(&alice, "calendar_events", json!({"from": "2026-03-20", "to": "2026-04-05T00:00:00Z", "calendar": "personal"})).await;
+    let spring = call(
+        &alice,
+        "calendar_events",
+        json!({"from": "2026-03-20", "to": "2026-04-05T00:00:00Z", "calendar": "personal"}),
+    )
+    .await;
     let v = ok(&spring);
     let occ: Vec<(String, String)> = v["events"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|e| e["title"] == "Paris standup")
-        .map(|e| (e["start"].as_str().unwrap().to_string(), e["tzid"].as_str().unwrap_or("").to_string()))
+        .map(|e| {
+            (
+                e["start"].as_str().unwrap().to_string(),
+                e["tzid"].as_str().unwrap_or("").to_string(),
+            )
+        })
         .collect();
     assert_eq!(
         occ,
-        [("2026-03-26T08:00:00Z".to_string(), "Europe/Paris".to_string()), ("2026-04-02T07:00:00Z".to_string(), "Europe/Paris".to_string())],
+        [
+            ("2026-03-26T08:00:00Z".to_string(), "Europe/Paris".to_string()),
+            ("2026-04-02T07:00:00Z".to_string(), "Europe/Paris".to_string())
+        ],
         "{v}"
     );
     assert!(v["warnings"].as_array().unwrap().is_empty(), "{v}");
@@ -92,14 +120,31 @@ async fn create_event_then_find_it() {
     assert_eq!(c["start"], "2026-02-10T13:00:00Z");
     let href = c["href"].as_str().unwrap();
     let feb = call(&alice, "calendar_events", json!({"from": "2026-02-10", "to": "2026-02-10"})).await;
-    let ev = ok(&feb)["events"].as_array().unwrap().iter().find(|e| e["href"] == href).expect("created event listed").clone();
+    let ev = ok(&feb)["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["href"] == href)
+        .expect("created event listed")
+        .clone();
     assert_eq!(ev["title"], "Budget review");
     assert_eq!(ev["end"], "2026-02-10T14:00:00Z");
     assert_eq!(ev["location"], "Online");
 
-    let all_day = call(&alice, "calendar_create_event", json!({"calendar": "personal", "title": "Offsite", "start": "2026-02-12", "end": "2026-02-13"})).await;
+    let all_day = call(
+        &alice,
+        "calendar_create_event",
+        json!({"calendar": "personal", "title": "Offsite", "start": "2026-02-12", "end": "2026-02-13"}),
+    )
+    .await;
     assert_eq!(ok(&all_day)["end"], "2026-02-14T00:00:00Z");
     let days = call(&alice, "calendar_events", json!({"from": "2026-02-13", "to": "2026-02-13"})).await;
-    let off = ok(&days)["events"].as_array().unwrap().iter().find(|e| e["title"] == "Offsite").expect("all-day event").clone();
+    let off = ok(&days)["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["title"] == "Offsite")
+        .expect("all-day event")
+        .clone();
     assert_eq!(off["all_day"], true);
 }

@@ -13,7 +13,13 @@ async fn search_is_the_callers_own_address_books() {
 
     let found = call(&alice, "contacts_search", json!({"query": "carol"})).await;
     let v = ok(&found);
-    let carol = v["contacts"].as_array().unwrap().iter().find(|c| c["name"] == "Carol Example").expect("Carol").clone();
+    let carol = v["contacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "Carol Example")
+        .expect("Carol")
+        .clone();
     assert!(carol["href"].as_str().unwrap().starts_with("contacts/"), "{carol}");
 
     let none = call(&alice, "contacts_search", json!({"query": "no-such-person-xyz"})).await;

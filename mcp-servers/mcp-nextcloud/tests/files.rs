@@ -17,7 +17,13 @@ async fn list_read_find_for_alice_and_bob() {
     for want in ["notes.txt", "private", "Shared-with-bob"] {
         assert!(p.contains(&want.to_string()), "alice's root lacks {want}: {p:?}");
     }
-    let row = &ok(&root)["entries"].as_array().unwrap().iter().find(|e| e["path"] == "notes.txt").unwrap().clone();
+    let row = &ok(&root)["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == "notes.txt")
+        .unwrap()
+        .clone();
     assert!(row["file_id"].as_u64().is_some() && row["is_dir"] == false && row["modified"].as_str().unwrap().ends_with('Z'));
 
     let shared = call(&alice, "files_list", json!({"path": "Shared-with-bob"})).await;
@@ -25,7 +31,10 @@ async fn list_read_find_for_alice_and_bob() {
 
     let bob_root = call(&bob, "files_list", json!({"path": "/"})).await;
     let bp = paths(ok(&bob_root));
-    assert!(bp.contains(&"bob-todo.txt".to_string()) && bp.contains(&"Shared-with-bob".to_string()), "{bp:?}");
+    assert!(
+        bp.contains(&"bob-todo.txt".to_string()) && bp.contains(&"Shared-with-bob".to_string()),
+        "{bp:?}"
+    );
     assert!(!bp.iter().any(|p| p.contains("notes") || p.contains("private")), "{bp:?}");
 
     // Reading by path, in bob's own namespace.
@@ -48,7 +57,10 @@ async fn list_read_find_for_alice_and_bob() {
     // Find by name: alice's .txt files, bob's .md.
     let found = call(&alice, "files_find", json!({"pattern": "*.txt"})).await;
     let fp = paths(ok(&found));
-    assert!(fp.contains(&"notes.txt".to_string()) && fp.contains(&"private/secret.txt".to_string()), "{fp:?}");
+    assert!(
+        fp.contains(&"notes.txt".to_string()) && fp.contains(&"private/secret.txt".to_string()),
+        "{fp:?}"
+    );
     let bfound = call(&bob, "files_find", json!({"pattern": "plan"})).await;
     assert_eq!(paths(ok(&bfound)), ["Shared-with-bob/plan.md"]);
     let scoped = call(&alice, "files_find", json!({"pattern": "*.txt", "path": "private"})).await;
@@ -75,12 +87,18 @@ async fn read_pages_long_files_and_extracts_formats() {
     }
     assert_eq!(got, long);
 
-    env.nc_put("alice", "page.html", "<html><body><h1>Agenda</h1><p>Budget <b>review</b></p><script>evil()</script></body></html>").await;
+    env.nc_put(
+        "alice",
+        "page.html",
+        "<html><body><h1>Agenda</h1><p>Budget <b>review</b></p><script>evil()</script></body></html>",
+    )
+    .await;
     let html = call(&alice, "files_read", json!({"path": "page.html"})).await;
     let t = ok(&html)["text"].as_str().unwrap();
     assert!(t.contains("Agenda") && t.contains("review") && !t.contains("<b>"), "{t}");
 
-    env.nc_put("alice", "photo.png", vec![0x89u8, b'P', b'N', b'G', 0, 0, 0, 13, 1, 2, 3]).await;
+    env.nc_put("alice", "photo.png", vec![0x89u8, b'P', b'N', b'G', 0, 0, 0, 13, 1, 2, 3])
+        .await;
     let png = call(&alice, "files_read", json!({"path": "photo.png"})).await;
     assert_eq!(ok(&png)["format"], "binary");
     assert!(text(&png).contains("not shown"), "{}", text(&png));
@@ -99,7 +117,12 @@ async fn write_and_move() {
     assert_eq!(env.nc_get("alice", "memo.md").await, (200, "# Memo\nhello".to_string()));
     let replaced = call(&alice, "files_write", json!({"path": "memo.md", "content": "v2"})).await;
     assert_eq!(ok(&replaced)["created"], false);
-    let refused = call(&alice, "files_write", json!({"path": "memo.md", "content": "v3", "overwrite": false})).await;
+    let refused = call(
+        &alice,
+        "files_write",
+        json!({"path": "memo.md", "content": "v3", "overwrite": false}),
+    )
+    .await;
     assert_eq!(err_kind(&refused), "conflict");
     assert_eq!(env.nc_get("alice", "memo.md").await.1, "v2");
 
@@ -112,7 +135,12 @@ async fn write_and_move() {
     let onto = call(&alice, "files_move", json!({"from": "private/memo.md", "to": "notes.txt"})).await;
     assert_eq!(err_kind(&onto), "conflict");
     assert_eq!(env.nc_get("alice", "private/memo.md").await.1, "v2");
-    let forced = call(&alice, "files_move", json!({"from": "private/memo.md", "to": "notes.txt", "overwrite": true})).await;
+    let forced = call(
+        &alice,
+        "files_move",
+        json!({"from": "private/memo.md", "to": "notes.txt", "overwrite": true}),
+    )
+    .await;
     assert_eq!(ok(&forced)["replaced"], true);
     assert_eq!(env.nc_get("alice", "notes.txt").await.1, "v2");
 }

@@ -44,7 +44,10 @@ impl Fixture {
     }
 
     fn http(&self) -> reqwest::Client {
-        reqwest::Client::builder().timeout(Duration::from_secs(20)).build().expect("http client")
+        reqwest::Client::builder()
+            .timeout(Duration::from_secs(20))
+            .build()
+            .expect("http client")
     }
 
     /// A read-only look at index.db (WAL lets it read while the server writes).
@@ -54,7 +57,9 @@ impl Fixture {
 
     fn file_row(&self, file_id: i64) -> Option<(String, i64, i64)> {
         self.db()
-            .query_row("SELECT status, stale, passages FROM files WHERE file_id = ?1", [file_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_row("SELECT status, stale, passages FROM files WHERE file_id = ?1", [file_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
             .ok()
     }
 
@@ -135,7 +140,10 @@ fn passages(v: &Value) -> &Vec<Value> {
 }
 
 fn paths(v: &Value) -> Vec<String> {
-    passages(v).iter().map(|p| p["path"].as_str().unwrap_or_default().to_string()).collect()
+    passages(v)
+        .iter()
+        .map(|p| p["path"].as_str().unwrap_or_default().to_string())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -155,7 +163,14 @@ async fn each_caller_gets_only_what_nextcloud_gives_them() {
 
     // The offset reads the whole parent section through files_read (one extraction).
     let section = call(&alice, "files_read", json!({"path": p["path"], "offset": p["offset"]})).await;
-    assert!(ok(&section)["text"].as_str().unwrap().starts_with("## Budget\n\nThe budget is forty thousand euros."), "{}", text(&section));
+    assert!(
+        ok(&section)["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("## Budget\n\nThe budget is forty thousand euros."),
+        "{}",
+        text(&section)
+    );
 
     // Bob finds the same file through the share, in his own namespace.
     let via_share = grep(&bob, json!({"query": "budget forty thousand"})).await;
@@ -166,7 +181,10 @@ async fn each_caller_gets_only_what_nextcloud_gives_them() {
     let mine = grep(&alice, json!({"query": "payroll"})).await;
     assert_eq!(paths(&mine), ["private/secret.txt"]);
     let secret_id = passages(&mine)[0]["file_id"].as_i64().unwrap();
-    assert!(f.file_row(secret_id).is_some_and(|(s, _, n)| s == "indexed" && n > 0), "the passage is in the index");
+    assert!(
+        f.file_row(secret_id).is_some_and(|(s, _, n)| s == "indexed" && n > 0),
+        "the passage is in the index"
+    );
     for q in ["payroll", "payroll figures", "alice secret payroll"] {
         let r = call(&bob, "files_grep", json!({"query": q})).await;
         let v = ok(&r);
@@ -175,7 +193,11 @@ async fn each_caller_gets_only_what_nextcloud_gives_them() {
         assert!(v["note"].as_str().unwrap().contains("other words"), "{v}");
     }
     let (candidates, survivors, returned, _, _) = f.last_query();
-    assert_eq!((candidates, survivors, returned), (1, 0, 0), "a candidate bob may not open is dropped unseen");
+    assert_eq!(
+        (candidates, survivors, returned),
+        (1, 0, 0),
+        "a candidate bob may not open is dropped unseen"
+    );
 
     // Revoking the share takes effect on bob's next search…
     let shares = f.ocs("alice", reqwest::Method::GET, "shares", &[]).await;
@@ -192,7 +214,18 @@ async fn each_caller_gets_only_what_nextcloud_gives_them() {
     assert!(f.file_row(plan_id).is_some(), "the index still holds the text; Nextcloud decided");
 
     // …and re-sharing brings it back.
-    f.ocs("alice", reqwest::Method::POST, "shares", &[("path", "/Shared-with-bob"), ("shareType", "0"), ("shareWith", "bob"), ("permissions", "31")]).await;
+    f.ocs(
+        "alice",
+        reqwest::Method::POST,
+        "shares",
+        &[
+            ("path", "/Shared-with-bob"),
+            ("shareType", "0"),
+            ("shareWith", "bob"),
+            ("permissions", "31"),
+        ],
+    )
+    .await;
     let back = grep(&bob, json!({"query": "forty thousand"})).await;
     assert_eq!(paths(&back), ["Shared-with-bob/plan.md"], "{back}");
 
@@ -212,7 +245,12 @@ async fn changed_files_are_re_extracted_and_webhooks_only_mark_rows() {
     let id = passages(&before)[0]["file_id"].as_i64().unwrap();
 
     // The file changes after it was indexed: its old text is never returned again.
-    f.put("alice", "Shared-with-bob/plan.md", "# Plan: ship the agent\n\n## Budget\n\nThe budget is fifty thousand euros.\n").await;
+    f.put(
+        "alice",
+        "Shared-with-bob/plan.md",
+        "# Plan: ship the agent\n\n## Budget\n\nThe budget is fifty thousand euros.\n",
+    )
+    .await;
     let old = grep(&alice, json!({"query": "forty"})).await;
     assert!(passages(&old).is_empty(), "{old}");
     let new = grep(&alice, json!({"query": "fifty thousand"})).await;
@@ -232,7 +270,11 @@ async fn changed_files_are_re_extracted_and_webhooks_only_mark_rows() {
 
     // A written event marks the row stale by id; the next search re-extracts it.
     let (status, body) = f.webhook(Some(SECRET), &written(id)).await;
-    assert_eq!((status, body["action"].as_str(), body["known"].as_bool()), (200, Some("stale"), Some(true)), "{body}");
+    assert_eq!(
+        (status, body["action"].as_str(), body["known"].as_bool()),
+        (200, Some("stale"), Some(true)),
+        "{body}"
+    );
     assert_eq!(f.file_row(id).map(|r| r.1), Some(1));
     let again = grep(&alice, json!({"query": "fifty thousand"})).await;
     assert_eq!(paths(&again), ["Shared-with-bob/plan.md"]);
@@ -257,7 +299,10 @@ async fn changed_files_are_re_extracted_and_webhooks_only_mark_rows() {
     let r = call(&alice, "files_grep", json!({"query": "fifty thousand"})).await;
     assert_eq!(err_kind(&r), "retryable", "{}", text(&r));
     assert!(!text(&r).contains("fifty"), "{}", text(&r));
-    let outcome: String = f.db().query_row("SELECT outcome FROM queries ORDER BY id DESC LIMIT 1", [], |r| r.get(0)).expect("row");
+    let outcome: String = f
+        .db()
+        .query_row("SELECT outcome FROM queries ORDER BY id DESC LIMIT 1", [], |r| r.get(0))
+        .expect("row");
     assert_eq!(outcome, "failed");
 }
 
@@ -289,7 +334,12 @@ async fn hostile_queries_are_just_words_and_the_queries_table_keeps_only_counts(
         assert!(!passages(v).is_empty(), "{q} found nothing: {v}");
     }
     // Nothing but punctuation, or a bad limit: a clear error, nothing searched.
-    for args in [json!({"query": "\"()*^:-"}), json!({"query": ""}), json!({"query": "x", "limit": 0}), json!({"query": "x", "limit": 51})] {
+    for args in [
+        json!({"query": "\"()*^:-"}),
+        json!({"query": ""}),
+        json!({"query": "x", "limit": 0}),
+        json!({"query": "x", "limit": 51}),
+    ] {
         let r = call(&alice, "files_grep", args.clone()).await;
         assert_eq!(err_kind(&r), "invalid_argument", "{args}");
     }
@@ -300,13 +350,21 @@ async fn hostile_queries_are_just_words_and_the_queries_table_keeps_only_counts(
     // One row per search, counts only: no query text, no user anywhere in the file.
     let db = f.db();
     let rows: i64 = db.query_row("SELECT count(*) FROM queries", [], |r| r.get(0)).expect("count");
-    assert_eq!(rows, hostile.len() as i64 + 1, "one row per search that ran (bad input is refused before)");
+    assert_eq!(
+        rows,
+        hostile.len() as i64 + 1,
+        "one row per search that ran (bad input is refused before)"
+    );
     let dump: String = db
         .query_row("SELECT group_concat(mode || outcome || terms, ',') FROM queries", [], |r| r.get(0))
         .expect("dump");
     assert!(!dump.contains("budget"), "{dump}");
     let mut stmt = db.prepare("SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL").expect("schema");
-    let schema: Vec<String> = stmt.query_map([], |r| r.get(0)).expect("rows").collect::<Result<_, _>>().expect("sql");
+    let schema: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("sql");
     let schema = schema.join("\n").to_lowercase();
     for word in ["uid", "user", "owner", "share"] {
         assert!(!schema.contains(word), "index.db schema mentions {word}: {schema}");

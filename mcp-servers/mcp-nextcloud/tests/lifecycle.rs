@@ -10,7 +10,10 @@ use test_harness::workspace_bin;
 #[test]
 fn invalid_configuration_is_exit_code_2() {
     let bin = workspace_bin("mcp-nextcloud", "mcp-nextcloud", &[]);
-    for (env, needle) in [(vec![], "NC_URL is required"), (vec![("NC_URL", "http://127.0.0.1:1"), ("MCP_BIND", "not-an-address")], "MCP_BIND")] {
+    for (env, needle) in [
+        (vec![], "NC_URL is required"),
+        (vec![("NC_URL", "http://127.0.0.1:1"), ("MCP_BIND", "not-an-address")], "MCP_BIND"),
+    ] {
         let mut cmd = Command::new(&bin);
         cmd.env_clear();
         for (k, v) in &env {

@@ -11,7 +11,10 @@ async fn python_sdk_lists_tools_and_calls_files_list() {
     let env = Env::start().await;
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python");
     let python = dir.join(".venv/bin/python");
-    assert!(python.exists(), "the Python SDK venv is missing: run scripts/install.d/25-mcp-python.sh");
+    assert!(
+        python.exists(),
+        "the Python SDK venv is missing: run scripts/install.d/25-mcp-python.sh"
+    );
     let out = tokio::process::Command::new(python)
         .arg(dir.join("list_and_call.py"))
         .arg(env.mcp.url())
@@ -19,7 +22,12 @@ async fn python_sdk_lists_tools_and_calls_files_list() {
         .output()
         .await
         .expect("run python");
-    assert!(out.status.success(), "python failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "python failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
     let tools: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
     for t in ["files_list", "files_read", "calendar_events", "deck_move_card"] {

@@ -29,16 +29,13 @@ async fn the_demo_rules_and_the_harness_api_work_against_the_binary() {
 
     let out = crate::common::read_sse(send("show me my week").await.unwrap()).await;
     let args: serde_json::Value = serde_json::from_str(&out.tool_calls()[0].2).unwrap();
-    let from =
-        chrono::NaiveDate::parse_from_str(args["from"].as_str().unwrap(), "%Y-%m-%d").unwrap();
+    let from = chrono::NaiveDate::parse_from_str(args["from"].as_str().unwrap(), "%Y-%m-%d").unwrap();
     let to = chrono::NaiveDate::parse_from_str(args["to"].as_str().unwrap(), "%Y-%m-%d").unwrap();
     assert_eq!((to - from).num_days(), 6);
 
     model.add_rules(json!([{"match": "list my files", "steps": [{"text": "overridden"}]}]));
     assert_eq!(
-        crate::common::read_sse(send("list my files").await.unwrap())
-            .await
-            .text(),
+        crate::common::read_sse(send("list my files").await.unwrap()).await.text(),
         "overridden"
     );
     model.clear_rules();

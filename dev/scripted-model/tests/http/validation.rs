@@ -1,9 +1,6 @@
 //! Malformed requests get a 400 (or 404 for an unknown model) in OpenAI's error shape.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test helpers fail the test by panicking"
-)]
+#![expect(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
 use crate::common::start;
 use serde_json::{Value, json};
@@ -13,10 +10,7 @@ async fn refused(s: &crate::common::Server, body: Value, status: u16, needle: &s
     assert_eq!(resp.status(), status, "for {body}");
     let err: Value = resp.json().await.unwrap();
     let message = err["error"]["message"].as_str().unwrap();
-    assert!(
-        message.contains(needle),
-        "{message:?} should mention {needle:?}"
-    );
+    assert!(message.contains(needle), "{message:?} should mention {needle:?}");
     assert_eq!(err["error"]["type"], "invalid_request_error");
     assert!(err["error"].get("param").is_some() && err["error"].get("code").is_some());
 }
@@ -26,21 +20,15 @@ async fn malformed_requests_are_refused_clearly() {
     let s = start(json!({"rules": []})).await;
     let user = json!({"role": "user", "content": "hi"});
     refused(&s, json!({"messages": [user]}), 400, "model").await;
+    refused(&s, json!({"model": "gpt-9", "messages": [user]}), 404, "gpt-9").await;
+    refused(&s, json!({"model": "scripted", "messages": []}), 400, "messages").await;
     refused(
         &s,
-        json!({"model": "gpt-9", "messages": [user]}),
-        404,
-        "gpt-9",
-    )
-    .await;
-    refused(
-        &s,
-        json!({"model": "scripted", "messages": []}),
+        json!({"model": "scripted", "messages": [user, {"role": "tool", "tool_call_id": "call_1", "content": "x"}]}),
         400,
-        "messages",
+        "preceding message",
     )
     .await;
-    refused(&s, json!({"model": "scripted", "messages": [user, {"role": "tool", "tool_call_id": "call_1", "content": "x"}]}), 400, "preceding message").await;
     refused(
         &s,
         json!({"model": "scripted", "messages": [user,
@@ -68,7 +56,13 @@ async fn malformed_requests_are_refused_clearly() {
         "call_1",
     )
     .await;
-    refused(&s, json!({"model": "scripted", "tools": [{"type": "function", "function": {"name": "nextcloud.files"}}], "messages": [user]}), 400, "nextcloud.files").await;
+    refused(
+        &s,
+        json!({"model": "scripted", "tools": [{"type": "function", "function": {"name": "nextcloud.files"}}], "messages": [user]}),
+        400,
+        "nextcloud.files",
+    )
+    .await;
     refused(
         &s,
         json!({"model": "scripted", "stream_options": {"include_usage": true}, "messages": [user]}),

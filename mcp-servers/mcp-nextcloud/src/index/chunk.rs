@@ -66,10 +66,7 @@ pub fn passages(doc: &Extracted, max_bytes: usize) -> Vec<Passage> {
 fn sections(doc: &Extracted) -> Vec<Section> {
     let text = &doc.text;
     let mut out = Vec::with_capacity(doc.headings.len() + 1);
-    let first = doc
-        .headings
-        .first()
-        .map_or(text.len(), |h| h.start.min(text.len()));
+    let first = doc.headings.first().map_or(text.len(), |h| h.start.min(text.len()));
     if first > 0 {
         out.push(Section {
             start: 0,
@@ -83,24 +80,14 @@ fn sections(doc: &Extracted) -> Vec<Section> {
     let mut stack: Vec<(u8, &str)> = Vec::new();
     for (i, h) in doc.headings.iter().enumerate() {
         let start = h.start.min(text.len());
-        let end = doc
-            .headings
-            .get(i + 1)
-            .map_or(text.len(), |n| n.start.min(text.len()))
-            .max(start);
+        let end = doc.headings.get(i + 1).map_or(text.len(), |n| n.start.min(text.len())).max(start);
         while stack.last().is_some_and(|(level, _)| *level >= h.level) {
             stack.pop();
         }
         stack.push((h.level, h.title.as_str()));
-        let path = stack
-            .iter()
-            .map(|(_, t)| *t)
-            .collect::<Vec<_>>()
-            .join(PATH_SEPARATOR);
+        let path = stack.iter().map(|(_, t)| *t).collect::<Vec<_>>().join(PATH_SEPARATOR);
         let line = &text[start..end];
-        let title_len = if line.trim_start().starts_with(|c: char| !c.is_whitespace())
-            && line.contains(h.title.as_str())
-        {
+        let title_len = if line.trim_start().starts_with(|c: char| !c.is_whitespace()) && line.contains(h.title.as_str()) {
             line.find('\n').map_or(line.len(), |n| n + 1)
         } else {
             0
@@ -193,10 +180,7 @@ mod tests {
             ]
         );
         assert!(p[2].body.contains("forty thousand"));
-        assert!(
-            !p[2].body.contains("small print"),
-            "a passage never crosses a heading"
-        );
+        assert!(!p[2].body.contains("small print"), "a passage never crosses a heading");
     }
 
     #[test]
@@ -204,35 +188,19 @@ mod tests {
         let src = "# Café ☕\n\nété\n\n## Budget\n\nforty thousand\n";
         let doc = extract(Format::Markdown, src.as_bytes()).expect("extracts");
         let p = passages(&doc, MAX_PASSAGE_BYTES);
-        let budget = p
-            .iter()
-            .find(|p| p.heading.ends_with("Budget"))
-            .expect("budget passage");
-        assert!(
-            doc.text_from_char(budget.section_offset)
-                .starts_with("## Budget")
-        );
-        assert_eq!(
-            budget.section_offset,
-            src[..src.find("## Budget").expect("in src")]
-                .chars()
-                .count()
-        );
+        let budget = p.iter().find(|p| p.heading.ends_with("Budget")).expect("budget passage");
+        assert!(doc.text_from_char(budget.section_offset).starts_with("## Budget"));
+        assert_eq!(budget.section_offset, src[..src.find("## Budget").expect("in src")].chars().count());
     }
 
     #[test]
     fn long_sections_split_at_paragraphs_without_overlap_and_share_one_offset() {
-        let paras: Vec<String> = (0..40)
-            .map(|i| format!("paragraph {i} {}", "word ".repeat(30)))
-            .collect();
+        let paras: Vec<String> = (0..40).map(|i| format!("paragraph {i} {}", "word ".repeat(30))).collect();
         let src = format!("# Long\n\n{}\n", paras.join("\n\n"));
         let p = md(&src);
         assert!(p.len() > 1, "a long section is cut");
         assert!(p.iter().all(|x| x.body.len() <= MAX_PASSAGE_BYTES));
-        assert!(
-            p.iter()
-                .all(|x| x.section_offset == 0 && x.heading == "Long")
-        );
+        assert!(p.iter().all(|x| x.section_offset == 0 && x.heading == "Long"));
         // Every paragraph appears exactly once: nothing repeated, nothing lost.
         for i in 0..40 {
             let needle = format!("paragraph {i} ");
@@ -248,10 +216,7 @@ mod tests {
         let src = "word ".repeat(2000);
         let p = md(&src);
         assert!(p.len() >= 6);
-        assert!(
-            p.iter()
-                .all(|x| x.body.len() <= MAX_PASSAGE_BYTES && !x.body.starts_with(' '))
-        );
+        assert!(p.iter().all(|x| x.body.len() <= MAX_PASSAGE_BYTES && !x.body.starts_with(' ')));
         let total: usize = p.iter().map(|x| x.body.matches("word").count()).sum();
         assert_eq!(total, 2000);
     }

@@ -25,11 +25,7 @@ pub trait CallerDav: Send + Sync {
     /// The caller's files whose names look like documents we extract.
     fn documents(&self) -> impl Future<Output = Result<Vec<DavFile>, IndexError>> + Send;
     /// A file of the caller's tree, refusing more than `max_bytes`.
-    fn download(
-        &self,
-        path: &str,
-        max_bytes: usize,
-    ) -> impl Future<Output = Result<Vec<u8>, IndexError>> + Send;
+    fn download(&self, path: &str, max_bytes: usize) -> impl Future<Output = Result<Vec<u8>, IndexError>> + Send;
 }
 
 /// A file as Nextcloud showed it to the caller.
@@ -58,17 +54,10 @@ impl DavFile {
         let rel = paths::strip_prefix(&e.href, prefix)?;
         Some(DavFile {
             file_id: e.prop(dav::OC, "fileid")?.parse().ok()?,
-            etag: e
-                .prop(dav::DAV, "getetag")
-                .unwrap_or("")
-                .trim_matches('"')
-                .to_string(),
+            etag: e.prop(dav::DAV, "getetag").unwrap_or("").trim_matches('"').to_string(),
             path: rel.join("/"),
             mime: e.prop(dav::DAV, "getcontenttype").unwrap_or("").to_string(),
-            size: e
-                .prop(dav::DAV, "getcontentlength")
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0),
+            size: e.prop(dav::DAV, "getcontentlength").and_then(|s| s.parse().ok()).unwrap_or(0),
         })
     }
 }
@@ -89,10 +78,7 @@ impl SessionDav<'_, '_> {
             .body(body);
         let found = s.multistatus(request, what).await?;
         let prefix = s.files_prefix();
-        Ok(found
-            .iter()
-            .filter_map(|e| DavFile::from_entry(&prefix, e))
-            .collect())
+        Ok(found.iter().filter_map(|e| DavFile::from_entry(&prefix, e)).collect())
     }
 }
 
@@ -102,27 +88,19 @@ impl CallerDav for SessionDav<'_, '_> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        self.search(&dav::where_file_ids(&ids), "verifying search results")
-            .await
+        self.search(&dav::where_file_ids(&ids), "verifying search results").await
     }
 
     async fn documents(&self) -> Result<Vec<DavFile>, IndexError> {
-        let likes: String = Format::NAME_PATTERNS
-            .iter()
-            .map(|p| dav::where_name_like(p))
-            .collect();
-        self.search(&format!("<d:or>{likes}</d:or>"), "listing your documents")
-            .await
+        let likes: String = Format::NAME_PATTERNS.iter().map(|p| dav::where_name_like(p)).collect();
+        self.search(&format!("<d:or>{likes}</d:or>"), "listing your documents").await
     }
 
     async fn download(&self, path: &str, max_bytes: usize) -> Result<Vec<u8>, IndexError> {
         let s = self.session;
         let path = UserPath::parse_item(path, "path")?;
         let response = s
-            .send(
-                s.request(http::Method::GET, s.files_url(&path)),
-                "reading a document",
-            )
+            .send(s.request(http::Method::GET, s.files_url(&path)), "reading a document")
             .await?;
         Ok(nextcloud::read_bounded(response, max_bytes, "reading a document").await?)
     }
@@ -180,31 +158,8 @@ mod tests {
             }
         );
         assert_eq!(f.name(), "plan v2.md");
-        assert!(
-            DavFile::from_entry(
-                &prefix,
-                &entry(
-                    "/remote.php/dav/files/bob/x/",
-                    &[(dav::OC, "fileid", "1")],
-                    true
-                )
-            )
-            .is_none()
-        );
-        assert!(
-            DavFile::from_entry(
-                &prefix,
-                &entry(
-                    "/remote.php/dav/files/alice/x",
-                    &[(dav::OC, "fileid", "1")],
-                    false
-                )
-            )
-            .is_none()
-        );
-        assert!(
-            DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/bob/x", &[], false))
-                .is_none()
-        );
+        assert!(DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/bob/x/", &[(dav::OC, "fileid", "1")], true)).is_none());
+        assert!(DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/alice/x", &[(dav::OC, "fileid", "1")], false)).is_none());
+        assert!(DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/bob/x", &[], false)).is_none());
     }
 }

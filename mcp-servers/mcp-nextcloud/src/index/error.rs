@@ -55,10 +55,7 @@ impl IndexError {
 
     /// True when Nextcloud was unavailable for this request (worth trying later).
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            IndexError::Nextcloud(crate::error::Error::Retryable(_))
-        )
+        matches!(self, IndexError::Nextcloud(crate::error::Error::Retryable(_)))
     }
 }
 

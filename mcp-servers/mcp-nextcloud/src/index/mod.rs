@@ -98,8 +98,7 @@ impl Index {
     /// Opens `index.db` at `path` (creating its folder) with default settings.
     pub fn open(path: &std::path::Path) -> Result<Index, IndexError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| IndexError::Task(format!("cannot create {}: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir).map_err(|e| IndexError::Task(format!("cannot create {}: {e}", dir.display())))?;
         }
         Ok(Index::new(Store::open(path)?, Settings::default()))
     }

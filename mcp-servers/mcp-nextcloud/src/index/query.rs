@@ -22,11 +22,7 @@ pub fn terms(input: &str) -> Result<Vec<String>, IndexError> {
         if word.is_empty() {
             continue;
         }
-        let word: String = word
-            .chars()
-            .take(MAX_TERM_CHARS)
-            .collect::<String>()
-            .to_lowercase();
+        let word: String = word.chars().take(MAX_TERM_CHARS).collect::<String>().to_lowercase();
         if !out.contains(&word) {
             out.push(word);
         }
@@ -36,8 +32,7 @@ pub fn terms(input: &str) -> Result<Vec<String>, IndexError> {
     }
     if out.is_empty() {
         return Err(IndexError::InvalidArgument(
-            "the query has no words to search for; use words that the document would contain"
-                .into(),
+            "the query has no words to search for; use words that the document would contain".into(),
         ));
     }
     Ok(out)
@@ -56,11 +51,7 @@ pub fn all_of(terms: &[String]) -> String {
 
 /// Any term may occur; bm25 then favours passages holding more of them.
 pub fn any_of(terms: &[String]) -> String {
-    terms
-        .iter()
-        .map(|t| quote(t))
-        .collect::<Vec<_>>()
-        .join(" OR ")
+    terms.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" OR ")
 }
 
 #[cfg(test)]
@@ -103,16 +94,10 @@ mod tests {
 
     #[test]
     fn long_inputs_are_bounded() {
-        let many = (0..100)
-            .map(|i| format!("w{i}"))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let many = (0..100).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
         assert_eq!(terms(&many).expect("words").len(), MAX_TERMS);
         let long = "x".repeat(1000);
-        assert_eq!(
-            terms(&long).expect("word")[0].chars().count(),
-            MAX_TERM_CHARS
-        );
+        assert_eq!(terms(&long).expect("word")[0].chars().count(), MAX_TERM_CHARS);
         assert_eq!(terms("Budget budget BUDGET").expect("word"), ["budget"]);
     }
 }

@@ -66,11 +66,7 @@ pub struct GrepResult {
 }
 
 /// Runs one search for the caller. Every outcome, failed or not, is counted in `queries`.
-pub async fn grep<C: CallerDav>(
-    index: &Index,
-    caller: &C,
-    req: GrepRequest,
-) -> Result<GrepResult, IndexError> {
+pub async fn grep<C: CallerDav>(index: &Index, caller: &C, req: GrepRequest) -> Result<GrepResult, IndexError> {
     let started = Instant::now();
     let terms = query::terms(&req.query)?;
     let limit = match req.limit {
@@ -116,9 +112,7 @@ async fn run<C: CallerDav>(
 
     let settings = index.settings.clone();
     let (owned_terms, rank_settings) = (terms.to_vec(), settings.clone());
-    let (expr, mode, hits) = index
-        .with(move |s| rank(s, &owned_terms, &rank_settings))
-        .await?;
+    let (expr, mode, hits) = index.with(move |s| rank(s, &owned_terms, &rank_settings)).await?;
     record.mode = mode;
 
     // Candidate files in order of their best passage.
@@ -135,23 +129,15 @@ async fn run<C: CallerDav>(
     }
 
     let mut usable: Vec<(Hit, DavFile)> = Vec::new();
-    for page in order
-        .chunks(settings.verify_page.max(1))
-        .take(settings.max_pages)
-    {
+    for page in order.chunks(settings.verify_page.max(1)).take(settings.max_pages) {
         record.candidates += page.len();
         let verified = verify(caller, page).await?;
-        let verified: Vec<DavFile> = verified
-            .into_iter()
-            .filter(|f| under(&f.path, prefix))
-            .collect();
+        let verified: Vec<DavFile> = verified.into_iter().filter(|f| under(&f.path, prefix)).collect();
         record.survivors += verified.len();
         let ids: Vec<i64> = verified.iter().map(|f| f.file_id).collect();
         let states: HashMap<i64, FileState> = index.with(move |s| s.file_states(&ids)).await?;
         for file in verified {
-            let fresh = states
-                .get(&file.file_id)
-                .is_some_and(|s| s.is_current(&file.etag) && !s.failed);
+            let fresh = states.get(&file.file_id).is_some_and(|s| s.is_current(&file.etag) && !s.failed);
             let hits = if fresh {
                 by_file.remove(&file.file_id).unwrap_or_default()
             } else {
@@ -173,11 +159,7 @@ async fn run<C: CallerDav>(
                     }
                 }
             };
-            usable.extend(
-                hits.into_iter()
-                    .take(settings.per_file)
-                    .map(|h| (h, file.clone())),
-            );
+            usable.extend(hits.into_iter().take(settings.per_file).map(|h| (h, file.clone())));
         }
         if usable.len() >= limit {
             break;
@@ -216,11 +198,7 @@ async fn run<C: CallerDav>(
 
 /// Step 2, on the store: the FTS5 expression used, how the words were combined, and the
 /// best candidate passages of the whole corpus. Public so benchmarks time exactly this.
-pub fn rank(
-    s: &Store,
-    terms: &[String],
-    settings: &Settings,
-) -> Result<(String, &'static str, Vec<Hit>), IndexError> {
+pub fn rank(s: &Store, terms: &[String], settings: &Settings) -> Result<(String, &'static str, Vec<Hit>), IndexError> {
     // Guard: a word in nearly every passage (the, and, budget in a finance corpus) is
     // dropped when rarer words remain; it would only slow the query down.
     let mut kept: Vec<String> = Vec::new();
@@ -278,9 +256,7 @@ fn note(passages: &[Passage], coverage: Coverage) -> String {
         coverage.total
     );
     if passages.is_empty() {
-        format!(
-            "No passage found. {covered} Search again with other words: synonyms, and the words the document itself would likely use."
-        )
+        format!("No passage found. {covered} Search again with other words: synonyms, and the words the document itself would likely use.")
     } else {
         covered
     }
@@ -299,19 +275,10 @@ mod tests {
             body: body.into(),
             section_offset: 0,
         };
-        let common: Vec<Draft> = (0..20)
-            .map(|i| p(&format!("common word filler {i}")))
-            .collect();
-        s.replace_file(1, "e", "text/plain", 1, &common)
-            .expect("file 1");
-        s.replace_file(
-            2,
-            "e",
-            "text/plain",
-            1,
-            &[p("common word budget"), p("only forty here")],
-        )
-        .expect("file 2");
+        let common: Vec<Draft> = (0..20).map(|i| p(&format!("common word filler {i}"))).collect();
+        s.replace_file(1, "e", "text/plain", 1, &common).expect("file 1");
+        s.replace_file(2, "e", "text/plain", 1, &[p("common word budget"), p("only forty here")])
+            .expect("file 2");
         s
     }
 

@@ -183,16 +183,9 @@ impl Store {
         let mut first = None;
         let mut last = 0;
         {
-            let mut ins = tx.prepare_cached(
-                "INSERT INTO passages (file_id, heading, body, section_offset) VALUES (?1, ?2, ?3, ?4)",
-            )?;
+            let mut ins = tx.prepare_cached("INSERT INTO passages (file_id, heading, body, section_offset) VALUES (?1, ?2, ?3, ?4)")?;
             for p in passages {
-                ins.execute(params![
-                    file_id,
-                    p.heading,
-                    p.body,
-                    to_i64(p.section_offset)
-                ])?;
+                ins.execute(params![file_id, p.heading, p.body, to_i64(p.section_offset)])?;
                 last = tx.last_insert_rowid();
                 first.get_or_insert(last);
             }
@@ -211,14 +204,7 @@ impl Store {
 
     /// Records that this etag of a file could not be extracted: its old passages go, and
     /// it is not tried again until its etag changes or it is marked stale.
-    pub fn record_failure(
-        &mut self,
-        file_id: i64,
-        etag: &str,
-        mime: &str,
-        size: u64,
-        detail: &str,
-    ) -> Result<(), IndexError> {
+    pub fn record_failure(&mut self, file_id: i64, etag: &str, mime: &str, size: u64, detail: &str) -> Result<(), IndexError> {
         let tx = self.conn.savepoint()?;
         tx.execute("DELETE FROM passages WHERE file_id = ?1", [file_id])?;
         tx.execute(
@@ -236,10 +222,7 @@ impl Store {
     /// Webhook: the file changed. Its passages stay searchable as candidates but are
     /// re-extracted before anything of them is returned. True when the file was known.
     pub fn mark_stale(&self, file_id: i64) -> Result<bool, IndexError> {
-        Ok(self
-            .conn
-            .execute("UPDATE files SET stale = 1 WHERE file_id = ?1", [file_id])?
-            > 0)
+        Ok(self.conn.execute("UPDATE files SET stale = 1 WHERE file_id = ?1", [file_id])? > 0)
     }
 
     /// Webhook: the file is gone. Its passages and row are removed. True when known.
@@ -254,9 +237,9 @@ impl Store {
     /// How many passages match `expr`, counting at most `cap + 1` rows (so a very common
     /// word costs a bounded scan).
     pub fn match_count_capped(&self, expr: &str, cap: usize) -> Result<usize, IndexError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT count(*) FROM (SELECT 1 FROM passages_fts WHERE passages_fts MATCH ?1 LIMIT ?2)",
-        )?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM (SELECT 1 FROM passages_fts WHERE passages_fts MATCH ?1 LIMIT ?2)")?;
         let n: i64 = stmt.query_row(params![expr, to_i64(cap + 1)], |r| r.get(0))?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
@@ -272,22 +255,13 @@ impl Store {
              ) AS s JOIN passages AS p ON p.id = s.id
              ORDER BY s.score LIMIT ?5",
         )?;
-        let rows = stmt.query_map(
-            params![
-                expr,
-                to_i64(scan_cap),
-                BM25_HEADING,
-                BM25_BODY,
-                to_i64(limit)
-            ],
-            |r| {
-                Ok(Hit {
-                    passage_id: r.get(0)?,
-                    file_id: r.get(1)?,
-                    score: r.get(2)?,
-                })
-            },
-        )?;
+        let rows = stmt.query_map(params![expr, to_i64(scan_cap), BM25_HEADING, BM25_BODY, to_i64(limit)], |r| {
+            Ok(Hit {
+                passage_id: r.get(0)?,
+                file_id: r.get(1)?,
+                score: r.get(2)?,
+            })
+        })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -301,9 +275,7 @@ impl Store {
              ) AS s JOIN passages AS p ON p.id = s.id
              ORDER BY s.id DESC",
         )?;
-        let rows = stmt.query_map(params![expr, to_i64(limit)], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
-        })?;
+        let rows = stmt.query_map(params![expr, to_i64(limit)], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))?;
         let mut out = Vec::with_capacity(limit);
         for (i, row) in rows.enumerate() {
             let (passage_id, file_id) = row?;
@@ -317,26 +289,18 @@ impl Store {
     }
 
     /// Passages matching `expr` among the rowids `ids` (a freshly re-extracted file).
-    pub fn rank_within(
-        &self,
-        expr: &str,
-        ids: std::ops::RangeInclusive<i64>,
-        file_id: i64,
-    ) -> Result<Vec<Hit>, IndexError> {
+    pub fn rank_within(&self, expr: &str, ids: std::ops::RangeInclusive<i64>, file_id: i64) -> Result<Vec<Hit>, IndexError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT rowid, bm25(passages_fts, ?4, ?5) FROM passages_fts
              WHERE passages_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3",
         )?;
-        let rows = stmt.query_map(
-            params![expr, ids.start(), ids.end(), BM25_HEADING, BM25_BODY],
-            |r| {
-                Ok(Hit {
-                    passage_id: r.get(0)?,
-                    file_id,
-                    score: r.get(1)?,
-                })
-            },
-        )?;
+        let rows = stmt.query_map(params![expr, ids.start(), ids.end(), BM25_HEADING, BM25_BODY], |r| {
+            Ok(Hit {
+                passage_id: r.get(0)?,
+                file_id,
+                score: r.get(1)?,
+            })
+        })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -359,23 +323,24 @@ impl Store {
     }
 
     pub fn record_query(&self, q: &QueryRecord) -> Result<(), IndexError> {
-        self.conn.prepare_cached(
-            "INSERT INTO queries (at_ms, terms, mode, candidates, survivors, returned, refreshed,
+        self.conn
+            .prepare_cached(
+                "INSERT INTO queries (at_ms, terms, mode, candidates, survivors, returned, refreshed,
                                   warmed, outcome, duration_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )?
-        .execute(params![
-            now_ms(),
-            to_i64(q.terms),
-            q.mode,
-            to_i64(q.candidates),
-            to_i64(q.survivors),
-            to_i64(q.returned),
-            to_i64(q.refreshed),
-            to_i64(q.warmed),
-            if q.failed { "failed" } else { "ok" },
-            i64::try_from(q.duration_ms).unwrap_or(i64::MAX),
-        ])?;
+            )?
+            .execute(params![
+                now_ms(),
+                to_i64(q.terms),
+                q.mode,
+                to_i64(q.candidates),
+                to_i64(q.survivors),
+                to_i64(q.returned),
+                to_i64(q.refreshed),
+                to_i64(q.warmed),
+                if q.failed { "failed" } else { "ok" },
+                i64::try_from(q.duration_ms).unwrap_or(i64::MAX),
+            ])?;
         Ok(())
     }
 
@@ -389,11 +354,7 @@ impl Store {
             let count = |i: usize| r.get::<_, i64>(i).map(|v| usize::try_from(v).unwrap_or(0));
             Ok(QueryRecord {
                 terms: count(0)?,
-                mode: if r.get::<_, String>(1)? == "any" {
-                    "any"
-                } else {
-                    "all"
-                },
+                mode: if r.get::<_, String>(1)? == "any" { "any" } else { "all" },
                 candidates: count(2)?,
                 survivors: count(3)?,
                 returned: count(4)?,
@@ -408,23 +369,13 @@ impl Store {
 
     /// Counts of files and passages (for tests, benchmarks and operators).
     pub fn counts(&self) -> Result<(usize, usize), IndexError> {
-        let files: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM files", [], |r| r.get(0))?;
-        let passages: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM passages", [], |r| r.get(0))?;
-        Ok((
-            usize::try_from(files).unwrap_or(0),
-            usize::try_from(passages).unwrap_or(0),
-        ))
+        let files: i64 = self.conn.query_row("SELECT count(*) FROM files", [], |r| r.get(0))?;
+        let passages: i64 = self.conn.query_row("SELECT count(*) FROM passages", [], |r| r.get(0))?;
+        Ok((usize::try_from(files).unwrap_or(0), usize::try_from(passages).unwrap_or(0)))
     }
 
     /// Runs `f` in one transaction (bulk loading in benchmarks).
-    pub fn bulk<T>(
-        &mut self,
-        f: impl FnOnce(&mut Store) -> Result<T, IndexError>,
-    ) -> Result<T, IndexError> {
+    pub fn bulk<T>(&mut self, f: impl FnOnce(&mut Store) -> Result<T, IndexError>) -> Result<T, IndexError> {
         self.conn.execute_batch("BEGIN")?;
         match f(self) {
             Ok(v) => {
@@ -440,10 +391,8 @@ impl Store {
 
     /// Merges FTS5 segments (after a bulk load).
     pub fn optimize(&self) -> Result<(), IndexError> {
-        self.conn.execute(
-            "INSERT INTO passages_fts(passages_fts) VALUES ('optimize')",
-            [],
-        )?;
+        self.conn
+            .execute("INSERT INTO passages_fts(passages_fts) VALUES ('optimize')", [])?;
         Ok(())
     }
 }

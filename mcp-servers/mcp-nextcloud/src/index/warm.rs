@@ -56,11 +56,7 @@ pub async fn warm<C: CallerDav>(index: &Index, caller: &C) -> Result<Warmed, Ind
 
     let mut todo: Vec<&DavFile> = files
         .iter()
-        .filter(|f| {
-            !states
-                .get(&f.file_id)
-                .is_some_and(|s| s.is_current(&f.etag))
-        })
+        .filter(|f| !states.get(&f.file_id).is_some_and(|s| s.is_current(&f.etag)))
         .collect();
     // Small files first: more of the caller's documents become searchable per second.
     todo.sort_by_key(|f| f.size);
@@ -72,9 +68,7 @@ pub async fn warm<C: CallerDav>(index: &Index, caller: &C) -> Result<Warmed, Ind
             break;
         }
         let size = usize::try_from(file.size).unwrap_or(usize::MAX);
-        if bytes.saturating_add(size.min(MAX_INPUT_BYTES)) > index.settings.warm_bytes
-            && extracted > 0
-        {
+        if bytes.saturating_add(size.min(MAX_INPUT_BYTES)) > index.settings.warm_bytes && extracted > 0 {
             break;
         }
         bytes = bytes.saturating_add(size.min(MAX_INPUT_BYTES));
@@ -102,17 +96,8 @@ pub async fn warm<C: CallerDav>(index: &Index, caller: &C) -> Result<Warmed, Ind
 
 /// Downloads `file` as the caller, extracts it and replaces its passages (or records the
 /// failure against this etag). Returns the ids of the new passages, if any.
-pub async fn refresh<C: CallerDav>(
-    index: &Index,
-    caller: &C,
-    file: &DavFile,
-) -> Result<Option<RangeInclusive<i64>>, IndexError> {
-    let (file_id, etag, size, mime) = (
-        file.file_id,
-        file.etag.clone(),
-        file.size,
-        file.mime.clone(),
-    );
+pub async fn refresh<C: CallerDav>(index: &Index, caller: &C, file: &DavFile) -> Result<Option<RangeInclusive<i64>>, IndexError> {
+    let (file_id, etag, size, mime) = (file.file_id, file.etag.clone(), file.size, file.mime.clone());
     let Some(format) = Format::detect(&file.mime, file.name()) else {
         index
             .with(move |s| s.record_failure(file_id, &etag, &mime, size, "unsupported"))
@@ -138,23 +123,15 @@ pub async fn refresh<C: CallerDav>(
         Err(e) => return Err(e),
     };
     // Extraction and chunking are CPU work: off the async executor, outside the lock.
-    let parsed = tokio::task::spawn_blocking(move || {
-        extract::extract(format, &bytes).map(|doc| chunk::passages(&doc, MAX_PASSAGE_BYTES))
-    })
-    .await
-    .map_err(|e| IndexError::Task(e.to_string()))?;
+    let parsed = tokio::task::spawn_blocking(move || extract::extract(format, &bytes).map(|doc| chunk::passages(&doc, MAX_PASSAGE_BYTES)))
+        .await
+        .map_err(|e| IndexError::Task(e.to_string()))?;
     match parsed {
-        Ok(passages) => {
-            index
-                .with(move |s| s.replace_file(file_id, &etag, &mime, size, &passages))
-                .await
-        }
+        Ok(passages) => index.with(move |s| s.replace_file(file_id, &etag, &mime, size, &passages)).await,
         Err(e) => {
             tracing::info!(file_id, kind = format.label(), error = %e, "extraction failed; recorded until the etag changes");
             let label = e.label();
-            index
-                .with(move |s| s.record_failure(file_id, &etag, &mime, size, label))
-                .await?;
+            index.with(move |s| s.record_failure(file_id, &etag, &mime, size, label)).await?;
             Ok(None)
         }
     }

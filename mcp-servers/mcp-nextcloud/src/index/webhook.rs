@@ -87,22 +87,14 @@ enum Action {
 fn action(p: &Payload) -> Action {
     // The short class name: OCP\Files\Events\Node\NodeWrittenEvent → NodeWrittenEvent.
     let class = p.event.class.rsplit('\\').next().unwrap_or("");
-    let id = |n: &Option<Node>| {
-        n.as_ref()
-            .and_then(|n| n.id.as_ref())
-            .and_then(NodeId::value)
-    };
+    let id = |n: &Option<Node>| n.as_ref().and_then(|n| n.id.as_ref()).and_then(NodeId::value);
     match class {
-        "NodeWrittenEvent" | "NodeTouchedEvent" => {
-            id(&p.event.node).map_or(Action::Ignore, Action::Stale)
-        }
+        "NodeWrittenEvent" | "NodeTouchedEvent" => id(&p.event.node).map_or(Action::Ignore, Action::Stale),
         "NodeDeletedEvent" => id(&p.event.node).map_or(Action::Ignore, Action::Gone),
         // A rename keeps the id (the index holds no paths); a copy makes a new id the
         // warm-up will find. Marking the source stale is harmless and covers moves
         // across storages that change content handling.
-        "NodeRenamedEvent" | "NodeCopiedEvent" => {
-            id(&p.event.source).map_or(Action::Ignore, Action::Stale)
-        }
+        "NodeRenamedEvent" | "NodeCopiedEvent" => id(&p.event.source).map_or(Action::Ignore, Action::Stale),
         _ => Action::Ignore,
     }
 }
@@ -120,42 +112,26 @@ fn secret_ok(expected: Option<&str>, headers: &HeaderMap) -> bool {
 
 async fn handle(State(state): State<WebhookState>, headers: HeaderMap, body: Bytes) -> Response {
     if !secret_ok(state.secret.as_deref(), &headers) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            axum::Json(serde_json::json!({"error": "unauthorized"})),
-        )
-            .into_response();
+        return (StatusCode::UNAUTHORIZED, axum::Json(serde_json::json!({"error": "unauthorized"}))).into_response();
     }
     let payload: Payload = match serde_json::from_slice(&body) {
         Ok(p) => p,
         Err(_) => {
             return (
                 StatusCode::BAD_REQUEST,
-                axum::Json(
-                    serde_json::json!({"error": "the body is not a webhook_listeners event"}),
-                ),
+                axum::Json(serde_json::json!({"error": "the body is not a webhook_listeners event"})),
             )
                 .into_response();
         }
     };
     let action = action(&payload);
     let result = match action {
-        Action::Stale(id) => state
-            .index
-            .with(move |s| s.mark_stale(id))
-            .await
-            .map(|known| ("stale", known)),
-        Action::Gone(id) => state
-            .index
-            .with(move |s| s.mark_gone(id))
-            .await
-            .map(|known| ("gone", known)),
+        Action::Stale(id) => state.index.with(move |s| s.mark_stale(id)).await.map(|known| ("stale", known)),
+        Action::Gone(id) => state.index.with(move |s| s.mark_gone(id)).await.map(|known| ("gone", known)),
         Action::Ignore => Ok(("ignored", false)),
     };
     match result {
-        Ok((what, known)) => {
-            axum::Json(serde_json::json!({"action": what, "known": known})).into_response()
-        }
+        Ok((what, known)) => axum::Json(serde_json::json!({"action": what, "known": known})).into_response(),
         Err(e) => {
             tracing::error!(error = %e, "webhook could not update the index");
             (
@@ -184,27 +160,19 @@ mod tests {
             Action::Stale(42)
         );
         assert_eq!(
-            parse(
-                r#"{"event":{"class":"OCP\\Files\\Events\\Node\\NodeDeletedEvent","node":{"id":"7","path":"/x"}}}"#
-            ),
+            parse(r#"{"event":{"class":"OCP\\Files\\Events\\Node\\NodeDeletedEvent","node":{"id":"7","path":"/x"}}}"#),
             Action::Gone(7)
         );
         assert_eq!(
-            parse(
-                r#"{"event":{"class":"OCP\\Files\\Events\\Node\\NodeRenamedEvent","source":{"id":5},"target":{"id":5}}}"#
-            ),
+            parse(r#"{"event":{"class":"OCP\\Files\\Events\\Node\\NodeRenamedEvent","source":{"id":5},"target":{"id":5}}}"#),
             Action::Stale(5)
         );
         assert_eq!(
-            parse(
-                r#"{"event":{"class":"OCP\\Files\\Events\\Node\\NodeCreatedEvent","node":{"id":9}}}"#
-            ),
+            parse(r#"{"event":{"class":"OCP\\Files\\Events\\Node\\NodeCreatedEvent","node":{"id":9}}}"#),
             Action::Ignore
         );
         assert_eq!(
-            parse(
-                r#"{"event":{"class":"OCP\\Files\\Events\\Node\\NodeWrittenEvent","node":{"path":"/x"}}}"#
-            ),
+            parse(r#"{"event":{"class":"OCP\\Files\\Events\\Node\\NodeWrittenEvent","node":{"path":"/x"}}}"#),
             Action::Ignore
         );
     }
@@ -217,9 +185,6 @@ mod tests {
         assert!(!secret_ok(Some("s3cret"), &h));
         h.insert(SECRET_HEADER, "s3cret".parse().expect("header"));
         assert!(secret_ok(Some("s3cret"), &h));
-        assert!(
-            !secret_ok(None, &h),
-            "no configured secret refuses everything"
-        );
+        assert!(!secret_ok(None, &h), "no configured secret refuses everything");
     }
 }

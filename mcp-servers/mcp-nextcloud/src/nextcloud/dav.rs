@@ -78,17 +78,51 @@ pub fn parse_multistatus(xml: &str) -> Result<Vec<Entry>, Error> {
                 if name == clark(DAV, "response") {
                     current = Some(Entry::default());
                 }
-                open(&stack, &name, &mut propstat, &mut propstat_types, &mut status_ok, &mut status_text, &mut prop_text);
+                open(
+                    &stack,
+                    &name,
+                    &mut propstat,
+                    &mut propstat_types,
+                    &mut status_ok,
+                    &mut status_text,
+                    &mut prop_text,
+                );
                 stack.push(name);
             }
             Event::Empty(e) => {
                 let name = clark(&ns, e.local_name().into_inner());
-                open(&stack, &name, &mut propstat, &mut propstat_types, &mut status_ok, &mut status_text, &mut prop_text);
+                open(
+                    &stack,
+                    &name,
+                    &mut propstat,
+                    &mut propstat_types,
+                    &mut status_ok,
+                    &mut status_text,
+                    &mut prop_text,
+                );
                 stack.push(name);
-                close(&mut stack, &mut current, &mut entries, &mut propstat, &mut propstat_types, &mut status_ok, &status_text, &mut prop_text);
+                close(
+                    &mut stack,
+                    &mut current,
+                    &mut entries,
+                    &mut propstat,
+                    &mut propstat_types,
+                    &mut status_ok,
+                    &status_text,
+                    &mut prop_text,
+                );
             }
             Event::End(_) => {
-                close(&mut stack, &mut current, &mut entries, &mut propstat, &mut propstat_types, &mut status_ok, &status_text, &mut prop_text);
+                close(
+                    &mut stack,
+                    &mut current,
+                    &mut entries,
+                    &mut propstat,
+                    &mut propstat_types,
+                    &mut status_ok,
+                    &status_text,
+                    &mut prop_text,
+                );
             }
             Event::Text(t) => append(&stack, &mut current, &mut status_text, &mut prop_text, &t.xml10_content()),
             Event::CData(t) => {
@@ -100,7 +134,9 @@ pub fn parse_multistatus(xml: &str) -> Result<Vec<Entry>, Error> {
                     Ok(Some(c)) => c.to_string(),
                     _ => {
                         let name = r.xml10_content();
-                        quick_xml::escape::resolve_predefined_entity(&name).ok_or_else(malformed)?.to_string()
+                        quick_xml::escape::resolve_predefined_entity(&name)
+                            .ok_or_else(malformed)?
+                            .to_string()
                     }
                 };
                 append(&stack, &mut current, &mut status_text, &mut prop_text, &resolved);
@@ -202,7 +238,9 @@ pub fn propfind_files() -> String {
 /// A WebDAV SEARCH (RFC 5323) over the caller's files under `scope` (e.g. `/files/alice/x`).
 /// `where_xml` must already be escaped; `limit` caps the answer.
 pub fn search(scope: &str, where_xml: &str, limit: Option<usize>) -> String {
-    let limit = limit.map(|n| format!("<d:limit><d:nresults>{n}</d:nresults></d:limit>")).unwrap_or_default();
+    let limit = limit
+        .map(|n| format!("<d:limit><d:nresults>{n}</d:nresults></d:limit>"))
+        .unwrap_or_default();
     format!(
         r#"<?xml version="1.0" encoding="UTF-8"?><d:searchrequest xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns" xmlns:nc="http://nextcloud.org/ns"><d:basicsearch><d:select><d:prop>{FILE_PROPS}</d:prop></d:select><d:from><d:scope><d:href>{}</d:href><d:depth>infinity</d:depth></d:scope></d:from><d:where>{where_xml}</d:where><d:orderby/>{limit}</d:basicsearch></d:searchrequest>"#,
         quick_xml::escape::escape(scope)
@@ -242,7 +280,9 @@ pub fn calendar_query(start: &str, end: &str) -> String {
 pub fn addressbook_query(query: &str, limit: usize) -> String {
     let q = quick_xml::escape::escape(query);
     let m = |prop: &str| {
-        format!(r#"<c:prop-filter name="{prop}"><c:text-match collation="i;unicode-casemap" match-type="contains">{q}</c:text-match></c:prop-filter>"#)
+        format!(
+            r#"<c:prop-filter name="{prop}"><c:text-match collation="i;unicode-casemap" match-type="contains">{q}</c:text-match></c:prop-filter>"#
+        )
     };
     format!(
         r#"<?xml version="1.0" encoding="UTF-8"?><c:addressbook-query xmlns:d="DAV:" xmlns:c="urn:ietf:params:xml:ns:carddav"><d:prop><d:getetag/><c:address-data/></d:prop><c:filter test="anyof">{}{}{}</c:filter><c:limit><c:nresults>{limit}</c:nresults></c:limit></c:addressbook-query>"#,
@@ -298,6 +338,9 @@ END:VCALENDAR]]></c:calendar-data></d:prop><d:status>HTTP/1.1 200 OK</d:status><
         assert!(w.contains("a&lt;b&gt;&amp;%"));
         let q = addressbook_query("</c:text-match>", 10);
         assert!(!q.contains("</c:text-match></c:text-match>"));
-        assert_eq!(where_file_ids(&[7]), "<d:eq><d:prop><oc:fileid/></d:prop><d:literal>7</d:literal></d:eq>");
+        assert_eq!(
+            where_file_ids(&[7]),
+            "<d:eq><d:prop><oc:fileid/></d:prop><d:literal>7</d:literal></d:eq>"
+        );
     }
 }

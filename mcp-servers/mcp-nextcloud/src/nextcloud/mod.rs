@@ -185,7 +185,10 @@ pub fn method(name: &'static str) -> Method {
 /// Headers for an XML request body with the given depth.
 pub fn dav_headers(depth: Option<&'static str>) -> HeaderMap {
     let mut h = HeaderMap::new();
-    h.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/xml; charset=utf-8"));
+    h.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/xml; charset=utf-8"),
+    );
     if let Some(d) = depth {
         h.insert("Depth", HeaderValue::from_static(d));
     }

@@ -99,9 +99,19 @@ fn looks_like_url(raw: &str) -> bool {
     }
     // "scheme:" with a well-known scheme; "Meeting: notes.txt" stays a valid file name.
     let lower = raw.to_ascii_lowercase();
-    ["http:", "https:", "file:", "ftp:", "data:", "javascript:", "mailto:", "webdav:", "dav:"]
-        .iter()
-        .any(|s| lower.starts_with(s))
+    [
+        "http:",
+        "https:",
+        "file:",
+        "ftp:",
+        "data:",
+        "javascript:",
+        "mailto:",
+        "webdav:",
+        "dav:",
+    ]
+    .iter()
+    .any(|s| lower.starts_with(s))
 }
 
 /// `base` with `segments` appended, each percent-encoded as one path segment.
@@ -154,7 +164,17 @@ mod tests {
 
     #[test]
     fn refuses_what_could_escape_the_namespace() {
-        for bad in ["../x", "a/../../b", "a/./b", "a\\b", "a\0b", "http://evil/x", "//evil/x", "file:/etc/passwd", "a\nb"] {
+        for bad in [
+            "../x",
+            "a/../../b",
+            "a/./b",
+            "a\\b",
+            "a\0b",
+            "http://evil/x",
+            "//evil/x",
+            "file:/etc/passwd",
+            "a\nb",
+        ] {
             let e = UserPath::parse(bad, "path").unwrap_err();
             assert!(matches!(e, Error::InvalidArgument(_)), "{bad:?} -> {e:?}");
         }
@@ -175,8 +195,16 @@ mod tests {
     fn urls_encode_each_segment_and_round_trip() {
         let base = Url::parse("http://nc.example/sub/").unwrap();
         let p = UserPath::parse("R&D/a b/100%?#.txt", "path").unwrap();
-        let url = join_segments(&base, ["remote.php", "dav", "files", "alice"].into_iter().chain(p.segments().iter().map(String::as_str)));
-        assert_eq!(url.as_str(), "http://nc.example/sub/remote.php/dav/files/alice/R&D/a%20b/100%25%3F%23.txt");
+        let url = join_segments(
+            &base,
+            ["remote.php", "dav", "files", "alice"]
+                .into_iter()
+                .chain(p.segments().iter().map(String::as_str)),
+        );
+        assert_eq!(
+            url.as_str(),
+            "http://nc.example/sub/remote.php/dav/files/alice/R&D/a%20b/100%25%3F%23.txt"
+        );
         let prefix = url_segments(&join_segments(&base, ["remote.php", "dav", "files", "alice"]));
         let rest = strip_prefix(url.path(), &prefix).unwrap();
         assert_eq!(rest.join("/"), "R&D/a b/100%?#.txt");

@@ -11,8 +11,7 @@ use crate::error::Error;
 
 /// Deserialises `arguments` into `T`; any mismatch is `invalid_argument`.
 pub fn parse<T: serde::de::DeserializeOwned>(arguments: JsonObject) -> Result<T, Error> {
-    serde_json::from_value(serde_json::Value::Object(arguments))
-        .map_err(|e| Error::invalid(format!("invalid arguments: {e}")))
+    serde_json::from_value(serde_json::Value::Object(arguments)).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))
 }
 
 /// A positive numeric id (Deck boards, stacks, cards; file ids). Accepts a JSON number or a
@@ -194,7 +193,9 @@ impl When {
                 return Ok(When::DateTime(n.and_utc()));
             }
         }
-        Err(Error::invalid(format!("{what} must be an ISO date (2026-01-15) or date-time (2026-01-15T09:00:00Z), got {raw:?}")))
+        Err(Error::invalid(format!(
+            "{what} must be an ISO date (2026-01-15) or date-time (2026-01-15T09:00:00Z), got {raw:?}"
+        )))
     }
 
     /// The instant this starts at (midnight UTC for a date).
@@ -243,7 +244,9 @@ pub fn optional_text(raw: Option<&str>, what: &str, max: usize) -> Result<Option
 pub fn collection_id(raw: &str, what: &str) -> Result<String, Error> {
     let s = raw.trim();
     if s.is_empty() || s.len() > 255 || s == "." || s == ".." || s.contains(['/', '\\', '\0']) || s.chars().any(char::is_control) {
-        return Err(Error::invalid(format!("{what} must be an id from the list (like 'personal'), got {raw:?}")));
+        return Err(Error::invalid(format!(
+            "{what} must be an id from the list (like 'personal'), got {raw:?}"
+        )));
     }
     Ok(s.to_string())
 }
@@ -257,15 +260,30 @@ mod tests {
         let p = |v: serde_json::Value| serde_json::from_value::<Id>(v);
         assert_eq!(p(serde_json::json!(12)).unwrap(), Id(12));
         assert_eq!(p(serde_json::json!("12")).unwrap(), Id(12));
-        for bad in [serde_json::json!("12a"), serde_json::json!(-1), serde_json::json!(0), serde_json::json!(1.5), serde_json::json!("../1")] {
+        for bad in [
+            serde_json::json!("12a"),
+            serde_json::json!(-1),
+            serde_json::json!(0),
+            serde_json::json!(1.5),
+            serde_json::json!("../1"),
+        ] {
             assert!(p(bad).is_err());
         }
     }
 
     #[test]
     fn dates_and_times() {
-        assert_eq!(When::parse("2026-01-15", "from").unwrap().end_instant().to_rfc3339(), "2026-01-16T00:00:00+00:00");
-        assert_eq!(When::parse("2026-01-15T10:00:00+01:00", "from").unwrap().start_instant().to_rfc3339(), "2026-01-15T09:00:00+00:00");
+        assert_eq!(
+            When::parse("2026-01-15", "from").unwrap().end_instant().to_rfc3339(),
+            "2026-01-16T00:00:00+00:00"
+        );
+        assert_eq!(
+            When::parse("2026-01-15T10:00:00+01:00", "from")
+                .unwrap()
+                .start_instant()
+                .to_rfc3339(),
+            "2026-01-15T09:00:00+00:00"
+        );
         assert!(When::parse("next tuesday", "from").is_err());
         assert!(title("  ", "title", 10).is_err());
         assert!(collection_id("../x", "calendar").is_err());

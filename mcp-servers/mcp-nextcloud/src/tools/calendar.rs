@@ -6,12 +6,12 @@
 //! model can then say "I could not read X" instead of quietly being wrong. An event's href
 //! (`<calendar>/<object>.ics`) is its id for the other tools.
 
-use calcard::common::{IanaString, PartialDateTime};
 use calcard::common::timezone::Tz;
+use calcard::common::{IanaString, PartialDateTime};
 use calcard::icalendar::dates::TimeOrDelta;
 use calcard::icalendar::{
-    ICalendar, ICalendarComponent, ICalendarComponentType, ICalendarEntry, ICalendarParameter, ICalendarProperty,
-    ICalendarValue, ICalendarValueType,
+    ICalendar, ICalendarComponent, ICalendarComponentType, ICalendarEntry, ICalendarParameter, ICalendarProperty, ICalendarValue,
+    ICalendarValueType,
 };
 use chrono::{DateTime, Datelike, Timelike, Utc};
 use rmcp::schemars::JsonSchema;
@@ -112,7 +112,10 @@ pub struct Created {
 /// The caller's calendars, from one PROPFIND on their calendar home.
 async fn calendars(s: &Session<'_>) -> Result<Vec<CalendarInfo>, Error> {
     let home = s.url(["remote.php", "dav", "calendars", s.uid(), ""]);
-    let request = s.request(method("PROPFIND"), home.clone()).headers(dav_headers(Some("1"))).body(dav::propfind_collections());
+    let request = s
+        .request(method("PROPFIND"), home.clone())
+        .headers(dav_headers(Some("1")))
+        .body(dav::propfind_collections());
     let found = s.multistatus(request, "listing calendars").await?;
     let prefix = paths::url_segments(&home);
     let mut out: Vec<CalendarInfo> = found
@@ -144,7 +147,11 @@ async fn known_calendar(s: &Session<'_>, id: &str) -> Result<CalendarInfo, Error
 
 pub async fn list(s: &Session<'_>) -> Result<Output, Error> {
     let calendars = calendars(s).await?;
-    let text = calendars.iter().map(|c| format!("- {} (id {})", c.name, c.id)).collect::<Vec<_>>().join("\n");
+    let text = calendars
+        .iter()
+        .map(|c| format!("- {} (id {})", c.name, c.id))
+        .collect::<Vec<_>>()
+        .join("\n");
     Output::new(format!("{} calendar(s):\n{text}", calendars.len()), &CalendarList { calendars })
 }
 
@@ -163,7 +170,9 @@ pub async fn events(s: &Session<'_>, a: CalendarEventsArgs) -> Result<Output, Er
         return Err(Error::invalid("to must be after from"));
     }
     if (to - from).num_days() > MAX_RANGE_DAYS {
-        return Err(Error::invalid(format!("the range is too long (at most {MAX_RANGE_DAYS} days); ask for smaller ranges")));
+        return Err(Error::invalid(format!(
+            "the range is too long (at most {MAX_RANGE_DAYS} days); ask for smaller ranges"
+        )));
     }
     let wanted = a.calendar.as_deref().map(|c| args::collection_id(c, "calendar")).transpose()?;
     // One named calendar is queried directly (one request); all of them need the list first.
@@ -176,7 +185,10 @@ pub async fn events(s: &Session<'_>, a: CalendarEventsArgs) -> Result<Output, Er
     let mut warnings = Vec::new();
     for cal in &selected {
         let url = s.url(["remote.php", "dav", "calendars", s.uid(), cal.as_str(), ""]);
-        let request = s.request(method("REPORT"), url.clone()).headers(dav_headers(Some("1"))).body(body.clone());
+        let request = s
+            .request(method("REPORT"), url.clone())
+            .headers(dav_headers(Some("1")))
+            .body(body.clone());
         let found = match s.multistatus(request, "reading the calendar").await {
             // The caller's own calendar path is missing: say which calendars exist instead.
             Err(Error::NotFound) if wanted.is_some() => return Err(known_calendar(s, cal).await.err().unwrap_or(Error::NotFound)),
@@ -184,8 +196,12 @@ pub async fn events(s: &Session<'_>, a: CalendarEventsArgs) -> Result<Output, Er
         };
         let prefix = paths::url_segments(&url);
         for e in &found {
-            let Some(data) = e.prop(dav::CALDAV, "calendar-data") else { continue };
-            let object = paths::strip_prefix(&e.href, &prefix).and_then(|r| r.last().cloned()).unwrap_or_default();
+            let Some(data) = e.prop(dav::CALDAV, "calendar-data") else {
+                continue;
+            };
+            let object = paths::strip_prefix(&e.href, &prefix)
+                .and_then(|r| r.last().cloned())
+                .unwrap_or_default();
             let href = format!("{cal}/{object}");
             occurrences(data, cal, &href, from, to, &mut events, &mut warnings);
         }
@@ -198,11 +214,23 @@ pub async fn events(s: &Session<'_>, a: CalendarEventsArgs) -> Result<Output, Er
     for w in &warnings {
         text.push_str(&format!("\nWarning: {w}"));
     }
-    Output::new(text, &EventList { from: rfc3339(from), to: rfc3339(to), events, warnings })
+    Output::new(
+        text,
+        &EventList {
+            from: rfc3339(from),
+            to: rfc3339(to),
+            events,
+            warnings,
+        },
+    )
 }
 
 fn text_prop(comp: &ICalendarComponent, prop: ICalendarProperty) -> Option<String> {
-    comp.property(&prop).and_then(|e| e.values.first()).and_then(|v| v.as_text()).map(str::to_string).filter(|s| !s.is_empty())
+    comp.property(&prop)
+        .and_then(|e| e.values.first())
+        .and_then(|v| v.as_text())
+        .map(str::to_string)
+        .filter(|s| !s.is_empty())
 }
 
 fn date_entry(comp: &ICalendarComponent, prop: ICalendarProperty) -> Option<(&ICalendarEntry, &PartialDateTime)> {
@@ -233,13 +261,19 @@ pub fn occurrences(
     };
     let resolver = ical.build_tz_resolver();
     let mut tz_problem = false;
-    for comp in ical.components.iter().filter(|c| c.component_type == ICalendarComponentType::VEvent) {
+    for comp in ical
+        .components
+        .iter()
+        .filter(|c| c.component_type == ICalendarComponentType::VEvent)
+    {
         for prop in [ICalendarProperty::Dtstart, ICalendarProperty::Dtend] {
             let Some((entry, dt)) = date_entry(comp, prop) else { continue };
             match entry.tz_id() {
                 Some(tz) if resolver.resolve(tz).is_none() => {
                     if !tz_problem {
-                        warnings.push(format!("{href}: unknown time zone {tz:?}; its times were read as UTC and may be wrong"));
+                        warnings.push(format!(
+                            "{href}: unknown time zone {tz:?}; its times were read as UTC and may be wrong"
+                        ));
                     }
                     tz_problem = true;
                 }
@@ -256,7 +290,9 @@ pub fn occurrences(
         warnings.push(format!("{href}: part of the event could not be expanded ({:?})", err.error));
     }
     if expanded.events.len() >= MAX_OCCURRENCES {
-        warnings.push(format!("{href}: the recurrence has more than {MAX_OCCURRENCES} occurrences; later ones may be missing"));
+        warnings.push(format!(
+            "{href}: the recurrence has more than {MAX_OCCURRENCES} occurrences; later ones may be missing"
+        ));
     }
     for ev in &expanded.events {
         let Some(comp) = ical.component_by_id(ev.comp_id) else { continue };
@@ -268,7 +304,11 @@ pub fn occurrences(
             TimeOrDelta::Time(t) => t.with_timezone(&Utc),
             TimeOrDelta::Delta(d) => start + d,
         };
-        let overlaps = if end > start { start < to && end > from } else { start >= from && start < to };
+        let overlaps = if end > start {
+            start < to && end > from
+        } else {
+            start >= from && start < to
+        };
         if !overlaps {
             continue;
         }
@@ -294,7 +334,9 @@ fn event_href(raw: &str) -> Result<(String, String), Error> {
     let p = UserPath::parse_item(raw, "href")?;
     match p.segments() {
         [cal, obj] => Ok((args::collection_id(cal, "href")?, obj.clone())),
-        _ => Err(Error::invalid("href must be '<calendar>/<object>.ics' as returned by calendar_events")),
+        _ => Err(Error::invalid(
+            "href must be '<calendar>/<object>.ics' as returned by calendar_events",
+        )),
     }
 }
 
@@ -304,7 +346,12 @@ pub async fn event_get(s: &Session<'_>, a: CalendarEventGetArgs) -> Result<Outpu
     let data = s.send_text(s.request(http::Method::GET, url), "reading the event").await?;
     let href = format!("{cal}/{obj}");
     let details = details(&data, &cal, &href)?;
-    let mut text = format!("{}\nwhen: {} to {}", details.title, details.start.as_deref().unwrap_or("?"), details.end.as_deref().unwrap_or("?"));
+    let mut text = format!(
+        "{}\nwhen: {} to {}",
+        details.title,
+        details.start.as_deref().unwrap_or("?"),
+        details.end.as_deref().unwrap_or("?")
+    );
     if let Some(l) = &details.location {
         text.push_str(&format!("\nwhere: {l}"));
     }
@@ -379,10 +426,21 @@ fn date_only(d: chrono::NaiveDate) -> PartialDateTime {
 }
 
 /// Builds the iCalendar text of a new event with calcard's writer. Pure.
-pub fn build_event(uid: &str, title: &str, start: When, end: When, location: Option<&str>, description: Option<&str>, now: DateTime<Utc>) -> String {
+pub fn build_event(
+    uid: &str,
+    title: &str,
+    start: When,
+    end: When,
+    location: Option<&str>,
+    description: Option<&str>,
+    now: DateTime<Utc>,
+) -> String {
     let mut vcal = ICalendarComponent::new(ICalendarComponentType::VCalendar);
     vcal.add_property(ICalendarProperty::Version, ICalendarValue::Text("2.0".into()));
-    vcal.add_property(ICalendarProperty::Prodid, ICalendarValue::Text("-//Tamebi//mcp-nextcloud//EN".into()));
+    vcal.add_property(
+        ICalendarProperty::Prodid,
+        ICalendarValue::Text("-//Tamebi//mcp-nextcloud//EN".into()),
+    );
     vcal.component_ids = vec![1];
     let mut ev = ICalendarComponent::new(ICalendarComponentType::VEvent);
     ev.add_uid(uid);
@@ -400,7 +458,10 @@ pub fn build_event(uid: &str, title: &str, start: When, end: When, location: Opt
     if let Some(d) = description {
         ev.add_property(ICalendarProperty::Description, ICalendarValue::Text(d.into()));
     }
-    ICalendar { components: vec![vcal, ev] }.to_string()
+    ICalendar {
+        components: vec![vcal, ev],
+    }
+    .to_string()
 }
 
 pub async fn create_event(s: &Session<'_>, a: CalendarCreateArgs) -> Result<Output, Error> {
@@ -441,8 +502,19 @@ pub async fn create_event(s: &Session<'_>, a: CalendarCreateArgs) -> Result<Outp
         .body(ics);
     s.send(request, "creating the event").await?;
     let href = format!("{calendar}/{object}");
-    let created = Created { href: href.clone(), uid, calendar, title, start: rfc3339(start_i), end: rfc3339(end_i), all_day };
-    Output::new(format!("Created \"{}\" from {} to {} [{href}].", created.title, created.start, created.end), &created)
+    let created = Created {
+        href: href.clone(),
+        uid,
+        calendar,
+        title,
+        start: rfc3339(start_i),
+        end: rfc3339(end_i),
+        all_day,
+    };
+    Output::new(
+        format!("Created \"{}\" from {} to {} [{href}].", created.title, created.start, created.end),
+        &created,
+    )
 }
 
 #[cfg(test)]
@@ -458,10 +530,26 @@ mod tests {
     #[test]
     fn weekly_paris_across_the_dst_change() {
         let (mut out, mut warn) = (Vec::new(), Vec::new());
-        occurrences(WEEKLY_PARIS, "personal", "personal/w.ics", t("2026-03-10T00:00:00Z"), t("2026-04-05T00:00:00Z"), &mut out, &mut warn);
+        occurrences(
+            WEEKLY_PARIS,
+            "personal",
+            "personal/w.ics",
+            t("2026-03-10T00:00:00Z"),
+            t("2026-04-05T00:00:00Z"),
+            &mut out,
+            &mut warn,
+        );
         let starts: Vec<&str> = out.iter().map(|o| o.start.as_str()).collect();
         // 9:00 Paris is 08:00Z in winter (CET) and 07:00Z after 2026-03-29 (CEST).
-        assert_eq!(starts, ["2026-03-12T08:00:00Z", "2026-03-19T08:00:00Z", "2026-03-26T08:00:00Z", "2026-04-02T07:00:00Z"]);
+        assert_eq!(
+            starts,
+            [
+                "2026-03-12T08:00:00Z",
+                "2026-03-19T08:00:00Z",
+                "2026-03-26T08:00:00Z",
+                "2026-04-02T07:00:00Z"
+            ]
+        );
         assert!(warn.is_empty(), "{warn:?}");
         assert_eq!(out[0].tzid.as_deref(), Some("Europe/Paris"));
         assert_eq!(out[0].end, "2026-03-12T09:00:00Z");
@@ -472,17 +560,43 @@ mod tests {
     fn unknown_zone_and_garbage_are_warnings() {
         let (mut out, mut warn) = (Vec::new(), Vec::new());
         let bad_tz = WEEKLY_PARIS.replace("Europe/Paris", "Mars/Olympus");
-        occurrences(&bad_tz, "c", "c/x.ics", t("2026-03-01T00:00:00Z"), t("2026-03-08T00:00:00Z"), &mut out, &mut warn);
+        occurrences(
+            &bad_tz,
+            "c",
+            "c/x.ics",
+            t("2026-03-01T00:00:00Z"),
+            t("2026-03-08T00:00:00Z"),
+            &mut out,
+            &mut warn,
+        );
         assert!(warn.iter().any(|w| w.contains("unknown time zone")), "{warn:?}");
-        occurrences("not ical", "c", "c/y.ics", t("2026-03-01T00:00:00Z"), t("2026-03-08T00:00:00Z"), &mut out, &mut warn);
+        occurrences(
+            "not ical",
+            "c",
+            "c/y.ics",
+            t("2026-03-01T00:00:00Z"),
+            t("2026-03-08T00:00:00Z"),
+            &mut out,
+            &mut warn,
+        );
         assert!(warn.iter().any(|w| w.contains("c/y.ics") && w.contains("parsed")), "{warn:?}");
     }
 
     #[test]
     fn endless_daily_rule_warns_when_capped() {
-        let daily = WEEKLY_PARIS.replace("FREQ=WEEKLY;COUNT=6", "FREQ=MINUTELY").replace("20260305", "20260101");
+        let daily = WEEKLY_PARIS
+            .replace("FREQ=WEEKLY;COUNT=6", "FREQ=MINUTELY")
+            .replace("20260305", "20260101");
         let (mut out, mut warn) = (Vec::new(), Vec::new());
-        occurrences(&daily, "c", "c/d.ics", t("2026-12-01T00:00:00Z"), t("2026-12-02T00:00:00Z"), &mut out, &mut warn);
+        occurrences(
+            &daily,
+            "c",
+            "c/d.ics",
+            t("2026-12-01T00:00:00Z"),
+            t("2026-12-02T00:00:00Z"),
+            &mut out,
+            &mut warn,
+        );
         assert!(warn.iter().any(|w| w.contains("occurrences")), "{warn:?}");
     }
 
@@ -502,7 +616,15 @@ mod tests {
         assert_eq!(d.start.as_deref(), Some("2026-02-03T12:00:00Z"));
         assert_eq!(d.end.as_deref(), Some("2026-02-03T13:30:00Z"));
         assert_eq!(d.location.as_deref(), Some("Café"));
-        let all_day = build_event("u2", "Off", When::parse("2026-02-03", "s").unwrap(), When::parse("2026-02-04", "e").unwrap(), None, None, t("2026-01-01T00:00:00Z"));
+        let all_day = build_event(
+            "u2",
+            "Off",
+            When::parse("2026-02-03", "s").unwrap(),
+            When::parse("2026-02-04", "e").unwrap(),
+            None,
+            None,
+            t("2026-01-01T00:00:00Z"),
+        );
         assert!(all_day.contains("DTSTART;VALUE=DATE:20260203"), "{all_day}");
         assert!(details(&all_day, "p", "p/u2.ics").unwrap().all_day);
     }

@@ -40,22 +40,34 @@ pub async fn search(s: &Session<'_>, a: ContactsSearchArgs) -> Result<Output, Er
         return Err(Error::invalid("limit must be between 1 and 200"));
     }
     let home = s.url(["remote.php", "dav", "addressbooks", "users", s.uid(), ""]);
-    let request = s.request(method("PROPFIND"), home.clone()).headers(dav_headers(Some("1"))).body(dav::propfind_collections());
+    let request = s
+        .request(method("PROPFIND"), home.clone())
+        .headers(dav_headers(Some("1")))
+        .body(dav::propfind_collections());
     let books = s.multistatus(request, "listing address books").await?;
     let prefix = paths::url_segments(&home);
     let mut contacts = Vec::new();
     let mut warnings = Vec::new();
     let body = dav::addressbook_query(&query, limit);
     for book in books.iter().filter(|e| e.is_type(dav::CARDDAV, "addressbook")) {
-        let Some(rest) = paths::strip_prefix(&book.href, &prefix) else { continue };
+        let Some(rest) = paths::strip_prefix(&book.href, &prefix) else {
+            continue;
+        };
         let [id] = rest.as_slice() else { continue };
         let url = s.url(["remote.php", "dav", "addressbooks", "users", s.uid(), id.as_str(), ""]);
-        let request = s.request(method("REPORT"), url.clone()).headers(dav_headers(Some("1"))).body(body.clone());
+        let request = s
+            .request(method("REPORT"), url.clone())
+            .headers(dav_headers(Some("1")))
+            .body(body.clone());
         let found = s.multistatus(request, "searching contacts").await?;
         let card_prefix = paths::url_segments(&url);
         for e in &found {
-            let Some(data) = e.prop(dav::CARDDAV, "address-data") else { continue };
-            let object = paths::strip_prefix(&e.href, &card_prefix).and_then(|r| r.last().cloned()).unwrap_or_default();
+            let Some(data) = e.prop(dav::CARDDAV, "address-data") else {
+                continue;
+            };
+            let object = paths::strip_prefix(&e.href, &card_prefix)
+                .and_then(|r| r.last().cloned())
+                .unwrap_or_default();
             let href = format!("{id}/{object}");
             match contact(data, &href) {
                 Some(c) => contacts.push(c),
@@ -67,7 +79,12 @@ pub async fn search(s: &Session<'_>, a: ContactsSearchArgs) -> Result<Output, Er
     contacts.truncate(limit);
     let mut text = format!("{} contact(s) matching '{query}':", contacts.len());
     for c in &contacts {
-        text.push_str(&format!("\n- {}{}{}", c.name, c.emails.first().map(|e| format!(" <{e}>")).unwrap_or_default(), c.organisation.as_ref().map(|o| format!(", {o}")).unwrap_or_default()));
+        text.push_str(&format!(
+            "\n- {}{}{}",
+            c.name,
+            c.emails.first().map(|e| format!(" <{e}>")).unwrap_or_default(),
+            c.organisation.as_ref().map(|o| format!(", {o}")).unwrap_or_default()
+        ));
     }
     Output::new(text, &ContactList { query, contacts, warnings })
 }
@@ -95,7 +112,10 @@ pub fn contact(data: &str, href: &str) -> Option<Contact> {
     let strip = |v: String| v.strip_prefix("mailto:").map(str::to_string).unwrap_or(v);
     let tel = |v: String| v.strip_prefix("tel:").map(str::to_string).unwrap_or(v);
     Some(Contact {
-        name: values(&card, VCardProperty::Fn).into_iter().next().unwrap_or_else(|| "(no name)".into()),
+        name: values(&card, VCardProperty::Fn)
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| "(no name)".into()),
         emails: values(&card, VCardProperty::Email).into_iter().map(strip).collect(),
         phones: values(&card, VCardProperty::Tel).into_iter().map(tel).collect(),
         organisation: values(&card, VCardProperty::Org).into_iter().next(),

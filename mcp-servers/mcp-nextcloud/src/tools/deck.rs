@@ -110,19 +110,34 @@ fn deck_url<'a>(s: &Session<'_>, tail: impl IntoIterator<Item = &'a str>) -> url
 }
 
 pub async fn boards(s: &Session<'_>) -> Result<Output, Error> {
-    let raw: Vec<RawBoard> = s.send_json(s.ocs_request(http::Method::GET, deck_url(s, ["boards"])), "listing boards").await?;
+    let raw: Vec<RawBoard> = s
+        .send_json(s.ocs_request(http::Method::GET, deck_url(s, ["boards"])), "listing boards")
+        .await?;
     let boards: Vec<BoardInfo> = raw
         .into_iter()
         .filter(|b| b.deleted_at.unwrap_or(0) == 0)
-        .map(|b| BoardInfo { board_id: b.id, title: b.title, color: b.color, archived: b.archived })
+        .map(|b| BoardInfo {
+            board_id: b.id,
+            title: b.title,
+            color: b.color,
+            archived: b.archived,
+        })
         .collect();
-    let text = boards.iter().map(|b| format!("- {} (board_id {})", b.title, b.board_id)).collect::<Vec<_>>().join("\n");
+    let text = boards
+        .iter()
+        .map(|b| format!("- {} (board_id {})", b.title, b.board_id))
+        .collect::<Vec<_>>()
+        .join("\n");
     Output::new(format!("{} board(s):\n{text}", boards.len()), &BoardList { boards })
 }
 
 async fn stacks(s: &Session<'_>, board_id: u64) -> Result<Vec<RawStack>, Error> {
     let id = board_id.to_string();
-    s.send_json(s.ocs_request(http::Method::GET, deck_url(s, ["boards", id.as_str(), "stacks"])), "reading the board").await
+    s.send_json(
+        s.ocs_request(http::Method::GET, deck_url(s, ["boards", id.as_str(), "stacks"])),
+        "reading the board",
+    )
+    .await
 }
 
 pub async fn board(s: &Session<'_>, a: DeckBoardArgs) -> Result<Output, Error> {
@@ -135,10 +150,21 @@ pub async fn board(s: &Session<'_>, a: DeckBoardArgs) -> Result<Output, Error> {
                 .cards
                 .unwrap_or_default()
                 .into_iter()
-                .map(|c| Card { card_id: c.id, title: c.title, description: c.description.filter(|d| !d.is_empty()), duedate: c.duedate, order: c.order })
+                .map(|c| Card {
+                    card_id: c.id,
+                    title: c.title,
+                    description: c.description.filter(|d| !d.is_empty()),
+                    duedate: c.duedate,
+                    order: c.order,
+                })
                 .collect();
             cards.sort_by_key(|c| c.order);
-            Stack { stack_id: st.id, title: st.title, order: st.order, cards }
+            Stack {
+                stack_id: st.id,
+                title: st.title,
+                order: st.order,
+                cards,
+            }
         })
         .collect();
     let mut text = format!("Board {} has {} stack(s):", a.board_id.0, stacks.len());
@@ -148,14 +174,24 @@ pub async fn board(s: &Session<'_>, a: DeckBoardArgs) -> Result<Output, Error> {
             text.push_str(&format!("\n  - {} (card_id {})", c.title, c.card_id));
         }
     }
-    Output::new(text, &Board { board_id: a.board_id.0, stacks })
+    Output::new(
+        text,
+        &Board {
+            board_id: a.board_id.0,
+            stacks,
+        },
+    )
 }
 
 pub async fn create_card(s: &Session<'_>, a: DeckCreateCardArgs) -> Result<Output, Error> {
     let title = args::title(&a.title, "title", 255)?;
     let description = args::optional_text(a.description.as_deref(), "description", 20_000)?;
     let duedate = match a.duedate.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
-        Some(d) => Some(When::parse(d, "duedate")?.start_instant().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        Some(d) => Some(
+            When::parse(d, "duedate")?
+                .start_instant()
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        ),
         None => None,
     };
     let (b, st) = (a.board_id.0.to_string(), a.stack_id.0.to_string());
@@ -167,15 +203,31 @@ pub async fn create_card(s: &Session<'_>, a: DeckCreateCardArgs) -> Result<Outpu
         body["duedate"] = d.clone().into();
     }
     let url = deck_url(s, ["boards", b.as_str(), "stacks", st.as_str(), "cards"]);
-    let card: RawCard = s.send_json(s.ocs_request(http::Method::POST, url).json(&body), "creating the card").await?;
-    let out = CardCreated { board_id: a.board_id.0, stack_id: card.stack_id.unwrap_or(a.stack_id.0), card_id: card.id, title: card.title };
-    Output::new(format!("Created card \"{}\" (card_id {}) in stack {}.", out.title, out.card_id, out.stack_id), &out)
+    let card: RawCard = s
+        .send_json(s.ocs_request(http::Method::POST, url).json(&body), "creating the card")
+        .await?;
+    let out = CardCreated {
+        board_id: a.board_id.0,
+        stack_id: card.stack_id.unwrap_or(a.stack_id.0),
+        card_id: card.id,
+        title: card.title,
+    };
+    Output::new(
+        format!(
+            "Created card \"{}\" (card_id {}) in stack {}.",
+            out.title, out.card_id, out.stack_id
+        ),
+        &out,
+    )
 }
 
 pub async fn move_card(s: &Session<'_>, a: DeckMoveCardArgs) -> Result<Output, Error> {
     let raw = stacks(s, a.board_id.0).await?;
     if !raw.iter().any(|st| st.id == a.stack_id.0) {
-        return Err(Error::invalid(format!("stack {} is not on board {}; see deck_board for its stacks", a.stack_id.0, a.board_id.0)));
+        return Err(Error::invalid(format!(
+            "stack {} is not on board {}; see deck_board for its stacks",
+            a.stack_id.0, a.board_id.0
+        )));
     }
     let from = raw
         .iter()
@@ -186,6 +238,14 @@ pub async fn move_card(s: &Session<'_>, a: DeckMoveCardArgs) -> Result<Output, E
     let url = deck_url(s, ["boards", b.as_str(), "stacks", f.as_str(), "cards", c.as_str(), "reorder"]);
     let body = serde_json::json!({ "order": 0, "stackId": a.stack_id.0 });
     s.send(s.ocs_request(http::Method::PUT, url).json(&body), "moving the card").await?;
-    let out = CardMoved { board_id: a.board_id.0, card_id: a.card_id.0, from_stack_id: from, stack_id: a.stack_id.0 };
-    Output::new(format!("Moved card {} from stack {from} to stack {}.", out.card_id, out.stack_id), &out)
+    let out = CardMoved {
+        board_id: a.board_id.0,
+        card_id: a.card_id.0,
+        from_stack_id: from,
+        stack_id: a.stack_id.0,
+    };
+    Output::new(
+        format!("Moved card {} from stack {from} to stack {}.", out.card_id, out.stack_id),
+        &out,
+    )
 }

@@ -87,9 +87,17 @@ pub struct MoveResult {
 fn entry(prefix: &[String], e: &dav::Entry) -> Option<FileEntry> {
     let rel = paths::strip_prefix(&e.href, prefix)?;
     let is_dir = e.is_collection();
-    let name = e.prop(dav::DAV, "displayname").map(str::to_string).or_else(|| rel.last().cloned()).unwrap_or_default();
+    let name = e
+        .prop(dav::DAV, "displayname")
+        .map(str::to_string)
+        .or_else(|| rel.last().cloned())
+        .unwrap_or_default();
     let number = |ns, local| e.prop(ns, local).and_then(|s| s.parse::<u64>().ok());
-    let size = if is_dir { number(dav::OC, "size") } else { number(dav::DAV, "getcontentlength").or_else(|| number(dav::OC, "size")) };
+    let size = if is_dir {
+        number(dav::OC, "size")
+    } else {
+        number(dav::DAV, "getcontentlength").or_else(|| number(dav::OC, "size"))
+    };
     let modified = e
         .prop(dav::DAV, "getlastmodified")
         .and_then(|s| chrono::DateTime::parse_from_rfc2822(s).ok())
@@ -99,7 +107,11 @@ fn entry(prefix: &[String], e: &dav::Entry) -> Option<FileEntry> {
         path: rel.join("/"),
         file_id: number(dav::OC, "fileid"),
         size,
-        mime: if is_dir { None } else { e.prop(dav::DAV, "getcontenttype").map(str::to_string) },
+        mime: if is_dir {
+            None
+        } else {
+            e.prop(dav::DAV, "getcontenttype").map(str::to_string)
+        },
         modified,
         permissions: e.prop(dav::OC, "permissions").map(str::to_string),
         is_dir,
@@ -113,7 +125,12 @@ fn describe(entries: &[FileEntry]) -> String {
             if e.is_dir {
                 format!("- {}/ (folder, id {})", e.path, e.file_id.map_or("?".into(), |i| i.to_string()))
             } else {
-                format!("- {} ({} bytes, id {})", e.path, e.size.unwrap_or(0), e.file_id.map_or("?".into(), |i| i.to_string()))
+                format!(
+                    "- {} ({} bytes, id {})",
+                    e.path,
+                    e.size.unwrap_or(0),
+                    e.file_id.map_or("?".into(), |i| i.to_string())
+                )
             }
         })
         .collect::<Vec<_>>()
@@ -134,17 +151,35 @@ pub async fn list(s: &Session<'_>, args: FilesListArgs) -> Result<Output, Error>
     if entries.iter().any(|e| e.path == own && e.is_dir) {
         entries.retain(|e| e.path != own);
     }
-    entries.sort_by(|a, b| b.is_dir.cmp(&a.is_dir).then_with(|| a.name.to_lowercase().cmp(&b.name.to_lowercase())));
-    let shown = if own.is_empty() { "your root folder".to_string() } else { format!("'{own}'") };
+    entries.sort_by(|a, b| {
+        b.is_dir
+            .cmp(&a.is_dir)
+            .then_with(|| a.name.to_lowercase().cmp(&b.name.to_lowercase()))
+    });
+    let shown = if own.is_empty() {
+        "your root folder".to_string()
+    } else {
+        format!("'{own}'")
+    };
     let text = format!("{} item(s) in {shown}:\n{}", entries.len(), describe(&entries));
-    Output::new(text, &Listing { path: own, entries, truncated: None })
+    Output::new(
+        text,
+        &Listing {
+            path: own,
+            entries,
+            truncated: None,
+        },
+    )
 }
 
 /// Finds the caller's path for a file id with one SEARCH in the caller's scope.
 async fn path_of_id(s: &Session<'_>, id: u64) -> Result<FileEntry, Error> {
     let scope = paths::href_path(["files", s.uid()]);
     let body = dav::search(&scope, &dav::where_file_ids(&[id]), Some(1));
-    let request = s.request(method("SEARCH"), s.url(["remote.php", "dav", ""])).headers(dav_headers(None)).body(body);
+    let request = s
+        .request(method("SEARCH"), s.url(["remote.php", "dav", ""]))
+        .headers(dav_headers(None))
+        .body(body);
     let found = s.multistatus(request, "looking up the file id").await?;
     let prefix = s.files_prefix();
     found
@@ -187,7 +222,11 @@ pub async fn read(s: &Session<'_>, args: FilesReadArgs) -> Result<Output, Error>
     let (extracted, size) = if declared.is_some_and(|n| n > MAX_READ_BYTES) || extract::format_of(&mime, &name) == extract::Format::Other {
         // Not text, or too large to read: describe without downloading the body.
         drop(response);
-        let why = if extract::format_of(&mime, &name) == extract::Format::Other { "not a text format" } else { "too large to read" };
+        let why = if extract::format_of(&mime, &name) == extract::Format::Other {
+            "not a text format"
+        } else {
+            "too large to read"
+        };
         (Extracted::Binary { reason: why.into() }, declared.unwrap_or(0))
     } else {
         let bytes = nextcloud::read_bounded(response, MAX_READ_BYTES as usize, "reading the file").await?;
@@ -196,7 +235,9 @@ pub async fn read(s: &Session<'_>, args: FilesReadArgs) -> Result<Output, Error>
         // Parsers run on untrusted bytes: off the async threads, and a panic is contained.
         let extracted = tokio::task::spawn_blocking(move || extract::extract(&bytes, &m, &n))
             .await
-            .unwrap_or_else(|_| Extracted::Binary { reason: "the content could not be read".into() });
+            .unwrap_or_else(|_| Extracted::Binary {
+                reason: "the content could not be read".into(),
+            });
         (extracted, size)
     };
     let display = path.display();
@@ -204,22 +245,50 @@ pub async fn read(s: &Session<'_>, args: FilesReadArgs) -> Result<Output, Error>
         Extracted::Text { text, format } => {
             let total = text.chars().count();
             if offset > total {
-                return Err(Error::invalid(format!("offset {offset} is past the end (the text has {total} characters)")));
+                return Err(Error::invalid(format!(
+                    "offset {offset} is past the end (the text has {total} characters)"
+                )));
             }
             let page: String = text.chars().skip(offset).take(limit).collect();
             let end = offset + page.chars().count();
             let next = (end < total).then_some(end);
-            ReadResult { path: display, file_id, mime, size, format: format.into(), total_chars: total, offset, next_offset: next, text: page }
+            ReadResult {
+                path: display,
+                file_id,
+                mime,
+                size,
+                format: format.into(),
+                total_chars: total,
+                offset,
+                next_offset: next,
+                text: page,
+            }
         }
         Extracted::Binary { reason } => {
             let text = format!("{display} is {mime}, {size} bytes; its content is not shown ({reason}).");
-            ReadResult { path: display, file_id, mime, size, format: "binary".into(), total_chars: 0, offset: 0, next_offset: None, text }
+            ReadResult {
+                path: display,
+                file_id,
+                mime,
+                size,
+                format: "binary".into(),
+                total_chars: 0,
+                offset: 0,
+                next_offset: None,
+                text,
+            }
         }
     };
     let header = match result.next_offset {
-        Some(n) => format!("{} ({}; characters {}-{} of {}; next_offset {n})\n\n", result.path, result.format, result.offset, n, result.total_chars),
+        Some(n) => format!(
+            "{} ({}; characters {}-{} of {}; next_offset {n})\n\n",
+            result.path, result.format, result.offset, n, result.total_chars
+        ),
         None if result.format == "binary" => String::new(),
-        None => format!("{} ({}; characters {}-{} of {})\n\n", result.path, result.format, result.offset, result.total_chars, result.total_chars),
+        None => format!(
+            "{} ({}; characters {}-{} of {})\n\n",
+            result.path, result.format, result.offset, result.total_chars, result.total_chars
+        ),
     };
     let text = format!("{header}{}", result.text);
     Output::new(text, &result)
@@ -238,18 +307,31 @@ pub async fn find(s: &Session<'_>, args: FilesFindArgs) -> Result<Output, Error>
         return Err(Error::invalid("pattern must contain at least one character besides '*'"));
     }
     if pattern.len() > 255 || pattern.contains(['/', '\\', '\0']) || pattern.chars().any(char::is_control) {
-        return Err(Error::invalid("pattern is a file name pattern: no '/', '\\' or control characters, at most 255 bytes"));
+        return Err(Error::invalid(
+            "pattern is a file name pattern: no '/', '\\' or control characters, at most 255 bytes",
+        ));
     }
     let limit = args.limit.unwrap_or(50);
     if limit == 0 || limit > 500 {
         return Err(Error::invalid("limit must be between 1 and 500"));
     }
     let scope_path = UserPath::parse(&args.path, "path")?;
-    let like = if pattern.contains('*') { pattern.replace('*', "%") } else { format!("%{pattern}%") };
+    let like = if pattern.contains('*') {
+        pattern.replace('*', "%")
+    } else {
+        format!("%{pattern}%")
+    };
     // The scope is an href: its segments are percent-encoded like any DAV href.
-    let scope = paths::href_path(["files", s.uid()].into_iter().chain(scope_path.segments().iter().map(String::as_str)));
+    let scope = paths::href_path(
+        ["files", s.uid()]
+            .into_iter()
+            .chain(scope_path.segments().iter().map(String::as_str)),
+    );
     let body = dav::search(&scope, &dav::where_name_like(&like), Some(limit + 1));
-    let request = s.request(method("SEARCH"), s.url(["remote.php", "dav", ""])).headers(dav_headers(None)).body(body);
+    let request = s
+        .request(method("SEARCH"), s.url(["remote.php", "dav", ""]))
+        .headers(dav_headers(None))
+        .body(body);
     let found = s.multistatus(request, "searching files").await?;
     let prefix = s.files_prefix();
     let mut entries: Vec<FileEntry> = found
@@ -259,8 +341,20 @@ pub async fn find(s: &Session<'_>, args: FilesFindArgs) -> Result<Output, Error>
         .collect();
     let truncated = entries.len() > limit;
     entries.truncate(limit);
-    let text = format!("{} match(es) for '{pattern}'{}:\n{}", entries.len(), if truncated { " (more exist; raise limit)" } else { "" }, describe(&entries));
-    Output::new(text, &Listing { path: scope_path.display(), entries, truncated: Some(truncated) })
+    let text = format!(
+        "{} match(es) for '{pattern}'{}:\n{}",
+        entries.len(),
+        if truncated { " (more exist; raise limit)" } else { "" },
+        describe(&entries)
+    );
+    Output::new(
+        text,
+        &Listing {
+            path: scope_path.display(),
+            entries,
+            truncated: Some(truncated),
+        },
+    )
 }
 
 pub async fn write(s: &Session<'_>, args: FilesWriteArgs) -> Result<Output, Error> {
@@ -278,14 +372,30 @@ pub async fn write(s: &Session<'_>, args: FilesWriteArgs) -> Result<Output, Erro
     }
     let response = match s.send(request, "writing the file").await {
         Err(Error::Conflict(_)) if !overwrite => return Err(Error::Conflict("the file already exists (overwrite is false)".into())),
-        Err(Error::Conflict(_)) => return Err(Error::Conflict("the file could not be written: its folder does not exist or it changed meanwhile".into())),
+        Err(Error::Conflict(_)) => {
+            return Err(Error::Conflict(
+                "the file could not be written: its folder does not exist or it changed meanwhile".into(),
+            ));
+        }
         other => other?,
     };
     let created = nextcloud::created(response.status());
     let file_id = oc_file_id(response.headers());
     let display = path.display();
-    let text = format!("{} {display} ({} bytes).", if created { "Created" } else { "Replaced" }, args.content.len());
-    Output::new(text, &WriteResult { path: display, file_id, created, size: args.content.len() })
+    let text = format!(
+        "{} {display} ({} bytes).",
+        if created { "Created" } else { "Replaced" },
+        args.content.len()
+    );
+    Output::new(
+        text,
+        &WriteResult {
+            path: display,
+            file_id,
+            created,
+            size: args.content.len(),
+        },
+    )
 }
 
 pub async fn move_item(s: &Session<'_>, args: FilesMoveArgs) -> Result<Output, Error> {
@@ -304,11 +414,21 @@ pub async fn move_item(s: &Session<'_>, args: FilesMoveArgs) -> Result<Output, E
         .header("Overwrite", if overwrite { "T" } else { "F" });
     let response = match s.send(request, "moving").await {
         Err(Error::Conflict(_)) if !overwrite => {
-            return Err(Error::Conflict(format!("'{}' already exists or its folder is missing; pass overwrite: true to replace it", to.display())));
+            return Err(Error::Conflict(format!(
+                "'{}' already exists or its folder is missing; pass overwrite: true to replace it",
+                to.display()
+            )));
         }
         other => other?,
     };
     let replaced = response.status() == http::StatusCode::NO_CONTENT;
     let text = format!("Moved {} to {}.", from.display(), to.display());
-    Output::new(text, &MoveResult { from: from.display(), to: to.display(), replaced })
+    Output::new(
+        text,
+        &MoveResult {
+            from: from.display(),
+            to: to.display(),
+            replaced,
+        },
+    )
 }

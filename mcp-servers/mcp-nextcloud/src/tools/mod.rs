@@ -40,9 +40,11 @@ pub struct Output {
 
 impl Output {
     pub fn new<T: Serialize>(text: impl Into<String>, value: &T) -> Result<Self, Error> {
-        let structured = serde_json::to_value(value)
-            .map_err(|_| Error::Retryable("the answer could not be encoded".into()))?;
-        Ok(Output { text: text.into(), structured })
+        let structured = serde_json::to_value(value).map_err(|_| Error::Retryable("the answer could not be encoded".into()))?;
+        Ok(Output {
+            text: text.into(),
+            structured,
+        })
     }
 }
 
@@ -110,64 +112,125 @@ pub fn definitions() -> Vec<Tool> {
     use args::*;
     vec![
         tool::<FilesListArgs, files::Listing>(
-            "files_list", "List a folder",
+            "files_list",
+            "List a folder",
             "List the files and folders in one of the user's folders. `path` is relative to the user's own root ('' for the root). Each row carries the path and file_id the other file tools take.",
-            Effect::Read, Some(apps::FILES_TABLE), None),
+            Effect::Read,
+            Some(apps::FILES_TABLE),
+            None,
+        ),
         tool::<FilesReadArgs, files::ReadResult>(
-            "files_read", "Read a file",
+            "files_read",
+            "Read a file",
             "Read a file's text by `path` or `file_id`. HTML, Markdown, plain text, PDF, DOCX and ODT come back as text; images and other binaries are described, not shown. Long files are paged: pass the returned `next_offset` as `offset`.",
-            Effect::Read, None, None),
+            Effect::Read,
+            None,
+            None,
+        ),
         tool::<FilesFindArgs, files::Listing>(
-            "files_find", "Find files by name",
+            "files_find",
+            "Find files by name",
             "Find files and folders whose name matches `pattern` (`*` is a wildcard; without one, names containing the pattern match). Optional `path` limits the search to a folder.",
-            Effect::Read, Some(apps::FILES_TABLE), None),
+            Effect::Read,
+            Some(apps::FILES_TABLE),
+            None,
+        ),
         tool::<crate::index::tool::FilesGrepArgs, crate::index::tool::GrepOutput>(
-            crate::index::tool::NAME, crate::index::tool::TITLE, crate::index::tool::DESCRIPTION,
-            Effect::Read, None, None),
+            crate::index::tool::NAME,
+            crate::index::tool::TITLE,
+            crate::index::tool::DESCRIPTION,
+            Effect::Read,
+            None,
+            None,
+        ),
         tool::<FilesWriteArgs, files::WriteResult>(
-            "files_write", "Write a text file",
+            "files_write",
+            "Write a text file",
             "Create a text file or replace its content. Replacing is destructive; pass `overwrite: false` to refuse when the file exists.",
-            Effect::Destructive { idempotent: true }, None, None),
+            Effect::Destructive { idempotent: true },
+            None,
+            None,
+        ),
         tool::<FilesMoveArgs, files::MoveResult>(
-            "files_move", "Move or rename",
+            "files_move",
+            "Move or rename",
             "Move or rename a file or folder. Refuses to replace an existing target unless `overwrite: true`.",
-            Effect::Destructive { idempotent: false }, None, None),
+            Effect::Destructive { idempotent: false },
+            None,
+            None,
+        ),
         tool::<NoArgs, calendar::CalendarList>(
-            "calendar_list", "List calendars",
+            "calendar_list",
+            "List calendars",
             "List the user's calendars with their id, name and color. The id is what `calendar` takes in the other calendar tools.",
-            Effect::Read, None, None),
+            Effect::Read,
+            None,
+            None,
+        ),
         tool::<CalendarEventsArgs, calendar::EventList>(
-            "calendar_events", "Events in a range",
+            "calendar_events",
+            "Events in a range",
             "Events between `from` and `to` (ISO dates or date-times; a date `to` includes that whole day), recurring events expanded. Times are UTC (RFC 3339) with the original time zone; anything that could not be handled is listed in `warnings`. Optional `calendar` limits to one calendar.",
-            Effect::Read, Some(apps::CALENDAR_WEEK), None),
+            Effect::Read,
+            Some(apps::CALENDAR_WEEK),
+            None,
+        ),
         tool::<CalendarEventGetArgs, calendar::EventDetails>(
-            "calendar_event_get", "Event details",
+            "calendar_event_get",
+            "Event details",
             "One event's details by the `href` returned by calendar_events.",
-            Effect::Read, None, Some(&["model", "app"])),
+            Effect::Read,
+            None,
+            Some(&["model", "app"]),
+        ),
         tool::<CalendarCreateArgs, calendar::Created>(
-            "calendar_create_event", "Create an event",
+            "calendar_create_event",
+            "Create an event",
             "Create an event in one of the user's calendars. `start` and `end` are ISO date-times (with offset, or UTC) or, for an all-day event, dates.",
-            Effect::Create, None, None),
+            Effect::Create,
+            None,
+            None,
+        ),
         tool::<ContactsSearchArgs, contacts::ContactList>(
-            "contacts_search", "Search contacts",
+            "contacts_search",
+            "Search contacts",
             "Search the user's address books: contacts whose name, email or organisation contains `query`.",
-            Effect::Read, None, None),
+            Effect::Read,
+            None,
+            None,
+        ),
         tool::<NoArgs, deck::BoardList>(
-            "deck_boards", "List Deck boards",
+            "deck_boards",
+            "List Deck boards",
             "List the Deck boards the user can see, with their ids.",
-            Effect::Read, None, None),
+            Effect::Read,
+            None,
+            None,
+        ),
         tool::<DeckBoardArgs, deck::Board>(
-            "deck_board", "A Deck board",
+            "deck_board",
+            "A Deck board",
             "One Deck board's stacks with their cards (ids, titles, descriptions, due dates).",
-            Effect::Read, None, None),
+            Effect::Read,
+            None,
+            None,
+        ),
         tool::<DeckCreateCardArgs, deck::CardCreated>(
-            "deck_create_card", "Create a Deck card",
+            "deck_create_card",
+            "Create a Deck card",
             "Create a card in a stack of a Deck board.",
-            Effect::Create, None, None),
+            Effect::Create,
+            None,
+            None,
+        ),
         tool::<DeckMoveCardArgs, deck::CardMoved>(
-            "deck_move_card", "Move a Deck card",
+            "deck_move_card",
+            "Move a Deck card",
             "Move a card to another stack of the same board.",
-            Effect::IdempotentUpdate, None, None),
+            Effect::IdempotentUpdate,
+            None,
+            None,
+        ),
     ]
 }
 
@@ -183,21 +246,66 @@ pub async fn call(nc: &Arc<Nextcloud>, index: &Index, caller: &Caller, name: &st
     let s = &session;
     let a = arguments;
     let outcome = match name {
-        "files_list" => match args::parse(a) { Ok(x) => files::list(s, x).await, Err(e) => Err(e) },
-        "files_read" => match args::parse(a) { Ok(x) => files::read(s, x).await, Err(e) => Err(e) },
-        "files_find" => match args::parse(a) { Ok(x) => files::find(s, x).await, Err(e) => Err(e) },
-        "files_grep" => match args::parse(a) { Ok(x) => crate::index::tool::call(s, index, x).await, Err(e) => Err(e) },
-        "files_write" => match args::parse(a) { Ok(x) => files::write(s, x).await, Err(e) => Err(e) },
-        "files_move" => match args::parse(a) { Ok(x) => files::move_item(s, x).await, Err(e) => Err(e) },
-        "calendar_list" => match args::parse::<args::NoArgs>(a) { Ok(_) => calendar::list(s).await, Err(e) => Err(e) },
-        "calendar_events" => match args::parse(a) { Ok(x) => calendar::events(s, x).await, Err(e) => Err(e) },
-        "calendar_event_get" => match args::parse(a) { Ok(x) => calendar::event_get(s, x).await, Err(e) => Err(e) },
-        "calendar_create_event" => match args::parse(a) { Ok(x) => calendar::create_event(s, x).await, Err(e) => Err(e) },
-        "contacts_search" => match args::parse(a) { Ok(x) => contacts::search(s, x).await, Err(e) => Err(e) },
-        "deck_boards" => match args::parse::<args::NoArgs>(a) { Ok(_) => deck::boards(s).await, Err(e) => Err(e) },
-        "deck_board" => match args::parse(a) { Ok(x) => deck::board(s, x).await, Err(e) => Err(e) },
-        "deck_create_card" => match args::parse(a) { Ok(x) => deck::create_card(s, x).await, Err(e) => Err(e) },
-        "deck_move_card" => match args::parse(a) { Ok(x) => deck::move_card(s, x).await, Err(e) => Err(e) },
+        "files_list" => match args::parse(a) {
+            Ok(x) => files::list(s, x).await,
+            Err(e) => Err(e),
+        },
+        "files_read" => match args::parse(a) {
+            Ok(x) => files::read(s, x).await,
+            Err(e) => Err(e),
+        },
+        "files_find" => match args::parse(a) {
+            Ok(x) => files::find(s, x).await,
+            Err(e) => Err(e),
+        },
+        "files_grep" => match args::parse(a) {
+            Ok(x) => crate::index::tool::call(s, index, x).await,
+            Err(e) => Err(e),
+        },
+        "files_write" => match args::parse(a) {
+            Ok(x) => files::write(s, x).await,
+            Err(e) => Err(e),
+        },
+        "files_move" => match args::parse(a) {
+            Ok(x) => files::move_item(s, x).await,
+            Err(e) => Err(e),
+        },
+        "calendar_list" => match args::parse::<args::NoArgs>(a) {
+            Ok(_) => calendar::list(s).await,
+            Err(e) => Err(e),
+        },
+        "calendar_events" => match args::parse(a) {
+            Ok(x) => calendar::events(s, x).await,
+            Err(e) => Err(e),
+        },
+        "calendar_event_get" => match args::parse(a) {
+            Ok(x) => calendar::event_get(s, x).await,
+            Err(e) => Err(e),
+        },
+        "calendar_create_event" => match args::parse(a) {
+            Ok(x) => calendar::create_event(s, x).await,
+            Err(e) => Err(e),
+        },
+        "contacts_search" => match args::parse(a) {
+            Ok(x) => contacts::search(s, x).await,
+            Err(e) => Err(e),
+        },
+        "deck_boards" => match args::parse::<args::NoArgs>(a) {
+            Ok(_) => deck::boards(s).await,
+            Err(e) => Err(e),
+        },
+        "deck_board" => match args::parse(a) {
+            Ok(x) => deck::board(s, x).await,
+            Err(e) => Err(e),
+        },
+        "deck_create_card" => match args::parse(a) {
+            Ok(x) => deck::create_card(s, x).await,
+            Err(e) => Err(e),
+        },
+        "deck_move_card" => match args::parse(a) {
+            Ok(x) => deck::move_card(s, x).await,
+            Err(e) => Err(e),
+        },
         other => Err(Error::invalid(format!("there is no tool named {other:?}"))),
     };
     match outcome {

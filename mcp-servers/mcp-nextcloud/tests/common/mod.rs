@@ -3,7 +3,12 @@
 //! bearer. Nothing is mocked.
 
 #![allow(dead_code, reason = "each test file uses a different part of the fixture")]
-#![expect(clippy::expect_used, clippy::unwrap_used, clippy::panic, reason = "test support: a broken environment is a test failure")]
+#![expect(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test support: a broken environment is a test failure"
+)]
 
 use std::time::Duration;
 
@@ -42,19 +47,35 @@ impl Env {
 
     /// Plain HTTP to the stand-in as `uid` (for setting up and checking state directly).
     pub fn nc_http(&self) -> reqwest::Client {
-        reqwest::Client::builder().timeout(Duration::from_secs(20)).build().expect("http client")
+        reqwest::Client::builder()
+            .timeout(Duration::from_secs(20))
+            .build()
+            .expect("http client")
     }
 
     /// GET a file straight from the stand-in as `uid`: (status, body).
     pub async fn nc_get(&self, uid: &str, path: &str) -> (u16, String) {
-        let r = self.nc_http().get(self.nc.dav_url(uid, path)).header("Authorization", self.nc.bearer(uid)).send().await.expect("GET");
+        let r = self
+            .nc_http()
+            .get(self.nc.dav_url(uid, path))
+            .header("Authorization", self.nc.bearer(uid))
+            .send()
+            .await
+            .expect("GET");
         let status = r.status().as_u16();
         (status, r.text().await.unwrap_or_default())
     }
 
     /// PUT a file straight into the stand-in as `uid`.
     pub async fn nc_put(&self, uid: &str, path: &str, body: impl Into<reqwest::Body>) {
-        let r = self.nc_http().put(self.nc.dav_url(uid, path)).header("Authorization", self.nc.bearer(uid)).body(body).send().await.expect("PUT");
+        let r = self
+            .nc_http()
+            .put(self.nc.dav_url(uid, path))
+            .header("Authorization", self.nc.bearer(uid))
+            .body(body)
+            .send()
+            .await
+            .expect("PUT");
         assert!(r.status().is_success(), "PUT {path}: {}", r.status());
     }
 
@@ -69,7 +90,13 @@ impl Env {
             .send()
             .await
             .expect("PROPFIND");
-        let mut lines: Vec<String> = r.text().await.unwrap_or_default().split("<d:response>").map(str::to_string).collect();
+        let mut lines: Vec<String> = r
+            .text()
+            .await
+            .unwrap_or_default()
+            .split("<d:response>")
+            .map(str::to_string)
+            .collect();
         lines.sort();
         lines.join("\n")
     }
@@ -77,13 +104,17 @@ impl Env {
 
 /// An MCP client for `url` with `Authorization: Bearer <token>`.
 pub async fn connect(url: &str, token: &str) -> Client {
-    let transport = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token.to_string()));
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token.to_string()),
+    );
     ().serve(transport).await.expect("MCP client connects")
 }
 
 /// Calls `name` with `args` (a JSON object).
 pub async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
-    let Value::Object(map) = args else { panic!("arguments must be an object") };
+    let Value::Object(map) = args else {
+        panic!("arguments must be an object")
+    };
     client
         .call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(map))
         .await
@@ -105,10 +136,19 @@ pub fn err_kind(r: &CallToolResult) -> String {
 
 /// All text content of a result, joined.
 pub fn text(r: &CallToolResult) -> String {
-    r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The `path` of every row in a listing.
 pub fn paths(v: &Value) -> Vec<String> {
-    v["entries"].as_array().expect("entries").iter().map(|e| e["path"].as_str().unwrap_or_default().to_string()).collect()
+    v["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["path"].as_str().unwrap_or_default().to_string())
+        .collect()
 }

@@ -1,10 +1,7 @@
 //! Shared fixture for the HTTP tests: the real server on port 0 in this process, a reqwest
 //! client, and an SSE reader built on eventsource-stream.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test fixtures fail the test by panicking"
-)]
+#![expect(clippy::unwrap_used, reason = "test fixtures fail the test by panicking")]
 
 use std::time::Duration;
 
@@ -23,17 +20,12 @@ pub struct Server {
 
 /// Starts the server with `rules` (`{"rules": [...]}`) loaded as if from `--scripts`.
 pub async fn start(rules: Value) -> Server {
-    let rules = scripted_model::script::RuleSet::parse(rules.to_string().as_bytes())
-        .unwrap()
-        .rules;
+    let rules = scripted_model::script::RuleSet::parse(rules.to_string().as_bytes()).unwrap().rules;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(scripted_model::serve(listener, rules, shutdown.clone()));
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(20))
-        .build()
-        .unwrap();
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
     Server {
         base,
         shutdown,
@@ -87,11 +79,9 @@ impl Streamed {
     }
 
     pub fn finish_reason(&self) -> Option<String> {
-        self.chunks.iter().find_map(|c| {
-            c["choices"][0]["finish_reason"]
-                .as_str()
-                .map(str::to_string)
-        })
+        self.chunks
+            .iter()
+            .find_map(|c| c["choices"][0]["finish_reason"].as_str().map(str::to_string))
     }
 
     /// Tool calls reassembled the way a client does: by index, id/name from the first
@@ -99,11 +89,7 @@ impl Streamed {
     pub fn tool_calls(&self) -> Vec<(String, String, String)> {
         let mut calls: Vec<(String, String, String)> = Vec::new();
         for c in &self.chunks {
-            for d in c["choices"][0]["delta"]["tool_calls"]
-                .as_array()
-                .into_iter()
-                .flatten()
-            {
+            for d in c["choices"][0]["delta"]["tool_calls"].as_array().into_iter().flatten() {
                 let i = d["index"].as_u64().unwrap() as usize;
                 if calls.len() <= i {
                     calls.resize(i + 1, Default::default());

@@ -13,9 +13,7 @@ use std::cell::RefCell;
 use html5ever::TokenizerResult;
 use html5ever::tendril::StrTendril;
 use html5ever::tokenizer::states::RawKind;
-use html5ever::tokenizer::{
-    BufferQueue, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
-};
+use html5ever::tokenizer::{BufferQueue, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts};
 
 use super::{ExtractError, Extracted, Heading};
 
@@ -151,8 +149,9 @@ impl State {
 
     fn end(&mut self, name: &str) {
         match name {
-            "script" | "style" | "xmp" | "iframe" | "noembed" | "noframes" | "noscript"
-            | "title" | "head" | "template" => self.hidden = self.hidden.saturating_sub(1),
+            "script" | "style" | "xmp" | "iframe" | "noembed" | "noframes" | "noscript" | "title" | "head" | "template" => {
+                self.hidden = self.hidden.saturating_sub(1)
+            }
             "pre" => {
                 self.pre = self.pre.saturating_sub(1);
                 self.block(2);
@@ -164,11 +163,7 @@ impl State {
                         // An empty heading leaves no trace (not even its `#`).
                         self.text.truncate(start);
                     } else {
-                        self.headings.push(Heading {
-                            level,
-                            title,
-                            start,
-                        });
+                        self.headings.push(Heading { level, title, start });
                     }
                 }
                 self.block(2);
@@ -237,11 +232,7 @@ impl TokenSink for Layout {
                 TagKind::EndTag => s.end(&tag.name),
             },
             Token::CharacterTokens(t) => s.push_text(&t),
-            Token::NullCharacterToken
-            | Token::CommentToken(_)
-            | Token::DoctypeToken(_)
-            | Token::EOFToken
-            | Token::ParseError(_) => {}
+            Token::NullCharacterToken | Token::CommentToken(_) | Token::DoctypeToken(_) | Token::EOFToken | Token::ParseError(_) => {}
         }
         TokenSinkResult::Continue
     }

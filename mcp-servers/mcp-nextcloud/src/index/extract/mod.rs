@@ -38,20 +38,13 @@ impl Format {
     /// Picks the format from Nextcloud's content type, falling back on the file name's
     /// extension when the type is generic (`application/octet-stream`, empty).
     pub fn detect(mime: &str, name: &str) -> Option<Format> {
-        let mime = mime
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
+        let mime = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
         let by_mime = match mime.as_str() {
             "text/plain" => Some(Format::Plain),
             "text/markdown" | "text/x-markdown" => Some(Format::Markdown),
             "text/html" | "application/xhtml+xml" => Some(Format::Html),
             "application/pdf" => Some(Format::Pdf),
-            "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => {
-                Some(Format::Docx)
-            }
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => Some(Format::Docx),
             "application/vnd.oasis.opendocument.text" => Some(Format::Odt),
             _ => None,
         };
@@ -79,16 +72,7 @@ impl Format {
     }
 
     /// The file-name patterns (SQL LIKE) the warm-up SEARCH asks Nextcloud for.
-    pub const NAME_PATTERNS: &'static [&'static str] = &[
-        "%.txt",
-        "%.md",
-        "%.markdown",
-        "%.html",
-        "%.htm",
-        "%.pdf",
-        "%.docx",
-        "%.odt",
-    ];
+    pub const NAME_PATTERNS: &'static [&'static str] = &["%.txt", "%.md", "%.markdown", "%.html", "%.htm", "%.pdf", "%.docx", "%.odt"];
 
     /// A stable label, stored as the file's kind in `index.db`.
     pub fn label(self) -> &'static str {

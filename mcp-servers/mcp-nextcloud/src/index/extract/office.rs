@@ -65,10 +65,7 @@ fn open_zip(bytes: &[u8]) -> Result<zip::ZipArchive<Cursor<&[u8]>>, ExtractError
 }
 
 /// Reads one archive member as UTF-8, refusing more than [`MAX_PART_BYTES`].
-fn read_part(
-    zip: &mut zip::ZipArchive<Cursor<&[u8]>>,
-    name: &str,
-) -> Result<Option<String>, ExtractError> {
+fn read_part(zip: &mut zip::ZipArchive<Cursor<&[u8]>>, name: &str) -> Result<Option<String>, ExtractError> {
     let file = match zip.by_name(name) {
         Ok(f) => f,
         Err(zip::result::ZipError::FileNotFound) => return Ok(None),
@@ -91,11 +88,7 @@ fn attr(e: &BytesStart<'_>, local: &str) -> Option<String> {
         .with_checks(false)
         .flatten()
         .find(|a| a.key.local_name().as_ref() == local)
-        .and_then(|a| {
-            a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
-                .ok()
-                .map(|v| v.into_owned())
-        })
+        .and_then(|a| a.normalized_value(quick_xml::XmlVersion::Implicit1_0).ok().map(|v| v.into_owned()))
 }
 
 fn xml_err(e: quick_xml::Error) -> ExtractError {
@@ -121,8 +114,7 @@ pub(super) fn docx(bytes: &[u8]) -> Result<Extracted, ExtractError> {
         Some(xml) => docx_heading_styles(&xml)?,
         None => HashMap::new(),
     };
-    let doc = read_part(&mut zip, "word/document.xml")?
-        .ok_or_else(|| ExtractError::Malformed("no word/document.xml".into()))?;
+    let doc = read_part(&mut zip, "word/document.xml")?.ok_or_else(|| ExtractError::Malformed("no word/document.xml".into()))?;
     let mut reader = Reader::from_str(&doc);
     let mut b = Builder::default();
     let mut in_text = false;
@@ -135,8 +127,7 @@ pub(super) fn docx(bytes: &[u8]) -> Result<Extracted, ExtractError> {
             },
             Event::Empty(e) => match e.local_name().as_ref() {
                 "pStyle" => {
-                    if let Some(level) = attr(&e, "val").and_then(|v| docx_style_level(&styles, &v))
-                    {
+                    if let Some(level) = attr(&e, "val").and_then(|v| docx_style_level(&styles, &v)) {
                         b.set_level(level);
                     }
                 }
@@ -189,11 +180,7 @@ fn heading_name_level(name: &str) -> Option<u8> {
     if lower == "title" {
         return Some(1);
     }
-    lower
-        .strip_prefix("heading")?
-        .parse::<u8>()
-        .ok()
-        .filter(|n| (1..=9).contains(n))
+    lower.strip_prefix("heading")?.parse::<u8>().ok().filter(|n| (1..=9).contains(n))
 }
 
 /// Style id → heading level, from each `w:style`'s name (`heading 1`, localised ids keep
@@ -229,8 +216,7 @@ fn docx_heading_styles(xml: &str) -> Result<HashMap<String, u8>, ExtractError> {
 /// ODT: `content.xml`; `text:h` carries `text:outline-level`, `text:p` is a paragraph.
 pub(super) fn odt(bytes: &[u8]) -> Result<Extracted, ExtractError> {
     let mut zip = open_zip(bytes)?;
-    let doc = read_part(&mut zip, "content.xml")?
-        .ok_or_else(|| ExtractError::Malformed("no content.xml".into()))?;
+    let doc = read_part(&mut zip, "content.xml")?.ok_or_else(|| ExtractError::Malformed("no content.xml".into()))?;
     let mut reader = Reader::from_str(&doc);
     let mut b = Builder::default();
     loop {
@@ -248,9 +234,7 @@ pub(super) fn odt(bytes: &[u8]) -> Result<Extracted, ExtractError> {
             },
             Event::Empty(e) if b.in_paragraph() => match e.local_name().as_ref() {
                 "s" => {
-                    let n = attr(&e, "c")
-                        .and_then(|v| v.parse::<usize>().ok())
-                        .unwrap_or(1);
+                    let n = attr(&e, "c").and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
                     b.push(&" ".repeat(n.min(64)));
                 }
                 "tab" => b.push("\t"),

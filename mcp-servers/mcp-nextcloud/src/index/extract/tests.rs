@@ -10,8 +10,7 @@ fn zip_of(parts: &[(&str, &str)]) -> Vec<u8> {
     {
         let mut w = zip::ZipWriter::new(&mut buf);
         for (name, content) in parts {
-            w.start_file(*name, zip::write::SimpleFileOptions::default())
-                .expect("zip entry");
+            w.start_file(*name, zip::write::SimpleFileOptions::default()).expect("zip entry");
             w.write_all(content.as_bytes()).expect("zip write");
         }
         w.finish().expect("zip finish");
@@ -26,23 +25,15 @@ pub(crate) fn pdf_of(pages: &[&str]) -> Vec<u8> {
     let mut objects: Vec<String> = Vec::new();
     objects.push("<< /Type /Catalog /Pages 2 0 R >>".into());
     let kids: Vec<String> = (0..n).map(|i| format!("{} 0 R", 4 + 2 * i)).collect();
-    objects.push(format!(
-        "<< /Type /Pages /Kids [{}] /Count {n} >>",
-        kids.join(" ")
-    ));
-    objects.push(
-        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".into(),
-    );
+    objects.push(format!("<< /Type /Pages /Kids [{}] /Count {n} >>", kids.join(" ")));
+    objects.push("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".into());
     for (i, text) in pages.iter().enumerate() {
         let stream = format!("BT /F1 12 Tf 72 712 Td ({text}) Tj ET");
         objects.push(format!(
             "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>",
             5 + 2 * i
         ));
-        objects.push(format!(
-            "<< /Length {} >>\nstream\n{stream}\nendstream",
-            stream.len()
-        ));
+        objects.push(format!("<< /Length {} >>\nstream\n{stream}\nendstream", stream.len()));
     }
     let mut out = b"%PDF-1.4\n".to_vec();
     let mut offsets = Vec::new();
@@ -51,37 +42,23 @@ pub(crate) fn pdf_of(pages: &[&str]) -> Vec<u8> {
         out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
     }
     let xref = out.len();
-    out.extend_from_slice(
-        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
-    );
+    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
     for off in offsets {
         out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
     }
-    out.extend_from_slice(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            objects.len() + 1
-        )
-        .as_bytes(),
-    );
+    out.extend_from_slice(format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes());
     out
 }
 
 fn titles(doc: &Extracted) -> Vec<(u8, &str)> {
-    doc.headings
-        .iter()
-        .map(|h| (h.level, h.title.as_str()))
-        .collect()
+    doc.headings.iter().map(|h| (h.level, h.title.as_str())).collect()
 }
 
 /// Every heading's `start` points at its own title in the text.
 fn assert_starts_point_at_titles(doc: &Extracted) {
     for h in &doc.headings {
         assert!(
-            doc.text[h.start..]
-                .trim_start_matches('#')
-                .trim_start()
-                .starts_with(&h.title),
+            doc.text[h.start..].trim_start_matches('#').trim_start().starts_with(&h.title),
             "heading {:?} does not start at its title: {:?}",
             h.title,
             &doc.text[h.start..(h.start + 40).min(doc.text.len())]
@@ -147,11 +124,7 @@ fn odt_outline_levels_spaces_and_lists() {
 
 #[test]
 fn pdf_pages_become_sections() {
-    let doc = extract(
-        Format::Pdf,
-        &pdf_of(&["Plan for the year", "The budget is forty thousand"]),
-    )
-    .expect("extracts");
+    let doc = extract(Format::Pdf, &pdf_of(&["Plan for the year", "The budget is forty thousand"])).expect("extracts");
     assert_eq!(titles(&doc), [(1, "Page 1"), (1, "Page 2")]);
     let page2 = &doc.text[doc.headings[1].start..];
     assert!(page2.contains("forty thousand"), "{:?}", doc.text);
@@ -168,10 +141,7 @@ fn broken_documents_are_errors_not_panics() {
         (Format::Odt, zip_of(&[("content.xml", "<a><b></a>")])),
     ] {
         let err = extract(format, &bytes).expect_err("must fail");
-        assert!(
-            matches!(err, ExtractError::Malformed(_)),
-            "{format:?}: {err}"
-        );
+        assert!(matches!(err, ExtractError::Malformed(_)), "{format:?}: {err}");
     }
     assert!(matches!(
         extract(Format::Plain, &vec![b'a'; MAX_INPUT_BYTES + 1]),
@@ -188,22 +158,10 @@ fn long_text_is_cut_at_a_character_boundary() {
 
 #[test]
 fn formats_from_mime_and_name() {
-    assert_eq!(
-        Format::detect("text/markdown", "a.md"),
-        Some(Format::Markdown)
-    );
-    assert_eq!(
-        Format::detect("text/plain", "plan.md"),
-        Some(Format::Markdown)
-    );
-    assert_eq!(
-        Format::detect("application/octet-stream", "a.DOCX"),
-        Some(Format::Docx)
-    );
-    assert_eq!(
-        Format::detect("text/html; charset=utf-8", "x"),
-        Some(Format::Html)
-    );
+    assert_eq!(Format::detect("text/markdown", "a.md"), Some(Format::Markdown));
+    assert_eq!(Format::detect("text/plain", "plan.md"), Some(Format::Markdown));
+    assert_eq!(Format::detect("application/octet-stream", "a.DOCX"), Some(Format::Docx));
+    assert_eq!(Format::detect("text/html; charset=utf-8", "x"), Some(Format::Html));
     assert_eq!(Format::detect("image/png", "a.png"), None);
     assert_eq!(
         Format::detect("image/png", "a.md"),
@@ -235,15 +193,7 @@ fn html_is_read_like_a_browser_reads_it() {
     assert_eq!(titles(&doc), [(2, "Spaced heading")]);
     assert_starts_point_at_titles(&doc);
     let t = &doc.text;
-    for gone in [
-        "Tab title",
-        "p{x:1}",
-        "fake",
-        "document.write",
-        "enable js",
-        "hidden",
-        "###",
-    ] {
+    for gone in ["Tab title", "p{x:1}", "fake", "document.write", "enable js", "hidden", "###"] {
         assert!(!t.contains(gone), "{gone:?} leaked into {t:?}");
     }
     for kept in [

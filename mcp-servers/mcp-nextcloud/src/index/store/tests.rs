@@ -30,54 +30,45 @@ fn passages_are_ranked_heading_first_and_shown_with_snippets() {
         "e1",
         "markdown",
         10,
+        &[passage("Plan > Budget", "The budget is forty thousand euros.", 7)],
+    )
+    .expect("insert");
+    s.replace_file(
+        2,
+        "e2",
+        "text/markdown",
+        10,
         &[passage(
-            "Plan > Budget",
-            "The budget is forty thousand euros.",
-            7,
+            "Notes",
+            "Someone said budget once, in passing, next to forty other things and a thousand words.",
+            0,
         )],
     )
     .expect("insert");
-    s.replace_file(2, "e2", "text/markdown", 10, &[passage("Notes", "Someone said budget once, in passing, next to forty other things and a thousand words.", 0)]).expect("insert");
     let hits = s.rank(&q("budget"), 1000, 10).expect("rank");
     assert_eq!(
         hits.iter().map(|h| h.file_id).collect::<Vec<_>>(),
         [1, 2],
         "heading match ranks first"
     );
-    let shown = s
-        .show(&q("forty thousand"), hits[0].passage_id)
-        .expect("show")
-        .expect("exists");
+    let shown = s.show(&q("forty thousand"), hits[0].passage_id).expect("show").expect("exists");
     assert_eq!(shown.heading, "Plan > Budget");
     assert_eq!(shown.section_offset, 7);
-    assert!(
-        shown.snippet.contains("**forty** **thousand**"),
-        "{}",
-        shown.snippet
-    );
+    assert!(shown.snippet.contains("**forty** **thousand**"), "{}", shown.snippet);
 }
 
 #[test]
 fn replacing_a_file_removes_its_old_text() {
     let (_d, mut s) = store();
-    s.replace_file(
-        1,
-        "e1",
-        "text/plain",
-        3,
-        &[passage("", "old words here", 0)],
-    )
-    .expect("insert");
+    s.replace_file(1, "e1", "text/plain", 3, &[passage("", "old words here", 0)])
+        .expect("insert");
     let ids = s
         .replace_file(
             1,
             "e2",
             "text",
             3,
-            &[
-                passage("", "new words here", 0),
-                passage("", "and more new", 0),
-            ],
+            &[passage("", "new words here", 0), passage("", "and more new", 0)],
         )
         .expect("replace");
     let ids = ids.expect("two passages");
@@ -102,11 +93,7 @@ fn stale_and_gone_marks_change_only_that_file() {
     let st = s.file_states(&[1, 2]).expect("states");
     assert!(st[&1].stale && !st[&1].is_current("e1"));
     assert!(st[&2].is_current("e2"));
-    assert_eq!(
-        s.rank(&q("alpha"), 100, 10).expect("rank").len(),
-        2,
-        "stale text stays a candidate"
-    );
+    assert_eq!(s.rank(&q("alpha"), 100, 10).expect("rank").len(), 2, "stale text stays a candidate");
     assert!(s.mark_gone(1).expect("gone"));
     assert_eq!(s.rank(&q("alpha"), 100, 10).expect("rank").len(), 1);
     assert_eq!(s.counts().expect("counts"), (1, 1));
@@ -117,8 +104,7 @@ fn failures_are_kept_per_etag() {
     let (_d, mut s) = store();
     s.replace_file(1, "e1", "application/pdf", 3, &[passage("", "alpha", 0)])
         .expect("insert");
-    s.record_failure(1, "e2", "application/pdf", 3, "malformed")
-        .expect("failure");
+    s.record_failure(1, "e2", "application/pdf", 3, "malformed").expect("failure");
     let st = s.file_states(&[1]).expect("states");
     assert!(
         st[&1].failed && st[&1].is_current("e2"),
@@ -134,11 +120,8 @@ fn failures_are_kept_per_etag() {
 #[test]
 fn the_scan_cap_bounds_work_for_common_words() {
     let (_d, mut s) = store();
-    let docs: Vec<Passage> = (0..300)
-        .map(|i| passage("", &format!("common word number {i}"), 0))
-        .collect();
-    s.replace_file(1, "e", "text/plain", 1, &docs)
-        .expect("insert");
+    let docs: Vec<Passage> = (0..300).map(|i| passage("", &format!("common word number {i}"), 0)).collect();
+    s.replace_file(1, "e", "text/plain", 1, &docs).expect("insert");
     assert_eq!(s.match_count_capped(&q("common"), 50).expect("count"), 51);
     assert_eq!(s.match_count_capped(&q("number 7"), 50).expect("count"), 1);
     assert_eq!(s.rank(&q("common"), 40, 100).expect("rank").len(), 40);
@@ -188,9 +171,7 @@ fn the_queries_table_holds_counts_and_nothing_else() {
         .collect::<Result<_, _>>()
         .expect("rows");
     for t in tables {
-        let mut cols = conn
-            .prepare("SELECT name FROM pragma_table_info(?1)")
-            .expect("cols");
+        let mut cols = conn.prepare("SELECT name FROM pragma_table_info(?1)").expect("cols");
         let names: Vec<String> = cols
             .query_map([&t], |r| r.get(0))
             .expect("query")
@@ -199,11 +180,9 @@ fn the_queries_table_holds_counts_and_nothing_else() {
         for c in names {
             let c = c.to_lowercase();
             assert!(
-                ![
-                    "user", "uid", "owner", "path", "share", "token", "query", "text"
-                ]
-                .iter()
-                .any(|w| c.contains(w)),
+                !["user", "uid", "owner", "path", "share", "token", "query", "text"]
+                    .iter()
+                    .any(|w| c.contains(w)),
                 "{t}.{c}"
             );
         }
@@ -213,9 +192,6 @@ fn the_queries_table_holds_counts_and_nothing_else() {
 #[test]
 fn wal_mode_is_on() {
     let (_d, s) = store();
-    let mode: String = s
-        .conn
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .expect("pragma");
+    let mode: String = s.conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).expect("pragma");
     assert_eq!(mode, "wal");
 }
