@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
+from xml.sax.saxutils import escape
 
 from .auth import Authenticator, TokenRequestError
 from .deck import PREFIXES as DECK_PREFIXES
@@ -34,6 +35,22 @@ STATUS = {"installed": True, "maintenance": False, "needsDbUpgrade": False, "ver
 EMPTY_MULTISTATUS = b'<?xml version="1.0" encoding="utf-8"?>\n<d:multistatus xmlns:d="DAV:"/>'
 WWW_AUTH = [("WWW-Authenticate", 'Basic realm="Nextcloud", charset="UTF-8"'),
             ("WWW-Authenticate", 'Bearer realm="Nextcloud"')]
+
+
+PRINCIPALS = "/remote.php/dav/principals/users/"
+
+
+def principal_props(uid: str, home: bool) -> str:
+    """The properties Nextcloud answers for the DAV root and for a user's principal. The uid
+    comes from authentication, never from the path, and is XML-escaped."""
+    u = escape(uid)
+    props = f"<d:current-user-principal><d:href>{PRINCIPALS}{u}/</d:href></d:current-user-principal>"
+    if home:
+        props += (f"<d:displayname>{u}</d:displayname><d:resourcetype><d:principal/></d:resourcetype>"
+                  f"<cal:calendar-home-set><d:href>/remote.php/dav/calendars/{u}/</d:href></cal:calendar-home-set>"
+                  f"<card:addressbook-home-set><d:href>/remote.php/dav/addressbooks/users/{u}/</d:href></card:addressbook-home-set>"
+                  f"<d:principal-URL><d:href>{PRINCIPALS}{u}/</d:href></d:principal-URL>")
+    return props
 
 
 @dataclass
@@ -75,7 +92,16 @@ class StandinApp:
         if path.rstrip("/") == "/remote.php/dav":
             if req.method == "SEARCH":
                 return self.search(req, uid, start_response)
-            return respond(start_response, 405, b"only SEARCH is served here", "text/plain")
+            if req.method == "PROPFIND":
+                return self.principal_discovery(start_response, uid, "/remote.php/dav/", principal_props(uid, home=False))
+            return respond(start_response, 405, b"SEARCH and PROPFIND only", "text/plain")
+        if path.startswith(PRINCIPALS):
+            # Only the caller's own principal exists for them; anyone else's is 404.
+            if req.method != "PROPFIND":
+                return respond(start_response, 405, b"PROPFIND only", "text/plain")
+            if path.rstrip("/") != f"{PRINCIPALS}{uid}":
+                return respond(start_response, 404, b"Not Found", "text/plain")
+            return self.principal_discovery(start_response, uid, f"{PRINCIPALS}{uid}/", principal_props(uid, home=True))
         if path.startswith(CAL_MOUNT + "/") or path == CAL_MOUNT:
             return self.groupware(req, uid, CAL_MOUNT, self.p.groupware.calendars, start_response)
         if path.startswith(CARD_MOUNT + "/") or path == CARD_MOUNT:
@@ -85,6 +111,16 @@ class StandinApp:
         if path.startswith(DECK_PREFIXES):
             return self.p.deck.handle(req, uid, start_response)
         return respond(start_response, 404, b"Not Found", "text/plain")
+
+    # ---- principal discovery (what CalDAV/CardDAV clients ask first) -----------------------
+
+    @staticmethod
+    def principal_discovery(start_response, uid: str, href: str, props: str):
+        body = ('<?xml version="1.0"?>\n<d:multistatus xmlns:d="DAV:" xmlns:cal="urn:ietf:params:xml:ns:caldav" '
+                'xmlns:card="urn:ietf:params:xml:ns:carddav"><d:response>'
+                f"<d:href>{href}</d:href><d:propstat><d:prop>{props}</d:prop>"
+                "<d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>")
+        return respond(start_response, 207, body.encode(), "application/xml; charset=utf-8")
 
     # ---- tokens (stand-in only) -----------------------------------------------------------
 

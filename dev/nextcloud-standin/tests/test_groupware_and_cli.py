@@ -54,3 +54,16 @@ def test_cli_refuses_bad_arguments_clearly(tmp_path):
         assert message in r.stderr, (args, r.stderr)
         assert r.stdout == ""
     assert not (tmp_path / "s").exists()  # a refused start changes nothing
+
+
+def test_principal_discovery_leads_to_the_callers_homes(standin):
+    r = standin.req("PROPFIND", f"{standin.url}/remote.php/dav/", "alice", headers={"Depth": "0"})
+    assert r.status_code == 207
+    assert "<d:href>/remote.php/dav/principals/users/alice/</d:href>" in r.text
+    r = standin.req("PROPFIND", f"{standin.url}/remote.php/dav/principals/users/alice/", "alice", headers={"Depth": "0"})
+    assert r.status_code == 207
+    assert "/remote.php/dav/calendars/alice/" in r.text and "/remote.php/dav/addressbooks/users/alice/" in r.text
+    # Another user's principal is not found, and nothing of theirs leaks.
+    r = standin.req("PROPFIND", f"{standin.url}/remote.php/dav/principals/users/alice/", "bob", headers={"Depth": "0"})
+    assert r.status_code == 404 and "calendars/alice" not in r.text
+    assert standin.req("DELETE", f"{standin.url}/remote.php/dav/", "alice").status_code == 405
