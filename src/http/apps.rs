@@ -109,55 +109,42 @@ pub async fn resource(
 }
 
 pub async fn call(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
-    let rid = caller.request_id.clone();
-    let req = parse(&body).map_err(|e| e.with_request(&rid))?;
+    let req = parse(&body).map_err(|e| e.with_request(&caller.request_id))?;
     let def = tool_for(&state, &caller, &req).await?;
     // Fourth point of distrust: frames reach app-visible, read-only tools only.
     if !def.visible_to_app || def.policy.category != Category::Data || def.policy.needs_approval {
-        state
-            .services
-            .audit
-            .record(entry(
-                &caller,
-                Kind::AppRefused,
-                &req.server,
-                &req.name,
-                def.policy.category.as_str(),
-                ApprovalState::Refused,
-                "refused",
-                Some("not a read-only app tool".into()),
-            ))
-            .await;
-        return Err(Error::Forbidden(format!("{}/{} is not a read-only app tool", req.server, req.name)).with_request(&rid));
+        return Err(refuse(&state, &caller, &req, &def, "not a read-only app tool").await);
     }
     run(&state, &caller, req, Kind::AppCall, ApprovalState::NotNeeded, "data").await
 }
 
 pub async fn dispatch(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
-    let rid = caller.request_id.clone();
-    let req = parse(&body).map_err(|e| e.with_request(&rid))?;
+    let req = parse(&body).map_err(|e| e.with_request(&caller.request_id))?;
     let def = tool_for(&state, &caller, &req).await?;
     // Only app-only tools: a model-visible tool goes through the agent and G3, never here.
     if !def.visible_to_app || def.visible_to_model {
-        state
-            .services
-            .audit
-            .record(entry(
-                &caller,
-                Kind::AppRefused,
-                &req.server,
-                &req.name,
-                def.policy.category.as_str(),
-                ApprovalState::Refused,
-                "refused",
-                Some("not an app-only tool".into()),
-            ))
-            .await;
-        return Err(Error::Forbidden(format!("{}/{} is not an app-only tool", req.server, req.name)).with_request(&rid));
+        return Err(refuse(&state, &caller, &req, &def, "not an app-only tool").await);
     }
-    tracing::info!(request_id = %rid, server = %req.server, tool = %req.name, "app dispatch approved by the user's click");
+    tracing::info!(request_id = %caller.request_id, server = %req.server, tool = %req.name, "app dispatch approved by the user's click");
     // The click in the island's own DOM is the approval (seed: server=app-dispatch).
     run(&state, &caller, req, Kind::AppDispatch, ApprovalState::ApprovedByUser, "action").await
+}
+
+/// Audits a refused relay request and returns the 403 for it.
+async fn refuse(state: &AppState, caller: &Caller, req: &ToolRequest, def: &ToolDef, why: &str) -> ApiError {
+    let category = def.policy.category.as_str();
+    let row = entry(
+        caller,
+        Kind::AppRefused,
+        &req.server,
+        &req.name,
+        category,
+        ApprovalState::Refused,
+        "refused",
+        Some(why.into()),
+    );
+    state.services.audit.record(row).await;
+    Error::Forbidden(format!("{}/{}: {why}", req.server, req.name)).with_request(&caller.request_id)
 }
 
 #[expect(clippy::too_many_arguments, reason = "an audit row has this many columns")]

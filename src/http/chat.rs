@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{ACTOR_CALL_TIMEOUT, AppState, conversation_actor, find_conversation, sse, valid_conversation_id};
+use super::{AppState, ask, conversation_actor, find_conversation, sse, valid_conversation_id};
 use crate::actors::conversation::ConversationMsg;
 use crate::auth::Caller;
 use crate::error::{ApiError, Error};
@@ -43,20 +43,14 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     }
     let actor = conversation_actor(&caller.uid, &id).await.map_err(|e| e.with_request(&rid))?;
     let turn_caller = caller.clone();
-    let subscription = actor
-        .call(
-            |reply| ConversationMsg::StartTurn {
-                caller: turn_caller,
-                input,
-                reply,
-            },
-            Some(ACTOR_CALL_TIMEOUT),
-        )
-        .await
-        .map_err(|e| Error::Internal(e.to_string()).with_request(&rid))?
-        .success_or(Error::Internal("conversation actor did not answer".into()))
-        .map_err(|e| e.with_request(&rid))?
-        .map_err(|e| e.with_request(&rid))?;
+    let subscription = ask(&actor, |reply| ConversationMsg::StartTurn {
+        caller: turn_caller,
+        input,
+        reply,
+    })
+    .await
+    .and_then(|started| started)
+    .map_err(|e| e.with_request(&rid))?;
     Ok(sse::response(
         subscription,
         rid,
@@ -78,11 +72,8 @@ pub async fn resume(
     let Some(actor) = find_conversation(&caller.uid, &id).await.map_err(|e| e.with_request(&rid))? else {
         return Ok(http::StatusCode::NO_CONTENT.into_response());
     };
-    let sub = actor
-        .call(|reply| ConversationMsg::Subscribe { reply }, Some(ACTOR_CALL_TIMEOUT))
+    let sub = ask(&actor, |reply| ConversationMsg::Subscribe { reply })
         .await
-        .map_err(|e| Error::Internal(e.to_string()).with_request(&rid))?
-        .success_or(Error::Internal("conversation actor did not answer".into()))
         .map_err(|e| e.with_request(&rid))?;
     match sub {
         Some(sub) => Ok(sse::response(sub, rid, state.services.shutdown.clone(), None)),

@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 
-use super::{ACTOR_CALL_TIMEOUT, AppState, find_conversation, valid_conversation_id};
+use super::{AppState, ask, find_conversation, valid_conversation_id};
 use crate::actors::conversation::ConversationMsg;
 use crate::auth::Caller;
 use crate::error::{ApiError, Error};
@@ -46,12 +46,9 @@ pub async fn delete_one(
     }
     // A running actor deletes (and stops its turn); otherwise the store does it directly.
     let existed = match find_conversation(&caller.uid, &id).await.map_err(|e| e.with_request(rid))? {
-        Some(actor) => actor
-            .call(|reply| ConversationMsg::Delete { reply }, Some(ACTOR_CALL_TIMEOUT))
+        Some(actor) => ask(&actor, |reply| ConversationMsg::Delete { reply })
             .await
-            .map_err(|e| Error::Internal(e.to_string()).with_request(rid))?
-            .success_or(Error::Internal("conversation actor did not answer".into()))
-            .map_err(|e| e.with_request(rid))?
+            .and_then(|deleted| deleted)
             .map_err(|e| e.with_request(rid))?,
         None => state
             .services

@@ -96,37 +96,38 @@ fn conversations_supervisor() -> Result<ractor::ActorRef<ConversationsMsg>, Erro
         .ok_or_else(|| Error::Internal("conversations supervisor not running".into()))
 }
 
+/// Asks `actor` and waits (bounded) for its answer.
+pub(crate) async fn ask<M, T>(actor: &ractor::ActorRef<M>, message: impl FnOnce(ractor::RpcReplyPort<T>) -> M) -> Result<T, Error>
+where
+    M: ractor::Message,
+    T: Send + 'static,
+{
+    actor
+        .call(message, Some(ACTOR_CALL_TIMEOUT))
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))?
+        .success_or(Error::Internal("actor did not answer".into()))
+}
+
 /// The running actor of a conversation, if any.
 async fn find_conversation(uid: &str, id: &str) -> Result<Option<ractor::ActorRef<ConversationMsg>>, Error> {
-    let sup = conversations_supervisor()?;
-    let (uid, id) = (uid.to_string(), id.to_string());
-    sup.call(
-        |reply| ConversationsMsg::Find {
-            uid,
-            conversation_id: id,
-            reply,
-        },
-        Some(ACTOR_CALL_TIMEOUT),
-    )
+    let (uid, conversation_id) = (uid.to_string(), id.to_string());
+    ask(&conversations_supervisor()?, |reply| ConversationsMsg::Find {
+        uid,
+        conversation_id,
+        reply,
+    })
     .await
-    .map_err(|e| Error::Internal(e.to_string()))?
-    .success_or(Error::Internal("conversations supervisor did not answer".into()))
 }
 
 /// The actor of a conversation, started if needed.
 async fn conversation_actor(uid: &str, id: &str) -> Result<ractor::ActorRef<ConversationMsg>, Error> {
-    let sup = conversations_supervisor()?;
-    let (uid, id) = (uid.to_string(), id.to_string());
-    sup.call(
-        |reply| ConversationsMsg::Get {
-            uid,
-            conversation_id: id,
-            reply,
-        },
-        Some(ACTOR_CALL_TIMEOUT),
-    )
-    .await
-    .map_err(|e| Error::Internal(e.to_string()))?
-    .success_or(Error::Internal("conversations supervisor did not answer".into()))?
+    let (uid, conversation_id) = (uid.to_string(), id.to_string());
+    ask(&conversations_supervisor()?, |reply| ConversationsMsg::Get {
+        uid,
+        conversation_id,
+        reply,
+    })
+    .await?
     .map_err(Error::Internal)
 }
