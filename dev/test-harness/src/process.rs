@@ -175,3 +175,38 @@ mod probe {
         }
     }
 }
+
+/// One blocking JSON call to a test-only control endpoint of `process` (on a short-lived
+/// thread with its own runtime, so it works from sync tests and async tests alike). Never
+/// goes through a proxy. Panics with the process's logs when the call fails.
+pub fn control_call(process: &Process, method: reqwest::Method, url: &str, body: Option<serde_json::Value>) -> serde_json::Value {
+    let what = format!("{method} {url}");
+    let url = url.to_string();
+    let result = std::thread::scope(|s| {
+        s.spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            rt.block_on(async move {
+                let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(10)).build()?;
+                let mut req = client.request(method, &url);
+                if let Some(b) = body {
+                    req = req.json(&b);
+                }
+                let resp = req.send().await?;
+                let status = resp.status();
+                let text = resp.text().await?;
+                anyhow::ensure!(status.is_success(), "status {status}: {text}");
+                Ok(if text.is_empty() {
+                    serde_json::Value::Null
+                } else {
+                    serde_json::from_str(&text)?
+                })
+            })
+        })
+        .join()
+    });
+    match result {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => panic!("{} {what} failed: {e:#}\n{}", process.name, process.logs()),
+        Err(_) => panic!("{} {what}: the calling thread panicked", process.name),
+    }
+}

@@ -95,34 +95,6 @@ impl ScriptedModel {
     /// One blocking HTTP call on a short-lived thread with its own runtime, so it works
     /// from sync tests and from inside an async test alike. Panics with the logs on failure.
     fn call(&self, method: reqwest::Method, path: &str, body: Option<serde_json::Value>) -> serde_json::Value {
-        let url = format!("{}{path}", self.base);
-        let what = format!("{method} {url}");
-        let result = std::thread::scope(|s| {
-            s.spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-                rt.block_on(async move {
-                    let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(10)).build()?;
-                    let mut req = client.request(method, &url);
-                    if let Some(b) = body {
-                        req = req.json(&b);
-                    }
-                    let resp = req.send().await?;
-                    let status = resp.status();
-                    let text = resp.text().await?;
-                    anyhow::ensure!(status.is_success(), "status {status}: {text}");
-                    Ok(if text.is_empty() {
-                        serde_json::Value::Null
-                    } else {
-                        serde_json::from_str(&text)?
-                    })
-                })
-            })
-            .join()
-        });
-        match result {
-            Ok(Ok(v)) => v,
-            Ok(Err(e)) => panic!("scripted-model {what} failed: {e:#}\n{}", self.process.logs()),
-            Err(_) => panic!("scripted-model {what}: the calling thread panicked"),
-        }
+        crate::process::control_call(&self.process, method, &format!("{}{path}", self.base), body)
     }
 }
