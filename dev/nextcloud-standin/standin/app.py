@@ -216,6 +216,9 @@ class StandinApp:
         elif method == "MKCOL":
             emit(webhooks.payload(uid, "NodeCreatedEvent", node=node(view)))
         elif method == "DELETE":
+            # Nextcloud dispatches BeforeNodeDeletedEvent while the node (and its id) still
+            # exists, then NodeDeletedEvent, which can no longer name the id.
+            emit(webhooks.payload(uid, "BeforeNodeDeletedEvent", node=webhooks.node(uid, view, old_id)))
             emit(webhooks.payload(uid, "NodeDeletedEvent", node=webhooks.node(uid, view, None)))
         elif method == "MOVE" and dest_view is not None:
             emit(webhooks.payload(uid, "NodeRenamedEvent", source=webhooks.node(uid, view, old_id),

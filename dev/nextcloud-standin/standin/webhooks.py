@@ -6,7 +6,8 @@ or ``"source"``/``"target"`` for renames and copies) and its delivery: a POST wi
 
 Must never: block or fail the DAV request that caused the event (delivery is fire-and-forget
 and failures are only logged), or put anything in the payload that the real app does not
-send. Like the real app, a NodeDeletedEvent carries no node id (the node no longer exists).
+send. Like the real app, a NodeDeletedEvent carries no node id (the node no longer exists);
+the BeforeNodeDeletedEvent sent just before it does.
 """
 
 from __future__ import annotations

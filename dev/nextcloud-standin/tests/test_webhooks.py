@@ -33,7 +33,9 @@ def test_written_created_renamed_deleted(hooked):
     assert body["event"]["source"] == {"id": fid, "path": "/alice/files/w.txt"}
     assert body["event"]["target"] == {"id": fid, "path": "/alice/files/moved.txt"}
     assert s.req("DELETE", s.dav("alice", "moved.txt"), "alice").status_code == 204
-    _, body = rx.until("NodeDeletedEvent")
+    _, body = rx.until("BeforeNodeDeletedEvent")
+    assert body["event"]["node"] == {"id": fid, "path": "/alice/files/moved.txt"}
+    _, body = rx.until("\\NodeDeletedEvent")
     # like webhook_listeners: a deleted node can no longer report its id
     assert body["event"]["node"] == {"path": "/alice/files/moved.txt"}
 

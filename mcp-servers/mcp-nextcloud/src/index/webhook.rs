@@ -90,7 +90,9 @@ fn action(p: &Payload) -> Action {
     let id = |n: &Option<Node>| n.as_ref().and_then(|n| n.id.as_ref()).and_then(NodeId::value);
     match class {
         "NodeWrittenEvent" | "NodeTouchedEvent" => id(&p.event.node).map_or(Action::Ignore, Action::Stale),
-        "NodeDeletedEvent" => id(&p.event.node).map_or(Action::Ignore, Action::Gone),
+        // Nextcloud's NodeDeletedEvent cannot name the id of a node that is gone; the
+        // BeforeNodeDeletedEvent can, so that is the one to register for deletions.
+        "BeforeNodeDeletedEvent" | "NodeDeletedEvent" => id(&p.event.node).map_or(Action::Ignore, Action::Gone),
         // A rename keeps the id (the index holds no paths); a copy makes a new id the
         // warm-up will find. Marking the source stale is harmless and covers moves
         // across storages that change content handling.
@@ -162,6 +164,14 @@ mod tests {
         assert_eq!(
             parse(r#"{"event":{"class":"OCP\\Files\\Events\\Node\\NodeDeletedEvent","node":{"id":"7","path":"/x"}}}"#),
             Action::Gone(7)
+        );
+        assert_eq!(
+            parse(r#"{"event":{"class":"OCP\\Files\\Events\\Node\\BeforeNodeDeletedEvent","node":{"id":8,"path":"/x"}}}"#),
+            Action::Gone(8)
+        );
+        assert_eq!(
+            parse(r#"{"event":{"class":"OCP\\Files\\Events\\Node\\NodeDeletedEvent","node":{"path":"/x"}}}"#),
+            Action::Ignore
         );
         assert_eq!(
             parse(r#"{"event":{"class":"OCP\\Files\\Events\\Node\\NodeRenamedEvent","source":{"id":5},"target":{"id":5}}}"#),
