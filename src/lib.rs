@@ -127,16 +127,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
     let addr = listener.local_addr().map_err(|e| Error::Internal(e.to_string()))?;
     tracing::info!(%addr, "tamebi listening");
     println!("listening on http://{addr}");
-    // TCP_NODELAY: an SSE stream is many small frames; with Nagle's algorithm each one after
-    // the first would wait for the client's delayed ACK (up to 40 ms).
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::warn!(error = %e, "could not set TCP_NODELAY");
-        }
-    });
-    let server = axum::serve(listener, http::app(state)).with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    let served = server.await.map_err(|e| Error::Internal(format!("server: {e}")));
+    http::server::serve(listener, http::app(state), shutdown.clone(), config.shutdown_timeout).await;
     // Streams have ended (they watch the same token); give running turns a bounded time.
     shutdown.cancel();
     tasks.close();
@@ -149,5 +140,5 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
     store.close().await;
     audit.close().await;
     tracing::info!("shutdown complete");
-    served
+    Ok(())
 }

@@ -12,6 +12,7 @@
 pub mod apps;
 pub mod chat;
 pub mod conversations;
+pub mod server;
 mod sse;
 
 use axum::body::{Body, Bytes};

@@ -1,0 +1,64 @@
+//! The accept loop: HTTP/1.1 connections with bounded buffers, TCP_NODELAY, and graceful
+//! shutdown.
+//!
+//! Written out (rather than `axum::serve`) to set two things axum does not expose, both of
+//! which matter when thousands of SSE streams stay open: hyper's read buffer is capped at its
+//! minimum (our requests' headers are small; bodies stream separately), and the router is
+//! handed to each connection as a cheap clone instead of going through axum's per-connection
+//! make-service path. TCP_NODELAY: an SSE stream is many small frames, and with Nagle's
+//! algorithm each one after the first would wait for the client's delayed ACK (up to 40 ms).
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// hyper's smallest allowed read buffer; request headers must fit in it.
+const MAX_READ_BUF: usize = 8192;
+
+/// Serves `app` until `shutdown` is cancelled, then stops accepting and waits (at most
+/// `drain`) for open connections to finish their responses.
+pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationToken, drain: Duration) {
+    let graceful = GracefulShutdown::new();
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // A client that never finishes its headers does not hold a connection forever.
+    builder
+        .http1()
+        .max_buf_size(MAX_READ_BUF)
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(30));
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = shutdown.cancelled() => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors or a transient error: back off briefly, keep serving.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::warn!(error = %e, "could not set TCP_NODELAY");
+        }
+        let service = TowerToHyperService::new(app.clone());
+        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+        let watched = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = watched.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(drain, graceful.shutdown()).await.is_err() {
+        tracing::warn!("some connections did not finish in time");
+    }
+}
