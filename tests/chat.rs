@@ -71,14 +71,7 @@ async fn a_text_turn_streams_and_is_stored() {
     assert_eq!(conv["title"], "hello there");
     assert_eq!(conv["messages"][0]["role"], "user");
     assert_eq!(conv["messages"][1]["parts"][1]["text"], "Hi Alice, how can I help?");
-    let list: Value = orch
-        .request(&c, Method::GET, "/v1/conversations", "alice", b"", None)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = orch.get_json(&c, "/v1/conversations", "alice").await;
     assert_eq!(list["conversations"][0]["id"], "conv-1");
 }
 
@@ -170,19 +163,7 @@ async fn another_users_conversation_is_not_found() {
     let model = ScriptedModel::start();
     let orch = start(&model);
     let c = client();
-    let r = orch
-        .request(
-            &c,
-            Method::POST,
-            "/v1/chat",
-            "alice",
-            &user_turn("alice-conv", "m1", "my secret plan"),
-            None,
-        )
-        .send()
-        .await
-        .unwrap();
-    read_sse(r).await;
+    orch.chat(&c, "alice", "alice-conv", "m1", "my secret plan").await;
     for (method, path) in [
         (Method::GET, "/v1/conversations/alice-conv"),
         (Method::DELETE, "/v1/conversations/alice-conv"),
@@ -196,37 +177,11 @@ async fn another_users_conversation_is_not_found() {
         .await
         .unwrap();
     assert_eq!(r.status(), 204);
-    let list: Value = orch
-        .request(&c, Method::GET, "/v1/conversations", "bob", b"", None)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = orch.get_json(&c, "/v1/conversations", "bob").await;
     assert_eq!(list["conversations"], json!([]));
     // Bob writing to "alice-conv" creates his own conversation; alice's is untouched.
-    let r = orch
-        .request(
-            &c,
-            Method::POST,
-            "/v1/chat",
-            "bob",
-            &user_turn("alice-conv", "m1", "bob here"),
-            None,
-        )
-        .send()
-        .await
-        .unwrap();
-    read_sse(r).await;
-    let alice: Value = orch
-        .request(&c, Method::GET, "/v1/conversations/alice-conv", "alice", b"", None)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    orch.chat(&c, "bob", "alice-conv", "m1", "bob here").await;
+    let alice: Value = orch.get_json(&c, "/v1/conversations/alice-conv", "alice").await;
     assert_eq!(alice["messages"][0]["parts"][0]["text"], "my secret plan");
     assert_eq!(alice["messages"].as_array().unwrap().len(), 2);
     // Alice deletes hers; bob's stays.
@@ -282,12 +237,7 @@ async fn a_crashed_conversation_does_not_disturb_another() {
     assert_eq!(types(&slow_parts).last().map(String::as_str), Some("finish"));
     // The crashed conversation is revived from chat.db on next use.
     model.add_rules(json!([{"match": "again", "steps": [{"text": "Back."}]}]));
-    let r = orch
-        .request(&c, Method::POST, "/v1/chat", "bob", &user_turn("boom", "m2", "again"), None)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(text_of(&parts(&read_sse(r).await)), "Back.");
+    assert_eq!(text_of(&parts(&orch.chat(&c, "bob", "boom", "m2", "again").await)), "Back.");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -321,14 +271,7 @@ async fn kill_9_mid_turn_loses_nothing_committed() {
     }
     assert!(seen.contains("tool-output-error"));
     orch.kill9_and_restart();
-    let conv: Value = orch
-        .request(&c, Method::GET, "/v1/conversations/dur", "alice", b"", None)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let conv: Value = orch.get_json(&c, "/v1/conversations/dur", "alice").await;
     let assistant = &conv["messages"][1];
     let parts = assistant["parts"].as_array().unwrap();
     assert!(
@@ -457,12 +400,10 @@ async fn a_silent_primary_model_falls_back_once() {
         ..Options::default()
     });
     let c = client();
-    let r = orch
-        .request(&c, Method::POST, "/v1/chat", "alice", &user_turn("fb", "m1", "fallback test"), None)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(text_of(&parts(&read_sse(r).await)), "The backup model answered.");
+    assert_eq!(
+        text_of(&parts(&orch.chat(&c, "alice", "fb", "m1", "fallback test").await)),
+        "The backup model answered."
+    );
     let models: Vec<String> = model
         .requests()
         .iter()

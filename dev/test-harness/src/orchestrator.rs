@@ -96,6 +96,27 @@ impl Orchestrator {
         ]
     }
 
+    /// A signed GET for `uid`, its answer parsed as JSON (panics on failure: a test helper).
+    pub async fn get_json(&self, client: &reqwest::Client, path: &str, uid: &str) -> serde_json::Value {
+        let response = self
+            .request(client, reqwest::Method::GET, path, uid, b"", None)
+            .send()
+            .await
+            .expect("GET");
+        response.json().await.expect("JSON answer")
+    }
+
+    /// A signed user turn for `uid`; returns the SSE `data:` payloads of the answer.
+    pub async fn chat(&self, client: &reqwest::Client, uid: &str, conversation: &str, message_id: &str, text: &str) -> Vec<String> {
+        let body = user_turn(conversation, message_id, text);
+        let response = self
+            .request(client, reqwest::Method::POST, "/v1/chat", uid, &body, None)
+            .send()
+            .await
+            .expect("POST /v1/chat");
+        read_sse(response).await
+    }
+
     /// A signed request builder for `uid` (and their Nextcloud bearer, if any).
     pub fn request(
         &self,
