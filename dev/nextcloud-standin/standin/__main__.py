@@ -39,7 +39,7 @@ def build(cfg: Config) -> tuple[StandinApp, Webhooks]:
         store.node_id(uid)
         groupware.ensure_defaults(uid)
     hooks = Webhooks(cfg.webhook_url, cfg.webhook_secret)
-    parts = Parts(auth=Authenticator(cfg.users), ns=ns, groupware=groupware,
+    parts = Parts(auth=Authenticator(cfg.users, cfg.oidc_provider_bearer_validation), ns=ns, groupware=groupware,
                   ocs=Ocs(ns, list(cfg.users)), deck=Deck(store), hooks=hooks)
     return StandinApp(parts), hooks
 
@@ -71,7 +71,8 @@ def main(argv: list[str]) -> int:
     serving = threading.Thread(target=server.serve, name="cheroot", daemon=True)
     serving.start()
     print(f"ready http://{host}:{port}", flush=True)
-    log.info("serving %s for %s", cfg.state_dir, ", ".join(cfg.users))
+    log.info("serving %s for %s; JWT bearer tokens %s", cfg.state_dir, ", ".join(cfg.users),
+             "accepted" if cfg.oidc_provider_bearer_validation else "refused (no --oidc-provider-bearer-validation)")
     stop.wait()
     log.info("stopping")
     server.stop()

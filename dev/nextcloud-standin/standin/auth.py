@@ -5,7 +5,11 @@ JWTs that let tests exercise the OIDC shape. The signing key is random and lives
 memory, so tokens die with the process.
 
 Must never: accept a uid from anywhere but a verified credential; accept a token used with
-another user's name; check ``aud`` (Nextcloud does not; the MCP server must).
+another user's name; check ``aud`` (Nextcloud does not; the MCP server must); accept a JWT as
+Bearer unless ``oidc_provider_bearer_validation`` is on. On a real Nextcloud 31 only user_oidc
+turns a JWT into a user, and only with the system config ``'user_oidc' =>
+['oidc_provider_bearer_validation' => true]`` (a boolean: user_oidc compares with ``=== true``,
+lib/User/Backend.php); core itself takes a Bearer value only as an app password.
 """
 
 from __future__ import annotations
@@ -13,11 +17,14 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+import logging
 import secrets
 import time
 import uuid
 
 import jwt
+
+log = logging.getLogger("standin.auth")
 
 CLIENT_ID = "tamebi-standin"
 MAX_TTL_SECONDS = 86400
@@ -28,9 +35,10 @@ class TokenRequestError(ValueError):
 
 
 class Authenticator:
-    def __init__(self, users: dict[str, str]) -> None:
+    def __init__(self, users: dict[str, str], oidc_provider_bearer_validation: bool = False) -> None:
         self._users = dict(users)
         self._key = secrets.token_bytes(32)
+        self._jwt_bearer = oidc_provider_bearer_validation
 
     @property
     def uids(self) -> list[str]:
@@ -60,7 +68,7 @@ class Authenticator:
         return uid if owner is not None and owner == uid else None
 
     def bearer(self, header: str | None) -> str | None:
-        """uid for ``Bearer <app-password>`` or ``Bearer <JWT we issued>``."""
+        """uid for ``Bearer <app-password>``, or ``Bearer <JWT we issued>`` when JWT bearer validation is on."""
         if not header or not header.startswith("Bearer "):
             return None
         token = header[7:].strip()
@@ -68,6 +76,11 @@ class Authenticator:
         if owner is not None:
             return owner
         if token.count(".") != 2:
+            return None
+        if not self._jwt_bearer:
+            # As user_oidc logs it: "oidc_provider_bearer_validation is false or not defined".
+            log.info("JWT bearer refused: oidc_provider_bearer_validation is off "
+                     "(start with --oidc-provider-bearer-validation)")
             return None
         try:
             claims = jwt.decode(token, self._key, algorithms=["HS256"],

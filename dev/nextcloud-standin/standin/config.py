@@ -26,6 +26,9 @@ class Config:
     webhook_url: str | None
     webhook_secret: str | None
     threads: int
+    # The equivalent of config.php's 'user_oidc' => ['oidc_provider_bearer_validation' => true]:
+    # without it, Nextcloud (user_oidc) refuses the oidc app's JWTs as Bearer, and so do we.
+    oidc_provider_bearer_validation: bool = False
 
 
 def _user(value: str) -> tuple[str, str]:
@@ -53,6 +56,9 @@ def parse(argv: list[str]) -> Config:
     p.add_argument("--webhook-url", help="POST webhook_listeners-shaped JSON here after file changes")
     p.add_argument("--webhook-secret", help="sent as the X-Tamebi-Webhook-Secret header")
     p.add_argument("--threads", type=int, default=64, help="worker threads (concurrent requests)")
+    p.add_argument("--oidc-provider-bearer-validation", action="store_true",
+                   help="accept our JWT access tokens as Bearer, like Nextcloud with the system config "
+                        "user_oidc.oidc_provider_bearer_validation = true (off by default, as there)")
     a = p.parse_args(argv)
     return validate(a)
 
@@ -80,4 +86,5 @@ def validate(a: argparse.Namespace) -> Config:
         raise ConfigError("--threads must be between 1 and 512")
     host, port = a.bind
     return Config(state_dir=a.state, host=host, port=port, users=users,
-                  webhook_url=a.webhook_url, webhook_secret=a.webhook_secret, threads=a.threads)
+                  webhook_url=a.webhook_url, webhook_secret=a.webhook_secret, threads=a.threads,
+                  oidc_provider_bearer_validation=a.oidc_provider_bearer_validation)

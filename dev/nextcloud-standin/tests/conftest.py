@@ -101,7 +101,16 @@ class Standin:
 
 @pytest.fixture
 def standin(tmp_path: Path):
+    """A stand-in as a fresh Nextcloud is: JWT bearer validation off."""
     s = Standin(tmp_path / "state")
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def jwt_standin(tmp_path: Path):
+    """A stand-in configured as the docs say: JWT bearer validation on."""
+    s = Standin(tmp_path / "state", extra=["--oidc-provider-bearer-validation"])
     yield s
     s.stop()
 

@@ -25,7 +25,8 @@ def test_refusals_are_401_with_www_authenticate(standin):
     assert r.status_code == 401
 
 
-def test_jwt_access_token_shape_and_use(standin):
+def test_jwt_access_token_shape_and_use(jwt_standin):
+    standin = jwt_standin
     r = mint(standin, "bob", aud="http://127.0.0.1:9/mcp", ttl_seconds="120")
     assert r.status_code == 200, r.text
     tok = r.json()
@@ -48,7 +49,8 @@ def test_jwt_access_token_shape_and_use(standin):
     assert r.status_code == 200 and r.json()["expires_in"] == 900
 
 
-def test_tampered_jwt_is_401(standin):
+def test_tampered_jwt_is_401(jwt_standin):
+    standin = jwt_standin
     tok = mint(standin, "alice", aud="x").json()["access_token"]
     h, c, sig = tok.split(".")
     forged_claims = base64.urlsafe_b64encode(json.dumps({"sub": "bob", "exp": 9999999999, "iat": 1}).encode()).decode().rstrip("=")
@@ -57,7 +59,8 @@ def test_tampered_jwt_is_401(standin):
         assert r.status_code == 401
 
 
-def test_expired_jwt_is_401(standin):
+def test_expired_jwt_is_401(jwt_standin):
+    standin = jwt_standin
     import time
     tok = mint(standin, "alice", aud="x", ttl_seconds="1").json()["access_token"]
     bearer = {"Authorization": f"Bearer {tok}", "Depth": "0"}
@@ -77,3 +80,34 @@ def test_token_endpoint_refuses_bad_requests(standin):
     r = requests.post(f"{standin.url}/standin/token", data={"aud": "x"},
                       headers={"Authorization": f"Bearer {standin.passwords['alice']}"}, timeout=10)
     assert r.status_code == 401  # minting needs Basic app-password auth
+
+
+def test_jwt_bearer_is_refused_unless_validation_is_on(standin):
+    # A fresh Nextcloud: the oidc app issues tokens, but without the user_oidc system config
+    # nothing turns them into a user, so they are 401; app passwords as Bearer still work.
+    tok = mint(standin, "alice", aud="x").json()["access_token"]
+    r = requests.request("PROPFIND", standin.dav("alice"), headers={"Authorization": f"Bearer {tok}", "Depth": "0"}, timeout=10)
+    assert r.status_code == 401
+    assert "Basic" in r.headers["WWW-Authenticate"]
+    r = requests.request("PROPFIND", standin.dav("alice"),
+                         headers={"Authorization": f"Bearer {standin.passwords['alice']}", "Depth": "0"}, timeout=10)
+    assert r.status_code == 207
+
+
+def test_jwt_bearer_validation_is_decided_at_each_start(tmp_path):
+    from conftest import Standin
+    on = Standin(tmp_path / "state", extra=["--oidc-provider-bearer-validation"])
+    try:
+        tok = mint(on, "bob", aud="x").json()["access_token"]
+        assert requests.request("PROPFIND", on.dav("bob"), headers={"Authorization": f"Bearer {tok}", "Depth": "0"},
+                                timeout=10).status_code == 207
+    finally:
+        on.stop()
+    # Same state, restarted without the switch: a token minted now is refused.
+    off = Standin(tmp_path / "state", passwords=on.passwords)
+    try:
+        tok = mint(off, "bob", aud="x").json()["access_token"]
+        assert requests.request("PROPFIND", off.dav("bob"), headers={"Authorization": f"Bearer {tok}", "Depth": "0"},
+                                timeout=10).status_code == 401
+    finally:
+        off.stop()

@@ -5,6 +5,11 @@
 //! until it serves, and optionally seeds the shared conformance fixture. Blocking API, so a
 //! test can call it before its runtime starts or from `spawn_blocking`.
 //!
+//! Like a Nextcloud set up as our docs say, it accepts its own JWT access tokens as `Bearer`
+//! (`--oidc-provider-bearer-validation`, the stand-in's equivalent of user_oidc's system config
+//! `oidc_provider_bearer_validation`); `without_oidc_bearer_validation()` gives a fresh
+//! Nextcloud's behaviour instead, where those tokens are 401.
+//!
 //! It never fakes an answer: every method talks to the running process over HTTP, and the
 //! stand-in itself is the thing under `../shared/nextcloud-conformance/`'s checks.
 
@@ -25,6 +30,7 @@ pub const USERS: [&str; 2] = ["alice", "bob"];
 pub struct StandinBuilder {
     webhook: Option<(String, String)>,
     seeded: bool,
+    jwt_bearer_refused: bool,
 }
 
 impl StandinBuilder {
@@ -37,6 +43,13 @@ impl StandinBuilder {
     /// Run the conformance seed (`seed.sh`) once the stand-in serves.
     pub fn seeded(mut self) -> StandinBuilder {
         self.seeded = true;
+        self
+    }
+
+    /// Refuse JWT access tokens as `Bearer` (a Nextcloud without user_oidc's
+    /// `oidc_provider_bearer_validation`); app passwords still work.
+    pub fn without_oidc_bearer_validation(mut self) -> StandinBuilder {
+        self.jwt_bearer_refused = true;
         self
     }
 
@@ -58,6 +71,9 @@ impl StandinBuilder {
             .arg(format!("127.0.0.1:{port}"));
         for (uid, pw) in &passwords {
             cmd.arg("--user").arg(format!("{uid}:{pw}"));
+        }
+        if !self.jwt_bearer_refused {
+            cmd.arg("--oidc-provider-bearer-validation");
         }
         if let Some((hook, secret)) = &self.webhook {
             cmd.arg("--webhook-url").arg(hook).arg("--webhook-secret").arg(secret);

@@ -42,3 +42,15 @@ fn seeded_standin_serves_propfind_to_each_credential_kind() {
     });
     assert!(nc.state_dir().join("state/standin.db").exists());
 }
+
+#[test]
+fn without_oidc_bearer_validation_jwts_are_refused_and_app_passwords_still_work() {
+    let nc = Standin::builder().without_oidc_bearer_validation().start();
+    let jwt = nc.mint_jwt("alice", "http://mcp.test/mcp", Duration::from_secs(120));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    rt.block_on(async {
+        let home = nc.dav_url("alice", "");
+        assert_eq!(propfind(&home, &format!("Bearer {jwt}")).await.0, 401);
+        assert_eq!(propfind(&home, &nc.bearer("alice")).await.0, 207);
+    });
+}
