@@ -7,6 +7,7 @@ require_once __DIR__ . '/stubs/Psr.php';
 require_once __DIR__ . '/stubs/OCP.php';
 require_once __DIR__ . '/stubs/Fakes.php';
 require_once __DIR__ . '/FakeUpstream.php';
+require_once __DIR__ . '/Standin.php';
 require_once __DIR__ . '/AppTestCase.php';
 
 spl_autoload_register(function (string $class): void {

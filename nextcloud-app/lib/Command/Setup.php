@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace OCA\Tamebi\Command;
 
 use OCA\Tamebi\Service\AppSettings;
+use OCA\Tamebi\Service\Checks;
 use OCA\Tamebi\Service\OidcClients;
 use OCA\Tamebi\Service\OidcFlow;
 use Symfony\Component\Console\Command\Command;
@@ -22,6 +23,7 @@ class Setup extends Command {
 	public function __construct(
 		private AppSettings $settings,
 		private OidcFlow $flow,
+		private Checks $checks,
 	) {
 		parent::__construct();
 	}
@@ -61,6 +63,11 @@ class Setup extends Command {
 		$output->writeln('TAMEBI_PROXY_SECRET=' . $this->settings->get(AppSettings::PROXY_SECRET));
 		$output->writeln('TAMEBI_SIGNING_SECRET=' . $this->settings->get(AppSettings::SIGNING_SECRET));
 		$output->writeln('');
+		// Setup does not change another app's settings; it says what is missing and how to fix it.
+		$bearer = $this->checks->bearerValidation();
+		if (!$bearer['ok']) {
+			$output->writeln('<comment>Nextcloud will refuse the tokens as Bearer: ' . $bearer['detail'] . '</comment>');
+		}
 		$output->writeln('Then prove the setup: occ tamebi:verify --user <uid>');
 		return 0;
 	}

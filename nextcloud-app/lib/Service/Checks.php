@@ -7,17 +7,28 @@ namespace OCA\Tamebi\Service;
 use OCP\App\IAppManager;
 use OCP\Http\Client\IClientService;
 use OCP\IAppConfig;
+use OCP\IConfig;
 
 /**
  * The instance-level proofs that the central invariant can hold: the orchestrator is reachable
  * and accepts our signature, Nextcloud accepts its own tokens as Bearer (user_oidc with bearer
  * validation), and our OIDC client issues JWTs bound to the MCP server. Used by
  * `occ tamebi:verify` and the admin page. Each check is a name, a verdict and a short reason.
- * It must never report a secret, and never change anything.
+ * It must never report a secret or a token, and never change anything.
+ *
+ * The bearer check reads what user_oidc itself reads (lib/User/Backend.php, getCurrentUserId,
+ * user_oidc 7.0 to 8.x): the *system* config `user_oidc` => ['oidc_provider_bearer_validation'
+ * => true], compared with `=== true`, which makes user_oidc ask the oidc app to validate the
+ * token; or, failing that, a user_oidc provider with the `checkBearer` setting, whose keys
+ * validate self-encoded JWTs. A configuration read is only a diagnosis: with a user's token,
+ * `userToken()` proves it on WebDAV, and that answer decides.
  */
 class Checks {
 	/** A uid that is certainly nobody's: the signed probe must succeed without touching real data. */
 	public const PROBE_UID = 'tamebi-verify-probe';
+	public const BEARER_CHECK = 'user_oidc accepts Nextcloud tokens as Bearer';
+	/** The one documented way to turn the oidc-app path on (a boolean, as user_oidc compares with === true). */
+	public const BEARER_FIX = 'occ config:system:set user_oidc oidc_provider_bearer_validation --value=true --type=boolean';
 
 	public function __construct(
 		private AppSettings $settings,
@@ -25,6 +36,8 @@ class Checks {
 		private IClientService $clientService,
 		private IAppManager $appManager,
 		private IAppConfig $appConfig,
+		private IConfig $config,
+		private OidcFlow $flow,
 	) {
 	}
 
@@ -68,15 +81,122 @@ class Checks {
 		return $reply->isSuccess() ? self::pass($name, "as $uid") : self::fail($name, "answered {$reply->status}");
 	}
 
-	private function bearerValidation(): array {
-		$name = 'user_oidc accepts Nextcloud tokens as Bearer';
+	/** What user_oidc's configuration says about Bearer tokens; a diagnosis, not a proof. */
+	public function bearerValidation(): array {
+		$name = self::BEARER_CHECK;
 		if (!$this->appManager->isInstalled('user_oidc')) {
-			return self::fail($name, 'user_oidc is not installed');
+			return self::fail($name, 'user_oidc is not installed and enabled: occ app:install user_oidc, then ' . self::BEARER_FIX);
 		}
-		$on = $this->appConfig->getValueString('user_oidc', 'oidc_provider_bearer_validation', '');
-		return in_array($on, ['1', 'true', 'yes'], true)
-			? self::pass($name, 'oidc_provider_bearer_validation is on')
-			: self::fail($name, 'run: occ config:app:set --value=1 user_oidc oidc_provider_bearer_validation');
+		$system = $this->config->getSystemValue('user_oidc', []);
+		$system = is_array($system) ? $system : [];
+		$flag = $system['oidc_provider_bearer_validation'] ?? null;
+		if ($flag === true) {
+			return self::pass($name, 'system config user_oidc.oidc_provider_bearer_validation is true: the oidc app validates its own tokens');
+		}
+		if ($flag !== null) {
+			return self::fail($name, 'system config user_oidc.oidc_provider_bearer_validation is ' . var_export($flag, true)
+				. ', but user_oidc accepts only the boolean true; run: ' . self::BEARER_FIX);
+		}
+		$providers = $this->bearerCheckingProviders($system);
+		if ($providers !== []) {
+			return self::pass($name, 'no oidc_provider_bearer_validation, but user_oidc provider(s) ' . implode(', ', $providers)
+				. ' check Bearer tokens against their own keys (their aud must be the provider\'s client id unless '
+				. 'selfencoded_bearer_validation_audience_check is false); only --user proves it for our tokens');
+		}
+		$legacy = $this->appConfig->getValueString('user_oidc', 'oidc_provider_bearer_validation', '') !== ''
+			? ' (the app config key user_oidc/oidc_provider_bearer_validation is set, but user_oidc never reads it)' : '';
+		return self::fail($name, "user_oidc validates no Bearer tokens$legacy; run: " . self::BEARER_FIX);
+	}
+
+	/**
+	 * Ids of user_oidc providers whose `checkBearer` setting is on (app config
+	 * `provider-<id>-checkBearer` = '1', as ProviderService stores it), when user_oidc has a
+	 * validator left to use for them.
+	 * @return list<string>
+	 */
+	private function bearerCheckingProviders(array $system): array {
+		$selfEncoded = !isset($system['selfencoded_bearer_validation']) || (bool)$system['selfencoded_bearer_validation'];
+		$userInfo = (bool)($system['userinfo_bearer_validation'] ?? false);
+		if (!$selfEncoded && !$userInfo) {
+			return [];
+		}
+		$ids = [];
+		foreach ($this->appConfig->getKeys('user_oidc') as $key) {
+			if (preg_match('/^provider-(\d+)-checkBearer$/', $key, $m) === 1
+				&& $this->appConfig->getValueString('user_oidc', $key, '') === '1') {
+				$ids[] = '#' . $m[1];
+			}
+		}
+		return $ids;
+	}
+
+	/**
+	 * The proof with a real token of `$uid`: Nextcloud's own WebDAV accepts it as Bearer (this
+	 * decides the bearer check, whatever the configuration read said), refuses a tampered copy,
+	 * and the token is bound to the MCP server (aud) and names the user (sub).
+	 * @return list<array{name: string, ok: bool, detail: string}>
+	 */
+	public function userToken(string $uid, string $token): array {
+		$diagnosis = $this->bearerValidation();
+		$status = $this->propfind($uid, $token);
+		if ($status === 207) {
+			$bearer = self::pass(self::BEARER_CHECK, "proven: WebDAV answered 207 to a fresh token of $uid"
+				. ($diagnosis['ok'] ? '' : ' (the configuration read said: ' . $diagnosis['detail'] . ')'));
+		} else {
+			$bearer = self::fail(self::BEARER_CHECK, 'WebDAV answered ' . ($status ?? 'nothing') . " to a fresh token of $uid, expected 207; "
+				. $diagnosis['detail']);
+		}
+		$tampered = $this->propfind($uid, self::tamper($token));
+		return [
+			$bearer,
+			$tampered === 401 ? self::pass('tampered token is refused', 'WebDAV answered 401')
+				: self::fail('tampered token is refused', 'WebDAV answered ' . ($tampered ?? 'nothing') . ', expected 401'),
+			$this->claims($uid, $token),
+		];
+	}
+
+	/**
+	 * The instance checks with the proof merged in: when the proof contains the bearer check,
+	 * it replaces the configuration read (a real token on WebDAV decides; the read only explains).
+	 */
+	public static function decidedBy(array $instance, array $proof): array {
+		if (in_array(self::BEARER_CHECK, array_column($proof, 'name'), true)) {
+			$instance = array_values(array_filter($instance, fn ($r) => $r['name'] !== self::BEARER_CHECK));
+		}
+		return array_merge($instance, $proof);
+	}
+
+	/** The status of a Depth-0 PROPFIND on the user's files root with this Bearer; null when unreachable. */
+	private function propfind(string $uid, string $token): ?int {
+		$url = $this->flow->baseUrl() . 'remote.php/dav/files/' . rawurlencode($uid) . '/';
+		try {
+			return $this->clientService->newClient()->request('PROPFIND', $url, [
+				'headers' => ['Authorization' => 'Bearer ' . $token, 'Depth' => '0'],
+				'http_errors' => false, 'timeout' => 15, 'nextcloud' => ['allow_local_address' => true]])->getStatusCode();
+		} catch (\Exception) {
+			return null;
+		}
+	}
+
+	private function claims(string $uid, string $token): array {
+		$name = 'token aud = MCP URL and sub = uid';
+		$parts = explode('.', $token);
+		$payload = count($parts) === 3 ? json_decode((string)base64_decode(strtr($parts[1], '-_', '+/'), true), true) : null;
+		if (!is_array($payload)) {
+			return self::fail($name, 'not a JWT: the client must use --token_type=jwt');
+		}
+		$aud = (array)($payload['aud'] ?? []);
+		$mcp = $this->settings->mcpUrl();
+		if (!in_array($mcp, $aud, true)) {
+			return self::fail($name, 'aud is ' . implode(', ', $aud) . ", expected $mcp");
+		}
+		return ($payload['sub'] ?? null) === $uid ? self::pass($name, "aud $mcp, sub $uid") : self::fail($name, 'sub is not the uid');
+	}
+
+	/** Flips one character of the signature, keeping the token well-formed. */
+	public static function tamper(string $token): string {
+		$last = substr($token, -2, 1);
+		return substr($token, 0, -2) . ($last === 'A' ? 'B' : 'A') . substr($token, -1);
 	}
 
 	private function oidcConfigured(): array {

@@ -7,6 +7,7 @@ declare(strict_types=1);
 
 namespace OCA\Tamebi\Tests\Stubs;
 
+use OCP\App\IAppManager;
 use OCP\AppFramework\Http\IOutput;
 use OCP\AppFramework\Services\IInitialState;
 use OCP\AppFramework\Utility\ITimeFactory;
@@ -111,6 +112,17 @@ final class MemoryAppConfig implements IAppConfig {
 		$this->sensitive["$app/$key"] = $sensitive;
 		return true;
 	}
+
+	public function getKeys(string $app): array {
+		$keys = [];
+		foreach (array_keys($this->values) as $k) {
+			if (str_starts_with($k, "$app/")) {
+				$keys[] = substr($k, strlen($app) + 1);
+			}
+		}
+		sort($keys);
+		return $keys;
+	}
 }
 
 final class FakeConfig implements IConfig {
@@ -119,6 +131,21 @@ final class FakeConfig implements IConfig {
 
 	public function getSystemValueString(string $key, string $default = ''): string {
 		return $this->system[$key] ?? $default;
+	}
+
+	/** Values keep their PHP type, as config.php's do. */
+	public function getSystemValue($key, $default = '') {
+		return $this->system[$key] ?? $default;
+	}
+}
+
+final class FakeAppManager implements IAppManager {
+	/** @param list<string> $installed */
+	public function __construct(public array $installed = []) {
+	}
+
+	public function isInstalled($appId) {
+		return in_array($appId, $this->installed, true);
 	}
 }
 
@@ -252,7 +279,7 @@ final class CurlClient implements IClient {
 		return $this->request('DELETE', $uri, $options);
 	}
 
-	private function request(string $method, string $uri, array $options): IResponse {
+	public function request(string $method, string $uri, array $options = []): IResponse {
 		$headers = ['Expect:'];
 		foreach ($options['headers'] ?? [] as $name => $value) {
 			$headers[] = "$name: $value";

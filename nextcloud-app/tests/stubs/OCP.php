@@ -33,10 +33,12 @@ namespace OCP {
 	interface IAppConfig {
 		public function getValueString(string $app, string $key, string $default = '', bool $lazy = false): string;
 		public function setValueString(string $app, string $key, string $value, bool $lazy = false, bool $sensitive = false): bool;
+		public function getKeys(string $app): array;
 	}
 
 	interface IConfig {
 		public function getSystemValueString(string $key, string $default = ''): string;
+		public function getSystemValue($key, $default = '');
 	}
 
 	interface IURLGenerator {
@@ -57,6 +59,12 @@ namespace OCP {
 		public static function addStyle(string $application, ?string $file = null, bool $prepend = false): void {
 			self::$styles[] = $application . '/' . $file;
 		}
+	}
+}
+
+namespace OCP\App {
+	interface IAppManager {
+		public function isInstalled($appId);
 	}
 }
 
@@ -84,6 +92,8 @@ namespace OCP\Http\Client {
 		public function get(string $uri, array $options = []): IResponse;
 		public function post(string $uri, array $options = []): IResponse;
 		public function delete(string $uri, array $options = []): IResponse;
+		/** Nextcloud's implementation takes (method, uri, options), whatever the interface's names say. */
+		public function request(string $method, string $uri, array $options = []): IResponse;
 	}
 
 	interface IClientService {
