@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The Docker Compose deployment, checked without a container engine:
+#   1. Debian's docker-compose parses and interpolates compose.yaml with .env.example
+#      (also with both profiles on)
+#   2. shellcheck on the hook and the image's scripts
+#   3. deploy/ci/check_deploy.py: referenced files and Dockerfile targets exist, no literal secret,
+#      the Dockerfile builds with CI's commands, every occ command is a real one
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/../lib.sh"
+cd "$TAMEBI_ROOT"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+docker-compose --env-file .env.example -f compose.yaml config >"$work/config.yaml"
+docker-compose --env-file .env.example -f compose.yaml --profile model --profile observability config --services | sort >"$work/services"
+for svc in nextcloud nextcloud-cron db redis tamebi-app tamebi mcp-nextcloud scripted-model ollama ollama-pull otel-collector jaeger; do
+  grep -qx "$svc" "$work/services" || { echo "compose.yaml: no service $svc" >&2; exit 1; }
+done
+echo "docker-compose config: ok ($(wc -l <"$work/services") services with every profile)"
+
+shellcheck -x deploy/nextcloud/tamebi-hook.sh deploy/docker/with-secrets deploy/docker/prepare-volumes scripts/test.d/60-deploy.sh scripts/install.d/50-deploy.sh
+echo "shellcheck: ok"
+
+python3 deploy/ci/check_deploy.py "$work/config.yaml"
