@@ -28,6 +28,10 @@ OCC="php /var/www/html/occ"
 
 log() { echo "tamebi-hook: $*"; }
 
+# A new image of ours brings a new app version; Nextcloud serves nothing until its upgrade
+# routine has run ("already latest version" and exit 0 when there is nothing to do).
+$OCC upgrade
+
 # Apps from the app store (the newest release compatible with this Nextcloud) and ours from
 # custom_apps. `app:enable` downloads an app that is missing and says "already enabled" otherwise.
 for app in oidc user_oidc deck tamebi; do
