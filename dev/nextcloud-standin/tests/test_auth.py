@@ -82,6 +82,12 @@ def test_token_endpoint_refuses_bad_requests(standin):
     assert r.status_code == 401  # minting needs Basic app-password auth
 
 
+def bearer_propfind(s, uid: str, token: str) -> int:
+    """Status of a Depth-0 PROPFIND on uid's files root with ``Bearer token``."""
+    r = requests.request("PROPFIND", s.dav(uid), headers={"Authorization": f"Bearer {token}", "Depth": "0"}, timeout=10)
+    return r.status_code
+
+
 def test_jwt_bearer_is_refused_unless_validation_is_on(standin):
     # A fresh Nextcloud: the oidc app issues tokens, but without the user_oidc system config
     # nothing turns them into a user, so they are 401; app passwords as Bearer still work.
@@ -89,25 +95,15 @@ def test_jwt_bearer_is_refused_unless_validation_is_on(standin):
     r = requests.request("PROPFIND", standin.dav("alice"), headers={"Authorization": f"Bearer {tok}", "Depth": "0"}, timeout=10)
     assert r.status_code == 401
     assert "Basic" in r.headers["WWW-Authenticate"]
-    r = requests.request("PROPFIND", standin.dav("alice"),
-                         headers={"Authorization": f"Bearer {standin.passwords['alice']}", "Depth": "0"}, timeout=10)
-    assert r.status_code == 207
+    assert bearer_propfind(standin, "alice", standin.passwords["alice"]) == 207
 
 
 def test_jwt_bearer_validation_is_decided_at_each_start(tmp_path):
     from conftest import Standin
-    on = Standin(tmp_path / "state", extra=["--oidc-provider-bearer-validation"])
-    try:
-        tok = mint(on, "bob", aud="x").json()["access_token"]
-        assert requests.request("PROPFIND", on.dav("bob"), headers={"Authorization": f"Bearer {tok}", "Depth": "0"},
-                                timeout=10).status_code == 207
-    finally:
-        on.stop()
-    # Same state, restarted without the switch: a token minted now is refused.
-    off = Standin(tmp_path / "state", passwords=on.passwords)
-    try:
-        tok = mint(off, "bob", aud="x").json()["access_token"]
-        assert requests.request("PROPFIND", off.dav("bob"), headers={"Authorization": f"Bearer {tok}", "Depth": "0"},
-                                timeout=10).status_code == 401
-    finally:
-        off.stop()
+    for switch, expected in [(["--oidc-provider-bearer-validation"], 207), ([], 401)]:
+        # The same state each time: the switch is read at start, never stored.
+        s = Standin(tmp_path / "state", extra=switch, passwords={"alice": "a-fixed-pw", "bob": "b-fixed-pw"})
+        try:
+            assert bearer_propfind(s, "bob", mint(s, "bob", aud="x").json()["access_token"]) == expected, switch
+        finally:
+            s.stop()
