@@ -103,7 +103,7 @@ class Checks {
 				. ' check Bearer tokens against their own keys (their aud must be the provider\'s client id unless '
 				. 'selfencoded_bearer_validation_audience_check is false); only --user proves it for our tokens');
 		}
-		$legacy = $this->appConfig->getValueString('user_oidc', 'oidc_provider_bearer_validation', '') !== ''
+		$legacy = $this->userOidcAppValue('oidc_provider_bearer_validation') !== ''
 			? ' (the app config key user_oidc/oidc_provider_bearer_validation is set, but user_oidc never reads it)' : '';
 		return self::fail($name, "user_oidc validates no Bearer tokens$legacy; run: " . self::BEARER_FIX);
 	}
@@ -123,11 +123,17 @@ class Checks {
 		$ids = [];
 		foreach ($this->appConfig->getKeys('user_oidc') as $key) {
 			if (preg_match('/^provider-(\d+)-checkBearer$/', $key, $m) === 1
-				&& $this->appConfig->getValueString('user_oidc', $key, '') === '1') {
+				&& $this->userOidcAppValue($key) === '1') {
 				$ids[] = '#' . $m[1];
 			}
 		}
 		return $ids;
+	}
+
+	/** A user_oidc app-config value, whether stored lazy (user_oidc 8.2+ stores its settings so) or not. */
+	private function userOidcAppValue(string $key): string {
+		$value = $this->appConfig->getValueString('user_oidc', $key, '');
+		return $value !== '' ? $value : $this->appConfig->getValueString('user_oidc', $key, '', true);
 	}
 
 	/**
