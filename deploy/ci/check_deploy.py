@@ -7,7 +7,9 @@ arguments in the versions we install. Must never: start a container or reach the
 The occ signatures below are copied from the commands' sources (read with the project's source
 search), so a renamed option or a wrong type fails here instead of on an admin's server.
 
-Usage: check_deploy.py RENDERED_CONFIG.yaml   (the output of `docker-compose config`)
+Usage: check_deploy.py RENDERED_CONFIG.yaml [OCC_LOG]
+  RENDERED_CONFIG.yaml  the output of `docker-compose config`
+  OCC_LOG               the occ calls the hook made under deploy/ci/test-hook.sh (JSON arrays)
 """
 
 from __future__ import annotations
@@ -194,7 +196,7 @@ def check_compose_services(line: str, services: set[str], where: str) -> list[st
     return [f"{where}: no service {s!r} in compose.yaml" for s in named if s not in services]
 
 
-def main(rendered: str) -> int:
+def main(rendered: str, occ_log: str | None = None) -> int:
     our_commands()
     errors: list[str] = []
     config = yaml.safe_load(Path(rendered).read_text())
@@ -254,6 +256,14 @@ def main(rendered: str) -> int:
             errors.append(f"hook: never runs occ {needed}")
     for n, words in calls:
         errors += check_occ(words, f"{HOOK.relative_to(ROOT)}:{n}")
+    if occ_log:
+        import json
+        ran = [json.loads(line) for line in Path(occ_log).read_text().splitlines() if line.strip()]
+        for n, words in enumerate(ran, 1):
+            errors += check_occ(words, f"hook run, occ call {n}")
+        enabled = {w[1] for w in ran if w[:1] == ["app:enable"] and len(w) > 1}
+        if enabled != set(HOOK_APPS):
+            errors.append(f"hook run: enabled {sorted(enabled)}, expected {HOOK_APPS}")
     create = (ROOT / "nextcloud-app/lib/Service/OidcClients.php").read_text()
     body = create[create.index("'command' => 'oidc:create'"):]
     body = body[:body.index("]);")]
@@ -277,4 +287,4 @@ def main(rendered: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))

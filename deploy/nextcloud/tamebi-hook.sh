@@ -11,6 +11,7 @@
 #   tamebi-hook.sh --rotate-secrets  also replace both secrets (then restart the orchestrator)
 #
 # Needs: TAMEBI_ORCHESTRATOR_URL, TAMEBI_MCP_URL, TAMEBI_SECRETS_FILE; optional TAMEBI_INTERNAL_URL.
+# TAMEBI_OCC replaces `php /var/www/html/occ` (the CI test runs the hook against a recording occ).
 # Every occ command below is checked against its source by scripts/test.d/60-deploy.sh.
 set -eu
 
@@ -24,7 +25,7 @@ esac
 : "${TAMEBI_ORCHESTRATOR_URL:?set TAMEBI_ORCHESTRATOR_URL (where Nextcloud reaches the orchestrator)}"
 : "${TAMEBI_MCP_URL:?set TAMEBI_MCP_URL (the MCP URL tokens are issued for)}"
 : "${TAMEBI_SECRETS_FILE:?set TAMEBI_SECRETS_FILE (the file the orchestrator reads its secrets from)}"
-OCC="php /var/www/html/occ"
+OCC=${TAMEBI_OCC:-php /var/www/html/occ}
 
 log() { echo "tamebi-hook: $*"; }
 

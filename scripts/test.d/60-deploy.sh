@@ -3,8 +3,11 @@
 #   1. Debian's docker-compose parses and interpolates compose.yaml with .env.example
 #      (also with both profiles on)
 #   2. shellcheck on the hook and the image's scripts
-#   3. deploy/ci/check_deploy.py: referenced files and Dockerfile targets exist, no literal secret,
-#      the Dockerfile builds with CI's commands, every occ command is a real one
+#   3. the hook against a recording occ (deploy/ci/test-hook.sh): secrets only in their file,
+#      idempotent, rotation, failures
+#   4. deploy/ci/check_deploy.py: referenced files and Dockerfile targets exist, no literal secret,
+#      the Dockerfile builds with CI's commands, every occ command (written in the hook and docs,
+#      and each one the hook really ran in 3.) is a real one
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -19,7 +22,10 @@ for svc in nextcloud nextcloud-cron db redis tamebi-app tamebi mcp-nextcloud scr
 done
 echo "docker-compose config: ok ($(wc -l <"$work/services") services with every profile)"
 
-shellcheck -x deploy/nextcloud/tamebi-hook.sh deploy/docker/with-secrets deploy/docker/prepare-volumes scripts/test.d/60-deploy.sh scripts/install.d/50-deploy.sh
+shellcheck -x deploy/nextcloud/tamebi-hook.sh deploy/docker/with-secrets deploy/docker/prepare-volumes \
+  deploy/ci/fake-occ deploy/ci/test-hook.sh scripts/test.d/60-deploy.sh scripts/install.d/50-deploy.sh
 echo "shellcheck: ok"
 
-python3 deploy/ci/check_deploy.py "$work/config.yaml"
+deploy/ci/test-hook.sh "$work/hook"
+
+python3 deploy/ci/check_deploy.py "$work/config.yaml" "$work/hook/occ.log"
