@@ -44,4 +44,16 @@ if env -u TAMEBI_MCP_URL "$hook" >"$work/unset.out" 2>&1; then fail "ran without
 grep -q TAMEBI_MCP_URL "$work/unset.out" || fail "the missing setting is not named"
 if "$hook" --bogus >/dev/null 2>&1; then fail "accepted an unknown argument"; fi
 
-echo "hook: secrets only in the file (0640), idempotent, rotation, failures kept the old file ($(wc -l <"$FAKE_OCC_LOG") occ calls)"
+# The other side of the hand-off: the orchestrator's entrypoint exports exactly the two secrets.
+with=$root/deploy/docker/with-secrets
+TAMEBI_SECRETS_FILE="$TAMEBI_SECRETS_FILE" "$with" env >"$work/env.out" 2>"$work/env.err"
+grep -qx "$(grep '^TAMEBI_PROXY_SECRET=' "$TAMEBI_SECRETS_FILE")" "$work/env.out" || fail "with-secrets did not export the proxy secret"
+grep -qx "$(grep '^TAMEBI_SIGNING_SECRET=' "$TAMEBI_SECRETS_FILE")" "$work/env.out" || fail "with-secrets did not export the signing secret"
+# shellcheck disable=SC2016 # the $(...) must stay literal: it is what with-secrets must not run
+printf 'TAMEBI_PROXY_SECRET=short\nTAMEBI_MODEL_URL=http://evil/v1\n$(touch %s/pwned)\n' "$work" >"$work/bad.env"
+TAMEBI_SECRETS_FILE="$work/bad.env" "$with" env >"$work/bad.out" 2>"$work/bad.err"
+! grep -q '^TAMEBI_PROXY_SECRET=\|^TAMEBI_MODEL_URL=http://evil' "$work/bad.out" || fail "with-secrets took a value it must refuse"
+[ ! -e "$work/pwned" ] || fail "with-secrets executed the file"
+! grep -q short "$work/bad.err" || fail "with-secrets printed a value"
+
+echo "hook: secrets only in the file (0640) and in the orchestrator's environment, idempotent, rotation, failures kept the old file ($(wc -l <"$FAKE_OCC_LOG") occ calls)"
