@@ -1,0 +1,74 @@
+// The docs site: the markdown files in this folder, built by Rspress into doc_build/.
+//   npm run build   (scripts/test: scripts/test.d/45-docs.sh; a dead link or a diagram that does not render fails it)
+//   npm run dev     (scripts/dev serves it on TAMEBI_DEV_DOCS_PORT)
+// Navigation is by audience. A page listed here must exist, except those marked `optional`
+// (pages another branch is still writing): those are listed only once their file is there.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from '@rspress/core';
+import { remarkMermaid } from './site/remark-mermaid.mjs';
+import { remarkRepoLinks } from './site/remark-repo-links.mjs';
+
+const docsRoot = path.dirname(fileURLToPath(import.meta.url));
+
+type Page = { file: string; text: string; optional?: boolean };
+const AUDIENCES: { text: string; pages: Page[] }[] = [
+  { text: 'Users', pages: [{ file: 'using', text: 'Using Tamebi' }] },
+  {
+    text: 'Admins',
+    pages: [
+      { file: 'admin-guide', text: 'Admin guide', optional: true },
+      { file: 'nextcloud-app', text: 'The Nextcloud app' },
+      { file: 'security', text: 'Security and guardrails' },
+    ],
+  },
+  {
+    text: 'Operators',
+    pages: [
+      { file: 'orchestrator', text: 'The orchestrator' },
+      { file: 'mcp-nextcloud', text: 'mcp-nextcloud' },
+      { file: 'files-grep', text: 'files_grep' },
+      { file: 'performance', text: 'Performance' },
+    ],
+  },
+  {
+    text: 'Developers',
+    pages: [
+      { file: 'architecture', text: 'Architecture' },
+      { file: 'api', text: 'Orchestrator HTTP API' },
+      { file: 'island', text: 'The island' },
+      { file: 'dev-standin', text: 'The Nextcloud stand-in' },
+      { file: 'scripted-model', text: 'The scripted model' },
+    ],
+  },
+];
+
+const present = (page: Page) => {
+  if (existsSync(path.join(docsRoot, `${page.file}.md`))) return true;
+  if (page.optional) return false;
+  throw new Error(`docs/rspress.config.ts lists docs/${page.file}.md, which does not exist`);
+};
+const audiences = AUDIENCES.map(({ text, pages }) => ({ text, items: pages.filter(present).map((p) => ({ text: p.text, link: `/${p.file}` })) }));
+
+export default defineConfig({
+  root: docsRoot,
+  title: 'Tamebi',
+  description: 'An AI agent inside your Nextcloud that can only see and do what you can.',
+  lang: 'en',
+  route: {
+    extensions: ['.md', '.mdx'],
+    exclude: ['node_modules/**', 'doc_build/**', 'site/**'],
+  },
+  markdown: {
+    // Links between pages are Rspress's to check; a link leaving docs/ (../README.md) is checked
+    // by remarkRepoLinks, which runs after it and fails the build if the file is missing.
+    link: { checkDeadLinks: { excludes: (url: string) => url.startsWith('../') }, checkAnchors: true },
+    remarkPlugins: [[remarkRepoLinks, { docsRoot }], remarkMermaid],
+  },
+  themeConfig: {
+    nav: audiences,
+    sidebar: { '/': audiences.map((a) => ({ ...a, collapsible: false })) },
+    footer: { message: 'Tamebi: no permission logic of its own; Nextcloud decides.' },
+  },
+});
