@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# scripts/dev as a developer meets it on a machine that already runs things (issue 19):
+#   1. a port of ours is taken before it starts: one line names port, service and variable; exit 1;
+#      nothing of ours is left running
+#   2. a port is taken while the stack is starting, by a server that answers every request with
+#      200 (the "something answers" trap): the orchestrator's own failure is reported with its log
+#      lines, exit 1, and the services already started are all stopped
+#   3. a shifted TAMEBI_DEV_PORT_BASE: the printed URLs carry the shifted ports, the island URL
+#      serves Tamebi's island and reaches the orchestrator through the dev host, the docs URL
+#      serves the docs site; SIGTERM then stops every service
+# Uses what scripts/test's install steps built (TAMEBI_DEV_NO_BUILD=1). Every scripts/dev run is
+# marked with an environment variable, so "nothing of ours left" means no process carries it.
+set -uo pipefail
+. "$(dirname "$0")/../lib.sh"
+cd "$TAMEBI_ROOT"
+
+work=$(mktemp -d)
+passed=0 failed=0 foreign= devpid=
+cleanup() {
+  [ -n "$devpid" ] && kill "$devpid" 2>/dev/null
+  [ -n "$foreign" ] && kill "$foreign" 2>/dev/null
+  wait 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+check() { # DESCRIPTION COMMAND...: one assertion
+  if "${@:2}"; then
+    echo "ok: $1"
+    passed=$((passed + 1))
+  else
+    echo "FAILED: $1" >&2
+    failed=$((failed + 1))
+  fi
+}
+
+# port_block: the first of six consecutive ports that are all free now.
+port_block() {
+  python3 - <<'PY'
+import random, socket
+for _ in range(200):
+    base = random.randrange(20000, 60000)
+    socks = []
+    try:
+        for p in range(base, base + 6):
+            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
+        print(base); break
+    except OSError:
+        pass
+    finally:
+        for s in socks: s.close()
+PY
+}
+
+# answering_server PORT [AFTER_PORT]: someone else's server answering 200 {"status":"ok"} to every
+# request on PORT; with AFTER_PORT it binds only once something listens there.
+answering_server() {
+  python3 - "$@" <<'PY' &
+import http.server, socket, sys, time
+port = int(sys.argv[1])
+if len(sys.argv) > 2:
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", int(sys.argv[2])), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.01)
+class Everything(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b'{"status":"ok","installed":true}<title>Tamebi</title>'
+        self.send_response(200); self.send_header("content-length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), Everything).serve_forever()
+PY
+  foreign=$!
+}
+
+# ours MARK: pids of processes started by a scripts/dev run marked MARK.
+ours() {
+  grep -lsaz "^TAMEBI_DEV_TEST_MARK=$1\$" /proc/[0-9]*/environ | cut -d/ -f3 | grep -vx "$$" || true
+}
+nothing_left() { # MARK PORT...
+  local mark=$1 p left
+  shift
+  left=$(ours "$mark")
+  [ -z "$left" ] || { echo "   still running: $(ps -o pid=,args= -p "$(echo "$left" | paste -sd,)")" >&2; return 1; }
+  for p in "$@"; do port_free "$p" || { echo "   port $p still taken" >&2; return 1; }; done
+}
+
+dev() { # MARK BASE OUT: runs scripts/dev in the foreground (bounded), prints its exit status
+  local status=0
+  timeout 180 env TAMEBI_DEV_TEST_MARK="$1" TAMEBI_DEV_NO_BUILD=1 TAMEBI_DEV_PORT_BASE="$2" \
+    TAMEBI_DEV_DATA="$work/$1" scripts/dev >"$3" 2>&1 || status=$?
+  echo "$status"
+}
+show() { echo "--- scripts/dev output ($1) ---" >&2; cat "$1" >&2; echo "---" >&2; }
+
+# --- 1. a port taken before the start ---------------------------------------------------------
+base=$(port_block)
+answering_server "$base"
+for _ in $(seq 100); do port_free "$base" || break; sleep 0.05; done
+status=$(dev taken "$base" "$work/taken.out")
+check "taken port: exit status 1 (got $status)" test "$status" = 1
+check "taken port: one line names port $base, the island dev host and TAMEBI_DEV_ISLAND_PORT" \
+  grep -Eq "^scripts/dev: port $base for the island dev host is already in use.*set TAMEBI_DEV_ISLAND_PORT to a free port" "$work/taken.out"
+check "taken port: nothing was started, nothing of ours is left" nothing_left taken $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 5))
+check "taken port: no false \"running\"" bash -c "! grep -q 'Tamebi is running' '$work/taken.out'"
+check "taken port: the other program was left alone" kill -0 "$foreign"
+[ "$failed" = 0 ] || show "$work/taken.out"
+kill "$foreign"; wait "$foreign" 2>/dev/null; foreign=
+
+# --- 2. a port taken during start-up by a server that answers everything ------------------------
+before=$failed
+base=$(port_block)
+answering_server $((base + 2)) $((base + 1)) # grabs the orchestrator's port once the stand-in is up
+status=$(dev race "$base" "$work/race.out")
+check "taken during start-up: exit status 1 (got $status)" test "$status" = 1
+check "taken during start-up: the orchestrator's exit is reported" \
+  grep -Eq "^scripts/dev: the orchestrator exited during start-up \(exit status [0-9]+\); last lines of" "$work/race.out"
+check "taken during start-up: with its own log lines (address in use)" grep -Eqi "^    .*(in use|os error 98)" "$work/race.out"
+check "taken during start-up: no false \"running\"" bash -c "! grep -q 'Tamebi is running' '$work/race.out'"
+check "taken during start-up: every service already started is stopped" \
+  nothing_left race $((base + 0)) $((base + 1)) $((base + 3)) $((base + 4)) $((base + 5))
+[ "$failed" = "$before" ] || show "$work/race.out"
+kill "$foreign"; wait "$foreign" 2>/dev/null; foreign=
+
+# --- 3. a shifted base: the printed URLs are this run's, and they serve Tamebi -------------------
+before=$failed
+base=$(port_block)
+out=$work/shifted.out
+TAMEBI_DEV_TEST_MARK=shifted TAMEBI_DEV_NO_BUILD=1 TAMEBI_DEV_PORT_BASE=$base TAMEBI_DEV_DATA=$work/shifted \
+  scripts/dev >"$out" 2>&1 &
+devpid=$!
+for _ in $(seq 1800); do
+  grep -q '^Tamebi is running' "$out" && break
+  kill -0 "$devpid" 2>/dev/null || break
+  sleep 0.1
+done
+island=$(grep -Eo '^Tamebi is running\. Open http://127\.0\.0\.1:[0-9]+/' "$out" | grep -Eo 'http://[^ ]+')
+docs=$(grep -Eo '^The docs: http://127\.0\.0\.1:[0-9]+/' "$out" | grep -Eo 'http://[^ ]+')
+check "shifted base: it says it is running, with the island URL on port $base (got '${island}')" test "$island" = "http://127.0.0.1:$base/"
+check "shifted base: the docs URL is on port $((base + 5)) (got '${docs}')" test "$docs" = "http://127.0.0.1:$((base + 5))/"
+page=$(curl -fsS -c "$work/jar" -b "$work/jar" -L "${island}?as=alice" 2>&1)
+check "shifted base: the island URL serves Tamebi's island page" \
+  bash -c 'grep -q "<div id=\"tamebi-island\">" <<<"$1" && grep -q "initial-state-tamebi-tamebi-config" <<<"$1"' _ "$page"
+check "shifted base: with its bundle" curl -fsS -o /dev/null "${island}island/tamebi-island.js"
+token=$(grep -o 'data-requesttoken="[^"]*"' <<<"$page" | cut -d'"' -f2)
+conversations=$(curl -fsS -b "$work/jar" -H "requesttoken: $token" "${island}apps/tamebi/api/conversations" 2>&1)
+check "shifted base: the island reaches the orchestrator through the dev host (G1 signed)" \
+  python3 -c 'import json, sys; json.loads(sys.argv[1])' "$conversations"
+check "shifted base: the docs URL serves the docs site" bash -c 'curl -fsS "$1" | grep -q "<title>Tamebi"' _ "$docs"
+kill -TERM "$devpid" 2>/dev/null
+status=0
+for _ in $(seq 300); do kill -0 "$devpid" 2>/dev/null || break; sleep 0.1; done
+wait "$devpid" 2>/dev/null || status=$?
+devpid=
+check "shifted base: SIGTERM stops scripts/dev (exit status 143, got $status)" test "$status" = 143
+check "shifted base: and every service with it" \
+  nothing_left shifted $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 5))
+[ "$failed" = "$before" ] || show "$out"
+
+echo "scripts/dev: $passed passed, $failed failed"
+[ "$failed" = 0 ]
