@@ -66,6 +66,12 @@ export default defineConfig({
     link: { checkDeadLinks: { excludes: (url: string) => url.startsWith('../') }, checkAnchors: true },
     remarkPlugins: [[remarkRepoLinks, { docsRoot }], remarkMermaid],
   },
+  builderConfig: {
+    // Rspack's persistent cache lives in node_modules/.cache, inside the watched docs root:
+    // its writes made `rspress dev` restart over and over (the watcher's node_modules ignore
+    // glob does not apply). The site is small enough to build from scratch.
+    performance: { buildCache: false },
+  },
   themeConfig: {
     nav: audiences,
     sidebar: { '/': audiences.map((a) => ({ ...a, collapsible: false })) },
