@@ -12,7 +12,7 @@ for page in index using architecture; do test -s "doc_build/$page.html" || { ech
 for md in *.md; do test -s "doc_build/${md%.md}.html" || { echo "docs: $md was not built" >&2; exit 1; }; done
 diagrams=$(grep -o 'data:image/svg+xml;base64' doc_build/architecture.html | wc -l)
 [ "$diagrams" -ge 3 ] || { echo "docs: architecture.html has $diagrams rendered diagrams, expected 3" >&2; exit 1; }
-echo "docs: $(ls doc_build/*.html | wc -l) pages built, $diagrams diagrams rendered on the architecture page"
+echo "docs: $(find doc_build -maxdepth 1 -name '*.html' | wc -l) pages built, $diagrams diagrams rendered on the architecture page"
 
 # The guards: the same site in a scratch copy, with three broken pages.
 scratch=$(mktemp -d)
@@ -25,6 +25,7 @@ ln -s "$PWD/node_modules" "$scratch/docs/node_modules"
 # One mistake per page: a page stops at its first error, every page is reported.
 printf '# Dead link\n\nA [page that does not exist](no-such-page.md).\n' >"$scratch/docs/broken-link.md"
 printf '# Missing file\n\nA [repository file that does not exist](../no-such-file.rs).\n' >"$scratch/docs/broken-file.md"
+# shellcheck disable=SC2016 # the backquotes are markdown
 printf '# Broken diagram\n\n```mermaid\nflowchat LR\n  a --> b\n```\n' >"$scratch/docs/broken-diagram.md"
 if (cd "$scratch/docs" && node_modules/.bin/rspress build >"$scratch/out" 2>&1); then
   echo "docs: a site with a dead link and a broken diagram built anyway" >&2

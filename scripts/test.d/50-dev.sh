@@ -8,14 +8,15 @@
 #   3. a shifted TAMEBI_DEV_PORT_BASE: the printed URLs carry the shifted ports, the island URL
 #      serves Tamebi's island and reaches the orchestrator through the dev host, the docs URL
 #      serves the docs site; SIGTERM then stops every service
+#   4. a service killed while the stack runs: scripts/dev names it, exits 1 and stops the rest
 # Uses what scripts/test's install steps built (TAMEBI_DEV_NO_BUILD=1). Every scripts/dev run is
 # marked with an environment variable, so "nothing of ours left" means no process carries it.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
-cd "$TAMEBI_ROOT"
+cd "$TAMEBI_ROOT" || exit 1
 
 work=$(mktemp -d)
-passed=0 failed=0 foreign= devpid=
+passed=0 failed=0 foreign='' devpid=''
 cleanup() {
   [ -n "$devpid" ] && kill "$devpid" 2>/dev/null
   [ -n "$foreign" ] && kill "$foreign" 2>/dev/null
@@ -106,7 +107,8 @@ check "taken port: exit status 1 (got $status)" test "$status" = 1
 check "taken port: one line names port $base, the island dev host and TAMEBI_DEV_ISLAND_PORT" \
   grep -Eq "^scripts/dev: port $base for the island dev host is already in use.*set TAMEBI_DEV_ISLAND_PORT to a free port" "$work/taken.out"
 check "taken port: nothing was started, nothing of ours is left" nothing_left taken $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 5))
-check "taken port: no false \"running\"" bash -c "! grep -q 'Tamebi is running' '$work/taken.out'"
+not_running() { ! grep -q 'Tamebi is running' "$1"; }
+check "taken port: no false \"running\"" not_running "$work/taken.out"
 check "taken port: the other program was left alone" kill -0 "$foreign"
 [ "$failed" = 0 ] || show "$work/taken.out"
 kill "$foreign"; wait "$foreign" 2>/dev/null; foreign=
@@ -120,7 +122,7 @@ check "taken during start-up: exit status 1 (got $status)" test "$status" = 1
 check "taken during start-up: the orchestrator's exit is reported" \
   grep -Eq "^scripts/dev: the orchestrator exited during start-up \(exit status [0-9]+\); last lines of" "$work/race.out"
 check "taken during start-up: with its own log lines (address in use)" grep -Eqi "^    .*(in use|os error 98)" "$work/race.out"
-check "taken during start-up: no false \"running\"" bash -c "! grep -q 'Tamebi is running' '$work/race.out'"
+check "taken during start-up: no false \"running\"" not_running "$work/race.out"
 check "taken during start-up: every service already started is stopped" \
   nothing_left race $((base + 0)) $((base + 1)) $((base + 3)) $((base + 4)) $((base + 5))
 [ "$failed" = "$before" ] || show "$work/race.out"
@@ -143,14 +145,15 @@ docs=$(grep -Eo '^The docs: http://127\.0\.0\.1:[0-9]+/' "$out" | grep -Eo 'http
 check "shifted base: it says it is running, with the island URL on port $base (got '${island}')" test "$island" = "http://127.0.0.1:$base/"
 check "shifted base: the docs URL is on port $((base + 5)) (got '${docs}')" test "$docs" = "http://127.0.0.1:$((base + 5))/"
 page=$(curl -fsS -c "$work/jar" -b "$work/jar" -L "${island}?as=alice" 2>&1)
-check "shifted base: the island URL serves Tamebi's island page" \
-  bash -c 'grep -q "<div id=\"tamebi-island\">" <<<"$1" && grep -q "initial-state-tamebi-tamebi-config" <<<"$1"' _ "$page"
+is_island_page() { grep -q '<div id="tamebi-island">' <<<"$1" && grep -q 'initial-state-tamebi-tamebi-config' <<<"$1"; }
+check "shifted base: the island URL serves Tamebi's island page" is_island_page "$page"
 check "shifted base: with its bundle" curl -fsS -o /dev/null "${island}island/tamebi-island.js"
 token=$(grep -o 'data-requesttoken="[^"]*"' <<<"$page" | cut -d'"' -f2)
 conversations=$(curl -fsS -b "$work/jar" -H "requesttoken: $token" "${island}apps/tamebi/api/conversations" 2>&1)
 check "shifted base: the island reaches the orchestrator through the dev host (G1 signed)" \
   python3 -c 'import json, sys; json.loads(sys.argv[1])' "$conversations"
-check "shifted base: the docs URL serves the docs site" bash -c 'curl -fsS "$1" | grep -q "<title>Tamebi"' _ "$docs"
+is_docs_site() { curl -fsS "$1" | grep -q '<title>Tamebi'; }
+check "shifted base: the docs URL serves the docs site" is_docs_site "$docs"
 kill -TERM "$devpid" 2>/dev/null
 status=0
 for _ in $(seq 300); do kill -0 "$devpid" 2>/dev/null || break; sleep 0.1; done
@@ -159,6 +162,32 @@ devpid=
 check "shifted base: SIGTERM stops scripts/dev (exit status 143, got $status)" test "$status" = 143
 check "shifted base: and every service with it" \
   nothing_left shifted $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 5))
+[ "$failed" = "$before" ] || show "$out"
+
+# --- 4. a service that dies while the stack runs stops the stack, with its log ------------------
+before=$failed
+base=$(port_block)
+out=$work/dies.out
+TAMEBI_DEV_TEST_MARK=dies TAMEBI_DEV_NO_BUILD=1 TAMEBI_DEV_DOCS=0 TAMEBI_DEV_PORT_BASE=$base TAMEBI_DEV_DATA=$work/dies \
+  scripts/dev >"$out" 2>&1 &
+devpid=$!
+for _ in $(seq 1800); do
+  grep -q '^Tamebi is running' "$out" && break
+  kill -0 "$devpid" 2>/dev/null || break
+  sleep 0.1
+done
+model=$(grep -Eo '^   scripted model: pid [0-9]+' "$out" | grep -Eo '[0-9]+$')
+check "a service dies: the stack was running first" grep -q '^Tamebi is running' "$out"
+[ -n "$model" ] && kill -KILL "$model"
+status=0
+for _ in $(seq 300); do kill -0 "$devpid" 2>/dev/null || break; sleep 0.1; done
+wait "$devpid" 2>/dev/null || status=$?
+devpid=''
+check "a service dies: scripts/dev exits 1 (got $status)" test "$status" = 1
+check "a service dies: it says which one, with its log" \
+  grep -Eq "^scripts/dev: the scripted model exited while running \(exit status 137\); last lines of" "$out"
+check "a service dies: every other service is stopped" \
+  nothing_left dies $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4))
 [ "$failed" = "$before" ] || show "$out"
 
 echo "scripts/dev: $passed passed, $failed failed"
