@@ -98,6 +98,29 @@ dev() { # MARK BASE OUT: runs scripts/dev in the foreground (bounded), prints it
 }
 show() { echo "--- scripts/dev output ($1) ---" >&2; cat "$1" >&2; echo "---" >&2; }
 
+# dev_background MARK BASE OUT [VAR=VALUE...]: starts scripts/dev in the background (devpid) and
+# waits until it says it is running or has exited.
+dev_background() {
+  local mark=$1 base=$2 out=$3
+  shift 3
+  env TAMEBI_DEV_TEST_MARK="$mark" TAMEBI_DEV_NO_BUILD=1 TAMEBI_DEV_PORT_BASE="$base" TAMEBI_DEV_DATA="$work/$mark" "$@" \
+    scripts/dev >"$out" 2>&1 &
+  devpid=$!
+  for _ in $(seq 1800); do
+    grep -q '^Tamebi is running' "$out" && return 0
+    kill -0 "$devpid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+}
+# dev_wait_exit: waits (at most 30 s) for the background scripts/dev to end; sets `status` to its
+# exit status (not a $(...) function: only this shell can wait for its own child).
+dev_wait_exit() {
+  status=0
+  for _ in $(seq 300); do kill -0 "$devpid" 2>/dev/null || break; sleep 0.1; done
+  wait "$devpid" 2>/dev/null || status=$?
+  devpid=''
+}
+
 # --- 1. a port taken before the start ---------------------------------------------------------
 base=$(port_block)
 answering_server "$base"
@@ -132,14 +155,7 @@ kill "$foreign"; wait "$foreign" 2>/dev/null; foreign=
 before=$failed
 base=$(port_block)
 out=$work/shifted.out
-TAMEBI_DEV_TEST_MARK=shifted TAMEBI_DEV_NO_BUILD=1 TAMEBI_DEV_PORT_BASE=$base TAMEBI_DEV_DATA=$work/shifted \
-  scripts/dev >"$out" 2>&1 &
-devpid=$!
-for _ in $(seq 1800); do
-  grep -q '^Tamebi is running' "$out" && break
-  kill -0 "$devpid" 2>/dev/null || break
-  sleep 0.1
-done
+dev_background shifted "$base" "$out"
 island=$(grep -Eo '^Tamebi is running\. Open http://127\.0\.0\.1:[0-9]+/' "$out" | grep -Eo 'http://[^ ]+')
 docs=$(grep -Eo '^The docs: http://127\.0\.0\.1:[0-9]+/' "$out" | grep -Eo 'http://[^ ]+')
 check "shifted base: it says it is running, with the island URL on port $base (got '${island}')" test "$island" = "http://127.0.0.1:$base/"
@@ -155,10 +171,7 @@ check "shifted base: the island reaches the orchestrator through the dev host (G
 is_docs_site() { curl -fsS "$1" | grep -q '<title>Tamebi'; }
 check "shifted base: the docs URL serves the docs site" is_docs_site "$docs"
 kill -TERM "$devpid" 2>/dev/null
-status=0
-for _ in $(seq 300); do kill -0 "$devpid" 2>/dev/null || break; sleep 0.1; done
-wait "$devpid" 2>/dev/null || status=$?
-devpid=
+dev_wait_exit
 check "shifted base: SIGTERM stops scripts/dev (exit status 143, got $status)" test "$status" = 143
 check "shifted base: and every service with it" \
   nothing_left shifted $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 5))
@@ -168,21 +181,11 @@ check "shifted base: and every service with it" \
 before=$failed
 base=$(port_block)
 out=$work/dies.out
-TAMEBI_DEV_TEST_MARK=dies TAMEBI_DEV_NO_BUILD=1 TAMEBI_DEV_DOCS=0 TAMEBI_DEV_PORT_BASE=$base TAMEBI_DEV_DATA=$work/dies \
-  scripts/dev >"$out" 2>&1 &
-devpid=$!
-for _ in $(seq 1800); do
-  grep -q '^Tamebi is running' "$out" && break
-  kill -0 "$devpid" 2>/dev/null || break
-  sleep 0.1
-done
+dev_background dies "$base" "$out" TAMEBI_DEV_DOCS=0
 model=$(grep -Eo '^   scripted model: pid [0-9]+' "$out" | grep -Eo '[0-9]+$')
 check "a service dies: the stack was running first" grep -q '^Tamebi is running' "$out"
 [ -n "$model" ] && kill -KILL "$model"
-status=0
-for _ in $(seq 300); do kill -0 "$devpid" 2>/dev/null || break; sleep 0.1; done
-wait "$devpid" 2>/dev/null || status=$?
-devpid=''
+dev_wait_exit
 check "a service dies: scripts/dev exits 1 (got $status)" test "$status" = 1
 check "a service dies: it says which one, with its log" \
   grep -Eq "^scripts/dev: the scripted model exited while running \(exit status 137\); last lines of" "$out"
