@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The docs site (docs/, Rspress): builds it, checks that every page and the rendered diagrams are
 # in the output, then proves the build's guards hold: a copy of the site with one dead link, one
-# link to a missing repository file and one diagram of an unknown type must fail to build, naming
+# link to a missing repository file and one diagram that is not valid mermaid must fail to build, naming
 # each. A dead link or a failed build fails this suite.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -26,7 +26,7 @@ ln -s "$PWD/node_modules" "$scratch/docs/node_modules"
 printf '# Dead link\n\nA [page that does not exist](no-such-page.md).\n' >"$scratch/docs/broken-link.md"
 printf '# Missing file\n\nA [repository file that does not exist](../no-such-file.rs).\n' >"$scratch/docs/broken-file.md"
 # shellcheck disable=SC2016 # the backquotes are markdown
-printf '# Broken diagram\n\n```mermaid\nflowchat LR\n  a --> b\n```\n' >"$scratch/docs/broken-diagram.md"
+printf '# Broken diagram\n\n```mermaid\nflowchart LR\n  a[unclosed --> b\n```\n' >"$scratch/docs/broken-diagram.md"
 if (cd "$scratch/docs" && node_modules/.bin/rspress build >"$scratch/out" 2>&1); then
   echo "docs: a site with a dead link and a broken diagram built anyway" >&2
   exit 1
