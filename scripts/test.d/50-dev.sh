@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # scripts/dev as a developer meets it on a machine that already runs things (issue 19):
+#   0. a bad or duplicated port variable: refused with the variable's name, exit 2
 #   1. a port of ours is taken before it starts: one line names port, service and variable; exit 1;
 #      nothing of ours is left running
 #   2. a port is taken while the stack is starting, by a server that answers every request with
@@ -120,6 +121,20 @@ dev_wait_exit() {
   wait "$devpid" 2>/dev/null || status=$?
   devpid=''
 }
+
+# --- 0. a bad port variable is refused before anything happens ---------------------------------
+refused() { # STATUS OUT PATTERN...: exit status 2 and a line with every PATTERN
+  local line
+  [ "$1" = 2 ] || return 1
+  line=$(grep '^scripts/dev: ' "$2") || return 1
+  for pattern in "${@:3}"; do grep -q -- "$pattern" <<<"$line" || return 1; done
+}
+TAMEBI_DEV_ISLAND_PORT=80a80 TAMEBI_DEV_NO_BUILD=1 scripts/dev >"$work/bad.out" 2>&1
+check "bad variable: exit status 2 with a line naming TAMEBI_DEV_ISLAND_PORT" \
+  refused $? "$work/bad.out" "TAMEBI_DEV_ISLAND_PORT must be a port number"
+TAMEBI_DEV_DOCS_PORT=8700 TAMEBI_DEV_NO_BUILD=1 scripts/dev >"$work/same.out" 2>&1
+check "two services on one port: exit status 2 with a line naming both variables" \
+  refused $? "$work/same.out" "port 8700" TAMEBI_DEV_ORCHESTRATOR_PORT TAMEBI_DEV_DOCS_PORT
 
 # --- 1. a port taken before the start ---------------------------------------------------------
 base=$(port_block)
