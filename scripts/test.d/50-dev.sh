@@ -41,7 +41,7 @@ port_block() {
   python3 - <<'PY'
 import random, socket
 for _ in range(200):
-    base = random.randrange(20000, 60000)
+    base = random.randrange(20000, 32000)  # below the kernel's ephemeral range (32768+)
     socks = []
     try:
         for p in range(base, base + 6):
