@@ -10,6 +10,7 @@
 #      serves Tamebi's island and reaches the orchestrator through the dev host, the docs URL
 #      serves the docs site; SIGTERM then stops every service
 #   4. a service killed while the stack runs: scripts/dev names it, exits 1 and stops the rest
+#   5. scripts/dev itself SIGKILLed: its services stop anyway
 # Uses what scripts/test's install steps built (TAMEBI_DEV_NO_BUILD=1). Every scripts/dev run is
 # marked with an environment variable, so "nothing of ours left" means no process carries it.
 set -uo pipefail
@@ -206,6 +207,19 @@ check "a service dies: it says which one, with its log" \
   grep -Eq "^scripts/dev: the scripted model exited while running \(exit status 137\); last lines of" "$out"
 check "a service dies: every other service is stopped" \
   nothing_left dies $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4))
+[ "$failed" = "$before" ] || show "$out"
+
+# --- 5. scripts/dev itself killed (SIGKILL: no trap runs): the services still stop ---------------
+before=$failed
+base=$(port_block)
+out=$work/killed.out
+dev_background killed "$base" "$out" TAMEBI_DEV_DOCS=0
+check "scripts/dev killed: the stack was running first" grep -q '^Tamebi is running' "$out"
+kill -KILL "$devpid"
+dev_wait_exit
+gone() { for _ in $(seq 150); do nothing_left "$@" 2>/dev/null && return 0; sleep 0.1; done; nothing_left "$@"; }
+check "scripts/dev killed: every service stops by itself (parent-death signal)" \
+  gone killed $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4))
 [ "$failed" = "$before" ] || show "$out"
 
 echo "scripts/dev: $passed passed, $failed failed"
