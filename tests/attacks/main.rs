@@ -39,6 +39,7 @@ fn all_cases() -> Vec<(&'static str, Case)> {
         injection::calendar_description_overwrites_a_file,
         injection::contact_note_creates_an_event,
         injection::deck_card_description_creates_a_card,
+        injection::memo_moves_a_deck_card,
         injection::public_link_has_no_tool,
         injection::mail_send_is_not_the_models,
         injection::document_claims_prior_approval,

@@ -49,25 +49,24 @@ impl Output {
 }
 
 /// Effect class of a tool, turned into MCP annotations.
+///
+/// MCP defines `destructiveHint: false` as "performs only additive updates". Nothing this
+/// server writes is additive in that sense: a write can replace content, a move changes
+/// where things are, and a new event or card lands in calendars and boards other people
+/// see. So every tool that is not read-only says `destructiveHint: true`, and G3 asks the
+/// user before each call (a non-destructive, idempotent tool would run without asking).
 #[derive(Clone, Copy)]
 enum Effect {
     /// Reads only.
     Read,
-    /// Adds something; repeating adds again (needs approval).
-    Create,
-    /// Can replace or move existing data.
-    Destructive { idempotent: bool },
-    /// Changes state reversibly, repeating changes nothing more.
-    IdempotentUpdate,
+    /// Changes the user's data or what others see: replaces, moves, or adds to shared space.
+    Write { idempotent: bool },
 }
-
 fn annotations(title: &str, effect: Effect) -> ToolAnnotations {
     let a = ToolAnnotations::with_title(title).open_world(false);
     match effect {
         Effect::Read => a.read_only(true).destructive(false).idempotent(true),
-        Effect::Create => a.read_only(false).destructive(false).idempotent(false),
-        Effect::Destructive { idempotent } => a.read_only(false).destructive(true).idempotent(idempotent),
-        Effect::IdempotentUpdate => a.read_only(false).destructive(false).idempotent(true),
+        Effect::Write { idempotent } => a.read_only(false).destructive(true).idempotent(idempotent),
     }
 }
 
@@ -147,7 +146,7 @@ pub fn definitions() -> Vec<Tool> {
             "files_write",
             "Write a text file",
             "Create a text file or replace its content. Replacing is destructive; pass `overwrite: false` to refuse when the file exists.",
-            Effect::Destructive { idempotent: true },
+            Effect::Write { idempotent: true },
             None,
             None,
         ),
@@ -155,7 +154,7 @@ pub fn definitions() -> Vec<Tool> {
             "files_move",
             "Move or rename",
             "Move or rename a file or folder. Refuses to replace an existing target unless `overwrite: true`.",
-            Effect::Destructive { idempotent: false },
+            Effect::Write { idempotent: false },
             None,
             None,
         ),
@@ -187,7 +186,7 @@ pub fn definitions() -> Vec<Tool> {
             "calendar_create_event",
             "Create an event",
             "Create an event in one of the user's calendars. `start` and `end` are ISO date-times (with offset, or UTC) or, for an all-day event, dates.",
-            Effect::Create,
+            Effect::Write { idempotent: false },
             None,
             None,
         ),
@@ -219,7 +218,7 @@ pub fn definitions() -> Vec<Tool> {
             "deck_create_card",
             "Create a Deck card",
             "Create a card in a stack of a Deck board.",
-            Effect::Create,
+            Effect::Write { idempotent: false },
             None,
             None,
         ),
@@ -227,7 +226,7 @@ pub fn definitions() -> Vec<Tool> {
             "deck_move_card",
             "Move a Deck card",
             "Move a card to another stack of the same board.",
-            Effect::IdempotentUpdate,
+            Effect::Write { idempotent: true },
             None,
             None,
         ),
@@ -324,4 +323,38 @@ pub fn error_result(e: &Error) -> CallToolResult {
     let mut r = CallToolResult::error(vec![ContentBlock::text(format!("Error: {message}"))]);
     r.structured_content = Some(serde_json::json!({ "error": { "kind": e.kind(), "message": message } }));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// G3 rests on these: per MCP, `destructiveHint: false` means "only additive updates".
+    /// Every tool here is either a pure read or a write that is not additive (replaces,
+    /// moves, or lands where others see it), so it must never claim to be non-destructive.
+    #[test]
+    fn every_write_is_annotated_destructive() {
+        let mut writes = Vec::new();
+        for t in definitions() {
+            let a = t.annotations.clone().unwrap_or_default();
+            match a.read_only_hint {
+                Some(true) => assert_eq!(a.destructive_hint, Some(false), "{} reads only", t.name),
+                _ => {
+                    assert_eq!(a.read_only_hint, Some(false), "{} must state readOnlyHint", t.name);
+                    assert_eq!(a.destructive_hint, Some(true), "{} writes and must be destructive", t.name);
+                    writes.push((t.name.to_string(), a.idempotent_hint));
+                }
+            }
+        }
+        writes.sort();
+        let expected = [
+            ("calendar_create_event", Some(false)),
+            ("deck_create_card", Some(false)),
+            ("deck_move_card", Some(true)),
+            ("files_move", Some(false)),
+            ("files_write", Some(true)),
+        ]
+        .map(|(n, i)| (n.to_string(), i));
+        assert_eq!(writes, expected);
+    }
 }
