@@ -21,7 +21,8 @@ use crate::auth::Caller;
 use crate::context;
 use crate::error::{messages, stream_error_text};
 use crate::mcp::registry::{Registry, ToolDef, canonical_json};
-use crate::model::{ModelEvent, ToolSpec};
+use crate::model::tool_calls::{AssembledCall, Started, StepCalls};
+use crate::model::{ModelError, ModelEvent, ToolSpec};
 use crate::store::audit::{ApprovalState, Entry, Kind};
 use crate::store::chat::PendingApproval;
 use crate::ui_stream::{StreamPart, UiMessage};
@@ -121,13 +122,6 @@ struct TurnState {
     t: Turn,
     registry: Registry,
     specs: Vec<ToolSpec>,
-}
-
-/// A tool call as the model produced it.
-struct PendingCall {
-    id: String,
-    name: String,
-    arguments: String,
 }
 
 impl TurnState {
@@ -279,7 +273,7 @@ impl TurnState {
     }
 
     /// One model call. Streams its text; returns the tool calls it made.
-    async fn model_step(&mut self) -> Result<Vec<PendingCall>, &'static str> {
+    async fn model_step(&mut self) -> Result<Vec<AssembledCall>, &'static str> {
         self.emit(StreamPart::StartStep)?;
         let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
         let mut history = self.t.history.clone();
@@ -290,14 +284,17 @@ impl TurnState {
             messages::INTERNAL
         })?;
         let mut text_id: Option<String> = None;
-        let mut calls: Vec<PendingCall> = Vec::new();
+        // Issue #10: the provider's ids and indexes are not trusted; calls get our ids and
+        // what one step can make us hold is bounded (see model::tool_calls).
+        let mut calls = StepCalls::default();
+        let model_error = |e: ModelError| {
+            tracing::error!(error = %crate::auth::redact::redact(&e.to_string()), "model stream failed");
+            messages::INTERNAL
+        };
         while let Some(event) = stream.next().await {
-            let event = event.map_err(|e| {
-                tracing::error!(error = %crate::auth::redact::redact(&e.to_string()), "model stream failed");
-                messages::INTERNAL
-            })?;
-            match event {
+            match event.map_err(model_error)? {
                 ModelEvent::TextDelta(delta) => {
+                    calls.text(&delta).map_err(model_error)?;
                     let id = match &text_id {
                         Some(id) => id.clone(),
                         None => {
@@ -310,41 +307,30 @@ impl TurnState {
                     self.emit(StreamPart::TextDelta { id, delta })?;
                 }
                 ModelEvent::ToolCallStart { index, id, name } => {
+                    let Started::New { id } = calls.start(index, &id, &name).map_err(model_error)? else {
+                        continue;
+                    };
                     if let Some(tid) = text_id.take() {
                         self.emit(StreamPart::TextEnd { id: tid })?;
                     }
-                    while calls.len() <= index {
-                        calls.push(PendingCall {
-                            id: String::new(),
-                            name: String::new(),
-                            arguments: String::new(),
-                        });
-                    }
                     self.emit(StreamPart::ToolInputStart {
-                        tool_call_id: id.clone(),
-                        tool_name: name.clone(),
+                        tool_call_id: id,
+                        tool_name: name,
                         dynamic: true,
                     })?;
-                    calls[index].id = id;
-                    calls[index].name = name;
                 }
-                ModelEvent::ToolCallArguments { index, delta } => {
-                    if let Some(c) = calls.get_mut(index) {
-                        c.arguments.push_str(&delta);
-                    }
-                }
+                ModelEvent::ToolCallArguments { index, delta } => calls.arguments(index, &delta).map_err(model_error)?,
                 ModelEvent::Finished { .. } => {}
             }
         }
         if let Some(tid) = text_id.take() {
             self.emit(StreamPart::TextEnd { id: tid })?;
         }
-        calls.retain(|c| !c.id.is_empty());
-        Ok(calls)
+        Ok(calls.finish())
     }
 
     /// Handles one step's calls. Returns true when at least one waits for approval.
-    async fn handle_calls(&mut self, calls: Vec<PendingCall>) -> Result<bool, &'static str> {
+    async fn handle_calls(&mut self, calls: Vec<AssembledCall>) -> Result<bool, &'static str> {
         let mut awaiting = false;
         for call in calls {
             let input: Value = match serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }) {
@@ -403,6 +389,18 @@ impl TurnState {
                     arguments_sha256: arguments_hash(&input),
                     arguments: input,
                 };
+                // The card the user approves is this record: exactly one part carries the
+                // call's id, showing the recorded tool and arguments. Our own ids make any
+                // other outcome impossible; if it ever happened, asking would be a lie.
+                if !self.t.assistant.shows_exactly(&call.id, &def.model_name, &approval.arguments) {
+                    tracing::error!(tool = %def.name, "the approval card does not match the recorded call; not asking");
+                    self.emit(StreamPart::ToolOutputError {
+                        tool_call_id: call.id,
+                        error_text: "This call could not be shown for approval, so it was not run.".into(),
+                        dynamic: true,
+                    })?;
+                    continue;
+                }
                 let entry = self.audit_entry(
                     Kind::ToolCall,
                     &def.server,

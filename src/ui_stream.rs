@@ -280,6 +280,16 @@ impl UiMessage {
         })
     }
 
+    /// True when exactly one tool part carries `tool_call_id`, and it shows `tool_name`
+    /// with `input`: what an approval card for that call renders (G3).
+    pub fn shows_exactly(&self, tool_call_id: &str, tool_name: &str, input: &Value) -> bool {
+        let mut parts = self.parts.iter().filter_map(|p| match p {
+            UiPart::DynamicTool(t) if t.tool_call_id == tool_call_id => Some(t),
+            _ => None,
+        });
+        matches!((parts.next(), parts.next()), (Some(t), None) if t.tool_name == tool_name && t.input == *input)
+    }
+
     /// Text parts still streaming when a turn died are closed, so a reload shows them as
     /// they were rather than as forever in progress. True when anything changed.
     pub fn close_open_text(&mut self) -> bool {
@@ -299,6 +309,32 @@ impl UiMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shows_exactly_needs_one_part_with_that_name_and_input() {
+        let mut m = UiMessage::new("m".into(), Role::Assistant);
+        let start = |name: &str| StreamPart::ToolInputStart {
+            tool_call_id: "c1".into(),
+            tool_name: name.into(),
+            dynamic: true,
+        };
+        m.apply(&start("files_move"));
+        m.apply(&StreamPart::ToolInputAvailable {
+            tool_call_id: "c1".into(),
+            tool_name: "files_move".into(),
+            input: serde_json::json!({"from": "a"}),
+            dynamic: true,
+        });
+        assert!(m.shows_exactly("c1", "files_move", &serde_json::json!({"from": "a"})));
+        assert!(!m.shows_exactly("c1", "files_read", &serde_json::json!({"from": "a"})));
+        assert!(!m.shows_exactly("c1", "files_move", &serde_json::json!({"from": "b"})));
+        assert!(!m.shows_exactly("c2", "files_move", &serde_json::json!({"from": "a"})));
+        m.apply(&start("files_read"));
+        assert!(
+            !m.shows_exactly("c1", "files_move", &serde_json::json!({"from": "a"})),
+            "two parts share the id"
+        );
+    }
     use serde_json::json;
 
     #[test]

@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use crate::config::ModelConfig;
 
+pub mod tool_calls;
+
 /// A message in the provider's format.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "role", rename_all = "lowercase")]
@@ -83,7 +85,9 @@ pub struct FunctionSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelEvent {
     TextDelta(String),
-    /// The first fragment of tool call `index` (id and name are known from here on).
+    /// The first fragment of tool call `index` (id and name are known from here on). Both
+    /// are the provider's: [`tool_calls::StepCalls`] decides what they mean, and assigns
+    /// the id we use.
     ToolCallStart {
         index: usize,
         id: String,

@@ -14,6 +14,7 @@ mod envelope;
 mod injection;
 mod oracle;
 mod policy;
+mod provider;
 mod stack;
 
 use std::future::Future;
@@ -71,6 +72,9 @@ fn all_cases() -> Vec<(&'static str, Case)> {
         approval::approval_after_a_new_user_message,
         approval::approval_after_a_denial,
         approval::approval_smuggled_in_a_user_message,
+        provider::duplicate_tool_call_ids,
+        provider::huge_tool_call_index,
+        provider::too_many_tool_calls_in_one_step,
         policy::no_annotations_ask,
         policy::idempotent_only_asks,
         policy::read_only_false_only_asks,

@@ -401,7 +401,7 @@ pub struct Delta {
 
 #[derive(Debug, Serialize)]
 pub struct ToolCallDelta {
-    pub index: u32,
+    pub index: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]

@@ -24,6 +24,8 @@ use crate::script::Reply;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdentifiedCall {
     pub id: String,
+    /// The `index` its stream deltas carry (its position, unless the script says otherwise).
+    pub index: u64,
     pub name: String,
     pub arguments: String,
 }
@@ -97,7 +99,8 @@ pub fn stream_plan(reply: &Reply, calls: &[IdentifiedCall], meta: &ResponseMeta,
         return plan;
     }
 
-    for (index, call) in (0u32..).zip(calls) {
+    for call in calls {
+        let index = call.index;
         pace(&mut plan);
         let announce = ToolCallDelta {
             index,
@@ -314,15 +317,19 @@ mod tests {
         r.calls = vec![ScriptedCall {
             name: "files_list".into(),
             arguments: json!({"path": "/"}),
+            id: None,
+            index: None,
         }];
         let calls = vec![
             IdentifiedCall {
                 id: "call_1".into(),
+                index: 0,
                 name: "files_list".into(),
                 arguments: "{\"path\":\"/\"}".into(),
             },
             IdentifiedCall {
                 id: "call_2".into(),
+                index: 1,
                 name: "files_grep".into(),
                 arguments: "{}".into(),
             },
@@ -382,6 +389,7 @@ mod tests {
         let r = reply("", 8);
         let calls = vec![IdentifiedCall {
             id: "call_9".into(),
+            index: 0,
             name: "a".into(),
             arguments: "{}".into(),
         }];

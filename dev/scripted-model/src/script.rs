@@ -100,6 +100,10 @@ pub enum TextSource {
 pub struct ScriptedCall {
     pub name: String,
     pub arguments: serde_json::Value,
+    /// A hostile provider's choice: this tool-call id instead of a fresh `call_<n>`.
+    pub id: Option<String>,
+    /// A hostile provider's choice: this stream `index` instead of the call's position.
+    pub index: Option<u64>,
 }
 
 /// Token counts that override the estimate, for tests of token accounting.
@@ -169,6 +173,10 @@ struct RawCall {
     name: String,
     #[serde(default = "empty_object")]
     arguments: serde_json::Value,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    index: Option<u64>,
 }
 
 fn empty_object() -> serde_json::Value {
@@ -272,9 +280,14 @@ fn tool_calls_step(text: Option<String>, calls: Vec<RawCall>, pacing: Pacing, us
             if !c.arguments.is_object() {
                 return Err(format!("the arguments of {:?} must be a JSON object", c.name));
             }
+            if c.id.as_deref() == Some("") {
+                return Err(format!("the id of {:?} must not be empty", c.name));
+            }
             Ok(ScriptedCall {
                 name: c.name,
                 arguments: c.arguments,
+                id: c.id,
+                index: c.index,
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -399,6 +412,8 @@ fn render(step: &Step, vars: &Placeholders<'_>) -> Outcome {
                 .map(|c| ScriptedCall {
                     name: c.name.clone(),
                     arguments: vars.fill_json(&c.arguments),
+                    id: c.id.clone(),
+                    index: c.index,
                 })
                 .collect(),
             pacing: *pacing,
@@ -526,7 +541,9 @@ mod tests {
                     r.calls,
                     vec![ScriptedCall {
                         name: "files_list".into(),
-                        arguments: json!({"path": "/"})
+                        arguments: json!({"path": "/"}),
+                        id: None,
+                        index: None,
                     }]
                 );
                 assert_eq!(r.text, "");

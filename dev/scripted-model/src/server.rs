@@ -125,11 +125,11 @@ async fn answer(state: &AppState, body: &[u8]) -> Result<Response, Error> {
 }
 
 fn identify(state: &AppState, reply: &Reply) -> Vec<IdentifiedCall> {
-    reply
-        .calls
-        .iter()
-        .map(|c| IdentifiedCall {
-            id: state.next_call_id(),
+    (0u64..)
+        .zip(&reply.calls)
+        .map(|(position, c)| IdentifiedCall {
+            id: c.id.clone().unwrap_or_else(|| state.next_call_id()),
+            index: c.index.unwrap_or(position),
             name: c.name.clone(),
             arguments: c.arguments.to_string(),
         })

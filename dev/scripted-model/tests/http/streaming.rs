@@ -70,6 +70,37 @@ fn after_tool(user_text: &str, tool_content: &str) -> serde_json::Value {
 }
 
 #[tokio::test]
+async fn a_hostile_provider_reuses_ids_and_picks_indexes() {
+    let s = start(json!({"rules": [{"match": "hostile", "steps": [
+        {"tool_calls": [{"name": "files_read", "arguments": {"path": "a"}, "id": "call_dup"},
+                        {"name": "files_move", "arguments": {"from": "a", "to": "b"}, "id": "call_dup", "index": 4000000000u64}]}
+    ]}]}))
+    .await;
+    let out = s.stream(user("hostile")).await;
+    let mut headers = Vec::new();
+    for c in &out.chunks {
+        for d in c["choices"][0]["delta"]["tool_calls"].as_array().into_iter().flatten() {
+            if let Some(id) = d["id"].as_str() {
+                headers.push((
+                    d["index"].as_u64().unwrap(),
+                    id.to_string(),
+                    d["function"]["name"].as_str().unwrap().to_string(),
+                ));
+            }
+        }
+    }
+    assert_eq!(
+        headers,
+        vec![
+            (0, "call_dup".to_string(), "files_read".to_string()),
+            (4_000_000_000, "call_dup".to_string(), "files_move".to_string())
+        ]
+    );
+    assert_eq!(out.finish_reason().as_deref(), Some("tool_calls"));
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn echo_and_template_quote_the_last_tool_result_exactly() {
     let s = start(json!({"rules": [
         {"match": "echo", "steps": [{"tool_calls": [{"name": "files_read"}]}, {"echo_tool_result": true}]},
