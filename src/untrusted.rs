@@ -3,13 +3,20 @@
 //!
 //! Tool results, tool errors, compaction summaries and memory facts are all things other
 //! people can write into, so all of them are wrapped by [`envelope`] and nothing else. The
-//! payload can never close the envelope early: anything in it that a model could read as the
-//! envelope's tag (any case, whitespace or attributes inside, HTML entities, full-width or
-//! other compatibility forms, zero-width characters, Cyrillic and Greek lookalikes) is
-//! replaced before wrapping. The contract is stated to the model in the system prompt's
-//! `<data_handling>` section ([`DATA_HANDLING`]).
+//! payload can never close the envelope early: every stretch of it that reads as the
+//! envelope's tag after [`normalise`] (character references decoded, invisible characters
+//! and diacritics dropped, compatibility and confusable characters folded, any case) is
+//! replaced before wrapping. docs/security.md states exactly what that covers. The contract
+//! is stated to the model in the system prompt's `<data_handling>` section ([`DATA_HANDLING`]).
+//!
+//! Cost: one pass over the payload. A payload that is ASCII without `<` or `&` (most tool
+//! results) is returned after a byte scan; otherwise the pass builds one small record per
+//! character and folds non-ASCII characters with a binary search in a generated table.
 
-use unicode_normalization::UnicodeNormalization;
+mod lookalikes;
+mod references;
+
+use unicode_normalization::char::is_combining_mark;
 
 pub const TAG: &str = "untrusted_data";
 /// What a neutralised tag becomes inside a payload.
@@ -50,6 +57,10 @@ struct Norm {
 
 /// Replaces every tag-like occurrence of the envelope tag in `payload`.
 pub fn neutralise(payload: &str) -> String {
+    if payload.bytes().all(|b| b.is_ascii() && b != b'<' && b != b'&') {
+        // No bracket can come out of plain ASCII without `<` or a reference: nothing to find.
+        return payload.to_string();
+    }
     let norm = normalise(payload);
     let mut out = String::with_capacity(payload.len());
     let mut copied = 0;
@@ -70,130 +81,97 @@ pub fn neutralise(payload: &str) -> String {
     out
 }
 
-/// If a tag starts at `i`, returns the index just past it.
+/// How far the matcher looks between the parts of a tag.
+const MAX_GAP: usize = 16;
+
+/// If a tag starts at `i` (a `<`), returns the index just past it. A tag is `<`, then any
+/// whitespace and `/`, then `untrusted`, any non-alphanumeric separators (or none), `data`,
+/// and then the rest of the tag up to `>` on the same line — or, unclosed, nothing more.
 fn match_tag(norm: &[Norm], i: usize) -> Option<usize> {
-    let mut j = i + 1;
-    let skip_space = |j: &mut usize| {
-        while *j < norm.len() && norm[*j].ch.is_whitespace() {
-            *j += 1;
+    let at = |j: usize| norm.get(j).map(|n| n.ch);
+    let skip = |mut j: usize, allowed: &dyn Fn(char) -> bool| {
+        let limit = j + MAX_GAP;
+        while j < limit && at(j).is_some_and(allowed) {
+            j += 1;
         }
+        j
     };
-    skip_space(&mut j);
-    if j < norm.len() && norm[j].ch == '/' {
-        j += 1;
-        skip_space(&mut j);
-    }
-    for want in "untrusted".chars() {
-        if j >= norm.len() || norm[j].ch != want {
-            return None;
+    let word = |mut j: usize, word: &str| {
+        for want in word.chars() {
+            if at(j) != Some(want) {
+                return None;
+            }
+            j += 1;
         }
-        j += 1;
-    }
-    // Any separator (or none) between the words: "untrusted_data", "untrusted-data", "untrusted data".
-    while j < norm.len() && matches!(norm[j].ch, '_' | '-' | ' ' | '.' | ':') {
-        j += 1;
-    }
-    for want in "data".chars() {
-        if j >= norm.len() || norm[j].ch != want {
-            return None;
-        }
-        j += 1;
-    }
+        Some(j)
+    };
+    let j = skip(i + 1, &|c| c.is_whitespace() || c == '/');
+    let j = word(j, "untrusted")?;
+    // "untrusted_data", "untrusted-data", "untrusted data", "untrusted~data", "untrusteddata".
+    let j = skip(j, &|c| !c.is_alphanumeric() && !matches!(c, '<' | '>' | '\n'));
+    let j = word(j, "data")?;
     // The rest of the tag (attributes) up to '>' — or, unclosed, up to the end of the word.
     let limit = (j + 512).min(norm.len());
-    let mut k = j;
-    while k < limit {
-        if norm[k].ch == '>' {
-            return Some(k + 1);
+    for k in j..limit {
+        match norm[k].ch {
+            '>' => return Some(k + 1),
+            '<' | '\n' => break,
+            _ => {}
         }
-        if norm[k].ch == '<' || norm[k].ch == '\n' {
-            break;
-        }
-        k += 1;
     }
     Some(j)
 }
 
-/// Maps the payload to lowercase ASCII-ish characters a model would read the same way.
+/// Maps the payload to the characters a model would read, each with the bytes it came from.
 fn normalise(payload: &str) -> Vec<Norm> {
     let mut out = Vec::with_capacity(payload.len());
     let mut iter = payload.char_indices().peekable();
     while let Some((start, c)) = iter.next() {
-        // HTML entities for the brackets a model would read as '<' or '>'.
         if c == '&'
-            && let Some((ch, len)) = entity_at(&payload[start..])
+            && let Some(r) = references::decode(&payload[start + 1..])
         {
-            out.push(Norm {
-                ch,
-                start,
-                end: start + len,
-            });
-            while iter.peek().is_some_and(|(i, _)| *i < start + len) {
+            let end = start + 1 + r.len;
+            for ch in r.chars.into_iter().flatten() {
+                fold(ch, &mut |ch| out.push(Norm { ch, start, end }));
+            }
+            while iter.peek().is_some_and(|(i, _)| *i < end) {
                 iter.next();
             }
             continue;
         }
         let end = start + c.len_utf8();
-        if is_invisible(c) {
-            continue;
-        }
-        for ch in fold(c) {
-            out.push(Norm { ch, start, end });
-        }
+        fold(c, &mut |ch| out.push(Norm { ch, start, end }));
     }
     out
 }
 
-fn entity_at(s: &str) -> Option<(char, usize)> {
-    // Entities are short and ASCII: look for the ';' among the next few characters only,
-    // by characters rather than bytes (a byte index could split a multi-byte character).
-    let semi = s.char_indices().take(12).find(|(_, c)| *c == ';').map(|(i, _)| i)?;
-    if !s[1..semi].is_ascii() {
-        return None;
+/// Folds one character into what a model reads there: nothing, or one or more characters.
+fn fold(c: char, emit: &mut dyn FnMut(char)) {
+    if c.is_ascii() {
+        return emit(c.to_ascii_lowercase());
     }
-    let name = s[1..semi].to_ascii_lowercase();
-    let ch = match name.as_str() {
-        "lt" => '<',
-        "gt" => '>',
-        "sol" => '/',
-        "lowbar" => '_',
-        _ => {
-            let code = if let Some(hex) = name.strip_prefix("#x") {
-                u32::from_str_radix(hex, 16).ok()?
-            } else {
-                name.strip_prefix('#')?.parse().ok()?
-            };
-            let c = char::from_u32(code)?;
-            *fold(c).first()?
-        }
-    };
-    Some((ch, semi + 1))
+    // Unicode tag characters spell ASCII invisibly, and models read them.
+    if ('\u{E0020}'..='\u{E007E}').contains(&c)
+        && let Some(ascii) = char::from_u32(c as u32 - 0xE0000)
+    {
+        return emit(ascii.to_ascii_lowercase());
+    }
+    if is_invisible(c) || is_combining_mark(c) {
+        return;
+    }
+    match lookalikes::fold(c) {
+        Some(folded) => folded.chars().for_each(emit),
+        None => emit(c),
+    }
 }
 
+/// Unicode's Default_Ignorable_Code_Point: characters that render as nothing.
 fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{00AD}' | '\u{034F}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')
-}
-
-/// Compatibility-folds one character (NFKC, lowercase) and maps common lookalikes.
-fn fold(c: char) -> Vec<char> {
-    let mapped = match c {
-        '\u{2039}' | '\u{2329}' | '\u{27E8}' | '\u{3008}' | '\u{FE64}' | '\u{02C2}' | '\u{1438}' => '<',
-        '\u{203A}' | '\u{232A}' | '\u{27E9}' | '\u{3009}' | '\u{FE65}' | '\u{02C3}' | '\u{1433}' => '>',
-        '\u{2215}' | '\u{2044}' | '\u{29F8}' => '/',
-        // Cyrillic and Greek letters that look like the Latin ones in "untrusted data".
-        'а' | 'А' | 'α' | 'Α' => 'a',
-        'е' | 'Е' | 'ε' | 'Ε' => 'e',
-        'ѕ' | 'Ѕ' => 's',
-        'т' | 'Т' | 'τ' | 'Τ' => 't',
-        'г' | 'ɾ' => 'r',
-        'ԁ' | 'ɗ' => 'd',
-        'ս' | 'υ' | 'ц' => 'u',
-        'ո' | 'η' | 'п' => 'n',
-        _ => {
-            return c.to_string().nfkc().flat_map(char::to_lowercase).collect();
-        }
-    };
-    vec![mapped]
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}'..='\u{1160}' | '\u{17B4}'..='\u{17B5}' | '\u{180B}'..='\u{180F}'
+        | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}'
+        | '\u{FEFF}' | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}' | '\u{1BCA0}'..='\u{1BCA3}' | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0000}'..='\u{E0FFF}')
 }
 
 #[cfg(test)]
