@@ -14,9 +14,6 @@ pub fn fold(c: char) -> Option<&'static str> {
     TABLE.binary_search_by_key(&c, |(k, _)| *k).ok().map(|i| TABLE[i].1)
 }
 
-/// The characters of the envelope tag a fold can produce.
-pub const TAG_CHARS: &str = "</untrusted data>";
-
 include!("lookalikes_table.rs");
 
 #[cfg(test)]
@@ -43,6 +40,9 @@ mod tests {
             })
             .collect()
     }
+
+    /// The characters of the envelope tag a fold can produce.
+    const TAG_CHARS: &str = "</untrusted data>";
 
     fn relevant(fold: &str) -> bool {
         fold.chars().any(|c| c != ' ' && TAG_CHARS.contains(c))

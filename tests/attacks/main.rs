@@ -11,6 +11,7 @@
 
 mod approval;
 mod envelope;
+mod envelope_property;
 mod injection;
 mod oracle;
 mod policy;
@@ -52,6 +53,11 @@ fn all_cases() -> Vec<(&'static str, Case)> {
         envelope::separator_variants,
         envelope::named_entities,
         envelope::numeric_entities,
+        envelope::references_without_semicolon,
+        envelope::zero_padded_references,
+        envelope::bracket_lookalike_references,
+        envelope::greek_capital_nu_and_other_confusables,
+        envelope::invisible_tag_characters,
         envelope::full_width_and_math_letters,
         envelope::zero_width_characters,
         envelope::lookalike_letters,

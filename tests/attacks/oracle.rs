@@ -1,75 +1,78 @@
 //! What a case checks, written independently of the code under test: the envelope count
-//! (own normaliser, not `untrusted::neutralise`), the offered tool set, audit expectations,
+//! (its own reading of the text through html5ever's tokenizer and Unicode's confusable
+//! skeleton, not `untrusted::neutralise`), the offered tool set, audit expectations,
 //! argument hashes, and a minimal PDF builder for the injected document.
 
+use std::cell::RefCell;
+
 use anyhow::{Result, bail, ensure};
+use html5ever::tendril::StrTendril;
+use html5ever::tokenizer::states::{RawKind, State};
+use html5ever::tokenizer::{BufferQueue, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::is_combining_mark;
 
 use crate::stack::{AuditRow, Stack};
 
-/// How a model could read text: entities decoded, invisible characters dropped,
-/// compatibility forms and lookalikes folded, lowercase.
+/// How a model could read text: character references decoded as an HTML5 parser does,
+/// invisible characters dropped (Unicode tag characters read as the ASCII they spell),
+/// compatibility forms and confusables folded to their TR39 skeleton, diacritics dropped,
+/// lowercase.
 fn model_reading(s: &str) -> String {
-    let decoded = decode_entities(s);
-    decoded
+    let visible: String = html_text(s)
         .chars()
-        .filter(|c| !matches!(c, '\u{00AD}' | '\u{034F}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}'))
-        .flat_map(|c| {
-            let c = match c {
-                '\u{2039}' | '\u{2329}' | '\u{27E8}' | '\u{3008}' | '\u{FE64}' | '\u{02C2}' => '<',
-                '\u{203A}' | '\u{232A}' | '\u{27E9}' | '\u{3009}' | '\u{FE65}' | '\u{02C3}' => '>',
-                '∕' | '⁄' | '⧸' => '/',
-                'а' | 'А' | 'α' => 'a',
-                'е' | 'Е' | 'ε' => 'e',
-                'ѕ' => 's',
-                'т' | 'τ' => 't',
-                'г' => 'r',
-                'ԁ' => 'd',
-                'ս' | 'υ' => 'u',
-                'п' | 'η' => 'n',
-                other => other,
-            };
-            c.to_string().nfkc().flat_map(char::to_lowercase).collect::<Vec<_>>()
+        .filter_map(|c| match c as u32 {
+            0xE0020..=0xE007E => char::from_u32(c as u32 - 0xE0000),
+            0xE0000..=0xE0FFF | 0xAD | 0x34F | 0x61C | 0x180B..=0x180F | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x206F | 0xFEFF => {
+                None
+            }
+            _ => Some(c),
         })
-        .collect()
+        .collect();
+    let skeleton = |s: &str| -> String {
+        unicode_security::skeleton(s)
+            .filter(|c| !is_combining_mark(*c))
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let nfkc: String = visible.nfkc().collect();
+    skeleton(&skeleton(&nfkc)).replace('\u{276C}', "<").replace('\u{276D}', ">")
 }
 
-fn decode_entities(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.find('&') {
-        out.push_str(&rest[..i]);
-        rest = &rest[i..];
-        // Char-safe window: an entity is short, and the text around it may be any script.
-        let end = rest.char_indices().take(12).find(|(_, c)| *c == ';').map(|(i, _)| i);
-        let decoded = end.and_then(|e| {
-            let name = rest[1..e].to_ascii_lowercase();
-            let c = match name.as_str() {
-                "lt" => Some('<'),
-                "gt" => Some('>'),
-                "sol" => Some('/'),
-                "lowbar" => Some('_'),
-                n if n.starts_with("#x") => u32::from_str_radix(&n[2..], 16).ok().and_then(char::from_u32),
-                n if n.starts_with('#') => n[1..].parse().ok().and_then(char::from_u32),
-                _ => None,
-            };
-            c.map(|c| (c, e + 1))
-        });
-        match decoded {
-            Some((c, len)) => {
-                out.push(c);
-                rest = &rest[len..];
+/// The text an HTML5 parser reads in `s` when nothing in it is markup (RCDATA, as inside a
+/// `<textarea>`): character references decoded by html5ever's own tokenizer.
+fn html_text(s: &str) -> String {
+    #[derive(Default)]
+    struct Text(RefCell<String>);
+    impl TokenSink for Text {
+        type Handle = ();
+        fn process_token(&self, token: Token, _line: u64) -> TokenSinkResult<()> {
+            match token {
+                Token::CharacterTokens(t) => self.0.borrow_mut().push_str(&t),
+                Token::NullCharacterToken => self.0.borrow_mut().push('\0'),
+                // Only `</textarea>` ends RCDATA; after it, tags are tokens: read them back as text.
+                Token::TagToken(tag) => {
+                    let slash = if tag.kind == TagKind::EndTag { "/" } else { "" };
+                    self.0.borrow_mut().push_str(&format!("<{slash}{}>", &*tag.name));
+                }
+                _ => {}
             }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
+            TokenSinkResult::Continue
         }
     }
-    out.push_str(rest);
-    out
+    let opts = TokenizerOpts {
+        initial_state: Some(State::RawData(RawKind::Rcdata)),
+        last_start_tag_name: Some("textarea".into()),
+        ..TokenizerOpts::default()
+    };
+    let tokenizer = Tokenizer::new(Text::default(), opts);
+    let queue = BufferQueue::default();
+    queue.push_back(StrTendril::from_slice(s));
+    let _ = tokenizer.feed(&queue);
+    tokenizer.end();
+    tokenizer.sink.0.into_inner()
 }
 
 /// (opening, closing) envelope tags a model could read in `content`.
