@@ -112,8 +112,8 @@ fn match_tag(norm: &[Norm], i: usize) -> Option<usize> {
     let j = word(j, "data")?;
     // The rest of the tag (attributes) up to '>' — or, unclosed, up to the end of the word.
     let limit = (j + 512).min(norm.len());
-    for k in j..limit {
-        match norm[k].ch {
+    for (k, n) in norm.iter().enumerate().take(limit).skip(j) {
+        match n.ch {
             '>' => return Some(k + 1),
             '<' | '\n' => break,
             _ => {}

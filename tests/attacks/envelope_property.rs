@@ -55,14 +55,14 @@ fn names_of(c: char) -> &'static [&'static str] {
 fn encode(c: char, seed: u32) -> (String, bool) {
     let pick = seed % 8;
     let pad = "0".repeat(((seed >> 3) % 4) as usize);
-    let semi = (seed >> 5) % 2 == 0;
+    let semi = (seed >> 5).is_multiple_of(2);
     let end = if semi { ";" } else { "" };
     match pick {
         1 if c.is_ascii_alphabetic() => (c.to_ascii_uppercase().to_string(), false),
         2 => (format!("&#{pad}{}{end}", c as u32), !semi),
         3 => {
-            let x = if (seed >> 6) % 2 == 0 { "x" } else { "X" };
-            let hex = if (seed >> 7) % 2 == 0 {
+            let x = if (seed >> 6).is_multiple_of(2) { "x" } else { "X" };
+            let hex = if (seed >> 7).is_multiple_of(2) {
                 format!("{:x}", c as u32)
             } else {
                 format!("{:X}", c as u32)
