@@ -261,8 +261,9 @@ where
                 }
                 for call in choice.delta.tool_calls {
                     let function = call.function.unwrap_or(FunctionDelta { name: None, arguments: None });
-                    if let (Some(id), Some(name)) = (call.id, function.name) {
-                        yield Ok(ModelEvent::ToolCallStart { index: call.index, id, name });
+                    // The provider's id is optional to us: calls get ids of ours (tool_calls.rs).
+                    if let Some(name) = function.name {
+                        yield Ok(ModelEvent::ToolCallStart { index: call.index, id: call.id.unwrap_or_default(), name });
                     }
                     if let Some(args) = function.arguments.filter(|a| !a.is_empty()) {
                         yield Ok(ModelEvent::ToolCallArguments { index: call.index, delta: args });
@@ -335,6 +336,22 @@ mod tests {
             Some(&ModelEvent::Finished {
                 reason: "tool_calls".into()
             })
+        );
+    }
+
+    #[test]
+    fn a_call_without_a_provider_id_still_starts() {
+        let out = events(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"files_list","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        assert_eq!(
+            out[0].as_ref().unwrap(),
+            &ModelEvent::ToolCallStart {
+                index: 0,
+                id: String::new(),
+                name: "files_list".into()
+            }
         );
     }
 

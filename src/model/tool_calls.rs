@@ -55,9 +55,9 @@ impl StepCalls {
     /// A tool-call header: `index` and `provider_id` as the provider sent them.
     pub fn start(&mut self, index: usize, provider_id: &str, name: &str) -> Result<Started, ModelError> {
         if let Some((_, known_id, pos)) = self.keys.iter().find(|(i, _, _)| *i == index) {
-            // Some providers repeat id and name on every fragment of a call; anything else
-            // under a started index would be a second call hiding behind the first.
-            return if known_id == provider_id && self.calls[*pos].name == name {
+            // Some providers repeat the name (and the id, or no id) on every fragment of a
+            // call; anything else under a started index is a second call hiding behind the first.
+            return if (provider_id.is_empty() || known_id == provider_id) && self.calls[*pos].name == name {
                 Ok(Started::Repeated)
             } else {
                 Err(ModelError::Protocol(format!(
@@ -70,7 +70,7 @@ impl StepCalls {
                 "more than {MAX_CALLS_PER_STEP} tool calls in one step"
             )));
         }
-        if self.keys.iter().any(|(_, known_id, _)| known_id == provider_id) {
+        if !provider_id.is_empty() && self.keys.iter().any(|(_, known_id, _)| known_id == provider_id) {
             tracing::warn!("the model reused a tool-call id within a step; each call keeps its own id");
         }
         let id = format!("call_{}", uuid::Uuid::new_v4().simple());
@@ -152,6 +152,12 @@ mod tests {
         let mut step = StepCalls::default();
         new_id(step.start(0, "p1", "files_read"));
         assert_eq!(step.start(0, "p1", "files_read").unwrap(), Started::Repeated);
+        assert_eq!(
+            step.start(0, "", "files_read").unwrap(),
+            Started::Repeated,
+            "a fragment without the id"
+        );
+        new_id(step.start(1, "", "files_list"));
         assert!(step.start(0, "p1", "files_move").is_err());
         assert!(step.start(0, "p2", "files_read").is_err());
     }
