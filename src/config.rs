@@ -52,6 +52,22 @@ pub struct ModelConfig {
     pub first_chunk_timeout: Duration,
     /// How long a whole model call may take.
     pub call_timeout: Duration,
+    /// `TAMEBI_TOOL_CALL_TEXT=auto`: the primary model's text is read for tool calls it wrote
+    /// as text (model::text_calls). Off by default: models with native `tool_calls` need none.
+    pub primary_text_tool_calls: bool,
+    /// `TAMEBI_FALLBACK_TOOL_CALL_TEXT=auto`: the same for the fallback model.
+    pub fallback_text_tool_calls: bool,
+}
+
+impl ModelConfig {
+    /// Whether calls written as text are recognised for `model` (primary or fallback).
+    pub fn reads_text_tool_calls(&self, model: &str) -> bool {
+        if model == self.model {
+            self.primary_text_tool_calls
+        } else {
+            self.fallback_text_tool_calls
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -152,7 +168,21 @@ fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, Co
         fallback_model: get("TAMEBI_FALLBACK_MODEL"),
         first_chunk_timeout: secs(get("TAMEBI_MODEL_FIRST_CHUNK_SECS"), "TAMEBI_MODEL_FIRST_CHUNK_SECS", "30")?,
         call_timeout: secs(get("TAMEBI_MODEL_CALL_SECS"), "TAMEBI_MODEL_CALL_SECS", "300")?,
+        primary_text_tool_calls: auto_or_off(get("TAMEBI_TOOL_CALL_TEXT"), "TAMEBI_TOOL_CALL_TEXT")?,
+        fallback_text_tool_calls: auto_or_off(get("TAMEBI_FALLBACK_TOOL_CALL_TEXT"), "TAMEBI_FALLBACK_TOOL_CALL_TEXT")?,
     })
+}
+
+/// `auto` or `off` (the default).
+fn auto_or_off(value: Option<String>, var: &'static str) -> Result<bool, ConfigError> {
+    match value.as_deref() {
+        None | Some("off") => Ok(false),
+        Some("auto") => Ok(true),
+        Some(other) => Err(ConfigError::Invalid {
+            var,
+            why: format!("`{other}` is not `auto` or `off`"),
+        }),
+    }
 }
 
 fn secret(value: Option<String>, var: &'static str) -> Result<Secret, ConfigError> {
@@ -294,6 +324,21 @@ mod tests {
         assert!(with("TAMEBI_MODEL_URL", "http://x/v1/").is_ok());
         assert!(with("TAMEBI_MODEL_URL", "http://x/api").is_err());
         assert!(with("TAMEBI_MODEL_URL", "ftp://x/v1").is_err());
+    }
+
+    #[test]
+    fn text_tool_calls_are_per_model_and_off_by_default() {
+        let c = Config::from_vars(&base()).unwrap();
+        assert!(!c.model.reads_text_tool_calls("m"));
+        let mut vars = base();
+        vars.insert("TAMEBI_FALLBACK_MODEL".into(), "small".into());
+        vars.insert("TAMEBI_FALLBACK_TOOL_CALL_TEXT".into(), "auto".into());
+        let c = Config::from_vars(&vars).unwrap();
+        assert!(!c.model.reads_text_tool_calls("m"));
+        assert!(c.model.reads_text_tool_calls("small"));
+        assert!(with("TAMEBI_TOOL_CALL_TEXT", "auto").unwrap().model.reads_text_tool_calls("m"));
+        let err = with("TAMEBI_TOOL_CALL_TEXT", "yes").unwrap_err().to_string();
+        assert!(err.contains("TAMEBI_TOOL_CALL_TEXT") && err.contains("auto"), "{err}");
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::config::ModelConfig;
 
+pub mod text_calls;
 pub mod tool_calls;
 
 /// A message in the provider's format.
@@ -196,6 +197,9 @@ impl ModelClient {
             .await
             .map_err(|_| ModelError::Timeout)?;
         let head = futures::stream::iter(first);
+        if self.config.reads_text_tool_calls(model) {
+            return Ok(Box::pin(text_calls::recognise(head.chain(events))));
+        }
         Ok(Box::pin(head.chain(events)))
     }
 }
