@@ -623,9 +623,11 @@ impl Indexes {
                 TextCallEvent::Call { name, arguments } => {
                     let index = self.take();
                     self.text_calls += 1;
+                    // Unique like a provider's id; the turn then assigns its own, as for
+                    // every native call.
                     out.push(ModelEvent::ToolCallStart {
                         index,
-                        id: format!("text_call_{}", self.text_calls),
+                        id: format!("call_{}", uuid::Uuid::new_v4().simple()),
                         name,
                     });
                     out.push(ModelEvent::ToolCallArguments { index, delta: arguments });
@@ -789,6 +791,10 @@ mod tests {
             .into_iter()
             .map(|e| e.unwrap())
             .collect();
+        let ModelEvent::ToolCallStart { id: text_id, .. } = &out[3] else {
+            panic!("{out:?}")
+        };
+        assert!(text_id.starts_with("call_") && text_id.len() == 37, "{text_id}");
         assert_eq!(
             out,
             vec![
@@ -804,7 +810,7 @@ mod tests {
                 ModelEvent::TextDelta("Hi ".into()),
                 ModelEvent::ToolCallStart {
                     index: 1,
-                    id: "text_call_1".into(),
+                    id: text_id.clone(),
                     name: "a".into()
                 },
                 ModelEvent::ToolCallArguments {

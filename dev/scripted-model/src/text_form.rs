@@ -39,7 +39,10 @@ pub fn render(form: TextForm, calls: &[ScriptedCall]) -> String {
                 .collect();
             format!("[TOOL_CALLS]{}", serde_json::Value::Array(all))
         }
-        TextForm::MistralArgs => calls.iter().map(|c| format!("[TOOL_CALLS]{}[ARGS]{}", c.name, c.arguments)).collect(),
+        TextForm::MistralArgs => calls
+            .iter()
+            .map(|c| format!("[TOOL_CALLS]{}[ARGS]{}", c.name, c.arguments))
+            .collect(),
         TextForm::Llama => {
             let all: Vec<String> = calls.iter().map(|c| object(c, "parameters")).collect();
             format!("<|python_tag|>{}<|eom_id|>", all.join("; "))
@@ -58,10 +61,14 @@ mod tests {
             ScriptedCall {
                 name: "a".into(),
                 arguments: json!({"x": 1}),
+                id: None,
+                index: None,
             },
             ScriptedCall {
                 name: "b".into(),
                 arguments: json!({}),
+                id: None,
+                index: None,
             },
         ];
         assert_eq!(
@@ -76,7 +83,10 @@ mod tests {
             render(TextForm::Mistral, &calls),
             "[TOOL_CALLS][{\"arguments\":{\"x\":1},\"name\":\"a\"},{\"arguments\":{},\"name\":\"b\"}]"
         );
-        assert_eq!(render(TextForm::MistralArgs, &calls), "[TOOL_CALLS]a[ARGS]{\"x\":1}[TOOL_CALLS]b[ARGS]{}");
+        assert_eq!(
+            render(TextForm::MistralArgs, &calls),
+            "[TOOL_CALLS]a[ARGS]{\"x\":1}[TOOL_CALLS]b[ARGS]{}"
+        );
         assert_eq!(
             render(TextForm::Llama, &calls),
             "<|python_tag|>{\"name\":\"a\",\"parameters\":{\"x\":1}}; {\"name\":\"b\",\"parameters\":{}}<|eom_id|>"
