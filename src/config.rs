@@ -42,8 +42,10 @@ pub struct McpServer {
 /// The model provider: any OpenAI-compatible chat-completions API.
 #[derive(Debug, Clone)]
 pub struct ModelConfig {
-    /// Base URL ending in `/v1`.
-    pub base_url: url::Url,
+    /// Base URLs ending in `/v1`, tried in order (never empty).
+    pub base_urls: Vec<url::Url>,
+    /// How long an endpoint that failed before its first chunk is skipped.
+    pub endpoint_backoff: Duration,
     pub model: String,
     pub api_key: Option<Secret>,
     /// Tried once when the primary fails to connect or times out before its first chunk.
@@ -151,18 +153,10 @@ impl Config {
 
 fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, ConfigError> {
     let raw = get("TAMEBI_MODEL_URL").ok_or(ConfigError::Missing("TAMEBI_MODEL_URL"))?;
-    let base_url = url::Url::parse(raw.trim_end_matches('/')).map_err(|e| ConfigError::Invalid {
-        var: "TAMEBI_MODEL_URL",
-        why: e.to_string(),
-    })?;
-    if !matches!(base_url.scheme(), "http" | "https") || !base_url.path().ends_with("/v1") {
-        return Err(ConfigError::Invalid {
-            var: "TAMEBI_MODEL_URL",
-            why: "must be an http(s) OpenAI-compatible base URL ending in /v1".into(),
-        });
-    }
+    let base_urls = raw.split(',').map(|u| model_url(u.trim())).collect::<Result<Vec<_>, _>>()?;
     Ok(ModelConfig {
-        base_url,
+        base_urls,
+        endpoint_backoff: secs(get("TAMEBI_MODEL_BACKOFF_SECS"), "TAMEBI_MODEL_BACKOFF_SECS", "30")?,
         model: get("TAMEBI_MODEL").ok_or(ConfigError::Missing("TAMEBI_MODEL"))?,
         api_key: get("TAMEBI_MODEL_API_KEY").map(Secret::new),
         fallback_model: get("TAMEBI_FALLBACK_MODEL"),
@@ -171,6 +165,22 @@ fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, Co
         primary_text_tool_calls: auto_or_off(get("TAMEBI_TOOL_CALL_TEXT"), "TAMEBI_TOOL_CALL_TEXT")?,
         fallback_text_tool_calls: auto_or_off(get("TAMEBI_FALLBACK_TOOL_CALL_TEXT"), "TAMEBI_FALLBACK_TOOL_CALL_TEXT")?,
     })
+}
+
+/// One OpenAI-compatible base URL of `TAMEBI_MODEL_URL`.
+fn model_url(raw: &str) -> Result<url::Url, ConfigError> {
+    let var = "TAMEBI_MODEL_URL";
+    let url = url::Url::parse(raw.trim_end_matches('/')).map_err(|e| ConfigError::Invalid {
+        var,
+        why: format!("`{raw}`: {e}"),
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || !url.path().ends_with("/v1") {
+        return Err(ConfigError::Invalid {
+            var,
+            why: format!("`{raw}` must be an http(s) OpenAI-compatible base URL ending in /v1 (several: comma-separated)"),
+        });
+    }
+    Ok(url)
 }
 
 /// `auto` or `off` (the default).
@@ -324,6 +334,14 @@ mod tests {
         assert!(with("TAMEBI_MODEL_URL", "http://x/v1/").is_ok());
         assert!(with("TAMEBI_MODEL_URL", "http://x/api").is_err());
         assert!(with("TAMEBI_MODEL_URL", "ftp://x/v1").is_err());
+        let c = with("TAMEBI_MODEL_URL", "http://a/v1, http://b:8/v1/").unwrap();
+        assert_eq!(
+            c.model.base_urls.iter().map(url::Url::as_str).collect::<Vec<_>>(),
+            vec!["http://a/v1", "http://b:8/v1"]
+        );
+        let err = with("TAMEBI_MODEL_URL", "http://a/v1,,http://b/v1").unwrap_err().to_string();
+        assert!(err.contains("TAMEBI_MODEL_URL"), "{err}");
+        assert!(with("TAMEBI_MODEL_URL", "http://a/v1,http://b/api").is_err());
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::config::ModelConfig;
 
+pub mod endpoints;
 pub mod text_calls;
 pub mod tool_calls;
 
@@ -128,6 +129,8 @@ pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>>
 pub struct ModelClient {
     http: reqwest::Client,
     config: ModelConfig,
+    /// Shared by every clone: the circuit breaker is per process, not per turn.
+    endpoints: std::sync::Arc<endpoints::Endpoints>,
 }
 
 #[derive(Serialize)]
@@ -141,7 +144,8 @@ struct Request<'a> {
 
 impl ModelClient {
     pub fn new(http: reqwest::Client, config: ModelConfig) -> Self {
-        ModelClient { http, config }
+        let endpoints = std::sync::Arc::new(endpoints::Endpoints::new(config.base_urls.clone(), config.endpoint_backoff));
+        ModelClient { http, config, endpoints }
     }
 
     /// Starts a streamed completion. Falls back once to the fallback model when the primary
@@ -160,9 +164,38 @@ impl ModelClient {
         }
     }
 
-    #[tracing::instrument(name = "model.call", skip_all, fields(model = %model, messages = messages.len(), tools = tools.len()))]
+    /// Tries the endpoints in the breaker's order until one starts answering.
+    #[tracing::instrument(name = "model.call", skip_all, fields(model = %model, messages = messages.len(), tools = tools.len(), endpoint = tracing::field::Empty))]
     async fn start(&self, model: &str, messages: &[ChatMessage], tools: &[ToolSpec]) -> Result<ModelStream, ModelError> {
-        let url = format!("{}/chat/completions", self.config.base_url.as_str().trim_end_matches('/'));
+        let mut last = ModelError::Connect("no endpoint configured".into());
+        for i in self.endpoints.order(std::time::Instant::now()) {
+            let url = self.endpoints.label(i);
+            match self.start_at(self.endpoints.url(i), model, messages, tools).await {
+                Ok(stream) => {
+                    self.endpoints.served(i);
+                    tracing::Span::current().record("endpoint", url.as_str());
+                    tracing::info!(endpoint = %url, model = %model, "model endpoint serves this call");
+                    return Ok(stream);
+                }
+                Err(e) if e.before_first_chunk() => {
+                    self.endpoints.failed(i, std::time::Instant::now());
+                    tracing::warn!(endpoint = %url, error = %e, "model endpoint failed before its first chunk; skipping it for a while");
+                    last = e;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
+    }
+
+    async fn start_at(
+        &self,
+        base: &url::Url,
+        model: &str,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
+    ) -> Result<ModelStream, ModelError> {
+        let url = format!("{}/chat/completions", base.as_str().trim_end_matches('/'));
         let mut req = self
             .http
             .post(url)
