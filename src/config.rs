@@ -59,6 +59,9 @@ pub struct ModelConfig {
     pub primary_text_tool_calls: bool,
     /// `TAMEBI_FALLBACK_TOOL_CALL_TEXT=auto`: the same for the fallback model.
     pub fallback_text_tool_calls: bool,
+    /// `TAMEBI_MODEL_MAX_TOKENS`: sent as `max_tokens` on every call; the provider's own
+    /// default when unset.
+    pub max_tokens_per_call: Option<u32>,
 }
 
 impl ModelConfig {
@@ -88,6 +91,8 @@ pub struct Config {
     pub shutdown_timeout: Duration,
     /// Concurrent chat turns across all users; beyond it new turns get 429.
     pub max_concurrent_turns: usize,
+    /// The most characters of one tool result the model is given (`TAMEBI_MAX_TOOL_OUTPUT_CHARS`).
+    pub max_tool_output_chars: usize,
     /// Test builds only: lets a scripted model text provoke an actor panic.
     pub fault_injection: bool,
 }
@@ -146,6 +151,7 @@ impl Config {
             tool_timeout: secs(get("TAMEBI_TOOL_TIMEOUT_SECS"), "TAMEBI_TOOL_TIMEOUT_SECS", "60")?,
             shutdown_timeout: secs(get("TAMEBI_SHUTDOWN_SECS"), "TAMEBI_SHUTDOWN_SECS", "10")?,
             max_concurrent_turns: parse_or(get("TAMEBI_MAX_TURNS"), "TAMEBI_MAX_TURNS", "20000")?,
+            max_tool_output_chars: positive(get("TAMEBI_MAX_TOOL_OUTPUT_CHARS"), "TAMEBI_MAX_TOOL_OUTPUT_CHARS", "24000")?,
             fault_injection,
         })
     }
@@ -164,6 +170,9 @@ fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, Co
         call_timeout: secs(get("TAMEBI_MODEL_CALL_SECS"), "TAMEBI_MODEL_CALL_SECS", "300")?,
         primary_text_tool_calls: auto_or_off(get("TAMEBI_TOOL_CALL_TEXT"), "TAMEBI_TOOL_CALL_TEXT")?,
         fallback_text_tool_calls: auto_or_off(get("TAMEBI_FALLBACK_TOOL_CALL_TEXT"), "TAMEBI_FALLBACK_TOOL_CALL_TEXT")?,
+        max_tokens_per_call: get("TAMEBI_MODEL_MAX_TOKENS")
+            .map(|v| positive(Some(v), "TAMEBI_MODEL_MAX_TOKENS", "1"))
+            .transpose()?,
     })
 }
 
@@ -215,6 +224,21 @@ where
         .unwrap_or(default)
         .parse()
         .map_err(|e: T::Err| ConfigError::Invalid { var, why: e.to_string() })
+}
+
+/// A whole number of at least 1.
+fn positive<T: std::str::FromStr + PartialOrd + From<u8>>(value: Option<String>, var: &'static str, default: &str) -> Result<T, ConfigError>
+where
+    T::Err: fmt::Display,
+{
+    let n: T = parse_or(value, var, default)?;
+    if n < T::from(1) {
+        return Err(ConfigError::Invalid {
+            var,
+            why: "must be at least 1".into(),
+        });
+    }
+    Ok(n)
 }
 
 fn secs(value: Option<String>, var: &'static str, default: &str) -> Result<Duration, ConfigError> {
@@ -357,6 +381,20 @@ mod tests {
         assert!(with("TAMEBI_TOOL_CALL_TEXT", "auto").unwrap().model.reads_text_tool_calls("m"));
         let err = with("TAMEBI_TOOL_CALL_TEXT", "yes").unwrap_err().to_string();
         assert!(err.contains("TAMEBI_TOOL_CALL_TEXT") && err.contains("auto"), "{err}");
+    }
+
+    #[test]
+    fn operator_bounds_parse() {
+        assert_eq!(Config::from_vars(&base()).unwrap().model.max_tokens_per_call, None);
+        assert_eq!(
+            with("TAMEBI_MODEL_MAX_TOKENS", "2048").unwrap().model.max_tokens_per_call,
+            Some(2048)
+        );
+        assert!(with("TAMEBI_MODEL_MAX_TOKENS", "0").is_err());
+        assert!(with("TAMEBI_MODEL_MAX_TOKENS", "lots").is_err());
+        assert_eq!(Config::from_vars(&base()).unwrap().max_tool_output_chars, 24_000);
+        assert_eq!(with("TAMEBI_MAX_TOOL_OUTPUT_CHARS", "500").unwrap().max_tool_output_chars, 500);
+        assert!(with("TAMEBI_MAX_TOOL_OUTPUT_CHARS", "0").is_err());
     }
 
     #[test]

@@ -140,6 +140,9 @@ struct Request<'a> {
     #[serde(skip_serializing_if = "<[ToolSpec]>::is_empty")]
     tools: &'a [ToolSpec],
     stream: bool,
+    /// The operator's bound on one call's output (`TAMEBI_MODEL_MAX_TOKENS`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
 }
 
 impl ModelClient {
@@ -204,6 +207,7 @@ impl ModelClient {
                 messages,
                 tools,
                 stream: true,
+                max_tokens: self.config.max_tokens_per_call,
             })
             .timeout(self.config.call_timeout);
         if let Some(key) = &self.config.api_key {
@@ -398,6 +402,22 @@ mod tests {
         assert!(matches!(out.last(), Some(Err(ModelError::Protocol(_)))));
         let out = events(&["not json"]);
         assert!(matches!(out.last(), Some(Err(ModelError::Protocol(_)))));
+    }
+
+    #[test]
+    fn the_operators_token_bound_is_sent_when_set() {
+        let request = |max_tokens| {
+            serde_json::to_value(Request {
+                model: "m",
+                messages: &[],
+                tools: &[],
+                stream: true,
+                max_tokens,
+            })
+            .unwrap()
+        };
+        assert_eq!(request(Some(512))["max_tokens"], 512);
+        assert!(request(None).get("max_tokens").is_none());
     }
 
     #[test]
