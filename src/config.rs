@@ -62,6 +62,9 @@ pub struct ModelConfig {
     /// `TAMEBI_MODEL_MAX_TOKENS`: sent as `max_tokens` on every call; the provider's own
     /// default when unset.
     pub max_tokens_per_call: Option<u32>,
+    /// `TAMEBI_TURN_MAX_TOKENS`: no further model call in a turn once its calls used this
+    /// many tokens (prompt and output, as the provider counts them). Unbounded when unset.
+    pub max_tokens_per_turn: Option<u64>,
 }
 
 impl ModelConfig {
@@ -172,6 +175,9 @@ fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, Co
         fallback_text_tool_calls: auto_or_off(get("TAMEBI_FALLBACK_TOOL_CALL_TEXT"), "TAMEBI_FALLBACK_TOOL_CALL_TEXT")?,
         max_tokens_per_call: get("TAMEBI_MODEL_MAX_TOKENS")
             .map(|v| positive(Some(v), "TAMEBI_MODEL_MAX_TOKENS", "1"))
+            .transpose()?,
+        max_tokens_per_turn: get("TAMEBI_TURN_MAX_TOKENS")
+            .map(|v| positive(Some(v), "TAMEBI_TURN_MAX_TOKENS", "1"))
             .transpose()?,
     })
 }
@@ -392,6 +398,11 @@ mod tests {
         );
         assert!(with("TAMEBI_MODEL_MAX_TOKENS", "0").is_err());
         assert!(with("TAMEBI_MODEL_MAX_TOKENS", "lots").is_err());
+        assert_eq!(
+            with("TAMEBI_TURN_MAX_TOKENS", "90000").unwrap().model.max_tokens_per_turn,
+            Some(90_000)
+        );
+        assert!(with("TAMEBI_TURN_MAX_TOKENS", "0").is_err());
         assert_eq!(Config::from_vars(&base()).unwrap().max_tool_output_chars, 24_000);
         assert_eq!(with("TAMEBI_MAX_TOOL_OUTPUT_CHARS", "500").unwrap().max_tool_output_chars, 500);
         assert!(with("TAMEBI_MAX_TOOL_OUTPUT_CHARS", "0").is_err());

@@ -122,7 +122,12 @@ struct TurnState {
     t: Turn,
     registry: Registry,
     specs: Vec<ToolSpec>,
+    /// Tokens this turn's model calls used, for `TAMEBI_TURN_MAX_TOKENS`.
+    tokens_used: u64,
 }
+
+/// Shown when a turn stops at the operator's token bound.
+const TOKEN_BOUND_REACHED: &str = "This answer stopped here: it reached the token limit set for one turn. Ask again to continue.";
 
 impl TurnState {
     fn new(t: Turn) -> Self {
@@ -130,6 +135,7 @@ impl TurnState {
             t,
             registry: Registry::default(),
             specs: Vec::new(),
+            tokens_used: 0,
         }
     }
 
@@ -151,6 +157,17 @@ impl TurnState {
         self.apply_decisions().await?;
         let max_steps = self.t.services.config.max_steps;
         for _ in 0..max_steps {
+            // The operator's bound: no further model call once the turn used its tokens.
+            if self
+                .t
+                .services
+                .config
+                .model
+                .max_tokens_per_turn
+                .is_some_and(|max| self.tokens_used >= max)
+            {
+                return Err(TOKEN_BOUND_REACHED);
+            }
             let calls = self.model_step().await?;
             if calls.is_empty() {
                 self.emit(StreamPart::FinishStep)?;
@@ -321,6 +338,7 @@ impl TurnState {
                 }
                 ModelEvent::ToolCallArguments { index, delta } => calls.arguments(index, &delta).map_err(model_error)?,
                 ModelEvent::Finished { .. } => {}
+                ModelEvent::Usage { total_tokens } => self.tokens_used += total_tokens,
             }
         }
         if let Some(tid) = text_id.take() {

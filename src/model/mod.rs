@@ -102,6 +102,11 @@ pub enum ModelEvent {
     Finished {
         reason: String,
     },
+    /// Tokens the call used, as the provider counted them (only asked for when the operator
+    /// bounds a turn's tokens).
+    Usage {
+        total_tokens: u64,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -143,6 +148,13 @@ struct Request<'a> {
     /// The operator's bound on one call's output (`TAMEBI_MODEL_MAX_TOKENS`).
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 impl ModelClient {
@@ -208,6 +220,8 @@ impl ModelClient {
                 tools,
                 stream: true,
                 max_tokens: self.config.max_tokens_per_call,
+                // Usage is only needed to bound a turn; not every server knows the option.
+                stream_options: self.config.max_tokens_per_turn.map(|_| StreamOptions { include_usage: true }),
             })
             .timeout(self.config.call_timeout);
         if let Some(key) = &self.config.api_key {
@@ -245,6 +259,14 @@ impl ModelClient {
 struct Chunk {
     #[serde(default)]
     choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<ChunkUsage>,
+}
+
+#[derive(Deserialize)]
+struct ChunkUsage {
+    #[serde(default)]
+    total_tokens: u64,
 }
 
 #[derive(Deserialize)]
@@ -296,6 +318,9 @@ where
                 Ok(c) => c,
                 Err(e) => { yield Err(ModelError::Protocol(format!("chunk: {e}"))); return; }
             };
+            if let Some(usage) = chunk.usage {
+                yield Ok(ModelEvent::Usage { total_tokens: usage.total_tokens });
+            }
             for choice in chunk.choices {
                 if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
                     yield Ok(ModelEvent::TextDelta(text));
@@ -352,7 +377,8 @@ mod tests {
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"files_list","arguments":""}}]}}]}"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"path\":"}}]}}]}"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"/\"}"}}]}}]}"#,
-            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}],"usage":null}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}"#,
             "[DONE]",
         ]);
         let out: Vec<ModelEvent> = out.into_iter().map(|e| e.unwrap()).collect();
@@ -373,11 +399,12 @@ mod tests {
             }
         );
         assert_eq!(
-            out.last(),
-            Some(&ModelEvent::Finished {
+            out[out.len() - 2],
+            ModelEvent::Finished {
                 reason: "tool_calls".into()
-            })
+            }
         );
+        assert_eq!(out.last(), Some(&ModelEvent::Usage { total_tokens: 12 }));
     }
 
     #[test]
@@ -413,6 +440,7 @@ mod tests {
                 tools: &[],
                 stream: true,
                 max_tokens,
+                stream_options: None,
             })
             .unwrap()
         };

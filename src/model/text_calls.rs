@@ -581,6 +581,7 @@ where
                     let reason = if calls && reason == "stop" { "tool_calls".to_string() } else { reason };
                     yield Ok(ModelEvent::Finished { reason });
                 }
+                Ok(usage @ ModelEvent::Usage { .. }) => yield Ok(usage),
                 Err(e) => {
                     yield Err(e);
                     return;
