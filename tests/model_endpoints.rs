@@ -39,6 +39,7 @@ fn refusing_endpoint() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dead_endpoints_are_passed_over_then_skipped() {
+    let begun = std::time::Instant::now();
     let model = tokio::task::spawn_blocking(ScriptedModel::start).await.unwrap();
     model.add_rules(json!([{"match": "endpoint", "steps": [{"text": "Served."}]}]));
     let (hanging, connections) = hanging_endpoint();
@@ -53,6 +54,7 @@ async fn dead_endpoints_are_passed_over_then_skipped() {
     };
     let orch = tokio::task::spawn_blocking(move || Orchestrator::start(options)).await.unwrap();
     let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    println!("stack started in {} ms", begun.elapsed().as_millis());
 
     let turn = |cid: &'static str| {
         let body = user_turn(cid, &format!("m-{cid}"), "which endpoint answers?");

@@ -420,21 +420,24 @@ fn render(step: &Step, vars: &Placeholders<'_>) -> Outcome {
             as_text,
             pacing,
             usage,
-        } => Outcome::Reply(written_as(*as_text, Reply {
-            text: text.clone().unwrap_or_default(),
-            calls: calls
-                .iter()
-                .map(|c| ScriptedCall {
-                    name: c.name.clone(),
-                    arguments: vars.fill_json(&c.arguments),
-                    id: c.id.clone(),
-                    index: c.index,
-                })
-                .collect(),
-            pacing: *pacing,
-            abort_after_chars: None,
-            usage: *usage,
-        })),
+        } => Outcome::Reply(written_as(
+            *as_text,
+            Reply {
+                text: text.clone().unwrap_or_default(),
+                calls: calls
+                    .iter()
+                    .map(|c| ScriptedCall {
+                        name: c.name.clone(),
+                        arguments: vars.fill_json(&c.arguments),
+                        id: c.id.clone(),
+                        index: c.index,
+                    })
+                    .collect(),
+                pacing: *pacing,
+                abort_after_chars: None,
+                usage: *usage,
+            },
+        )),
         Step::Error { status, message } => Outcome::Fail {
             status: *status,
             message: message.clone(),
