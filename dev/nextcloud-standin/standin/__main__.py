@@ -22,6 +22,7 @@ from .deck import Deck
 from .groupware import Groupware
 from .namespace import Namespace
 from .ocs import Ocs
+from .sessions import Sessions
 from .store import Store
 from .webhooks import Webhooks
 
@@ -40,7 +41,8 @@ def build(cfg: Config) -> tuple[StandinApp, Webhooks]:
         groupware.ensure_defaults(uid)
     hooks = Webhooks(cfg.webhook_url, cfg.webhook_secret)
     parts = Parts(auth=Authenticator(cfg.users, cfg.oidc_provider_bearer_validation), ns=ns, groupware=groupware,
-                  ocs=Ocs(ns, list(cfg.users)), deck=Deck(store), hooks=hooks)
+                  ocs=Ocs(ns, list(cfg.users)), deck=Deck(store), hooks=hooks, sessions=Sessions(),
+                  login_delay=cfg.login_delay_ms / 1000)
     return StandinApp(parts), hooks
 
 

@@ -12,6 +12,7 @@ pass the caller's Authorization header on to them.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 from xml.sax.saxutils import escape
@@ -24,6 +25,7 @@ from .groupware import CAL_MOUNT, CARD_MOUNT, Groupware
 from .namespace import BadPath, Namespace
 from .ocs import Ocs
 from .search import run as run_search
+from .sessions import Sessions
 from .web import HttpError, Request, json_response, respond
 from . import webhooks
 from .webhooks import Webhooks
@@ -61,6 +63,8 @@ class Parts:
     ocs: Ocs
     deck: Deck
     hooks: Webhooks
+    sessions: Sessions
+    login_delay: float = 0.0
 
 
 class StandinApp:
@@ -82,10 +86,13 @@ class StandinApp:
             return json_response(start_response, 200, STATUS)
         if path == "/standin/token":
             return self.token(req, start_response)
-        uid = self.p.auth.resolve(req.header("Authorization"))
+        if path.startswith("/standin/"):
+            return self.standin_control(req, start_response)
+        uid, start_response, refusal = self.authenticate(req, start_response)
         if uid is None:
-            return respond(start_response, 401, b"Unauthorized", "text/plain; charset=utf-8", WWW_AUTH)
+            return refusal
         req.environ.pop("HTTP_AUTHORIZATION", None)
+        req.environ.pop("HTTP_COOKIE", None)
         req.environ["standin.uid"] = uid
         if path.startswith(DAV_MOUNT + "/") or path == DAV_MOUNT:
             return self.files(req, uid, start_response)
@@ -110,6 +117,51 @@ class StandinApp:
             return self.p.ocs.handle(req, uid, start_response)
         if path.startswith(DECK_PREFIXES):
             return self.p.deck.handle(req, uid, start_response)
+        return respond(start_response, 404, b"Not Found", "text/plain")
+
+    # ---- authentication: the session cookie, else the credential (which opens a session) --
+
+    def authenticate(self, req: Request, start_response):
+        """(uid, start_response with the session's Set-Cookie headers added on a login, None), or
+        (None, _, the refusal's body) once a refusal has been answered."""
+        header = req.header("Authorization")
+        gate = self.p.sessions.check(req.header("Cookie"), header, bool(req.header("OCS-APIRequest")))
+        if gate.status is not None:
+            log.warning("refused a session cookie: %s", gate.message)
+            extra = WWW_AUTH if gate.status == 401 else []
+            return None, start_response, respond(start_response, gate.status, gate.message.encode(),
+                                                 "text/plain; charset=utf-8", extra)
+        if gate.uid is not None:
+            return gate.uid, start_response, None
+        if self.p.login_delay:
+            time.sleep(self.p.login_delay)
+        uid = self.p.auth.resolve(header)
+        if uid is None or header is None:
+            return None, start_response, respond(start_response, 401, b"Unauthorized", "text/plain; charset=utf-8", WWW_AUTH)
+        origin, expires = self.p.auth.origin(header)
+        cookies = self.p.sessions.login(uid, header, origin, expires)
+
+        def with_cookies(status: str, headers: list, exc_info: object = None):
+            headers = list(headers) + cookies
+            return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
+
+        return uid, with_cookies, None
+
+    def standin_control(self, req: Request, start_response):
+        """Stand-in only: per-user session counters (GET ?uid=) and app-password revocation (POST
+        /standin/revoke-app-password with that password as Basic), as a test needs them."""
+        if req.path == "/standin/sessions" and req.method == "GET":
+            uid = req.query.get("uid", "")
+            if uid not in self.p.auth.uids:
+                return respond(start_response, 404, b"no such user", "text/plain")
+            return json_response(start_response, 200, self.p.sessions.counters(uid))
+        if req.path == "/standin/revoke-app-password" and req.method == "POST":
+            uid = self.p.auth.basic(req.header("Authorization"))
+            if uid is None:
+                return respond(start_response, 401, b"Basic app-password auth required", "text/plain", WWW_AUTH)
+            self.p.auth.revoke_app_password(uid)
+            ended = self.p.sessions.revoke(("app", uid))
+            return json_response(start_response, 200, {"revoked": uid, "sessions_ended": ended})
         return respond(start_response, 404, b"Not Found", "text/plain")
 
     # ---- principal discovery (what CalDAV/CardDAV clients ask first) -----------------------

@@ -39,6 +39,7 @@ class Authenticator:
         self._users = dict(users)
         self._key = secrets.token_bytes(32)
         self._jwt_bearer = oidc_provider_bearer_validation
+        self._revoked: set[str] = set()
 
     @property
     def uids(self) -> list[str]:
@@ -47,6 +48,8 @@ class Authenticator:
     def _password_owner(self, password: str) -> str | None:
         found = None
         for uid, expected in self._users.items():
+            if uid in self._revoked:
+                continue
             # Compare against every user, in constant time each, to keep timing flat.
             if hmac.compare_digest(expected.encode(), password.encode()):
                 found = uid
@@ -92,6 +95,20 @@ class Authenticator:
 
     def resolve(self, header: str | None) -> str | None:
         return self.basic(header) or self.bearer(header)
+
+    def origin(self, header: str) -> tuple[tuple[str, str], float | None]:
+        """For a credential ``resolve`` accepted: what revoking it targets and when it expires
+        (an app password: ``("app", uid)``, no expiry; a JWT: ``("jwt", jti)`` and its ``exp``)."""
+        token = header.split(" ", 1)[-1].strip()
+        if header.startswith("Bearer ") and self._password_owner(token) is None:
+            claims = jwt.decode(token, options={"verify_signature": False})
+            return ("jwt", str(claims.get("jti"))), float(claims["exp"])
+        uid = self.resolve(header) or ""
+        return ("app", uid), None
+
+    def revoke_app_password(self, uid: str) -> None:
+        """As deleting the device in Nextcloud's security settings: the password stops working."""
+        self._revoked.add(uid)
 
     def mint(self, uid: str, issuer: str, aud: object, ttl: object) -> dict[str, object]:
         """An access token for ``uid`` in the shape Nextcloud's oidc app issues (RFC 9068)."""

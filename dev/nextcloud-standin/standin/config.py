@@ -29,6 +29,9 @@ class Config:
     # The equivalent of config.php's 'user_oidc' => ['oidc_provider_bearer_validation' => true]:
     # without it, Nextcloud (user_oidc) refuses the oidc app's JWTs as Bearer, and so do we.
     oidc_provider_bearer_validation: bool = False
+    # What a login from a credential costs (a real Nextcloud 31: ~100 ms for an app password,
+    # ~300 ms for an OIDC JWT); a request riding on its session cookie does not pay it.
+    login_delay_ms: int = 0
 
 
 def _user(value: str) -> tuple[str, str]:
@@ -59,6 +62,9 @@ def parse(argv: list[str]) -> Config:
     p.add_argument("--oidc-provider-bearer-validation", action="store_true",
                    help="accept our JWT access tokens as Bearer, like Nextcloud with the system config "
                         "user_oidc.oidc_provider_bearer_validation = true (off by default, as there)")
+    p.add_argument("--login-delay-ms", type=int, default=0,
+                   help="sleep this long on every login from a credential (not on requests with a session cookie), "
+                        "to model what a cookie-less request costs on a real Nextcloud")
     a = p.parse_args(argv)
     return validate(a)
 
@@ -84,7 +90,10 @@ def validate(a: argparse.Namespace) -> Config:
         raise ConfigError(f"--webhook-url must be http(s), got {a.webhook_url!r}")
     if not 1 <= a.threads <= 512:
         raise ConfigError("--threads must be between 1 and 512")
+    if not 0 <= a.login_delay_ms <= 10_000:
+        raise ConfigError("--login-delay-ms must be between 0 and 10000")
     host, port = a.bind
     return Config(state_dir=a.state, host=host, port=port, users=users,
                   webhook_url=a.webhook_url, webhook_secret=a.webhook_secret, threads=a.threads,
-                  oidc_provider_bearer_validation=a.oidc_provider_bearer_validation)
+                  oidc_provider_bearer_validation=a.oidc_provider_bearer_validation,
+                  login_delay_ms=a.login_delay_ms)
