@@ -12,13 +12,14 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
 use crate::error::Error;
@@ -64,6 +65,23 @@ impl Bearer {
         Sha256::digest(self.0.as_bytes()).into()
     }
 
+    /// HMAC-SHA256 of the token under `key`: a slot name that only this token (and only in
+    /// the process holding `key`) can produce.
+    /// The key is one SHA-256 block (64 bytes), so HMAC uses it as is.
+    pub fn keyed_digest(&self, key: &[u8; 64]) -> [u8; 32] {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new(&(*key).into());
+        mac.update(self.0.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+
+    /// When the token says it expires (a JWT's `exp`), or `None` (opaque, or no usable `exp`).
+    /// Unverified, so it is only ever used to shorten how long something is kept, never to
+    /// accept the token.
+    pub fn stated_expiry(&self) -> Option<SystemTime> {
+        let exp = jwt_claims(&self.0)??.get("exp")?.as_u64()?;
+        UNIX_EPOCH.checked_add(Duration::from_secs(exp))
+    }
+
     fn as_str(&self) -> &str {
         &self.0
     }
@@ -103,9 +121,27 @@ pub enum Audience {
 /// Checks a JWT's `aud` (string or array) against `resource`. The signature is not checked
 /// here: Nextcloud checks it on every request the token is used for.
 pub fn audience(token: &str, resource: &str) -> Audience {
+    let claims = match jwt_claims(token) {
+        None => return Audience::Opaque,
+        Some(None) => return Audience::Foreign,
+        Some(Some(claims)) => claims,
+    };
+    let same = |a: &str| a.trim_end_matches('/') == resource.trim_end_matches('/');
+    let ok = match claims.get("aud") {
+        Some(serde_json::Value::String(a)) => same(a),
+        Some(serde_json::Value::Array(list)) => list.iter().filter_map(|v| v.as_str()).any(same),
+        _ => false,
+    };
+    if ok { Audience::Ours } else { Audience::Foreign }
+}
+
+/// A JWT's claims, unverified: `None` when the token is not JWT-shaped (three parts, a JSON
+/// header), `Some(None)` when it is but its claims are unreadable. Never evidence of anything
+/// but the token's own statements; the signature is Nextcloud's to check.
+fn jwt_claims(token: &str) -> Option<Option<serde_json::Value>> {
     let parts: Vec<&str> = token.split('.').collect();
     if parts.len() != 3 {
-        return Audience::Opaque;
+        return None;
     }
     let decode = |s: &str| {
         base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -116,18 +152,9 @@ pub fn audience(token: &str, resource: &str) -> Audience {
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         .is_some_and(|v| v.is_object());
     if !header_is_json {
-        return Audience::Opaque;
+        return None;
     }
-    let Some(claims) = decode(parts[1]).and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok()) else {
-        return Audience::Foreign;
-    };
-    let same = |a: &str| a.trim_end_matches('/') == resource.trim_end_matches('/');
-    let ok = match claims.get("aud") {
-        Some(serde_json::Value::String(a)) => same(a),
-        Some(serde_json::Value::Array(list)) => list.iter().filter_map(|v| v.as_str()).any(same),
-        _ => false,
-    };
-    if ok { Audience::Ours } else { Audience::Foreign }
+    Some(decode(parts[1]).and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok()))
 }
 
 /// uid by sha256(token), for [`UID_TTL`].

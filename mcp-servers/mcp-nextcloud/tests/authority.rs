@@ -113,33 +113,7 @@ async fn revoking_a_share_takes_effect_on_the_next_call() {
     assert!(ok(&plan)["text"].as_str().unwrap().contains("forty thousand"));
 
     // alice revokes the share, directly at the stand-in, with her own credentials.
-    let http = env.nc_http();
-    let shares: serde_json::Value = http
-        .get(format!("{}/ocs/v2.php/apps/files_sharing/api/v1/shares", env.nc.url()))
-        .header("Authorization", env.nc.basic("alice"))
-        .header("OCS-APIRequest", "true")
-        .header("Accept", "application/json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = shares["ocs"]["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["share_with"] == "bob" && s["path"] == "/Shared-with-bob")
-        .map(|s| s["id"].to_string().trim_matches('"').to_string())
-        .expect("share to bob");
-    let r = http
-        .delete(format!("{}/ocs/v2.php/apps/files_sharing/api/v1/shares/{id}", env.nc.url()))
-        .header("Authorization", env.nc.basic("alice"))
-        .header("OCS-APIRequest", "true")
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success());
+    env.revoke_share("alice", "/Shared-with-bob", "bob").await;
 
     assert_eq!(
         err_kind(&call(&bob, "files_read", json!({"path": "Shared-with-bob/plan.md"})).await),

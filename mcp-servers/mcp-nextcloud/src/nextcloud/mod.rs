@@ -4,11 +4,14 @@
 //! request someone's is the bearer attached to it, taken from the inbound MCP request and
 //! dropped with it. A [`Session`] pairs the client with one [`Caller`] for one tool call.
 //! Statuses map to [`Error`] here, once. This module must never add a credential of its own,
-//! retry around a 403/404, or keep a bearer beyond the call.
+//! retry around a 403/404, or keep a bearer beyond the call. The session cookies Nextcloud
+//! hands back are kept per bearer by [`session_cookies`] and sent only with that bearer.
 
 pub mod dav;
 pub mod paths;
+pub mod session_cookies;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
@@ -17,6 +20,7 @@ use url::Url;
 
 use crate::auth::{Bearer, Caller};
 use crate::error::Error;
+use session_cookies::SessionCookies;
 
 /// The largest response body read into memory (file downloads, DAV answers).
 pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
@@ -26,6 +30,7 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 pub struct Nextcloud {
     http: reqwest::Client,
     base: Url,
+    sessions: Arc<SessionCookies>,
 }
 
 impl Nextcloud {
@@ -40,7 +45,32 @@ impl Nextcloud {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))?;
-        Ok(Nextcloud { http, base })
+        Ok(Nextcloud {
+            http,
+            base,
+            sessions: Arc::new(SessionCookies::default()),
+        })
+    }
+
+    /// The caller's bearer, and their session cookie when one is held for exactly that bearer.
+    fn credential_headers(&self, bearer: &Bearer) -> HeaderMap {
+        let mut headers = bearer.headers();
+        if let Some(cookie) = self.sessions.cookie(bearer) {
+            headers.insert(http::header::COOKIE, cookie);
+        }
+        headers
+    }
+
+    /// Sends a request made with `bearer` and lets the session map learn from the answer.
+    async fn send_as(&self, bearer: &Bearer, request: RequestBuilder, what: &str) -> Result<Response, Error> {
+        let response = request.send().await.map_err(|e| Error::from_transport(&e, what))?;
+        self.sessions.observe(bearer, response.status(), response.headers());
+        Ok(response)
+    }
+
+    /// The session cookies held per bearer (tests look at how many).
+    pub fn session_cookies(&self) -> &SessionCookies {
+        &self.sessions
     }
 
     pub fn base(&self) -> &Url {
@@ -50,15 +80,13 @@ impl Nextcloud {
     /// Asks Nextcloud whose bearer this is (`GET /ocs/v2.php/cloud/user`).
     pub async fn whoami(&self, bearer: &Bearer) -> Result<String, Error> {
         let url = paths::join_segments(&self.base, ["ocs", "v2.php", "cloud", "user"]);
-        let response = self
+        let request = self
             .http
             .get(url)
-            .headers(bearer.headers())
+            .headers(self.credential_headers(bearer))
             .header("OCS-APIRequest", "true")
-            .header(http::header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(|e| Error::from_transport(&e, "identifying the caller"))?;
+            .header(http::header::ACCEPT, "application/json");
+        let response = self.send_as(bearer, request, "identifying the caller").await?;
         if let Some(e) = Error::from_status(response.status(), "identifying the caller") {
             return Err(e);
         }
@@ -122,9 +150,12 @@ impl Session<'_> {
         paths::url_segments(&self.url(["remote.php", "dav", "files", self.uid()]))
     }
 
-    /// A request with the caller's bearer attached.
+    /// A request with the caller's bearer attached (and that bearer's session cookie, if held).
     pub fn request(&self, method: Method, url: Url) -> RequestBuilder {
-        self.nc.http.request(method, url).headers(self.caller.bearer().headers())
+        self.nc
+            .http
+            .request(method, url)
+            .headers(self.nc.credential_headers(self.caller.bearer()))
     }
 
     /// A request with the OCS headers as well (OCS and Deck APIs).
@@ -136,7 +167,7 @@ impl Session<'_> {
 
     /// Sends `request`; transport failures and non-2xx statuses become [`Error`]s.
     pub async fn send(&self, request: RequestBuilder, what: &str) -> Result<Response, Error> {
-        let response = request.send().await.map_err(|e| Error::from_transport(&e, what))?;
+        let response = self.nc.send_as(self.caller.bearer(), request, what).await?;
         if let Some(e) = Error::from_status(response.status(), what) {
             tracing::debug!(status = %response.status(), what, "nextcloud refused");
             return Err(e);

@@ -79,6 +79,34 @@ impl Env {
         assert!(r.status().is_success(), "PUT {path}: {}", r.status());
     }
 
+    /// `owner` revokes their share of `path` with `to`, directly at the stand-in.
+    pub async fn revoke_share(&self, owner: &str, path: &str, to: &str) {
+        let http = self.nc_http();
+        let url = format!("{}/ocs/v2.php/apps/files_sharing/api/v1/shares", self.nc.url());
+        let ocs = |r: reqwest::RequestBuilder| {
+            r.header("Authorization", self.nc.basic(owner))
+                .header("OCS-APIRequest", "true")
+                .header("Accept", "application/json")
+        };
+        let shares: Value = ocs(http.get(&url)).send().await.unwrap().json().await.unwrap();
+        let id = shares["ocs"]["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["share_with"] == to && s["path"] == path)
+            .map(|s| s["id"].to_string().trim_matches('"').to_string())
+            .expect("the share");
+        let r = ocs(http.delete(format!("{url}/{id}"))).send().await.unwrap();
+        assert!(r.status().is_success(), "revoking share {id}: {}", r.status());
+    }
+
+    /// The stand-in's session counters for `uid` (logins, session_requests, cookies_presented,
+    /// other_credential, remember_me_presented).
+    pub async fn nc_sessions(&self, uid: &str) -> Value {
+        let url = format!("{}/standin/sessions?uid={uid}", self.nc.url());
+        self.nc_http().get(url).send().await.unwrap().json().await.unwrap()
+    }
+
     /// A PROPFIND Depth: infinity listing of `uid`'s whole tree (to prove nothing changed).
     pub async fn nc_tree(&self, uid: &str) -> String {
         let r = self

@@ -1,0 +1,325 @@
+//! Nextcloud's session cookies, reused for the bearer that obtained them and for no other.
+//!
+//! Every cookie-less bearer request makes Nextcloud log the user in from scratch (about 300 ms
+//! for an OIDC JWT on Nextcloud 31) and open a session; a request that carries that session's
+//! cookies skips the login. This module keeps, in memory only, a map from HMAC-SHA256(bearer)
+//! under a key drawn at process start to the cookies Nextcloud set for that bearer:
+//!
+//! - a request can only find the slot its own bearer hashes to, so another bearer never
+//!   reaches it (Nextcloud trusts a session cookie over the `Authorization` header sent with it:
+//!   handing one user's cookie to another request would make it act as the first user);
+//! - a slot expires no later than its bearer: a JWT's `exp` (read unverified, used only to
+//!   shorten), at most [`MAX_TTL`]; an opaque token after [`OPAQUE_TTL`];
+//! - any 401 empties the slot; the remember-me cookies (`nc_username`, `nc_token`,
+//!   `nc_session_id`, a login credential that outlives the bearer) are never kept;
+//! - at most [`MAX_SLOTS`] slots; never persisted, never logged (no `Debug` of contents, header
+//!   values marked sensitive).
+//!
+//! It must never widen what a request may do: the bearer is still sent with every request,
+//! and Nextcloud evaluates permissions and shares per request whatever authenticated it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use http::{HeaderMap, HeaderValue, StatusCode};
+
+use crate::auth::Bearer;
+
+/// How long an opaque token's session is reused. The same window in which the token's uid is
+/// already trusted without asking Nextcloud again (`auth::UID_TTL`): an app password revoked
+/// in Nextcloud ends its sessions at once anyway; for other opaque tokens this bounds how long
+/// a revoked one can still ride on its session.
+pub const OPAQUE_TTL: Duration = Duration::from_secs(60);
+/// Upper bound for a JWT's slot whatever its `exp` says (Nextcloud's oidc app issues 15-minute
+/// tokens).
+pub const MAX_TTL: Duration = Duration::from_secs(3600);
+/// Upper bound on slots, so a flood of distinct tokens cannot grow memory without bound.
+pub const MAX_SLOTS: usize = 10_000;
+/// Cookies that would log in again after the session ends (Nextcloud's remember-me trio).
+const REMEMBER_ME: [&str; 3] = ["nc_username", "nc_token", "nc_session_id"];
+
+/// The per-bearer cookie jars. Shared by every request of the process.
+pub struct SessionCookies {
+    key: [u8; 64],
+    slots: Mutex<HashMap<[u8; 32], Jar>>,
+    max_slots: usize,
+}
+
+struct Jar {
+    cookies: BTreeMap<String, String>,
+    expires: Instant,
+}
+
+impl std::fmt::Debug for SessionCookies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionCookies(<redacted>)")
+    }
+}
+
+impl Default for SessionCookies {
+    fn default() -> Self {
+        Self::with_capacity(MAX_SLOTS)
+    }
+}
+
+impl SessionCookies {
+    /// An empty map with a fresh random key and room for `max_slots` bearers.
+    pub fn with_capacity(max_slots: usize) -> Self {
+        let mut key = [0u8; 64];
+        rand::fill(&mut key[..]);
+        SessionCookies {
+            key,
+            slots: Mutex::new(HashMap::new()),
+            max_slots: max_slots.max(1),
+        }
+    }
+
+    fn slot(&self, bearer: &Bearer) -> [u8; 32] {
+        bearer.keyed_digest(&self.key)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Jar>> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The `Cookie` header to send with `bearer`'s next request, if its session is still held.
+    pub fn cookie(&self, bearer: &Bearer) -> Option<HeaderValue> {
+        let slot = self.slot(bearer);
+        let mut slots = self.lock();
+        let jar = slots.get(&slot)?;
+        if jar.expires <= Instant::now() {
+            slots.remove(&slot);
+            return None;
+        }
+        let line = jar.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ");
+        let mut value = HeaderValue::from_str(&line).ok()?;
+        value.set_sensitive(true);
+        Some(value)
+    }
+
+    /// Learns from Nextcloud's answer to a request made with `bearer`: a 401 drops the slot;
+    /// `Set-Cookie` headers add, replace or delete cookies in it.
+    pub fn observe(&self, bearer: &Bearer, status: StatusCode, headers: &HeaderMap) {
+        let slot = self.slot(bearer);
+        if status == StatusCode::UNAUTHORIZED {
+            self.lock().remove(&slot);
+            return;
+        }
+        let changes: Vec<Change> = headers
+            .get_all(http::header::SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .filter_map(parse_set_cookie)
+            .collect();
+        if changes.is_empty() {
+            return;
+        }
+        let Some(expires) = deadline(bearer) else { return };
+        let mut slots = self.lock();
+        if !slots.contains_key(&slot) && slots.len() >= self.max_slots {
+            make_room(&mut slots);
+        }
+        let jar = slots.entry(slot).or_insert_with(|| Jar {
+            cookies: BTreeMap::new(),
+            expires,
+        });
+        for change in changes {
+            match change {
+                Change::Set(name, value) => {
+                    jar.cookies.insert(name, value);
+                }
+                Change::Delete(name) => {
+                    jar.cookies.remove(&name);
+                }
+            }
+        }
+        if jar.cookies.is_empty() {
+            slots.remove(&slot);
+        }
+    }
+
+    /// How many bearers have cookies held (for tests and metrics; says nothing about whose).
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// When a slot opened now for `bearer` must end; `None` if the bearer has already expired.
+fn deadline(bearer: &Bearer) -> Option<Instant> {
+    let now = Instant::now();
+    let ttl = match bearer.stated_expiry() {
+        Some(exp) => exp.duration_since(SystemTime::now()).ok()?.min(MAX_TTL),
+        None => OPAQUE_TTL,
+    };
+    (!ttl.is_zero()).then(|| now + ttl)
+}
+
+/// Drops expired slots; if none were, the one closest to expiring.
+fn make_room(slots: &mut HashMap<[u8; 32], Jar>) {
+    let now = Instant::now();
+    slots.retain(|_, jar| jar.expires > now);
+    if !slots.is_empty()
+        && let Some(oldest) = slots.iter().min_by_key(|(_, jar)| jar.expires).map(|(k, _)| *k)
+    {
+        slots.remove(&oldest);
+    }
+}
+
+enum Change {
+    Set(String, String),
+    Delete(String),
+}
+
+/// Reads `name=value; attributes…`. PHP deletes a cookie with an empty value or `deleted` and
+/// `Max-Age=0`; remember-me cookies and values that cannot go back into a header are ignored.
+fn parse_set_cookie(header: &str) -> Option<Change> {
+    let mut parts = header.split(';');
+    let (name, value) = parts.next()?.split_once('=')?;
+    let (name, value) = (name.trim(), value.trim());
+    let token = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&b));
+    if !token(name) || REMEMBER_ME.contains(&name) {
+        return None;
+    }
+    let expired = parts.any(|attr| {
+        let (k, v) = attr.split_once('=').unwrap_or((attr, ""));
+        k.trim().eq_ignore_ascii_case("max-age") && v.trim().parse::<i64>().is_ok_and(|n| n <= 0)
+    });
+    if expired || value.is_empty() || value == "deleted" {
+        return Some(Change::Delete(name.to_string()));
+    }
+    let value_ok = value
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && b != b';' && b != b',' && b != b'"' && b != b'\\');
+    value_ok.then(|| Change::Set(name.to_string(), value.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+
+    fn bearer(token: &str) -> Bearer {
+        let mut h = HeaderMap::new();
+        h.insert(
+            http::header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+        );
+        Bearer::from_headers(&h).unwrap()
+    }
+
+    fn jwt(exp: u64) -> String {
+        let e = |v: serde_json::Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(&v).unwrap());
+        format!(
+            "{}.{}.sig",
+            e(serde_json::json!({"alg": "RS256"})),
+            e(serde_json::json!({"exp": exp, "sub": "alice"}))
+        )
+    }
+
+    fn now() -> u64 {
+        SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+    }
+
+    fn set_cookies(lines: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for l in lines {
+            h.append(http::header::SET_COOKIE, HeaderValue::from_str(l).unwrap());
+        }
+        h
+    }
+
+    const LOGIN: [&str; 5] = [
+        "ocabc123=sess1; path=/; HttpOnly; SameSite=Lax",
+        "oc_sessionPassphrase=pp1; path=/; HttpOnly; SameSite=Lax",
+        "nc_sameSiteCookielax=true; path=/; expires=Fri, 31-Dec-2100 23:59:59 GMT; SameSite=lax",
+        "nc_token=remember; path=/; Max-Age=1296000",
+        "nc_session_id=sess1; path=/; Max-Age=1296000",
+    ];
+
+    #[test]
+    fn only_the_bearer_that_obtained_the_cookies_gets_them() {
+        let jar = SessionCookies::default();
+        let alice = bearer("alice-app-password");
+        jar.observe(&alice, StatusCode::MULTI_STATUS, &set_cookies(&LOGIN));
+        let cookie = jar.cookie(&alice).unwrap();
+        assert!(cookie.is_sensitive());
+        assert_eq!(
+            cookie.to_str().unwrap(),
+            "nc_sameSiteCookielax=true; oc_sessionPassphrase=pp1; ocabc123=sess1"
+        );
+        for other in ["bob-app-password", "alice-app-passwordX", "Alice-app-password", ""] {
+            if !other.is_empty() {
+                assert!(jar.cookie(&bearer(other)).is_none(), "{other}");
+            }
+        }
+        // Another process (another key) cannot find it either: the slot name is keyed.
+        assert_ne!(alice.keyed_digest(&jar.key), alice.keyed_digest(&SessionCookies::default().key));
+        assert_ne!(alice.keyed_digest(&jar.key), alice.digest());
+        assert_eq!(format!("{jar:?}"), "SessionCookies(<redacted>)");
+    }
+
+    #[test]
+    fn a_401_evicts_and_deletions_apply() {
+        let jar = SessionCookies::default();
+        let alice = bearer("alice-app-password");
+        jar.observe(&alice, StatusCode::OK, &set_cookies(&LOGIN));
+        jar.observe(
+            &alice,
+            StatusCode::OK,
+            &set_cookies(&["ocabc123=deleted; expires=Thu, 01-Jan-1970 00:00:01 GMT; Max-Age=0"]),
+        );
+        assert_eq!(
+            jar.cookie(&alice).unwrap().to_str().unwrap(),
+            "nc_sameSiteCookielax=true; oc_sessionPassphrase=pp1"
+        );
+        jar.observe(&alice, StatusCode::OK, &set_cookies(&["ocabc123=sess2; path=/"]));
+        assert!(jar.cookie(&alice).unwrap().to_str().unwrap().contains("ocabc123=sess2"));
+        jar.observe(&alice, StatusCode::UNAUTHORIZED, &HeaderMap::new());
+        assert!(jar.cookie(&alice).is_none());
+        assert!(jar.is_empty());
+    }
+
+    #[test]
+    fn slots_end_with_the_bearer() {
+        let jar = SessionCookies::default();
+        // An expired JWT is never given a slot; a live one ends at its exp (capped).
+        let dead = bearer(&jwt(now() - 5));
+        jar.observe(&dead, StatusCode::OK, &set_cookies(&LOGIN));
+        assert!(jar.cookie(&dead).is_none());
+        let live = bearer(&jwt(now() + 600));
+        let until = deadline(&live).unwrap();
+        assert!(until <= Instant::now() + Duration::from_secs(600) && until > Instant::now() + Duration::from_secs(590));
+        let long = bearer(&jwt(now() + 86_400));
+        assert!(deadline(&long).unwrap() <= Instant::now() + MAX_TTL);
+        let opaque = bearer("app-password");
+        assert!(deadline(&opaque).unwrap() <= Instant::now() + OPAQUE_TTL);
+        // A slot past its deadline is gone.
+        jar.observe(&opaque, StatusCode::OK, &set_cookies(&LOGIN));
+        jar.lock().values_mut().for_each(|j| j.expires = Instant::now());
+        assert!(jar.cookie(&opaque).is_none());
+        assert!(jar.is_empty());
+    }
+
+    #[test]
+    fn bounded_and_picky() {
+        let jar = SessionCookies::with_capacity(3);
+        for i in 0..10 {
+            jar.observe(&bearer(&format!("token-{i}")), StatusCode::OK, &set_cookies(&LOGIN));
+        }
+        assert_eq!(jar.len(), 3);
+        assert!(jar.cookie(&bearer("token-9")).is_some());
+        // Remember-me cookies alone, broken lines and unsafe values add nothing.
+        let only_remember = bearer("r");
+        jar.observe(
+            &only_remember,
+            StatusCode::OK,
+            &set_cookies(&["nc_token=x; Max-Age=100", "nc_username=alice", "noequals", "a=b\"c"]),
+        );
+        assert!(jar.cookie(&only_remember).is_none());
+    }
+}

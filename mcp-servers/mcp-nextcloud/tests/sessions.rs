@@ -1,0 +1,134 @@
+//! Session reuse (issue #16): the session cookie Nextcloud hands back for a bearer is sent again
+//! only with that bearer, never with another one; shares revoked meanwhile still take effect on
+//! the next call; a 401 drops the cookie; it ends with the JWT that obtained it.
+//!
+//! The stand-in counts, per user, logins from a credential, requests it served from a session
+//! cookie, every presentation of a session cookie, and cookies sent with another credential
+//! (which it refuses with 401, stricter than Nextcloud, which would act as the session's user).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Env, call, connect, err_kind, ok, paths};
+use serde_json::{Value, json};
+
+fn n(v: &Value, key: &str) -> u64 {
+    let count = v[key].as_u64();
+    assert!(count.is_some(), "no counter {key} in {v}");
+    count.unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_is_reused_only_with_the_bearer_that_obtained_it() {
+    let env = Env::start().await;
+    // Seeding the fixture logged in too: count from here.
+    let (a0, b0) = (env.nc_sessions("alice").await, env.nc_sessions("bob").await);
+    let alice = env.client("alice").await;
+    for _ in 0..4 {
+        assert!(paths(ok(&call(&alice, "files_list", json!({"path": ""})).await)).contains(&"notes.txt".to_string()));
+    }
+    let after_app_password = env.nc_sessions("alice").await;
+    // One login (identifying the caller); every later request rode on its session.
+    assert_eq!(n(&after_app_password, "logins") - n(&a0, "logins"), 1, "{after_app_password}");
+    assert!(
+        n(&after_app_password, "session_requests") - n(&a0, "session_requests") >= 4,
+        "{after_app_password}"
+    );
+
+    // alice's second credential (a JWT for this server) gets a session of its own, never the first.
+    let jwt = env.nc.mint_jwt("alice", &env.mcp.url(), Duration::from_secs(300));
+    let alice_jwt = connect(&env.mcp.url(), &jwt).await;
+    for _ in 0..3 {
+        ok(&call(&alice_jwt, "files_list", json!({"path": "private"})).await);
+    }
+    // bob, interleaved with alice, only ever has his own.
+    let bob = env.client("bob").await;
+    for _ in 0..3 {
+        let listed = call(&bob, "files_list", json!({"path": ""})).await;
+        assert!(!paths(ok(&listed)).contains(&"notes.txt".to_string()));
+        ok(&call(&alice, "files_list", json!({"path": ""})).await);
+    }
+    let a = env.nc_sessions("alice").await;
+    let b = env.nc_sessions("bob").await;
+    assert_eq!(n(&a, "logins") - n(&a0, "logins"), 2, "one login per bearer: {a}");
+    assert_eq!(n(&b, "logins") - n(&b0, "logins"), 1, "{b}");
+    assert_eq!(
+        n(&a, "other_credential") + n(&b, "other_credential"),
+        0,
+        "a cookie went to another bearer: {a} {b}"
+    );
+    assert_eq!(n(&a, "remember_me_presented") + n(&b, "remember_me_presented"), 0, "{a} {b}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_revoked_share_is_gone_on_the_next_call_made_with_the_session() {
+    let env = Env::start().await;
+    let bob = env.client("bob").await;
+    for _ in 0..2 {
+        let plan = call(&bob, "files_read", json!({"path": "Shared-with-bob/plan.md"})).await;
+        assert!(ok(&plan)["text"].as_str().unwrap().contains("forty thousand"));
+    }
+    env.revoke_share("alice", "/Shared-with-bob", "bob").await;
+    let before = env.nc_sessions("bob").await;
+    assert_eq!(
+        err_kind(&call(&bob, "files_read", json!({"path": "Shared-with-bob/plan.md"})).await),
+        "not_found"
+    );
+    assert!(!paths(ok(&call(&bob, "files_list", json!({"path": ""})).await)).contains(&"Shared-with-bob".to_string()));
+    let after = env.nc_sessions("bob").await;
+    // Both answers came through bob's session, not a fresh login.
+    assert_eq!(n(&after, "logins"), n(&before, "logins"), "{before} {after}");
+    assert_eq!(
+        n(&after, "session_requests"),
+        n(&before, "session_requests") + 2,
+        "{before} {after}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_401_drops_the_session() {
+    let env = Env::start().await;
+    let alice = env.client("alice").await;
+    ok(&call(&alice, "files_list", json!({"path": ""})).await);
+    ok(&call(&alice, "files_list", json!({"path": ""})).await);
+
+    // alice deletes the app password in her security settings: its sessions end with it.
+    let r = env
+        .nc_http()
+        .post(format!("{}/standin/revoke-app-password", env.nc.url()))
+        .header("Authorization", env.nc.basic("alice"))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+
+    let before = n(&env.nc_sessions("alice").await, "cookies_presented");
+    // The uid is still cached for a minute, so the call reaches Nextcloud: with the cookie, 401.
+    assert_eq!(err_kind(&call(&alice, "files_list", json!({"path": ""})).await), "auth_expired");
+    let presented = n(&env.nc_sessions("alice").await, "cookies_presented");
+    assert_eq!(presented, before + 1);
+    // After that 401 the cookie is gone: the next calls go without it (and fail on their own).
+    for _ in 0..2 {
+        assert_eq!(err_kind(&call(&alice, "files_list", json!({"path": ""})).await), "auth_expired");
+    }
+    assert_eq!(n(&env.nc_sessions("alice").await, "cookies_presented"), presented);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_session_ends_with_the_jwt() {
+    let env = Env::start().await;
+    let jwt = env.nc.mint_jwt("alice", &env.mcp.url(), Duration::from_secs(3));
+    let alice = connect(&env.mcp.url(), &jwt).await;
+    ok(&call(&alice, "files_list", json!({"path": ""})).await);
+    ok(&call(&alice, "files_list", json!({"path": ""})).await);
+    let before = env.nc_sessions("alice").await;
+    assert!(n(&before, "session_requests") >= 1, "{before}");
+
+    tokio::time::sleep(Duration::from_millis(4200)).await;
+    // Past exp: mcp-nextcloud no longer sends the cookie (the stand-in sees none), and the
+    // expired token alone is refused.
+    assert_eq!(err_kind(&call(&alice, "files_list", json!({"path": ""})).await), "auth_expired");
+    let after = env.nc_sessions("alice").await;
+    assert_eq!(n(&after, "cookies_presented"), n(&before, "cookies_presented"), "{before} {after}");
+}
