@@ -148,3 +148,74 @@ async fn create_event_then_find_it() {
         .clone();
     assert_eq!(off["all_day"], true);
 }
+
+/// Without a named calendar the REPORTs run concurrently; the answer must be exactly what
+/// asking each calendar in turn gives: warnings in calendar order, events sorted.
+#[tokio::test(flavor = "multi_thread")]
+#[expect(clippy::unwrap_used, reason = "test")]
+async fn all_calendars_at_once_equals_one_by_one() {
+    let env = Env::start().await;
+    let alice = env.client("alice").await;
+    let http = env.nc_http();
+    let mk = r#"<?xml version="1.0" encoding="utf-8"?><c:mkcalendar xmlns:d="DAV:" xmlns:c="urn:ietf:params:xml:ns:caldav"><d:set><d:prop><d:displayname>Extra</d:displayname></d:prop></d:set></c:mkcalendar>"#;
+    // Seven more calendars (more than run at once), each with a floating-time event (a
+    // warning naming it) and an event at the same instant as the others (ties on start).
+    for i in 0..7 {
+        let base = format!("{}/remote.php/dav/calendars/alice/extra-{i}/", env.nc.url());
+        let r = http
+            .request(reqwest::Method::from_bytes(b"MKCALENDAR").unwrap(), &base)
+            .header("Authorization", env.nc.bearer("alice"))
+            .body(mk)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "MKCALENDAR {i}: {}", r.status());
+        for (name, start) in [("floating", "20260110T090000"), ("tie", "20260112T090000Z")] {
+            let ics = format!(
+                "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//tamebi//test//EN\r\nBEGIN:VEVENT\r\nUID:{name}-{i}@test\r\n\
+                 DTSTAMP:20260101T000000Z\r\nDTSTART:{start}\r\nDURATION:PT1H\r\nSUMMARY:{name} {i}\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+            );
+            let r = http
+                .put(format!("{base}{name}.ics"))
+                .header("Authorization", env.nc.bearer("alice"))
+                .header("Content-Type", "text/calendar; charset=utf-8")
+                .body(ics)
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "PUT {name} {i}: {}", r.status());
+        }
+    }
+    let range = json!({"from": "2026-01-01", "to": "2026-01-31"});
+    let all = call(&alice, "calendar_events", range.clone()).await;
+    let all = ok(&all);
+
+    let listed = call(&alice, "calendar_list", json!({})).await;
+    let ids: Vec<String> = ok(&listed)["calendars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 8, "{ids:?}");
+    let mut events = Vec::new();
+    let mut warnings = Vec::new();
+    for id in &ids {
+        let mut args = range.clone();
+        args["calendar"] = json!(id);
+        let one = call(&alice, "calendar_events", args).await;
+        let one = ok(&one);
+        events.extend(one["events"].as_array().unwrap().iter().cloned());
+        warnings.extend(one["warnings"].as_array().unwrap().iter().cloned());
+    }
+    // The tool's own order: by start, then title (stable, so ties keep calendar order).
+    events.sort_by(|a, b| {
+        a["start"]
+            .as_str()
+            .cmp(&b["start"].as_str())
+            .then_with(|| a["title"].as_str().cmp(&b["title"].as_str()))
+    });
+    assert_eq!(all["events"].as_array().unwrap(), &events);
+    assert_eq!(all["warnings"].as_array().unwrap(), &warnings);
+    assert_eq!(warnings.len(), 7, "{warnings:?}");
+}

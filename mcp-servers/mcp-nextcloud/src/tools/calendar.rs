@@ -14,6 +14,7 @@ use calcard::icalendar::{
     ICalendarValueType,
 };
 use chrono::{DateTime, Datelike, Timelike, Utc};
+use futures::{StreamExt, TryStreamExt};
 use rmcp::schemars::JsonSchema;
 use serde::Serialize;
 
@@ -163,6 +164,24 @@ fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
+/// How many calendars' REPORTs run at once when no calendar is named.
+const REPORT_CONCURRENCY: usize = 4;
+
+/// One calendar's time-range REPORT: the calendar, its entries and the URL prefix of their hrefs.
+async fn report(s: &Session<'_>, cal: String, body: &str, named: bool) -> Result<(String, Vec<dav::Entry>, Vec<String>), Error> {
+    let url = s.url(["remote.php", "dav", "calendars", s.uid(), cal.as_str(), ""]);
+    let request = s
+        .request(method("REPORT"), url.clone())
+        .headers(dav_headers(Some("1")))
+        .body(body.to_string());
+    let found = match s.multistatus(request, "reading the calendar").await {
+        // The caller's own calendar path is missing: say which calendars exist instead.
+        Err(Error::NotFound) if named => return Err(known_calendar(s, &cal).await.err().unwrap_or(Error::NotFound)),
+        other => other?,
+    };
+    Ok((cal, found, paths::url_segments(&url)))
+}
+
 pub async fn events(s: &Session<'_>, a: CalendarEventsArgs) -> Result<Output, Error> {
     let from = When::parse(&a.from, "from")?.start_instant();
     let to = When::parse(&a.to, "to")?.end_instant();
@@ -181,25 +200,23 @@ pub async fn events(s: &Session<'_>, a: CalendarEventsArgs) -> Result<Output, Er
         None => calendars(s).await?.into_iter().map(|c| c.id).collect(),
     };
     let body = dav::calendar_query(&ical_utc(from), &ical_utc(to));
+    // The REPORTs run concurrently (at most REPORT_CONCURRENCY at a time); `buffered` hands the
+    // answers back in calendar order, so events, warnings and the first error are exactly what
+    // a sequential loop would give.
+    let named = wanted.is_some();
+    let answers: Vec<(String, Vec<dav::Entry>, Vec<String>)> = futures::stream::iter(selected)
+        .map(|cal| report(s, cal, &body, named))
+        .buffered(REPORT_CONCURRENCY)
+        .try_collect()
+        .await?;
     let mut events = Vec::new();
     let mut warnings = Vec::new();
-    for cal in &selected {
-        let url = s.url(["remote.php", "dav", "calendars", s.uid(), cal.as_str(), ""]);
-        let request = s
-            .request(method("REPORT"), url.clone())
-            .headers(dav_headers(Some("1")))
-            .body(body.clone());
-        let found = match s.multistatus(request, "reading the calendar").await {
-            // The caller's own calendar path is missing: say which calendars exist instead.
-            Err(Error::NotFound) if wanted.is_some() => return Err(known_calendar(s, cal).await.err().unwrap_or(Error::NotFound)),
-            other => other?,
-        };
-        let prefix = paths::url_segments(&url);
-        for e in &found {
+    for (cal, found, prefix) in &answers {
+        for e in found {
             let Some(data) = e.prop(dav::CALDAV, "calendar-data") else {
                 continue;
             };
-            let object = paths::strip_prefix(&e.href, &prefix)
+            let object = paths::strip_prefix(&e.href, prefix)
                 .and_then(|r| r.last().cloned())
                 .unwrap_or_default();
             let href = format!("{cal}/{object}");
