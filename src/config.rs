@@ -96,6 +96,12 @@ pub struct Config {
     pub max_concurrent_turns: usize,
     /// The most characters of one tool result the model is given (`TAMEBI_MAX_TOOL_OUTPUT_CHARS`).
     pub max_tool_output_chars: usize,
+    /// B6: concurrent turns per user (`TAMEBI_USER_MAX_TURNS`); beyond it that user gets 429.
+    pub user_max_turns: usize,
+    /// B6: a user's token bucket: this many turns at once (`TAMEBI_USER_TURN_BURST`)…
+    pub user_turn_burst: u32,
+    /// …refilled at this many a minute (`TAMEBI_USER_TURNS_PER_MIN`; 0 = no rate limit).
+    pub user_turns_per_min: u32,
     /// Test builds only: lets a scripted model text provoke an actor panic.
     pub fault_injection: bool,
 }
@@ -155,6 +161,9 @@ impl Config {
             shutdown_timeout: secs(get("TAMEBI_SHUTDOWN_SECS"), "TAMEBI_SHUTDOWN_SECS", "10")?,
             max_concurrent_turns: parse_or(get("TAMEBI_MAX_TURNS"), "TAMEBI_MAX_TURNS", "20000")?,
             max_tool_output_chars: positive(get("TAMEBI_MAX_TOOL_OUTPUT_CHARS"), "TAMEBI_MAX_TOOL_OUTPUT_CHARS", "24000")?,
+            user_max_turns: positive(get("TAMEBI_USER_MAX_TURNS"), "TAMEBI_USER_MAX_TURNS", "8")?,
+            user_turn_burst: positive(get("TAMEBI_USER_TURN_BURST"), "TAMEBI_USER_TURN_BURST", "60")?,
+            user_turns_per_min: parse_or(get("TAMEBI_USER_TURNS_PER_MIN"), "TAMEBI_USER_TURNS_PER_MIN", "60")?,
             fault_injection,
         })
     }
@@ -357,6 +366,24 @@ mod tests {
         assert!(with("TAMEBI_MAX_STEPS", "51").is_err());
         assert!(with("TAMEBI_MAX_STEPS", "0").is_err());
         assert!(with("TAMEBI_MAX_STEPS", "many").is_err());
+    }
+
+    #[test]
+    fn per_user_turn_limits() {
+        let c = Config::from_vars(&base()).unwrap();
+        assert_eq!((c.user_max_turns, c.user_turn_burst, c.user_turns_per_min), (8, 60, 60));
+        assert!(with("TAMEBI_USER_TURNS_PER_MIN", "0").is_ok());
+        for (var, bad) in [
+            ("TAMEBI_USER_MAX_TURNS", "0"),
+            ("TAMEBI_USER_TURN_BURST", "0"),
+            ("TAMEBI_USER_TURN_BURST", "x"),
+            ("TAMEBI_USER_TURNS_PER_MIN", "-1"),
+        ] {
+            assert!(
+                matches!(with(var, bad), Err(ConfigError::Invalid { var: v, .. }) if v == var),
+                "{var}={bad}"
+            );
+        }
     }
 
     #[test]

@@ -24,12 +24,33 @@ pub enum Error {
     TooLarge,
     #[error("overloaded")]
     Overloaded,
+    /// B6: this user's own share is used up (see `http::fairness`); try again after the delay.
+    #[error("user turn limit ({which})")]
+    UserTurnLimit { which: TurnLimit, retry_after_secs: u64 },
     #[error("shutting down")]
     ShuttingDown,
     #[error("storage: {0}")]
     Storage(#[from] rusqlite::Error),
     #[error("internal: {0}")]
     Internal(String),
+}
+
+/// Which per-user limit refused a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnLimit {
+    /// Too many of the user's turns are running at once.
+    Running,
+    /// The user's turn rate is used up for now.
+    Rate,
+}
+
+impl std::fmt::Display for TurnLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TurnLimit::Running => "running turns",
+            TurnLimit::Rate => "turn rate",
+        })
+    }
 }
 
 /// The fixed user-facing message for each kind of failure.
@@ -41,6 +62,8 @@ pub mod messages {
     pub const CONFLICT: &str = "A reply is already being written in this conversation.";
     pub const TOO_LARGE: &str = "The request is too large.";
     pub const OVERLOADED: &str = "Too many requests. Please wait a moment.";
+    pub const TOO_MANY_RUNNING: &str = "You already have several replies being written. Wait for one to finish, then send again.";
+    pub const TOO_FAST: &str = "You are sending messages faster than allowed. Wait a moment, then send again.";
     pub const UNAVAILABLE: &str = "The service is restarting. Please try again in a moment.";
     pub const INTERNAL: &str = "Something went wrong. Please try again.";
 }
@@ -54,7 +77,7 @@ impl Error {
             Error::NotFound => StatusCode::NOT_FOUND,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Error::Overloaded => StatusCode::TOO_MANY_REQUESTS,
+            Error::Overloaded | Error::UserTurnLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             Error::Storage(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -69,6 +92,12 @@ impl Error {
             Error::Conflict(_) => messages::CONFLICT,
             Error::TooLarge => messages::TOO_LARGE,
             Error::Overloaded => messages::OVERLOADED,
+            Error::UserTurnLimit {
+                which: TurnLimit::Running, ..
+            } => messages::TOO_MANY_RUNNING,
+            Error::UserTurnLimit {
+                which: TurnLimit::Rate, ..
+            } => messages::TOO_FAST,
             Error::ShuttingDown => messages::UNAVAILABLE,
             Error::Storage(_) | Error::Internal(_) => messages::INTERNAL,
         }
@@ -99,10 +128,21 @@ impl IntoResponse for ApiError {
         } else {
             tracing::info!(request_id = %self.request_id, status = status.as_u16(), error = %crate::auth::redact::redact(&self.error.to_string()), "request refused");
         }
-        let body = serde_json::json!({
+        let mut body = serde_json::json!({
             "error": { "message": self.error.public_message(), "requestId": self.request_id }
         });
+        let retry_after = match self.error {
+            Error::UserTurnLimit { retry_after_secs, .. } => Some(retry_after_secs),
+            _ => None,
+        };
+        if let Some(secs) = retry_after {
+            // Also in the body: the chat transport in the browser only sees the body.
+            body["error"]["retryAfter"] = secs.into();
+        }
         let mut response = (status, Json(body)).into_response();
+        if let Some(secs) = retry_after {
+            response.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         if let Ok(v) = HeaderValue::from_str(&self.request_id) {
             response.headers_mut().insert("x-request-id", v);
         }

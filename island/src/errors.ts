@@ -25,16 +25,27 @@ export class ApiError extends Error {
   }
 }
 
-/** Parses our error body; anything else yields nulls. */
-export function parseErrorBody(text: string): { message: string | null; requestId: string | null } {
+/** Parses our error body; anything else yields nulls. `retryAfter` (whole seconds) comes with
+ * a 429 that refused a turn because the person's own share was used up (goal B6). */
+export function parseErrorBody(text: string): { message: string | null; requestId: string | null; retryAfter: number | null } {
   try {
-    const body = JSON.parse(text) as { error?: { message?: unknown; requestId?: unknown } };
+    const body = JSON.parse(text) as { error?: { message?: unknown; requestId?: unknown; retryAfter?: unknown } };
     const message = typeof body?.error?.message === 'string' ? body.error.message : null;
     const requestId = typeof body?.error?.requestId === 'string' ? body.error.requestId : null;
-    return { message, requestId };
+    const raw = body?.error?.retryAfter;
+    const retryAfter = typeof raw === 'number' && Number.isInteger(raw) && raw > 0 && raw <= 86400 ? raw : null;
+    return { message, requestId, retryAfter };
   } catch {
-    return { message: null, requestId: null };
+    return { message: null, requestId: null, retryAfter: null };
   }
+}
+
+/** "Try again in 5 seconds." for a known wait, else nothing. */
+export function retryHint(seconds: number | null): string {
+  if (seconds === null) return '';
+  if (seconds < 60) return ` You can send again in ${seconds} second${seconds === 1 ? '' : 's'}.`;
+  const minutes = Math.ceil(seconds / 60);
+  return ` You can send again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
 }
 
 const WITH_REQUEST_ID = /^[^\n]{1,200} \(request id: [A-Za-z0-9._:\-]{1,100}\)$/;
@@ -46,8 +57,8 @@ export function userMessage(error: unknown): string {
   }
   if (error instanceof Error) {
     // The chat transport puts a failed response's body into the message.
-    const { message, requestId } = parseErrorBody(error.message);
-    if (message && requestId) return `${message} (request id: ${requestId})`;
+    const { message, requestId, retryAfter } = parseErrorBody(error.message);
+    if (message && requestId) return `${message}${retryHint(retryAfter)} (request id: ${requestId})`;
     // An SSE `error` part from the orchestrator ends with its request id.
     if (WITH_REQUEST_ID.test(error.message)) return error.message;
     if (error.name === 'TypeError' || /network|fetch/i.test(error.message)) return GENERIC.network;

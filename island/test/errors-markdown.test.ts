@@ -1,7 +1,25 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from 'vitest';
-import { ApiError, GENERIC, userMessage } from '../src/errors';
+import { ApiError, GENERIC, retryHint, userMessage } from '../src/errors';
 import { renderMarkdown } from '../src/markdown';
+
+describe('a turn refused for the person\'s own share (429)', () => {
+  it('says which limit and when to send again', () => {
+    const body = '{"error":{"message":"You are sending messages faster than allowed. Wait a moment, then send again.","requestId":"r-7","retryAfter":4}}';
+    expect(userMessage(new Error(body))).toBe(
+      'You are sending messages faster than allowed. Wait a moment, then send again. You can send again in 4 seconds. (request id: r-7)',
+    );
+    const running = '{"error":{"message":"You already have several replies being written. Wait for one to finish, then send again.","requestId":"r-8","retryAfter":1}}';
+    expect(userMessage(new Error(running))).toContain('You can send again in 1 second. (request id: r-8)');
+  });
+  it('ignores a retryAfter that is not a small positive integer', () => {
+    for (const bad of ['"4"', '-1', '0', '1.5', '999999999', 'null']) {
+      const body = `{"error":{"message":"Too many requests. Please wait a moment.","requestId":"r-1","retryAfter":${bad}}}`;
+      expect(userMessage(new Error(body))).toBe('Too many requests. Please wait a moment. (request id: r-1)');
+    }
+    expect(retryHint(120)).toBe(' You can send again in 2 minutes.');
+  });
+});
 
 describe('userMessage', () => {
   it('shows our fixed message only with a request id', () => {

@@ -11,10 +11,11 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::fairness::Refusal;
 use super::{AppState, ask, conversation_actor, find_conversation, sse, valid_conversation_id};
 use crate::actors::conversation::ConversationMsg;
 use crate::auth::Caller;
-use crate::error::{ApiError, Error};
+use crate::error::{ApiError, Error, TurnLimit};
 use crate::turn::{ApprovalDecision, TurnInput};
 use crate::ui_stream::{Role, ToolState, UiMessage, UiPart};
 
@@ -32,6 +33,19 @@ struct ChatRequest {
 pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
     let rid = caller.request_id.clone();
     let (id, input) = parse(&body).map_err(|e| e.with_request(&rid))?;
+    // B6: the user's own share first, so one person's flood is refused before it can take
+    // the machine-wide permits from everyone else.
+    let admitted = state.fairness.admit(&caller.uid).map_err(|refusal| {
+        let which = match refusal {
+            Refusal::TooManyRunning => TurnLimit::Running,
+            Refusal::TooFast(_) => TurnLimit::Rate,
+        };
+        Error::UserTurnLimit {
+            which,
+            retry_after_secs: refusal.retry_after_secs(),
+        }
+        .with_request(&rid)
+    })?;
     // Bounded concurrency: beyond the limit a turn is refused, never queued without bound.
     let permit = state
         .turn_permits
@@ -55,7 +69,7 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
         subscription,
         rid,
         state.services.shutdown.clone(),
-        Some(Box::new(permit)),
+        Some(Box::new((permit, admitted))),
     ))
 }
 

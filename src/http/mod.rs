@@ -12,6 +12,7 @@
 pub mod apps;
 pub mod chat;
 pub mod conversations;
+pub mod fairness;
 pub mod server;
 mod sse;
 
@@ -38,6 +39,8 @@ pub struct AppState {
     pub services: Arc<Services>,
     pub verifier: Verifier,
     pub turn_permits: Arc<Semaphore>,
+    /// B6: each user's share of turns.
+    pub fairness: fairness::Fairness,
 }
 
 /// The router. Tests build it exactly as the binary does.

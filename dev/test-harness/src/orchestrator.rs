@@ -45,6 +45,9 @@ impl Orchestrator {
             ("TAMEBI_MCP_SERVERS".into(), options.mcp_servers.clone()),
             ("TAMEBI_FAULT_INJECTION".into(), "1".into()),
             ("TAMEBI_MODEL_FIRST_CHUNK_SECS".into(), "10".into()),
+            // Suites run turns for one user faster than a person types; tests/fairness.rs
+            // sets the per-user limits it checks through `extra_env`.
+            ("TAMEBI_USER_TURNS_PER_MIN".into(), "0".into()),
             ("RUST_LOG".into(), "info".into()),
         ];
         env.extend(options.extra_env);
