@@ -2,12 +2,13 @@
 # Orchestrator benchmark: release builds of tamebi, scripted-model and loadgen on loopback.
 #   dev/loadgen/bench.sh turns [loadgen flags…]          e.g. --concurrency 64 --duration 20
 #   dev/loadgen/bench.sh streams --open-streams N [loadgen flags…]   e.g. --open-streams 10000 --hold 20
+#   dev/loadgen/bench.sh fairness [--light-users 50 --flood 500 --duration 15]
 # Starts a fresh scripted model and orchestrator (temporary data dir), runs loadgen once
 # against them, prints its figures, and stops both. Nothing leaves 127.0.0.1.
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 cd "$TAMEBI_ROOT"
-mode=${1:?usage: bench.sh turns|streams [loadgen flags...]}; shift
+mode=${1:?usage: bench.sh turns|streams|fairness [loadgen flags...]}; shift
 
 cargo build -q --release -p tamebi -p scripted-model -p loadgen
 bin=${CARGO_TARGET_DIR:-$TAMEBI_ROOT/target}/release
@@ -28,6 +29,7 @@ export TAMEBI_SIGNING_SECRET=bench-signing-secret-0123456789abcdef01234567
 orch_port=$(free_port)
 TAMEBI_MODEL_URL="http://127.0.0.1:$model_port/v1" TAMEBI_MODEL=scripted \
 TAMEBI_BIND="127.0.0.1:$orch_port" TAMEBI_DATA_DIR="$work/data" RUST_LOG=${RUST_LOG:-warn} \
+TAMEBI_USER_TURNS_PER_MIN=${TAMEBI_USER_TURNS_PER_MIN:-0} \
   "$bin/tamebi" >"$work/orchestrator.log" 2>&1 &
 orch_pid=$!
 pids+=($orch_pid)
@@ -37,7 +39,8 @@ common=(--url "http://127.0.0.1:$orch_port" --model-url "http://127.0.0.1:$model
 case "$mode" in
   turns) "$bin/loadgen" "${common[@]}" "$@" ;;
   streams) "$bin/loadgen" "${common[@]}" "$@" ;;
-  *) echo "unknown mode $mode (turns|streams)" >&2; exit 2 ;;
+  fairness) "$bin/loadgen" "${common[@]}" --fairness "$@" ;;
+  *) echo "unknown mode $mode (turns|streams|fairness)" >&2; exit 2 ;;
 esac
 echo "--- orchestrator log (last lines)"; tail -n 5 "$work/orchestrator.log"
 if [ -n "${BENCH_KEEP_LOGS:-}" ]; then cp "$work"/*.log "$BENCH_KEEP_LOGS"/; fi

@@ -58,6 +58,16 @@ pub struct Args {
     /// Open-streams mode: at most this many streams being opened at once.
     #[arg(long, default_value_t = 256)]
     pub open_rate: usize,
+    /// Fairness mode: this many light users, one turn at a time each, first alone and then
+    /// next to one user running --flood turns at once.
+    #[arg(long)]
+    pub fairness: bool,
+    /// Fairness mode: light users.
+    #[arg(long, default_value_t = 50)]
+    pub light_users: usize,
+    /// Fairness mode: concurrent turns of the flooding user.
+    #[arg(long, default_value_t = 500)]
+    pub flood: usize,
     /// Prefix of the Nextcloud uids signed for (each worker is `<uid>-<n>`).
     #[arg(long, default_value = "loadgen")]
     pub uid: String,
@@ -91,6 +101,7 @@ pub struct Config {
 pub enum Mode {
     Turns,
     OpenStreams { count: usize, hold: Duration, open_rate: usize },
+    Fairness { light: usize, flood: usize },
 }
 
 impl Args {
@@ -114,7 +125,18 @@ impl Args {
         if self.uid.is_empty() || self.uid.len() > 40 {
             return Err(Error::Config("--uid must be 1-40 characters".into()));
         }
+        if self.fairness && self.open_streams.is_some() {
+            return Err(Error::Config("--fairness and --open-streams are separate runs".into()));
+        }
         let mode = match self.open_streams {
+            None if self.fairness => {
+                in_range("--light-users", self.light_users as u64, 1, 1_000)?;
+                in_range("--flood", self.flood as u64, 1, MAX_CONCURRENCY as u64)?;
+                Mode::Fairness {
+                    light: self.light_users,
+                    flood: self.flood,
+                }
+            }
             None => Mode::Turns,
             Some(count) => {
                 in_range("--open-streams", count as u64, 1, MAX_OPEN_STREAMS as u64)?;
@@ -217,6 +239,14 @@ mod tests {
         assert!(args(&["--duration", "0"]).is_err());
         assert!(args(&["--open-streams", "10", "--model-url", "http://127.0.0.1:9/v1"]).is_ok());
         assert!(args(&["--open-streams", "20001", "--model-url", "http://127.0.0.1:9/v1"]).is_err());
+    }
+
+    #[test]
+    fn fairness_is_its_own_bounded_mode() {
+        assert_eq!(args(&["--fairness"]).unwrap().mode, Mode::Fairness { light: 50, flood: 500 });
+        assert!(args(&["--fairness", "--flood", "0"]).is_err());
+        assert!(args(&["--fairness", "--light-users", "1001"]).is_err());
+        assert!(args(&["--fairness", "--open-streams", "10", "--model-url", "http://127.0.0.1:9/v1"]).is_err());
     }
 
     #[test]

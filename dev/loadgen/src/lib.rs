@@ -6,12 +6,13 @@
 //! A second mode holds thousands of streams open at once to measure memory per stream.
 //!
 //! Modules: `config` (flags, bounds, loopback-only), `sign` (G1), `chat` (one turn, one
-//! model request), `stats` (histograms), `turns` and `streams` (the two modes), `rss`
+//! model request), `stats` (histograms), `turns`, `streams` and `fairness` (the modes), `rss`
 //! (/proc memory). It only ever targets loopback addresses, and every run is bounded.
 
 pub mod chat;
 pub mod config;
 pub mod error;
+pub mod fairness;
 pub mod rss;
 pub mod sign;
 pub mod stats;

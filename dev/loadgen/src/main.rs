@@ -13,6 +13,7 @@ async fn main() -> anyhow::Result<()> {
     let needed = match cfg.mode {
         Mode::Turns => cfg.concurrency * 2,
         Mode::OpenStreams { count, .. } => count * 2,
+        Mode::Fairness { light, flood } => (light + flood) * 2,
     } as u64
         + 256;
     let limit = rlimit::increase_nofile_limit(u64::MAX).context("raising the open-file limit")?;
@@ -21,12 +22,13 @@ async fn main() -> anyhow::Result<()> {
     }
     let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
     let timeout = match cfg.mode {
-        Mode::Turns => Some(Duration::from_secs(60)),
+        Mode::Turns | Mode::Fairness { .. } => Some(Duration::from_secs(60)),
         Mode::OpenStreams { .. } => None,
     };
     let pool = match cfg.mode {
         Mode::Turns => cfg.concurrency,
         Mode::OpenStreams { count, .. } => count,
+        Mode::Fairness { light, flood } => light + flood,
     };
     let target = Target {
         client: loadgen::client(pool, timeout)?,
@@ -38,6 +40,13 @@ async fn main() -> anyhow::Result<()> {
         Mode::Turns => {
             let report = loadgen::turns::run(&cfg, target, &run_id).await?;
             loadgen::turns::print(&report);
+            if cfg.json {
+                println!("{}", serde_json::to_string(&report)?);
+            }
+        }
+        Mode::Fairness { light, flood } => {
+            let report = loadgen::fairness::run(&cfg, target, &run_id, light, flood).await?;
+            loadgen::fairness::print(&report);
             if cfg.json {
                 println!("{}", serde_json::to_string(&report)?);
             }
