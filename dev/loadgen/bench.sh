@@ -3,12 +3,13 @@
 #   dev/loadgen/bench.sh turns [loadgen flags…]          e.g. --concurrency 64 --duration 20
 #   dev/loadgen/bench.sh streams --open-streams N [loadgen flags…]   e.g. --open-streams 10000 --hold 20
 #   dev/loadgen/bench.sh fairness [--light-users 50 --flood 500 --duration 15]
+#   dev/loadgen/bench.sh proxy [loadgen flags…]          the same turns through bare-proxy (the reference)
 # Starts a fresh scripted model and orchestrator (temporary data dir), runs loadgen once
 # against them, prints its figures, and stops both. Nothing leaves 127.0.0.1.
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 cd "$TAMEBI_ROOT"
-mode=${1:?usage: bench.sh turns|streams|fairness [loadgen flags...]}; shift
+mode=${1:?usage: bench.sh turns|streams|fairness|proxy [loadgen flags...]}; shift
 
 cargo build -q --release -p tamebi -p scripted-model -p loadgen
 bin=${CARGO_TARGET_DIR:-$TAMEBI_ROOT/target}/release
@@ -27,20 +28,27 @@ wait_http "http://127.0.0.1:$model_port/v1/models" 30
 export TAMEBI_PROXY_SECRET=bench-proxy-secret-0123456789abcdef0123456789
 export TAMEBI_SIGNING_SECRET=bench-signing-secret-0123456789abcdef01234567
 orch_port=$(free_port)
-TAMEBI_MODEL_URL="http://127.0.0.1:$model_port/v1" TAMEBI_MODEL=scripted \
-TAMEBI_BIND="127.0.0.1:$orch_port" TAMEBI_DATA_DIR="$work/data" RUST_LOG=${RUST_LOG:-warn} \
-TAMEBI_USER_TURNS_PER_MIN=${TAMEBI_USER_TURNS_PER_MIN:-0} \
-  "$bin/tamebi" >"$work/orchestrator.log" 2>&1 &
-orch_pid=$!
-pids+=($orch_pid)
-wait_http "http://127.0.0.1:$orch_port/healthz" 30
+if [ "$mode" = proxy ]; then
+  "$bin/bare-proxy" --bind "127.0.0.1:$orch_port" --model-url "http://127.0.0.1:$model_port/v1" >"$work/orchestrator.log" 2>&1 &
+  orch_pid=$!
+  pids+=($orch_pid)
+  wait_http "http://127.0.0.1:$orch_port/v1/chat" 30
+else
+  TAMEBI_MODEL_URL="http://127.0.0.1:$model_port/v1" TAMEBI_MODEL=scripted \
+  TAMEBI_BIND="127.0.0.1:$orch_port" TAMEBI_DATA_DIR="$work/data" RUST_LOG=${RUST_LOG:-warn} \
+  TAMEBI_USER_TURNS_PER_MIN=${TAMEBI_USER_TURNS_PER_MIN:-0} \
+    "$bin/tamebi" >"$work/orchestrator.log" 2>&1 &
+  orch_pid=$!
+  pids+=($orch_pid)
+  wait_http "http://127.0.0.1:$orch_port/healthz" 30
+fi
 
 common=(--url "http://127.0.0.1:$orch_port" --model-url "http://127.0.0.1:$model_port/v1" --pid "$orch_pid")
 case "$mode" in
-  turns) "$bin/loadgen" "${common[@]}" "$@" ;;
+  turns|proxy) "$bin/loadgen" "${common[@]}" "$@" ;;
   streams) "$bin/loadgen" "${common[@]}" "$@" ;;
   fairness) "$bin/loadgen" "${common[@]}" --fairness "$@" ;;
-  *) echo "unknown mode $mode (turns|streams|fairness)" >&2; exit 2 ;;
+  *) echo "unknown mode $mode (turns|streams|fairness|proxy)" >&2; exit 2 ;;
 esac
 echo "--- orchestrator log (last lines)"; tail -n 5 "$work/orchestrator.log"
 if [ -n "${BENCH_KEEP_LOGS:-}" ]; then cp "$work"/*.log "$BENCH_KEEP_LOGS"/; fi
