@@ -152,7 +152,6 @@ async fn create_event_then_find_it() {
 /// Without a named calendar the REPORTs run concurrently; the answer must be exactly what
 /// asking each calendar in turn gives: warnings in calendar order, events sorted.
 #[tokio::test(flavor = "multi_thread")]
-#[expect(clippy::unwrap_used, reason = "test")]
 async fn all_calendars_at_once_equals_one_by_one() {
     let env = Env::start().await;
     let alice = env.client("alice").await;
