@@ -100,6 +100,11 @@ pub enum ModelEvent {
     Finished {
         reason: String,
     },
+    /// The provider's own count of the request's tokens (`usage.prompt_tokens`), when it
+    /// reports one: the measure compaction trusts over its estimate.
+    Usage {
+        prompt_tokens: u64,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -136,6 +141,13 @@ struct Request<'a> {
     #[serde(skip_serializing_if = "<[ToolSpec]>::is_empty")]
     tools: &'a [ToolSpec],
     stream: bool,
+    /// Asks for the final usage chunk (prompt and completion token counts).
+    stream_options: StreamOptions,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 impl ModelClient {
@@ -170,6 +182,7 @@ impl ModelClient {
                 messages,
                 tools,
                 stream: true,
+                stream_options: StreamOptions { include_usage: true },
             })
             .timeout(self.config.call_timeout);
         if let Some(key) = &self.config.api_key {
@@ -204,6 +217,13 @@ impl ModelClient {
 struct Chunk {
     #[serde(default)]
     choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<ChunkUsage>,
+}
+
+#[derive(Deserialize)]
+struct ChunkUsage {
+    prompt_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -255,6 +275,9 @@ where
                 Ok(c) => c,
                 Err(e) => { yield Err(ModelError::Protocol(format!("chunk: {e}"))); return; }
             };
+            if let Some(prompt_tokens) = chunk.usage.and_then(|u| u.prompt_tokens) {
+                yield Ok(ModelEvent::Usage { prompt_tokens });
+            }
             for choice in chunk.choices {
                 if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
                     yield Ok(ModelEvent::TextDelta(text));
@@ -311,7 +334,8 @@ mod tests {
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"files_list","arguments":""}}]}}]}"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"path\":"}}]}}]}"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"/\"}"}}]}}]}"#,
-            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}],"usage":null}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":1234,"completion_tokens":5,"total_tokens":1239}}"#,
             "[DONE]",
         ]);
         let out: Vec<ModelEvent> = out.into_iter().map(|e| e.unwrap()).collect();
@@ -332,11 +356,12 @@ mod tests {
             }
         );
         assert_eq!(
-            out.last(),
-            Some(&ModelEvent::Finished {
+            out[out.len() - 2],
+            ModelEvent::Finished {
                 reason: "tool_calls".into()
-            })
+            }
         );
+        assert_eq!(out.last(), Some(&ModelEvent::Usage { prompt_tokens: 1234 }));
     }
 
     #[test]
