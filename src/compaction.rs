@@ -123,9 +123,10 @@ fn message_tokens(m: &ChatMessage) -> u64 {
         ChatMessage::Tool { tool_call_id, content } => tool_call_id.len() + content.len(),
         ChatMessage::Assistant { content, tool_calls } => {
             content.as_ref().map_or(0, String::len)
+                // The call as sent, framing included (a call costs more than its arguments).
                 + tool_calls
                     .iter()
-                    .map(|c| c.id.len() + c.function.name.len() + c.function.arguments.len())
+                    .map(|c| serde_json::to_string(c).map_or(0, |j| j.len()))
                     .sum::<usize>()
         }
     };
