@@ -54,12 +54,15 @@ pub async fn erase_me(State(state): State<AppState>, Extension(caller): Extensio
     })
     .await
     .map_err(|e| e.with_request(rid))?;
+    let mut conversations = 0;
     for actor in actors {
-        // Delete cancels the running turn and stops the actor after answering.
-        let _ = ask(&actor, |reply| ConversationMsg::Delete { reply }).await;
+        // Delete cancels the running turn, erases that conversation and stops the actor.
+        if let Ok(Ok(true)) = ask(&actor, |reply| ConversationMsg::Delete { reply }).await {
+            conversations += 1;
+        }
     }
     let services = &state.services;
-    let conversations = services.store.erase_user(&uid).await.map_err(|e| e.with_request(rid))?;
+    conversations += services.store.erase_user(&uid).await.map_err(|e| e.with_request(rid))?;
     let facts = services.memory.erase_user(&uid).await.map_err(|e| e.with_request(rid))?;
     services
         .audit
