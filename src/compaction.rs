@@ -197,9 +197,7 @@ pub fn build_view(
     // The floor: leave out the oldest messages (whole exchanges) until the rest fits.
     let from = floor_start(&system, &history[start..], tools_tokens, budget, calibration);
     let omitted = from;
-    let note = format!(
-        "{system}\n\n{omitted} earlier messages of this conversation are not shown: they did not fit the context window."
-    );
+    let note = format!("{system}\n\n{omitted} earlier messages of this conversation are not shown: they did not fit the context window.");
     let mut view = view_of(context::model_messages_cleared(note, &history[start + from..], 0), omitted);
     if view.tokens > budget {
         shrink_to_fit(&mut view.messages, calibration, budget.saturating_sub(tools_tokens));
@@ -425,7 +423,12 @@ mod tests {
 
     fn conversation(turns: usize, result_chars: usize) -> Vec<UiMessage> {
         (0..turns)
-            .flat_map(|i| [user(i, &format!("turn {i}: read the next document")), assistant_with_result(i, result_chars)])
+            .flat_map(|i| {
+                [
+                    user(i, &format!("turn {i}: read the next document")),
+                    assistant_with_result(i, result_chars),
+                ]
+            })
             .collect()
     }
 
@@ -447,16 +450,23 @@ mod tests {
         let tools = tool_contents(&v);
         assert_eq!(tools.len(), 5);
         for stub in &tools[..3] {
-            assert!(stub.contains("Result cleared to save context: files_read({\"path\":\"/doc"), "{stub}");
+            assert!(
+                stub.contains("Result cleared to save context: files_read({\"path\":\"/doc"),
+                "{stub}"
+            );
             assert!(stub.contains("returned 2001 characters"), "{stub}");
             assert!(stub.starts_with("<untrusted_data source=\"nextcloud/files_read\">"));
         }
         assert!(tools[3].contains(&"x".repeat(2_000)) && tools[4].contains(&"x".repeat(2_000)));
         // chat.db's copy (the history) is untouched.
-        assert_eq!(context::output_text(history[1].parts.iter().find_map(|p| match p {
-            UiPart::DynamicTool(t) => t.output.as_ref(),
-            _ => None,
-        })).len(), 2_001);
+        assert_eq!(
+            context::output_text(history[1].parts.iter().find_map(|p| match p {
+                UiPart::DynamicTool(t) => t.output.as_ref(),
+                _ => None,
+            }))
+            .len(),
+            2_001
+        );
     }
 
     #[test]
@@ -483,9 +493,11 @@ mod tests {
         let limits = Limits::for_window(2_048);
         let history = conversation(200, 10);
         let v = build_view("s", None, &history, 0, &limits, Calibration::default());
-        assert!(v.omitted > 0 && v.omitted % 2 == 0, "{}", v.omitted);
+        assert!(v.omitted > 0 && v.omitted.is_multiple_of(2), "{}", v.omitted);
         assert!(matches!(&v.messages[1], ChatMessage::User { .. }));
-        let ChatMessage::System { content } = &v.messages[0] else { panic!() };
+        let ChatMessage::System { content } = &v.messages[0] else {
+            panic!()
+        };
         assert!(content.contains("earlier messages of this conversation are not shown"));
     }
 
@@ -507,7 +519,9 @@ mod tests {
         };
         let v = build_view("sys", Some(&s), &history, 0, &limits, Calibration::default());
         assert_eq!(v.messages.len(), 1 + 5 * 4);
-        let ChatMessage::System { content } = &v.messages[0] else { panic!() };
+        let ChatMessage::System { content } = &v.messages[0] else {
+            panic!()
+        };
         assert!(content.contains("<untrusted_data source=\"summary\">\nThe user's code name is HERON."));
         assert_eq!(content.matches("</untrusted_data>").count(), 1);
         assert!(matches!(&v.messages[1], ChatMessage::User { content } if content == "turn 5: read the next document"));
@@ -546,12 +560,19 @@ mod tests {
         let limits = Limits::for_window(4_096);
         let history = conversation(100, 5_000);
         let req = summary_request(Some("before: HERON"), &history, 1, &limits);
-        assert!(estimate_tokens(&req) <= limits.summary_input_budget() + 64, "{}", estimate_tokens(&req));
+        assert!(
+            estimate_tokens(&req) <= limits.summary_input_budget() + 64,
+            "{}",
+            estimate_tokens(&req)
+        );
         let ChatMessage::User { content } = &req[1] else { panic!() };
         assert!(content.starts_with(SUMMARY_REQUEST));
         assert!(content.contains("<untrusted_data source=\"conversation\">"));
         assert!(content.contains("before: HERON") && content.contains("user: turn 99"));
         assert!(content.contains("lines left out"));
-        assert_eq!(bounded_summary(&"z".repeat(10_000), &limits).chars().count(), limits.max_summary_chars() + 4);
+        assert_eq!(
+            bounded_summary(&"z".repeat(10_000), &limits).chars().count(),
+            limits.max_summary_chars() + 4
+        );
     }
 }

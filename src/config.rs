@@ -170,7 +170,11 @@ fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, Co
         first_chunk_timeout: secs(get("TAMEBI_MODEL_FIRST_CHUNK_SECS"), "TAMEBI_MODEL_FIRST_CHUNK_SECS", "30")?,
         call_timeout: secs(get("TAMEBI_MODEL_CALL_SECS"), "TAMEBI_MODEL_CALL_SECS", "300")?,
         context_tokens,
-        fallback_context_tokens: context_window(get("TAMEBI_FALLBACK_CONTEXT_TOKENS"), "TAMEBI_FALLBACK_CONTEXT_TOKENS", context_tokens)?,
+        fallback_context_tokens: context_window(
+            get("TAMEBI_FALLBACK_CONTEXT_TOKENS"),
+            "TAMEBI_FALLBACK_CONTEXT_TOKENS",
+            context_tokens,
+        )?,
     })
 }
 
@@ -355,19 +359,32 @@ mod tests {
     #[test]
     fn context_windows_are_validated_and_the_smaller_one_is_the_budget() {
         assert_eq!(with("TAMEBI_CONTEXT_TOKENS", "8192").unwrap().model.context_budget(), 8192);
-        assert!(with("TAMEBI_CONTEXT_TOKENS", "100").unwrap_err().to_string().contains("TAMEBI_CONTEXT_TOKENS"));
+        assert!(
+            with("TAMEBI_CONTEXT_TOKENS", "100")
+                .unwrap_err()
+                .to_string()
+                .contains("TAMEBI_CONTEXT_TOKENS")
+        );
         assert!(with("TAMEBI_CONTEXT_TOKENS", "lots").is_err());
         let mut vars = base();
         vars.insert("TAMEBI_FALLBACK_MODEL".into(), "small".into());
         vars.insert("TAMEBI_FALLBACK_CONTEXT_TOKENS".into(), "4096".into());
         assert_eq!(Config::from_vars(&vars).unwrap().model.context_budget(), 4096);
         // Without a fallback model its window does not matter.
-        assert_eq!(with("TAMEBI_FALLBACK_CONTEXT_TOKENS", "4096").unwrap().model.context_budget(), 32_768);
+        assert_eq!(
+            with("TAMEBI_FALLBACK_CONTEXT_TOKENS", "4096").unwrap().model.context_budget(),
+            32_768
+        );
     }
 
     #[test]
     fn the_local_tool_server_name_is_reserved() {
-        assert!(with("TAMEBI_MCP_SERVERS", "tamebi=http://x/mcp").unwrap_err().to_string().contains("reserved"));
+        assert!(
+            with("TAMEBI_MCP_SERVERS", "tamebi=http://x/mcp")
+                .unwrap_err()
+                .to_string()
+                .contains("reserved")
+        );
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub fn model_messages(system: String, history: &[UiMessage]) -> Vec<ChatMessage>
 /// `keep_full_results` tool results in full: older ones become a stub naming the tool, its
 /// arguments and the size, so the model can call again if it needs the content (rung 1).
 pub fn model_messages_cleared(system: String, history: &[UiMessage], keep_full_results: usize) -> Vec<ChatMessage> {
-    let total = history.iter().map(|m| results_in(m)).sum::<usize>();
+    let total = history.iter().map(results_in).sum::<usize>();
     let mut clear = Clearing {
         clear_first: total.saturating_sub(keep_full_results),
         seen: 0,

@@ -61,12 +61,18 @@ pub async fn call(memory: &MemoryStore, uid: &str, conversation_id: &str, tool: 
     match tool {
         "memory_list" => memory.list(uid).await.map(|facts| list_text(&facts)).map_err(failed),
         "memory_write" => {
-            let fact = arguments.get("fact").and_then(Value::as_str).ok_or("memory_write needs {\"fact\": \"…\"}.")?;
+            let fact = arguments
+                .get("fact")
+                .and_then(Value::as_str)
+                .ok_or("memory_write needs {\"fact\": \"…\"}.")?;
             let saved = memory.write(uid, fact, Some(conversation_id)).await.map_err(failed)?;
             Ok(format!("Remembered as fact {}.", saved.id))
         }
         "memory_forget" => {
-            let id = arguments.get("id").and_then(Value::as_i64).ok_or("memory_forget needs {\"id\": <number>}.")?;
+            let id = arguments
+                .get("id")
+                .and_then(Value::as_i64)
+                .ok_or("memory_forget needs {\"id\": <number>}.")?;
             match memory.forget(uid, id).await.map_err(failed)? {
                 true => Ok(format!("Fact {id} is forgotten.")),
                 false => Err(format!("There is no fact {id}.")),
@@ -80,7 +86,11 @@ fn list_text(facts: &[Fact]) -> String {
     if facts.is_empty() {
         return "No facts are remembered.".into();
     }
-    facts.iter().map(|f| format!("[{}] {}", f.id, f.text)).collect::<Vec<_>>().join("\n")
+    facts
+        .iter()
+        .map(|f| format!("[{}] {}", f.id, f.text))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]
@@ -102,12 +112,27 @@ mod tests {
     async fn calls_answer_in_words_the_model_can_use() {
         let dir = tempfile::tempdir().unwrap();
         let m = MemoryStore::open(&dir.path().join("memory.db")).unwrap();
-        assert_eq!(call(&m, "alice", "c1", "memory_list", &json!({})).await.unwrap(), "No facts are remembered.");
-        let saved = call(&m, "alice", "c1", "memory_write", &json!({"fact": "Likes tea"})).await.unwrap();
+        assert_eq!(
+            call(&m, "alice", "c1", "memory_list", &json!({})).await.unwrap(),
+            "No facts are remembered."
+        );
+        let saved = call(&m, "alice", "c1", "memory_write", &json!({"fact": "Likes tea"}))
+            .await
+            .unwrap();
         assert!(saved.starts_with("Remembered as fact "));
-        assert!(call(&m, "alice", "c1", "memory_write", &json!({})).await.unwrap_err().contains("needs"));
+        assert!(
+            call(&m, "alice", "c1", "memory_write", &json!({}))
+                .await
+                .unwrap_err()
+                .contains("needs")
+        );
         let long = "x".repeat(600);
-        assert!(call(&m, "alice", "c1", "memory_write", &json!({"fact": long})).await.unwrap_err().contains("at most 500"));
+        assert!(
+            call(&m, "alice", "c1", "memory_write", &json!({"fact": long}))
+                .await
+                .unwrap_err()
+                .contains("at most 500")
+        );
         let listed = call(&m, "alice", "c1", "memory_list", &json!({})).await.unwrap();
         assert!(listed.ends_with("] Likes tea"));
         let id = m.list("alice").await.unwrap()[0].id;

@@ -383,7 +383,14 @@ impl TurnState {
         history.push(self.t.assistant.clone());
         let limits = Limits::for_window(self.t.services.config.model.context_budget());
         let tools_tokens = compaction::tools_tokens(&self.specs);
-        let view = compaction::build_view(&system, self.t.summary.as_ref(), &history, tools_tokens, &limits, self.t.calibration);
+        let view = compaction::build_view(
+            &system,
+            self.t.summary.as_ref(),
+            &history,
+            tools_tokens,
+            &limits,
+            self.t.calibration,
+        );
         if self.summary_tried {
             return Ok(view);
         }
@@ -402,7 +409,14 @@ impl TurnState {
                 }
                 self.t.summary = Some(summary);
                 self.emit(StreamPart::DataCompaction { data })?;
-                Ok(compaction::build_view(&system, self.t.summary.as_ref(), &history, tools_tokens, &limits, self.t.calibration))
+                Ok(compaction::build_view(
+                    &system,
+                    self.t.summary.as_ref(),
+                    &history,
+                    tools_tokens,
+                    &limits,
+                    self.t.calibration,
+                ))
             }
             Err(why) => {
                 // The failure path: this turn goes on with rung 1 (and the floor) only.

@@ -135,7 +135,13 @@ async fn a_300_turn_conversation_stays_in_budget_summarises_once_per_event_and_s
         .as_array()
         .unwrap()
         .iter()
-        .filter(|m| m["role"] == "tool" && m["content"].as_str().unwrap().contains("Result cleared to save context: files_read"))
+        .filter(|m| {
+            m["role"] == "tool"
+                && m["content"]
+                    .as_str()
+                    .unwrap()
+                    .contains("Result cleared to save context: files_read")
+        })
         .count();
     assert!(stubs >= 1, "older results are stubs naming the tool");
 
@@ -153,10 +159,15 @@ async fn a_300_turn_conversation_stays_in_budget_summarises_once_per_event_and_s
     let asked = seen.iter().find(|r| !is_summary_call(r)).unwrap();
     let messages = asked["messages"].as_array().unwrap();
     let system = messages[0]["content"].as_str().unwrap();
-    assert!(system.contains("<untrusted_data source=\"summary\">"), "the summary reaches the model enveloped");
+    assert!(
+        system.contains("<untrusted_data source=\"summary\">"),
+        "the summary reaches the model enveloped"
+    );
     // The early message itself is no longer in the view: the answer came from the summary.
     assert!(
-        messages[1..].iter().all(|m| !m["content"].as_str().unwrap_or("").contains("BLUEHERON")),
+        messages[1..]
+            .iter()
+            .all(|m| !m["content"].as_str().unwrap_or("").contains("BLUEHERON")),
         "the first message should have been summarised away"
     );
     // Revived, not regenerated: any summary call now covers a new range only.
@@ -194,5 +205,8 @@ async fn a_failing_summary_call_leaves_the_turn_on_rung_one() {
         assert!(request_tokens(r) <= 4096 - 512, "{}", request_tokens(r));
     }
     let logs = orch.process().logs();
-    assert!(logs.contains("summary call failed; continuing with tool-result clearing only"), "{logs}");
+    assert!(
+        logs.contains("summary call failed; continuing with tool-result clearing only"),
+        "{logs}"
+    );
 }

@@ -79,7 +79,14 @@ impl Actor for ConversationsSupervisor {
                 let _ = reply.send(state.by_key.len());
             }
             ConversationsMsg::OfUser { uid, reply } => {
-                let _ = reply.send(state.by_key.iter().filter(|((u, _), _)| *u == uid).map(|(_, a)| a.clone()).collect());
+                let _ = reply.send(
+                    state
+                        .by_key
+                        .iter()
+                        .filter(|((u, _), _)| *u == uid)
+                        .map(|(_, a)| a.clone())
+                        .collect(),
+                );
             }
         }
         Ok(())

@@ -37,7 +37,13 @@ pub async fn forget(
     let Ok(id) = id.parse::<i64>() else {
         return Err(Error::NotFound.with_request(rid));
     };
-    match state.services.memory.forget(&caller.uid, id).await.map_err(|e| e.with_request(rid))? {
+    match state
+        .services
+        .memory
+        .forget(&caller.uid, id)
+        .await
+        .map_err(|e| e.with_request(rid))?
+    {
         true => Ok(http::StatusCode::NO_CONTENT.into_response()),
         false => Err(Error::NotFound.with_request(rid)),
     }
@@ -48,9 +54,8 @@ pub async fn forget(
 pub async fn erase_me(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
     let uid = caller.uid.clone();
-    let actors = ask(&conversations_supervisor().map_err(|e| e.with_request(rid))?, |reply| ConversationsMsg::OfUser {
-        uid: uid.clone(),
-        reply,
+    let actors = ask(&conversations_supervisor().map_err(|e| e.with_request(rid))?, |reply| {
+        ConversationsMsg::OfUser { uid: uid.clone(), reply }
     })
     .await
     .map_err(|e| e.with_request(rid))?;

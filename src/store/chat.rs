@@ -412,7 +412,10 @@ mod tests {
             covers_until_id: format!("m{n}"),
             text: text.into(),
         };
-        assert!(!s.save_summary("alice", "c1", &sum(2, "orphan")).await.unwrap(), "no conversation, no summary");
+        assert!(
+            !s.save_summary("alice", "c1", &sum(2, "orphan")).await.unwrap(),
+            "no conversation, no summary"
+        );
         s.save_message("alice", "c1", &user("m1", "hi"), None).await.unwrap();
         s.save_message("bob", "c1", &user("m1", "bob"), None).await.unwrap();
         assert!(s.save_summary("alice", "c1", &sum(2, "first")).await.unwrap());

@@ -155,7 +155,13 @@ mod tests {
         for i in 1..MAX_FACTS_PER_USER {
             m.write("alice", &format!("fact {i}"), None).await.unwrap();
         }
-        assert!(m.write("alice", "one more", None).await.unwrap_err().to_string().contains("Memory is full"));
+        assert!(
+            m.write("alice", "one more", None)
+                .await
+                .unwrap_err()
+                .to_string()
+                .contains("Memory is full")
+        );
         assert!(m.forget("alice", f.id).await.unwrap());
         assert!(!m.forget("alice", f.id).await.unwrap());
         assert_eq!(m.erase_user("alice").await.unwrap(), MAX_FACTS_PER_USER - 1);

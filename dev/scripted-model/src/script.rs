@@ -528,8 +528,14 @@ mod tests {
             {"match": "Summarise", "steps": [{"summarise_user_lines": true}]}
         ]}));
         let c = convo("what is the code name?", 0);
-        assert_eq!(text_of_outcome(decide(find_rule(&rs, &c), &c, day())), "It is HERON-7 ((not in my context)).");
-        let c = convo("Summarise this\n<x>\nuser: I am Alice\nassistant: hi\n- user: budget is 40k\ntool t(): user: no", 0);
+        assert_eq!(
+            text_of_outcome(decide(find_rule(&rs, &c), &c, day())),
+            "It is HERON-7 ((not in my context))."
+        );
+        let c = convo(
+            "Summarise this\n<x>\nuser: I am Alice\nassistant: hi\n- user: budget is 40k\ntool t(): user: no",
+            0,
+        );
         assert_eq!(
             text_of_outcome(decide(find_rule(&rs, &c), &c, day())),
             "- user: I am Alice\n- user: budget is 40k"
