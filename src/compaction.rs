@@ -454,7 +454,7 @@ mod tests {
                 stub.contains("Result cleared to save context: files_read({\"path\":\"/doc"),
                 "{stub}"
             );
-            assert!(stub.contains("returned 2001 characters"), "{stub}");
+            assert!(stub.contains("returned 2001 bytes"), "{stub}");
             assert!(stub.starts_with("<untrusted_data source=\"nextcloud/files_read\">"));
         }
         assert!(tools[3].contains(&"x".repeat(2_000)) && tools[4].contains(&"x".repeat(2_000)));

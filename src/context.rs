@@ -156,11 +156,11 @@ fn source_of(t: &ToolPart) -> String {
 /// Rung 1's stub for a result the model no longer sees. Still enveloped: the arguments were
 /// written by the model, possibly under the influence of a document.
 pub fn cleared_stub(t: &ToolPart) -> String {
-    let chars = output_text(t.output.as_ref()).chars().count();
+    let bytes = output_size(t.output.as_ref());
     untrusted::envelope(
         &source_of(t),
         &format!(
-            "[Result cleared to save context: {}({}) returned {chars} characters. Call the tool again if you need its content.]",
+            "[Result cleared to save context: {}({}) returned {bytes} bytes. Call the tool again if you need its content.]",
             t.tool_name,
             truncate(&t.input.to_string(), MAX_STUB_ARGS)
         ),
@@ -184,6 +184,21 @@ pub fn tool_result_for_model(t: &ToolPart) -> String {
         ToolState::ApprovalRequested | ToolState::ApprovalResponded => "This call was not approved and did not run.".into(),
         ToolState::InputStreaming | ToolState::InputAvailable => "This call did not complete.".into(),
     }
+}
+
+/// The size in bytes of what [`output_text`] would return, without building it (rung 1 runs
+/// over every older result on every step, so this must stay cheap).
+fn output_size(output: Option<&Value>) -> usize {
+    let Some(output) = output else { return 0 };
+    let texts: usize = output
+        .get("content")
+        .and_then(Value::as_array)
+        .map_or(0, |items| items.iter().filter_map(|i| i.get("text").and_then(Value::as_str)).map(|t| t.len() + 1).sum());
+    let structured = output
+        .get("structuredContent")
+        .filter(|v| !v.is_null())
+        .map_or(0, |v| serde_json::to_string(v).map_or(0, |s| s.len()));
+    texts + structured
 }
 
 /// The text of an MCP tool output as stored on the tool part: its text contents, then its

@@ -379,14 +379,23 @@ impl TurnState {
     async fn compacted_view(&mut self) -> Result<compaction::View, &'static str> {
         let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
         let system = context::system_with_context(context::system_prompt(&today, self.has_workspace), &self.facts, None);
-        let mut history = self.t.history.clone();
+        // The history with this turn's message at its end, borrowed rather than copied (a long
+        // conversation's history is megabytes); put back on every path.
+        let mut history = std::mem::take(&mut self.t.history);
         history.push(self.t.assistant.clone());
+        let view = self.fit(&system, &history).await;
+        history.pop();
+        self.t.history = history;
+        view
+    }
+
+    async fn fit(&mut self, system: &str, history: &[UiMessage]) -> Result<compaction::View, &'static str> {
         let limits = Limits::for_window(self.t.services.config.model.context_budget());
         let tools_tokens = compaction::tools_tokens(&self.specs);
         let view = compaction::build_view(
-            &system,
+            system,
             self.t.summary.as_ref(),
-            &history,
+            history,
             tools_tokens,
             &limits,
             self.t.calibration,
@@ -394,11 +403,11 @@ impl TurnState {
         if self.summary_tried {
             return Ok(view);
         }
-        let Some(end) = compaction::summary_plan(&history, self.t.summary.as_ref(), &view, &limits) else {
+        let Some(end) = compaction::summary_plan(history, self.t.summary.as_ref(), &view, &limits) else {
             return Ok(view);
         };
         self.summary_tried = true;
-        match self.summarise(&history, end, &limits).await {
+        match self.summarise(history, end, &limits).await {
             Ok(summary) => {
                 let data = json!({
                     "summarisedMessages": summary.covers_count,
@@ -410,9 +419,9 @@ impl TurnState {
                 self.t.summary = Some(summary);
                 self.emit(StreamPart::DataCompaction { data })?;
                 Ok(compaction::build_view(
-                    &system,
+                    system,
                     self.t.summary.as_ref(),
-                    &history,
+                    history,
                     tools_tokens,
                     &limits,
                     self.t.calibration,
