@@ -187,18 +187,26 @@ pub fn build_view(
             omitted,
         }
     };
-    // Rung 1: the usual number of full results, then fewer.
-    for keep in (0..=limits.keep_full_results).rev() {
-        let view = view_of(context::model_messages_cleared(system.clone(), &history[start..], keep), 0);
-        if view.tokens <= budget {
-            return view;
-        }
+    // Each message's cost with every result cleared: messages convert independently then, so
+    // one pass prices every choice below and only the chosen view is built (this runs on
+    // every model step of long conversations: see benches/compaction.rs).
+    let rest = &history[start..];
+    let costs: Vec<u64> = rest.iter().map(cleared_cost).collect();
+    let fixed = estimate_tokens(&[ChatMessage::System { content: system.clone() }]) + tools_tokens;
+    let all_cleared: u64 = costs.iter().sum();
+    if calibration.apply(fixed + all_cleared) <= budget {
+        // Rung 1: the usual number of full results, then fewer.
+        let keep = (1..=limits.keep_full_results)
+            .rev()
+            .find(|&keep| calibration.apply(fixed + cost_keeping(rest, &costs, keep)) <= budget)
+            .unwrap_or(0);
+        return view_of(context::model_messages_cleared(system, rest, keep), 0);
     }
     // The floor: leave out the oldest messages (whole exchanges) until the rest fits.
-    let from = floor_start(&system, &history[start..], tools_tokens, budget, calibration);
+    let from = floor_start(rest, &costs, fixed, budget, calibration);
     let omitted = from;
     let note = format!("{system}\n\n{omitted} earlier messages of this conversation are not shown: they did not fit the context window.");
-    let mut view = view_of(context::model_messages_cleared(note, &history[start + from..], 0), omitted);
+    let mut view = view_of(context::model_messages_cleared(note, &rest[from..], 0), omitted);
     if view.tokens > budget {
         shrink_to_fit(&mut view.messages, calibration, budget.saturating_sub(tools_tokens));
         view.estimated_tokens = estimate_tokens(&view.messages) + tools_tokens;
@@ -207,25 +215,33 @@ pub fn build_view(
     view
 }
 
+/// One message's tokens with all its tool results cleared.
+fn cleared_cost(m: &UiMessage) -> u64 {
+    let alone = context::model_messages_cleared(String::new(), std::slice::from_ref(m), 0);
+    estimate_tokens(&alone[1..])
+}
+
+/// The history's tokens with the last `keep` results in full: the cleared costs up to the
+/// messages holding those results, and those messages converted as they would be.
+fn cost_keeping(history: &[UiMessage], costs: &[u64], keep: usize) -> u64 {
+    let mut from = history.len();
+    let mut results = 0;
+    while from > 0 && results < keep {
+        from -= 1;
+        results += context::results_in(&history[from]);
+    }
+    let tail = context::model_messages_cleared(String::new(), &history[from..], keep);
+    costs[..from].iter().sum::<u64>() + estimate_tokens(&tail[1..])
+}
+
 /// The first message to keep so that the rest (all results cleared) fits, at a user
 /// message where possible; never past the last message.
-fn floor_start(system: &str, history: &[UiMessage], tools_tokens: u64, budget: u64, calibration: Calibration) -> usize {
+fn floor_start(history: &[UiMessage], costs: &[u64], fixed: u64, budget: u64, calibration: Calibration) -> usize {
     if history.is_empty() {
         return 0;
     }
-    // Each message's cost on its own; with every result cleared, they add up exactly.
-    let costs: Vec<u64> = history
-        .iter()
-        .map(|m| {
-            let alone = context::model_messages_cleared(String::new(), std::slice::from_ref(m), 0);
-            estimate_tokens(&alone[1..])
-        })
-        .collect();
     // The note about omitted messages adds a few dozen characters: count it generously.
-    let fixed = estimate_tokens(&[ChatMessage::System {
-        content: format!("{system}{}", " ".repeat(160)),
-    }]) + tools_tokens;
-    let mut total: u64 = fixed + costs.iter().sum::<u64>();
+    let mut total: u64 = fixed + 60 + costs.iter().sum::<u64>();
     let mut from = 0;
     while from + 1 < history.len() && calibration.apply(total) > budget {
         total -= costs[from];

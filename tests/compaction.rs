@@ -93,7 +93,11 @@ async fn a_300_turn_conversation_stays_in_budget_summarises_once_per_event_and_s
     });
     let c = client();
     let mut compactions = 0usize;
+    let started = std::time::Instant::now();
     for n in 0..300 {
+        if n % 100 == 0 {
+            eprintln!("turn {n} after {} ms", started.elapsed().as_millis());
+        }
         let text = if n == 0 {
             "Note: the project code name is BLUEHERON. Now please read document 0.".to_string()
         } else {
