@@ -187,26 +187,38 @@ pub fn build_view(
             omitted,
         }
     };
-    // Each message's cost with every result cleared: messages convert independently then, so
-    // one pass prices every choice below and only the chosen view is built (this runs on
-    // every model step of long conversations: see benches/compaction.rs).
+    // Each message converted once with every result cleared (messages convert independently
+    // then), and its cost: one pass prices every choice below, and the chosen view reuses the
+    // conversions (this runs on every model step: see benches/compaction.rs).
     let rest = &history[start..];
-    let costs: Vec<u64> = rest.iter().map(cleared_cost).collect();
+    let cleared: Vec<Vec<ChatMessage>> = rest
+        .iter()
+        .map(|m| context::model_messages_cleared(String::new(), std::slice::from_ref(m), 0).split_off(1))
+        .collect();
+    let costs: Vec<u64> = cleared.iter().map(|c| estimate_tokens(c)).collect();
     let fixed = estimate_tokens(&[ChatMessage::System { content: system.clone() }]) + tools_tokens;
-    let all_cleared: u64 = costs.iter().sum();
-    if calibration.apply(fixed + all_cleared) <= budget {
-        // Rung 1: the usual number of full results, then fewer.
-        let keep = (1..=limits.keep_full_results)
-            .rev()
-            .find(|&keep| calibration.apply(fixed + cost_keeping(rest, &costs, keep)) <= budget)
-            .unwrap_or(0);
-        return view_of(context::model_messages_cleared(system, rest, keep), 0);
+    let assemble = |head: String, from: usize, to: usize, tail: Vec<ChatMessage>| {
+        let mut messages = vec![ChatMessage::System { content: head }];
+        messages.extend(cleared[from..to].iter().flatten().cloned());
+        messages.extend(tail);
+        messages
+    };
+    if calibration.apply(fixed + costs.iter().sum::<u64>()) <= budget {
+        // Rung 1: the usual number of full results, then fewer, then none.
+        for keep in (1..=limits.keep_full_results).rev() {
+            let (from, tail) = tail_keeping(rest, keep);
+            let cost = fixed + costs[..from].iter().sum::<u64>() + estimate_tokens(&tail);
+            if calibration.apply(cost) <= budget {
+                return view_of(assemble(system, 0, from, tail), 0);
+            }
+        }
+        return view_of(assemble(system, 0, rest.len(), Vec::new()), 0);
     }
     // The floor: leave out the oldest messages (whole exchanges) until the rest fits.
     let from = floor_start(rest, &costs, fixed, budget, calibration);
     let omitted = from;
     let note = format!("{system}\n\n{omitted} earlier messages of this conversation are not shown: they did not fit the context window.");
-    let mut view = view_of(context::model_messages_cleared(note, &rest[from..], 0), omitted);
+    let mut view = view_of(assemble(note, from, rest.len(), Vec::new()), omitted);
     if view.tokens > budget {
         shrink_to_fit(&mut view.messages, calibration, budget.saturating_sub(tools_tokens));
         view.estimated_tokens = estimate_tokens(&view.messages) + tools_tokens;
@@ -215,23 +227,19 @@ pub fn build_view(
     view
 }
 
-/// One message's tokens with all its tool results cleared.
-fn cleared_cost(m: &UiMessage) -> u64 {
-    let alone = context::model_messages_cleared(String::new(), std::slice::from_ref(m), 0);
-    estimate_tokens(&alone[1..])
-}
-
-/// The history's tokens with the last `keep` results in full: the cleared costs up to the
-/// messages holding those results, and those messages converted as they would be.
-fn cost_keeping(history: &[UiMessage], costs: &[u64], keep: usize) -> u64 {
+/// The messages holding the last `keep` results, converted with those results in full, and
+/// where they start.
+fn tail_keeping(history: &[UiMessage], keep: usize) -> (usize, Vec<ChatMessage>) {
     let mut from = history.len();
     let mut results = 0;
     while from > 0 && results < keep {
         from -= 1;
         results += context::results_in(&history[from]);
     }
-    let tail = context::model_messages_cleared(String::new(), &history[from..], keep);
-    costs[..from].iter().sum::<u64>() + estimate_tokens(&tail[1..])
+    (
+        from,
+        context::model_messages_cleared(String::new(), &history[from..], keep).split_off(1),
+    )
 }
 
 /// The first message to keep so that the rest (all results cleared) fits, at a user
@@ -467,11 +475,13 @@ mod tests {
         assert_eq!(tools.len(), 5);
         for stub in &tools[..3] {
             assert!(
-                stub.contains("Result cleared to save context: files_read({\"path\":\"/doc"),
+                stub.starts_with("[Result cleared to save context: files_read returned 2001 bytes."),
                 "{stub}"
             );
-            assert!(stub.contains("returned 2001 bytes"), "{stub}");
-            assert!(stub.starts_with("<untrusted_data source=\"nextcloud/files_read\">"));
+            assert!(
+                stub.contains("Arguments: <untrusted_data source=\"nextcloud/files_read\">\n{\"path\":\"/doc"),
+                "{stub}"
+            );
         }
         assert!(tools[3].contains(&"x".repeat(2_000)) && tools[4].contains(&"x".repeat(2_000)));
         // chat.db's copy (the history) is untouched.

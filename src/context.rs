@@ -153,17 +153,16 @@ fn source_of(t: &ToolPart) -> String {
         .map_or_else(|| t.tool_name.clone(), |s| format!("{s}/{}", t.tool_name))
 }
 
-/// Rung 1's stub for a result the model no longer sees. Still enveloped: the arguments were
-/// written by the model, possibly under the influence of a document.
+/// Rung 1's stub for a result the model no longer sees: our own sentence naming the tool
+/// and the size, with the arguments inside the envelope (the model wrote them, possibly under
+/// the influence of a document). Only the arguments are neutralised: the stub is built for
+/// every older result on every step, so it must stay cheap.
 pub fn cleared_stub(t: &ToolPart) -> String {
     let bytes = output_size(t.output.as_ref());
-    untrusted::envelope(
-        &source_of(t),
-        &format!(
-            "[Result cleared to save context: {}({}) returned {bytes} bytes. Call the tool again if you need its content.]",
-            t.tool_name,
-            truncate(&t.input.to_string(), MAX_STUB_ARGS)
-        ),
+    format!(
+        "[Result cleared to save context: {} returned {bytes} bytes. Call the tool again with the same arguments if you need its content. Arguments: {}]",
+        t.tool_name,
+        untrusted::envelope(&source_of(t), &truncate(&t.input.to_string(), MAX_STUB_ARGS))
     )
 }
 
@@ -190,10 +189,13 @@ pub fn tool_result_for_model(t: &ToolPart) -> String {
 /// over every older result on every step, so this must stay cheap).
 fn output_size(output: Option<&Value>) -> usize {
     let Some(output) = output else { return 0 };
-    let texts: usize = output
-        .get("content")
-        .and_then(Value::as_array)
-        .map_or(0, |items| items.iter().filter_map(|i| i.get("text").and_then(Value::as_str)).map(|t| t.len() + 1).sum());
+    let texts: usize = output.get("content").and_then(Value::as_array).map_or(0, |items| {
+        items
+            .iter()
+            .filter_map(|i| i.get("text").and_then(Value::as_str))
+            .map(|t| t.len() + 1)
+            .sum()
+    });
     let structured = output
         .get("structuredContent")
         .filter(|v| !v.is_null())

@@ -392,14 +392,7 @@ impl TurnState {
     async fn fit(&mut self, system: &str, history: &[UiMessage]) -> Result<compaction::View, &'static str> {
         let limits = Limits::for_window(self.t.services.config.model.context_budget());
         let tools_tokens = compaction::tools_tokens(&self.specs);
-        let view = compaction::build_view(
-            system,
-            self.t.summary.as_ref(),
-            history,
-            tools_tokens,
-            &limits,
-            self.t.calibration,
-        );
+        let view = compaction::build_view(system, self.t.summary.as_ref(), history, tools_tokens, &limits, self.t.calibration);
         if self.summary_tried {
             return Ok(view);
         }
