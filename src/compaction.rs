@@ -414,14 +414,7 @@ fn bounded_transcript(lines: Vec<String>, max_chars: usize) -> String {
 
 /// A summary as stored: trimmed and bounded.
 pub fn bounded_summary(text: &str, limits: &Limits) -> String {
-    let text = text.trim();
-    let max = limits.max_summary_chars();
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut t: String = text.chars().take(max).collect();
-    t.push_str(" […]");
-    t
+    context::truncate_with(text.trim(), limits.max_summary_chars(), " […]")
 }
 
 #[cfg(test)]

@@ -223,11 +223,16 @@ pub fn output_text(output: Option<&Value>) -> String {
 }
 
 pub fn truncate(s: &str, max: usize) -> String {
+    truncate_with(s, max, "\n[truncated]")
+}
+
+/// At most `max` characters of `s`, followed by `marker` when something was cut.
+pub fn truncate_with(s: &str, max: usize, marker: &str) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }
     let mut t: String = s.chars().take(max).collect();
-    t.push_str("\n[truncated]");
+    t.push_str(marker);
     t
 }
 
