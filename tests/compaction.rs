@@ -214,3 +214,50 @@ async fn a_failing_summary_call_leaves_the_turn_on_rung_one() {
         "{logs}"
     );
 }
+
+/// The stock AI SDK client (`readUIMessageStream`, what `useChat` runs) accepts the
+/// `data-compaction` part and keeps it in the message it builds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ai_sdk_client_reads_the_compaction_part() {
+    let node = test_harness::workspace_root().join("tests/node");
+    test_harness::island::require_node_modules(&node, "ai", "scripts/install.d/45-browser.sh (npm ci in tests/node)");
+    let model = ScriptedModel::start();
+    model.add_rules(json!([{"match": SUMMARY_MARK, "steps": [{"summarise_user_lines": true}]}]));
+    let orch = Orchestrator::start(Options {
+        model_url: model.url(),
+        extra_env: vec![("TAMEBI_CONTEXT_TOKENS".into(), "2048".into())],
+        ..Options::default()
+    });
+    let c = client();
+    let scratch = tempfile::tempdir().unwrap();
+    for n in 0..12 {
+        let text = format!("Entry {n}: {}", "a long line about the week ahead. ".repeat(12));
+        let body = user_turn("sdk", &format!("m{n}"), &text);
+        let r = orch
+            .request(&c, Method::POST, "/v1/chat", "alice", &body, None)
+            .send()
+            .await
+            .unwrap();
+        let sse = r.text().await.unwrap();
+        if !sse.contains("\"type\":\"data-compaction\"") {
+            continue;
+        }
+        let file = scratch.path().join("turn.sse");
+        std::fs::write(&file, &sse).unwrap();
+        let out = test_harness::island::run_node_json(
+            &node,
+            "read-ui-stream.mjs",
+            &[&file.display().to_string()],
+            &[],
+            Duration::from_secs(60),
+        );
+        let parts = out["message"]["parts"].as_array().unwrap();
+        let part = parts
+            .iter()
+            .find(|p| p["type"] == "data-compaction")
+            .expect("the SDK kept the part");
+        assert!(part["data"]["summarisedMessages"].as_u64().unwrap() >= 2, "{part}");
+        return;
+    }
+    panic!("no compaction happened in 12 long turns");
+}
