@@ -108,7 +108,9 @@ async fn a_300_turn_conversation_stays_in_budget_summarises_once_per_event_and_s
         assert!(!p.iter().any(|x| x["type"] == "error"), "turn {n}: {p:?}");
         compactions += p.iter().filter(|x| x["type"] == "data-compaction").count();
     }
+    eprintln!("300 turns after {} ms", started.elapsed().as_millis());
     let requests = model.requests();
+    eprintln!("requests read after {} ms", started.elapsed().as_millis());
     assert!(requests.len() >= 600, "{}", requests.len());
     for (i, r) in requests.iter().enumerate() {
         let t = request_tokens(r);
@@ -150,8 +152,10 @@ async fn a_300_turn_conversation_stays_in_budget_summarises_once_per_event_and_s
     assert!(stubs >= 1, "older results are stubs naming the tool");
 
     // A restart: the conversation actor revives with its summary from chat.db.
+    eprintln!("checks after {} ms", started.elapsed().as_millis());
     orch.kill9_and_restart();
     model.clear_requests();
+    eprintln!("restarted after {} ms", started.elapsed().as_millis());
     let p = turn(&orch, &c, "long", 300, "What is the project code name?").await;
     let answer: String = p
         .iter()
