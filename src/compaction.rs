@@ -360,7 +360,7 @@ fn transcript_lines(m: &UiMessage) -> Vec<String> {
         match part {
             UiPart::Text { text, .. } if !text.trim().is_empty() => {
                 let flat = text.replace('\n', " ");
-                lines.push(format!("{who}: {}", context::truncate(&flat, SUMMARY_TEXT_EXCERPT)));
+                lines.push(format!("{who}: {}", context::truncate_with(&flat, SUMMARY_TEXT_EXCERPT, " […]")));
             }
             UiPart::DynamicTool(t) => {
                 let result = match t.state {
@@ -373,8 +373,8 @@ fn transcript_lines(m: &UiMessage) -> Vec<String> {
                 lines.push(format!(
                     "tool {}({}): {}",
                     t.tool_name,
-                    context::truncate(&t.input.to_string(), 300),
-                    context::truncate(&flat, SUMMARY_TOOL_EXCERPT)
+                    context::truncate_with(&t.input.to_string(), 300, "…"),
+                    context::truncate_with(&flat, SUMMARY_TOOL_EXCERPT, " […]")
                 ));
             }
             _ => {}

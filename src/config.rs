@@ -42,8 +42,10 @@ pub struct McpServer {
 /// The model provider: any OpenAI-compatible chat-completions API.
 #[derive(Debug, Clone)]
 pub struct ModelConfig {
-    /// Base URL ending in `/v1`.
-    pub base_url: url::Url,
+    /// Base URLs ending in `/v1`, tried in order (never empty).
+    pub base_urls: Vec<url::Url>,
+    /// How long an endpoint that failed before its first chunk is skipped.
+    pub endpoint_backoff: Duration,
     pub model: String,
     pub api_key: Option<Secret>,
     /// Tried once when the primary fails to connect or times out before its first chunk.
@@ -52,6 +54,17 @@ pub struct ModelConfig {
     pub first_chunk_timeout: Duration,
     /// How long a whole model call may take.
     pub call_timeout: Duration,
+    /// `TAMEBI_TOOL_CALL_TEXT=auto`: the primary model's text is read for tool calls it wrote
+    /// as text (model::text_calls). Off by default: models with native `tool_calls` need none.
+    pub primary_text_tool_calls: bool,
+    /// `TAMEBI_FALLBACK_TOOL_CALL_TEXT=auto`: the same for the fallback model.
+    pub fallback_text_tool_calls: bool,
+    /// `TAMEBI_MODEL_MAX_TOKENS`: sent as `max_tokens` on every call; the provider's own
+    /// default when unset.
+    pub max_tokens_per_call: Option<u32>,
+    /// `TAMEBI_TURN_MAX_TOKENS`: no further model call in a turn once its calls used this
+    /// many tokens (prompt and output, as the provider counts them). Unbounded when unset.
+    pub max_tokens_per_turn: Option<u64>,
     /// The primary model's context window, in tokens (`TAMEBI_CONTEXT_TOKENS`).
     pub context_tokens: u64,
     /// The fallback model's context window (`TAMEBI_FALLBACK_CONTEXT_TOKENS`, default: the
@@ -60,6 +73,15 @@ pub struct ModelConfig {
 }
 
 impl ModelConfig {
+    /// Whether calls written as text are recognised for `model` (primary or fallback).
+    pub fn reads_text_tool_calls(&self, model: &str) -> bool {
+        if model == self.model {
+            self.primary_text_tool_calls
+        } else {
+            self.fallback_text_tool_calls
+        }
+    }
+
     /// The context budget every request must fit: the smaller window of the models a request
     /// may reach (the fallback is chosen only after the request is built).
     pub fn context_budget(&self) -> u64 {
@@ -86,6 +108,8 @@ pub struct Config {
     pub shutdown_timeout: Duration,
     /// Concurrent chat turns across all users; beyond it new turns get 429.
     pub max_concurrent_turns: usize,
+    /// The most characters of one tool result the model is given (`TAMEBI_MAX_TOOL_OUTPUT_CHARS`).
+    pub max_tool_output_chars: usize,
     /// Test builds only: lets a scripted model text provoke an actor panic.
     pub fault_injection: bool,
 }
@@ -144,6 +168,7 @@ impl Config {
             tool_timeout: secs(get("TAMEBI_TOOL_TIMEOUT_SECS"), "TAMEBI_TOOL_TIMEOUT_SECS", "60")?,
             shutdown_timeout: secs(get("TAMEBI_SHUTDOWN_SECS"), "TAMEBI_SHUTDOWN_SECS", "10")?,
             max_concurrent_turns: parse_or(get("TAMEBI_MAX_TURNS"), "TAMEBI_MAX_TURNS", "20000")?,
+            max_tool_output_chars: positive(get("TAMEBI_MAX_TOOL_OUTPUT_CHARS"), "TAMEBI_MAX_TOOL_OUTPUT_CHARS", "24000")?,
             fault_injection,
         })
     }
@@ -151,24 +176,24 @@ impl Config {
 
 fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, ConfigError> {
     let raw = get("TAMEBI_MODEL_URL").ok_or(ConfigError::Missing("TAMEBI_MODEL_URL"))?;
-    let base_url = url::Url::parse(raw.trim_end_matches('/')).map_err(|e| ConfigError::Invalid {
-        var: "TAMEBI_MODEL_URL",
-        why: e.to_string(),
-    })?;
-    if !matches!(base_url.scheme(), "http" | "https") || !base_url.path().ends_with("/v1") {
-        return Err(ConfigError::Invalid {
-            var: "TAMEBI_MODEL_URL",
-            why: "must be an http(s) OpenAI-compatible base URL ending in /v1".into(),
-        });
-    }
+    let base_urls = raw.split(',').map(|u| model_url(u.trim())).collect::<Result<Vec<_>, _>>()?;
     let context_tokens = context_window(get("TAMEBI_CONTEXT_TOKENS"), "TAMEBI_CONTEXT_TOKENS", 32_768)?;
     Ok(ModelConfig {
-        base_url,
+        base_urls,
+        endpoint_backoff: secs(get("TAMEBI_MODEL_BACKOFF_SECS"), "TAMEBI_MODEL_BACKOFF_SECS", "30")?,
         model: get("TAMEBI_MODEL").ok_or(ConfigError::Missing("TAMEBI_MODEL"))?,
         api_key: get("TAMEBI_MODEL_API_KEY").map(Secret::new),
         fallback_model: get("TAMEBI_FALLBACK_MODEL"),
         first_chunk_timeout: secs(get("TAMEBI_MODEL_FIRST_CHUNK_SECS"), "TAMEBI_MODEL_FIRST_CHUNK_SECS", "30")?,
         call_timeout: secs(get("TAMEBI_MODEL_CALL_SECS"), "TAMEBI_MODEL_CALL_SECS", "300")?,
+        primary_text_tool_calls: auto_or_off(get("TAMEBI_TOOL_CALL_TEXT"), "TAMEBI_TOOL_CALL_TEXT")?,
+        fallback_text_tool_calls: auto_or_off(get("TAMEBI_FALLBACK_TOOL_CALL_TEXT"), "TAMEBI_FALLBACK_TOOL_CALL_TEXT")?,
+        max_tokens_per_call: get("TAMEBI_MODEL_MAX_TOKENS")
+            .map(|v| positive(Some(v), "TAMEBI_MODEL_MAX_TOKENS", "1"))
+            .transpose()?,
+        max_tokens_per_turn: get("TAMEBI_TURN_MAX_TOKENS")
+            .map(|v| positive(Some(v), "TAMEBI_TURN_MAX_TOKENS", "1"))
+            .transpose()?,
         context_tokens,
         fallback_context_tokens: context_window(
             get("TAMEBI_FALLBACK_CONTEXT_TOKENS"),
@@ -193,6 +218,34 @@ fn context_window(value: Option<String>, var: &'static str, default: u64) -> Res
     Ok(n)
 }
 
+/// One OpenAI-compatible base URL of `TAMEBI_MODEL_URL`.
+fn model_url(raw: &str) -> Result<url::Url, ConfigError> {
+    let var = "TAMEBI_MODEL_URL";
+    let url = url::Url::parse(raw.trim_end_matches('/')).map_err(|e| ConfigError::Invalid {
+        var,
+        why: format!("`{raw}`: {e}"),
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || !url.path().ends_with("/v1") {
+        return Err(ConfigError::Invalid {
+            var,
+            why: format!("`{raw}` must be an http(s) OpenAI-compatible base URL ending in /v1 (several: comma-separated)"),
+        });
+    }
+    Ok(url)
+}
+
+/// `auto` or `off` (the default).
+fn auto_or_off(value: Option<String>, var: &'static str) -> Result<bool, ConfigError> {
+    match value.as_deref() {
+        None | Some("off") => Ok(false),
+        Some("auto") => Ok(true),
+        Some(other) => Err(ConfigError::Invalid {
+            var,
+            why: format!("`{other}` is not `auto` or `off`"),
+        }),
+    }
+}
+
 fn secret(value: Option<String>, var: &'static str) -> Result<Secret, ConfigError> {
     let value = value.ok_or(ConfigError::Missing(var))?;
     if value.len() < MIN_SECRET_BYTES {
@@ -213,6 +266,21 @@ where
         .unwrap_or(default)
         .parse()
         .map_err(|e: T::Err| ConfigError::Invalid { var, why: e.to_string() })
+}
+
+/// A whole number of at least 1.
+fn positive<T: std::str::FromStr + PartialOrd + From<u8>>(value: Option<String>, var: &'static str, default: &str) -> Result<T, ConfigError>
+where
+    T::Err: fmt::Display,
+{
+    let n: T = parse_or(value, var, default)?;
+    if n < T::from(1) {
+        return Err(ConfigError::Invalid {
+            var,
+            why: "must be at least 1".into(),
+        });
+    }
+    Ok(n)
 }
 
 fn secs(value: Option<String>, var: &'static str, default: &str) -> Result<Duration, ConfigError> {
@@ -339,6 +407,48 @@ mod tests {
         assert!(with("TAMEBI_MODEL_URL", "http://x/v1/").is_ok());
         assert!(with("TAMEBI_MODEL_URL", "http://x/api").is_err());
         assert!(with("TAMEBI_MODEL_URL", "ftp://x/v1").is_err());
+        let c = with("TAMEBI_MODEL_URL", "http://a/v1, http://b:8/v1/").unwrap();
+        assert_eq!(
+            c.model.base_urls.iter().map(url::Url::as_str).collect::<Vec<_>>(),
+            vec!["http://a/v1", "http://b:8/v1"]
+        );
+        let err = with("TAMEBI_MODEL_URL", "http://a/v1,,http://b/v1").unwrap_err().to_string();
+        assert!(err.contains("TAMEBI_MODEL_URL"), "{err}");
+        assert!(with("TAMEBI_MODEL_URL", "http://a/v1,http://b/api").is_err());
+    }
+
+    #[test]
+    fn text_tool_calls_are_per_model_and_off_by_default() {
+        let c = Config::from_vars(&base()).unwrap();
+        assert!(!c.model.reads_text_tool_calls("m"));
+        let mut vars = base();
+        vars.insert("TAMEBI_FALLBACK_MODEL".into(), "small".into());
+        vars.insert("TAMEBI_FALLBACK_TOOL_CALL_TEXT".into(), "auto".into());
+        let c = Config::from_vars(&vars).unwrap();
+        assert!(!c.model.reads_text_tool_calls("m"));
+        assert!(c.model.reads_text_tool_calls("small"));
+        assert!(with("TAMEBI_TOOL_CALL_TEXT", "auto").unwrap().model.reads_text_tool_calls("m"));
+        let err = with("TAMEBI_TOOL_CALL_TEXT", "yes").unwrap_err().to_string();
+        assert!(err.contains("TAMEBI_TOOL_CALL_TEXT") && err.contains("auto"), "{err}");
+    }
+
+    #[test]
+    fn operator_bounds_parse() {
+        assert_eq!(Config::from_vars(&base()).unwrap().model.max_tokens_per_call, None);
+        assert_eq!(
+            with("TAMEBI_MODEL_MAX_TOKENS", "2048").unwrap().model.max_tokens_per_call,
+            Some(2048)
+        );
+        assert!(with("TAMEBI_MODEL_MAX_TOKENS", "0").is_err());
+        assert!(with("TAMEBI_MODEL_MAX_TOKENS", "lots").is_err());
+        assert_eq!(
+            with("TAMEBI_TURN_MAX_TOKENS", "90000").unwrap().model.max_tokens_per_turn,
+            Some(90_000)
+        );
+        assert!(with("TAMEBI_TURN_MAX_TOKENS", "0").is_err());
+        assert_eq!(Config::from_vars(&base()).unwrap().max_tool_output_chars, 24_000);
+        assert_eq!(with("TAMEBI_MAX_TOOL_OUTPUT_CHARS", "500").unwrap().max_tool_output_chars, 500);
+        assert!(with("TAMEBI_MAX_TOOL_OUTPUT_CHARS", "0").is_err());
     }
 
     #[test]

@@ -12,10 +12,24 @@ use crate::model::{ChatMessage, ToolCallOut};
 use crate::ui_stream::{Role, ToolPart, ToolState, UiMessage, UiPart};
 use crate::untrusted;
 
-/// The largest tool result text given to the model, in characters.
+/// The largest tool result text given to the model, in characters, unless the operator set
+/// `TAMEBI_MAX_TOOL_OUTPUT_CHARS`.
 pub const MAX_TOOL_TEXT: usize = 24_000;
 /// The longest rendering of a cleared call's arguments in its stub, in characters.
 const MAX_STUB_ARGS: usize = 300;
+
+/// The operator's bound, set once at start from `Config` (the history conversion below is
+/// used from several places and stays a pure function of its inputs plus this constant).
+static TOOL_TEXT_LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// Sets the tool result bound for the life of the process (the first call wins).
+pub fn set_max_tool_text(chars: usize) {
+    let _ = TOOL_TEXT_LIMIT.set(chars);
+}
+
+fn max_tool_text() -> usize {
+    TOOL_TEXT_LIMIT.get().copied().unwrap_or(MAX_TOOL_TEXT)
+}
 
 /// The system prompt. It states the data-handling contract (G2) and the approval rule (G3).
 pub fn system_prompt(today: &str, has_workspace: bool) -> String {
@@ -162,7 +176,7 @@ pub fn cleared_stub(t: &ToolPart) -> String {
     format!(
         "[Result cleared to save context: {} returned {bytes} bytes. Call the tool again with the same arguments if you need its content. Arguments: {}]",
         t.tool_name,
-        untrusted::envelope(&source_of(t), &truncate(&t.input.to_string(), MAX_STUB_ARGS))
+        untrusted::envelope(&source_of(t), &truncate_with(&t.input.to_string(), MAX_STUB_ARGS, "…"))
     )
 }
 
@@ -170,13 +184,13 @@ pub fn cleared_stub(t: &ToolPart) -> String {
 pub fn tool_result_for_model(t: &ToolPart) -> String {
     let source = source_of(t);
     match t.state {
-        ToolState::OutputAvailable => untrusted::envelope(&source, &truncate(&output_text(t.output.as_ref()), MAX_TOOL_TEXT)),
+        ToolState::OutputAvailable => untrusted::envelope(&source, &truncate(&output_text(t.output.as_ref()), max_tool_text())),
         // G2: an error string from upstream is as attacker-controlled as a success.
         ToolState::OutputError => untrusted::envelope(
             &source,
             &format!(
                 "The tool failed: {}",
-                truncate(t.error_text.as_deref().unwrap_or(""), MAX_TOOL_TEXT)
+                truncate(t.error_text.as_deref().unwrap_or(""), max_tool_text())
             ),
         ),
         ToolState::OutputDenied => "The user denied this tool call. It did not run. Do not retry it unless the user asks.".into(),
@@ -222,8 +236,19 @@ pub fn output_text(output: Option<&Value>) -> String {
     text
 }
 
-pub fn truncate(s: &str, max: usize) -> String {
-    truncate_with(s, max, "\n[truncated]")
+/// Cuts `s` to `max` characters, saying so and how to read the rest: the model should ask
+/// for less, not assume it saw everything.
+fn truncate(s: &str, max: usize) -> String {
+    let total = s.chars().count();
+    if total <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max).collect();
+    t.push_str(&format!(
+        "\n[truncated] You were given the first {max} of {total} characters of this result. To read further, \
+         call the tool again for a smaller part (a narrower query, an offset or line range, or the next page)."
+    ));
+    t
 }
 
 /// At most `max` characters of `s`, followed by `marker` when something was cut.
@@ -240,6 +265,15 @@ pub fn truncate_with(s: &str, max: usize, marker: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_truncated_result_says_so_and_how_to_read_further() {
+        assert_eq!(truncate("short", 10), "short");
+        let t = truncate(&"é".repeat(50), 10);
+        assert!(t.starts_with(&"é".repeat(10)));
+        assert!(t.contains("[truncated] You were given the first 10 of 50 characters"), "{t}");
+        assert!(t.contains("call the tool again"), "{t}");
+    }
 
     #[test]
     fn steps_become_calls_and_enveloped_results() {

@@ -104,6 +104,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
         .build()
         .map_err(|e| Error::Internal(format!("http client: {e}")))?;
     let tasks = TaskTracker::new();
+    context::set_max_tool_text(config.max_tool_output_chars);
     let config = Arc::new(config);
     let services = Arc::new(Services {
         config: config.clone(),

@@ -145,7 +145,12 @@ struct TurnState {
     facts: Vec<(i64, String)>,
     /// A turn makes at most one summary call, successful or not.
     summary_tried: bool,
+    /// Tokens this turn's model calls used, for `TAMEBI_TURN_MAX_TOKENS`.
+    tokens_used: u64,
 }
+
+/// Shown when a turn stops at the operator's token bound.
+const TOKEN_BOUND_REACHED: &str = "This answer stopped here: it reached the token limit set for one turn. Ask again to continue.";
 
 impl TurnState {
     fn new(t: Turn) -> Self {
@@ -156,6 +161,7 @@ impl TurnState {
             has_workspace: false,
             facts: Vec::new(),
             summary_tried: false,
+            tokens_used: 0,
         }
     }
 
@@ -178,6 +184,17 @@ impl TurnState {
         self.apply_decisions().await?;
         let max_steps = self.t.services.config.max_steps;
         for _ in 0..max_steps {
+            // The operator's bound: no further model call once the turn used its tokens.
+            if self
+                .t
+                .services
+                .config
+                .model
+                .max_tokens_per_turn
+                .is_some_and(|max| self.tokens_used >= max)
+            {
+                return Err(TOKEN_BOUND_REACHED);
+            }
             let calls = self.model_step().await?;
             if calls.is_empty() {
                 self.emit(StreamPart::FinishStep)?;
@@ -362,9 +379,15 @@ impl TurnState {
                 }
                 ModelEvent::ToolCallArguments { index, delta } => calls.arguments(index, &delta).map_err(model_error)?,
                 ModelEvent::Finished { .. } => {}
-                ModelEvent::Usage { prompt_tokens } => {
-                    self.t.calibration = Calibration::observe(view.estimated_tokens, prompt_tokens);
-                    self.t.emitter.calibrated(self.t.calibration);
+                ModelEvent::Usage {
+                    total_tokens,
+                    prompt_tokens,
+                } => {
+                    self.tokens_used += total_tokens;
+                    if let Some(prompt_tokens) = prompt_tokens {
+                        self.t.calibration = Calibration::observe(view.estimated_tokens, prompt_tokens);
+                        self.t.emitter.calibrated(self.t.calibration);
+                    }
                 }
             }
         }

@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use crate::config::ModelConfig;
 
+pub mod endpoints;
+pub mod text_calls;
 pub mod tool_calls;
 
 /// A message in the provider's format.
@@ -100,10 +102,12 @@ pub enum ModelEvent {
     Finished {
         reason: String,
     },
-    /// The provider's own count of the request's tokens (`usage.prompt_tokens`), when it
-    /// reports one: the measure compaction trusts over its estimate.
+    /// Tokens the call used, as the provider counted them (asked for when the operator
+    /// bounds a turn's tokens), and the request's own count (`usage.prompt_tokens`), which
+    /// compaction trusts over its estimate.
     Usage {
-        prompt_tokens: u64,
+        total_tokens: u64,
+        prompt_tokens: Option<u64>,
     },
 }
 
@@ -132,6 +136,8 @@ pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>>
 pub struct ModelClient {
     http: reqwest::Client,
     config: ModelConfig,
+    /// Shared by every clone: the circuit breaker is per process, not per turn.
+    endpoints: std::sync::Arc<endpoints::Endpoints>,
 }
 
 #[derive(Serialize)]
@@ -141,8 +147,11 @@ struct Request<'a> {
     #[serde(skip_serializing_if = "<[ToolSpec]>::is_empty")]
     tools: &'a [ToolSpec],
     stream: bool,
-    /// Asks for the final usage chunk (prompt and completion token counts).
-    stream_options: StreamOptions,
+    /// The operator's bound on one call's output (`TAMEBI_MODEL_MAX_TOKENS`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
 }
 
 #[derive(Serialize)]
@@ -152,7 +161,8 @@ struct StreamOptions {
 
 impl ModelClient {
     pub fn new(http: reqwest::Client, config: ModelConfig) -> Self {
-        ModelClient { http, config }
+        let endpoints = std::sync::Arc::new(endpoints::Endpoints::new(config.base_urls.clone(), config.endpoint_backoff));
+        ModelClient { http, config, endpoints }
     }
 
     /// Starts a streamed completion. Falls back once to the fallback model when the primary
@@ -171,9 +181,38 @@ impl ModelClient {
         }
     }
 
-    #[tracing::instrument(name = "model.call", skip_all, fields(model = %model, messages = messages.len(), tools = tools.len()))]
+    /// Tries the endpoints in the breaker's order until one starts answering.
+    #[tracing::instrument(name = "model.call", skip_all, fields(model = %model, messages = messages.len(), tools = tools.len(), endpoint = tracing::field::Empty))]
     async fn start(&self, model: &str, messages: &[ChatMessage], tools: &[ToolSpec]) -> Result<ModelStream, ModelError> {
-        let url = format!("{}/chat/completions", self.config.base_url.as_str().trim_end_matches('/'));
+        let mut last = ModelError::Connect("no endpoint configured".into());
+        for i in self.endpoints.order(std::time::Instant::now()) {
+            let url = self.endpoints.label(i);
+            match self.start_at(self.endpoints.url(i), model, messages, tools).await {
+                Ok(stream) => {
+                    self.endpoints.served(i);
+                    tracing::Span::current().record("endpoint", url.as_str());
+                    tracing::info!(endpoint = %url, model = %model, "model endpoint serves this call");
+                    return Ok(stream);
+                }
+                Err(e) if e.before_first_chunk() => {
+                    self.endpoints.failed(i, std::time::Instant::now());
+                    tracing::warn!(endpoint = %url, error = %e, "model endpoint failed before its first chunk; skipping it for a while");
+                    last = e;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
+    }
+
+    async fn start_at(
+        &self,
+        base: &url::Url,
+        model: &str,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
+    ) -> Result<ModelStream, ModelError> {
+        let url = format!("{}/chat/completions", base.as_str().trim_end_matches('/'));
         let mut req = self
             .http
             .post(url)
@@ -182,7 +221,9 @@ impl ModelClient {
                 messages,
                 tools,
                 stream: true,
-                stream_options: StreamOptions { include_usage: true },
+                max_tokens: self.config.max_tokens_per_call,
+                // Usage is only needed to bound a turn; not every server knows the option.
+                stream_options: self.config.max_tokens_per_turn.map(|_| StreamOptions { include_usage: true }),
             })
             .timeout(self.config.call_timeout);
         if let Some(key) = &self.config.api_key {
@@ -209,6 +250,9 @@ impl ModelClient {
             .await
             .map_err(|_| ModelError::Timeout)?;
         let head = futures::stream::iter(first);
+        if self.config.reads_text_tool_calls(model) {
+            return Ok(Box::pin(text_calls::recognise(head.chain(events))));
+        }
         Ok(Box::pin(head.chain(events)))
     }
 }
@@ -223,6 +267,8 @@ struct Chunk {
 
 #[derive(Deserialize)]
 struct ChunkUsage {
+    #[serde(default)]
+    total_tokens: u64,
     prompt_tokens: Option<u64>,
 }
 
@@ -275,8 +321,8 @@ where
                 Ok(c) => c,
                 Err(e) => { yield Err(ModelError::Protocol(format!("chunk: {e}"))); return; }
             };
-            if let Some(prompt_tokens) = chunk.usage.and_then(|u| u.prompt_tokens) {
-                yield Ok(ModelEvent::Usage { prompt_tokens });
+            if let Some(usage) = chunk.usage {
+                yield Ok(ModelEvent::Usage { total_tokens: usage.total_tokens, prompt_tokens: usage.prompt_tokens });
             }
             for choice in chunk.choices {
                 if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
@@ -335,7 +381,7 @@ mod tests {
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"path\":"}}]}}]}"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"/\"}"}}]}}]}"#,
             r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}],"usage":null}"#,
-            r#"{"choices":[],"usage":{"prompt_tokens":1234,"completion_tokens":5,"total_tokens":1239}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}"#,
             "[DONE]",
         ]);
         let out: Vec<ModelEvent> = out.into_iter().map(|e| e.unwrap()).collect();
@@ -361,7 +407,13 @@ mod tests {
                 reason: "tool_calls".into()
             }
         );
-        assert_eq!(out.last(), Some(&ModelEvent::Usage { prompt_tokens: 1234 }));
+        assert_eq!(
+            out.last(),
+            Some(&ModelEvent::Usage {
+                total_tokens: 12,
+                prompt_tokens: Some(9)
+            })
+        );
     }
 
     #[test]
@@ -386,6 +438,23 @@ mod tests {
         assert!(matches!(out.last(), Some(Err(ModelError::Protocol(_)))));
         let out = events(&["not json"]);
         assert!(matches!(out.last(), Some(Err(ModelError::Protocol(_)))));
+    }
+
+    #[test]
+    fn the_operators_token_bound_is_sent_when_set() {
+        let request = |max_tokens| {
+            serde_json::to_value(Request {
+                model: "m",
+                messages: &[],
+                tools: &[],
+                stream: true,
+                max_tokens,
+                stream_options: None,
+            })
+            .unwrap()
+        };
+        assert_eq!(request(Some(512))["max_tokens"], 512);
+        assert!(request(None).get("max_tokens").is_none());
     }
 
     #[test]

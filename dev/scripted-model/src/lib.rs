@@ -7,6 +7,7 @@
 //! Modules:
 //! - `openai`: request shapes and validation; response objects exactly as OpenAI writes them.
 //! - `script`: rules and steps, and the pure, stateless choice of the next answer.
+//! - `text_form`: tool calls written into the text, as models without a tool-call parser do.
 //! - `reply`: the answer as a paced SSE stream or a whole completion.
 //! - `control`: the test-only rule store and request log behind `/__scripts`, `/__requests`.
 //! - `server`: the router and `serve`.
@@ -20,6 +21,7 @@ pub mod openai;
 pub mod reply;
 pub mod script;
 pub mod server;
+pub mod text_form;
 
 pub use error::Error;
 pub use server::{AppState, app, serve};

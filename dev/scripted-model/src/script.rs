@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use crate::error::Error;
 use crate::openai::Conversation;
+use crate::text_form::TextForm;
 
 /// What the script says when the step index runs past a script whose last step is not text.
 pub const EXHAUSTED: &str = "(script exhausted)";
@@ -129,6 +130,8 @@ pub enum Step {
     ToolCalls {
         text: Option<String>,
         calls: Vec<ScriptedCall>,
+        /// Written into the text in this form instead of as `tool_calls`.
+        as_text: Option<TextForm>,
         pacing: Pacing,
         usage: Option<UsageOverride>,
     },
@@ -170,6 +173,7 @@ struct RawStep {
     delay_ms: Option<u64>,
     first_byte_delay_ms: Option<u64>,
     usage: Option<UsageOverride>,
+    as_text: Option<TextForm>,
 }
 
 #[derive(Deserialize)]
@@ -219,8 +223,11 @@ impl TryFrom<RawStep> for Step {
         if raw.text.is_some() && !text_allowed {
             return Err("\"text\" goes only with tool_calls or abort_after_chars, or alone".into());
         }
+        if raw.as_text.is_some() && raw.tool_calls.is_none() {
+            return Err("\"as_text\" goes only with tool_calls".into());
+        }
         if let Some(calls) = raw.tool_calls {
-            return tool_calls_step(raw.text, calls, pacing, raw.usage);
+            return tool_calls_step(raw.text, calls, raw.as_text, pacing, raw.usage);
         }
         if let Some(err) = raw.error {
             let status = StatusCode::from_u16(err.status)
@@ -278,7 +285,13 @@ fn raw_pacing(raw: &RawStep) -> Result<Pacing, String> {
     })
 }
 
-fn tool_calls_step(text: Option<String>, calls: Vec<RawCall>, pacing: Pacing, usage: Option<UsageOverride>) -> Result<Step, String> {
+fn tool_calls_step(
+    text: Option<String>,
+    calls: Vec<RawCall>,
+    as_text: Option<TextForm>,
+    pacing: Pacing,
+    usage: Option<UsageOverride>,
+) -> Result<Step, String> {
     if calls.is_empty() {
         return Err("tool_calls must name at least one call".into());
     }
@@ -305,6 +318,7 @@ fn tool_calls_step(text: Option<String>, calls: Vec<RawCall>, pacing: Pacing, us
     Ok(Step::ToolCalls {
         text,
         calls,
+        as_text,
         pacing,
         usage,
     })
@@ -436,23 +450,27 @@ fn render(step: &Step, vars: &Placeholders<'_>) -> Outcome {
         Step::ToolCalls {
             text,
             calls,
+            as_text,
             pacing,
             usage,
-        } => Outcome::Reply(Reply {
-            text: text.clone().unwrap_or_default(),
-            calls: calls
-                .iter()
-                .map(|c| ScriptedCall {
-                    name: c.name.clone(),
-                    arguments: vars.fill_json(&c.arguments),
-                    id: c.id.clone(),
-                    index: c.index,
-                })
-                .collect(),
-            pacing: *pacing,
-            abort_after_chars: None,
-            usage: *usage,
-        }),
+        } => Outcome::Reply(written_as(
+            *as_text,
+            Reply {
+                text: text.clone().unwrap_or_default(),
+                calls: calls
+                    .iter()
+                    .map(|c| ScriptedCall {
+                        name: c.name.clone(),
+                        arguments: vars.fill_json(&c.arguments),
+                        id: c.id.clone(),
+                        index: c.index,
+                    })
+                    .collect(),
+                pacing: *pacing,
+                abort_after_chars: None,
+                usage: *usage,
+            },
+        )),
         Step::Error { status, message } => Outcome::Fail {
             status: *status,
             message: message.clone(),
@@ -466,6 +484,15 @@ fn render(step: &Step, vars: &Placeholders<'_>) -> Outcome {
             usage: None,
         }),
     }
+}
+
+/// With a text form, the reply's calls move into its text (after any text it has).
+fn written_as(form: Option<TextForm>, mut reply: Reply) -> Reply {
+    if let Some(form) = form {
+        let calls = std::mem::take(&mut reply.calls);
+        reply.text.push_str(&crate::text_form::render(form, &calls));
+    }
+    reply
 }
 
 fn text_of(source: &TextSource, vars: &Placeholders<'_>) -> String {
@@ -622,6 +649,29 @@ mod tests {
         }
         assert_eq!(text_of_outcome(at(1)), "done");
         assert_eq!(text_of_outcome(at(5)), "done");
+    }
+
+    #[test]
+    fn calls_as_text_move_into_the_text() {
+        let rs = rules(json!({"rules": [{"match": "x", "steps": [
+            {"text": "Checking.", "tool_calls": [{"name": "files_list", "arguments": {"path": "{{today}}"}}], "as_text": "hermes"}
+        ]}]}));
+        match decide(find_rule(&rs, &convo("x", 0)), &convo("x", 0), day()) {
+            Outcome::Reply(r) => {
+                assert!(r.calls.is_empty());
+                assert_eq!(
+                    r.text,
+                    "Checking.<tool_call>\n{\"arguments\":{\"path\":\"2026-01-07\"},\"name\":\"files_list\"}\n</tool_call>"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            json!({"rules": [{"match": "x", "steps": [{"text": "a", "as_text": "hermes"}]}]}),
+            json!({"rules": [{"match": "x", "steps": [{"tool_calls": [{"name": "a"}], "as_text": "xml"}]}]}),
+        ] {
+            assert!(RuleSet::parse(bad.to_string().as_bytes()).is_err(), "accepted {bad}");
+        }
     }
 
     #[test]

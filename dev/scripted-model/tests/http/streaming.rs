@@ -237,3 +237,20 @@ async fn a_rule_with_a_model_is_served_under_that_name() {
     assert_eq!(s.stream(user("anything")).await.text(), "You said: anything");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn calls_as_text_stream_as_content_without_tool_calls() {
+    let s = start(json!({"rules": [{"match": "as text", "steps": [
+        {"text": "On it.\n", "tool_calls": [{"name": "files_list", "arguments": {"path": "/"}}], "as_text": "llama", "chunk_chars": 4}
+    ]}]}))
+    .await;
+    let out = s.stream(user("calls as text please")).await;
+    assert!(out.done && !out.broken);
+    assert_eq!(
+        out.text(),
+        "On it.\n<|python_tag|>{\"name\":\"files_list\",\"parameters\":{\"path\":\"/\"}}<|eom_id|>"
+    );
+    assert!(out.tool_calls().is_empty());
+    assert_eq!(out.finish_reason().as_deref(), Some("stop"));
+    s.stop().await;
+}
