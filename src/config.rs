@@ -65,6 +65,11 @@ pub struct ModelConfig {
     /// `TAMEBI_TURN_MAX_TOKENS`: no further model call in a turn once its calls used this
     /// many tokens (prompt and output, as the provider counts them). Unbounded when unset.
     pub max_tokens_per_turn: Option<u64>,
+    /// The primary model's context window, in tokens (`TAMEBI_CONTEXT_TOKENS`).
+    pub context_tokens: u64,
+    /// The fallback model's context window (`TAMEBI_FALLBACK_CONTEXT_TOKENS`, default: the
+    /// primary's).
+    pub fallback_context_tokens: u64,
 }
 
 impl ModelConfig {
@@ -74,6 +79,15 @@ impl ModelConfig {
             self.primary_text_tool_calls
         } else {
             self.fallback_text_tool_calls
+        }
+    }
+
+    /// The context budget every request must fit: the smaller window of the models a request
+    /// may reach (the fallback is chosen only after the request is built).
+    pub fn context_budget(&self) -> u64 {
+        match self.fallback_model {
+            Some(_) => self.context_tokens.min(self.fallback_context_tokens),
+            None => self.context_tokens,
         }
     }
 }
@@ -172,6 +186,7 @@ impl Config {
 fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, ConfigError> {
     let raw = get("TAMEBI_MODEL_URL").ok_or(ConfigError::Missing("TAMEBI_MODEL_URL"))?;
     let base_urls = raw.split(',').map(|u| model_url(u.trim())).collect::<Result<Vec<_>, _>>()?;
+    let context_tokens = context_window(get("TAMEBI_CONTEXT_TOKENS"), "TAMEBI_CONTEXT_TOKENS", 32_768)?;
     Ok(ModelConfig {
         base_urls,
         endpoint_backoff: secs(get("TAMEBI_MODEL_BACKOFF_SECS"), "TAMEBI_MODEL_BACKOFF_SECS", "30")?,
@@ -188,7 +203,28 @@ fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, Co
         max_tokens_per_turn: get("TAMEBI_TURN_MAX_TOKENS")
             .map(|v| positive(Some(v), "TAMEBI_TURN_MAX_TOKENS", "1"))
             .transpose()?,
+        context_tokens,
+        fallback_context_tokens: context_window(
+            get("TAMEBI_FALLBACK_CONTEXT_TOKENS"),
+            "TAMEBI_FALLBACK_CONTEXT_TOKENS",
+            context_tokens,
+        )?,
     })
+}
+
+/// Smallest context window we accept: below it the system prompt, memory and one exchange
+/// would not fit, and every turn would fail.
+pub const MIN_CONTEXT_TOKENS: u64 = 2048;
+
+fn context_window(value: Option<String>, var: &'static str, default: u64) -> Result<u64, ConfigError> {
+    let n: u64 = parse_or(value, var, &default.to_string())?;
+    if n < MIN_CONTEXT_TOKENS {
+        return Err(ConfigError::Invalid {
+            var,
+            why: format!("must be at least {MIN_CONTEXT_TOKENS} tokens"),
+        });
+    }
+    Ok(n)
 }
 
 /// One OpenAI-compatible base URL of `TAMEBI_MODEL_URL`.
@@ -283,6 +319,12 @@ fn mcp_servers(raw: &str) -> Result<Vec<McpServer>, ConfigError> {
                 why: format!("server name `{name}` must be [A-Za-z0-9_-]+"),
             });
         }
+        if name == crate::memory::LOCAL_SERVER {
+            return Err(ConfigError::Invalid {
+                var,
+                why: format!("server name `{name}` is reserved for the orchestrator's own tools"),
+            });
+        }
         if servers.iter().any(|s| s.name == name) {
             return Err(ConfigError::Invalid {
                 var,
@@ -334,6 +376,7 @@ mod tests {
         let c = Config::from_vars(&base()).unwrap();
         assert_eq!(c.bind.to_string(), "127.0.0.1:8700");
         assert_eq!(c.max_steps, 20);
+        assert_eq!(c.model.context_budget(), 32_768);
         assert!(c.mcp_servers.is_empty());
         assert!(!c.fault_injection || cfg!(feature = "fault-injection"));
     }
@@ -448,6 +491,37 @@ mod tests {
         assert!(with("TAMEBI_MCP_SERVERS", "a b=http://x/").is_err());
         assert!(with("TAMEBI_MCP_SERVERS", "a=http://x/,a=http://y/").is_err());
         assert!(with("TAMEBI_MCP_SERVERS", "a=file:///etc").is_err());
+    }
+
+    #[test]
+    fn context_windows_are_validated_and_the_smaller_one_is_the_budget() {
+        assert_eq!(with("TAMEBI_CONTEXT_TOKENS", "8192").unwrap().model.context_budget(), 8192);
+        assert!(
+            with("TAMEBI_CONTEXT_TOKENS", "100")
+                .unwrap_err()
+                .to_string()
+                .contains("TAMEBI_CONTEXT_TOKENS")
+        );
+        assert!(with("TAMEBI_CONTEXT_TOKENS", "lots").is_err());
+        let mut vars = base();
+        vars.insert("TAMEBI_FALLBACK_MODEL".into(), "small".into());
+        vars.insert("TAMEBI_FALLBACK_CONTEXT_TOKENS".into(), "4096".into());
+        assert_eq!(Config::from_vars(&vars).unwrap().model.context_budget(), 4096);
+        // Without a fallback model its window does not matter.
+        assert_eq!(
+            with("TAMEBI_FALLBACK_CONTEXT_TOKENS", "4096").unwrap().model.context_budget(),
+            32_768
+        );
+    }
+
+    #[test]
+    fn the_local_tool_server_name_is_reserved() {
+        assert!(
+            with("TAMEBI_MCP_SERVERS", "tamebi=http://x/mcp")
+                .unwrap_err()
+                .to_string()
+                .contains("reserved")
+        );
     }
 
     #[test]

@@ -13,6 +13,8 @@
 //! - [`actors`]: the ractor supervision tree (conversations, tool servers).
 //! - [`turn`]: one agent turn (model → tools → model), G3 approvals.
 //! - [`context`]: what the model sees; [`untrusted`]: the G2 envelope.
+//! - [`compaction`]: keeping that inside the context budget (tool-result clearing, summaries).
+//! - [`memory`]: the orchestrator's own memory tools (memory.db, writes through G3).
 //! - [`approval`]: G3 policy from MCP annotations; [`mcp`]: MCP client and tool registry.
 //! - [`model`]: the OpenAI-compatible streaming client.
 //! - [`store`]: chat.db; [`ui_stream`]: the AI SDK UI message stream.
@@ -22,11 +24,13 @@ pub mod actors;
 pub mod approval;
 pub mod apps;
 pub mod auth;
+pub mod compaction;
 pub mod config;
 pub mod context;
 pub mod error;
 pub mod http;
 pub mod mcp;
+pub mod memory;
 pub mod model;
 pub mod store;
 pub mod telemetry;
@@ -93,6 +97,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
     std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", config.data_dir.display())))?;
     let store = store::chat::ChatStore::open(&config.data_dir.join("chat.db"))?;
     let audit = store::audit::AuditLog::open(&config.data_dir.join("audit.db"))?;
+    let memory = store::memory::MemoryStore::open(&config.data_dir.join("memory.db"))?;
     let http_client = reqwest::Client::builder()
         .connect_timeout(model::CONNECT_TIMEOUT)
         .pool_idle_timeout(std::time::Duration::from_secs(60))
@@ -105,6 +110,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
         config: config.clone(),
         store: store.clone(),
         audit: audit.clone(),
+        memory: memory.clone(),
         model: model::ModelClient::new(http_client.clone(), config.model.clone()),
         tool_servers: ToolServers::new(&config.mcp_servers, config.tool_timeout),
         tasks: tasks.clone(),
@@ -145,6 +151,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
     drop(services);
     store.close().await;
     audit.close().await;
+    memory.close().await;
     tracing::info!("shutdown complete");
     Ok(())
 }

@@ -18,6 +18,7 @@ use crate::actors::Services;
 use crate::actors::conversation::ConversationMsg;
 use crate::actors::tool_server::{ToolOp, ToolOpResult};
 use crate::auth::Caller;
+use crate::compaction::{self, Calibration, Limits, Summary};
 use crate::context;
 use crate::error::{messages, stream_error_text};
 use crate::mcp::registry::{Registry, ToolDef, canonical_json};
@@ -76,6 +77,18 @@ impl Emitter {
             .is_ok()
     }
 
+    /// Hands a new summary to the actor, which stores it and keeps it for later turns.
+    fn summarised(&self, summary: Summary) -> bool {
+        self.actor
+            .send_message(ConversationMsg::Summarised { turn: self.turn, summary })
+            .is_ok()
+    }
+
+    /// Tells the actor how the provider's count compares with our estimate.
+    fn calibrated(&self, calibration: Calibration) {
+        let _ = self.actor.send_message(ConversationMsg::Calibrated { calibration });
+    }
+
     fn end(&self) {
         let _ = self.actor.send_message(ConversationMsg::TurnEnded { turn: self.turn });
     }
@@ -89,6 +102,10 @@ pub struct Turn {
     /// The assistant message this turn writes (new, or the one awaiting approval).
     pub assistant: UiMessage,
     pub decisions: Vec<(ApprovalDecision, PendingApproval)>,
+    /// The conversation's latest summary (the actor's state, from chat.db).
+    pub summary: Option<Summary>,
+    /// How the provider counted this conversation's last request against our estimate.
+    pub calibration: Calibration,
     pub emitter: Emitter,
     pub cancel: CancellationToken,
 }
@@ -122,6 +139,12 @@ struct TurnState {
     t: Turn,
     registry: Registry,
     specs: Vec<ToolSpec>,
+    /// Whether workspace (MCP) tools are offered, not only the local memory tools.
+    has_workspace: bool,
+    /// The user's memory facts, read once per turn: (id, text).
+    facts: Vec<(i64, String)>,
+    /// A turn makes at most one summary call, successful or not.
+    summary_tried: bool,
     /// Tokens this turn's model calls used, for `TAMEBI_TURN_MAX_TOKENS`.
     tokens_used: u64,
 }
@@ -135,6 +158,9 @@ impl TurnState {
             t,
             registry: Registry::default(),
             specs: Vec::new(),
+            has_workspace: false,
+            facts: Vec::new(),
+            summary_tried: false,
             tokens_used: 0,
         }
     }
@@ -154,6 +180,7 @@ impl TurnState {
             message_id: self.t.assistant.id.clone(),
         })?;
         self.load_tools().await;
+        self.load_facts().await;
         self.apply_decisions().await?;
         let max_steps = self.t.services.config.max_steps;
         for _ in 0..max_steps {
@@ -182,10 +209,19 @@ impl TurnState {
         self.emit(StreamPart::Finish)
     }
 
-    /// The caller's tools, listed with the caller's bearer. No bearer: no workspace tools.
+    /// The caller's tools, listed with the caller's bearer (no bearer: no workspace tools),
+    /// and the orchestrator's own memory tools, which enter the same registry and policy.
     async fn load_tools(&mut self) {
+        let mut defs = self.load_workspace_tools().await;
+        self.has_workspace = !defs.is_empty();
+        defs.extend(crate::memory::tool_defs());
+        self.registry = Registry::new(defs);
+        self.specs = self.registry.model_tools().map(ToolDef::spec).collect();
+    }
+
+    async fn load_workspace_tools(&mut self) -> Vec<ToolDef> {
         if self.t.caller.nc_bearer.is_none() {
-            return;
+            return Vec::new();
         }
         let servers = self.t.services.tool_servers.names();
         let lists = futures::future::join_all(
@@ -205,8 +241,15 @@ impl TurnState {
             }
         }
         self.observe_fingerprints(&mut defs).await;
-        self.registry = Registry::new(defs);
-        self.specs = self.registry.model_tools().map(ToolDef::spec).collect();
+        defs
+    }
+
+    /// The user's memory facts, shown to the model on every turn (inside the envelope).
+    async fn load_facts(&mut self) {
+        match self.t.services.memory.list(&self.t.caller.uid).await {
+            Ok(facts) => self.facts = facts.into_iter().map(|f| (f.id, f.text)).collect(),
+            Err(e) => tracing::error!(error = %e, "could not read memory; this turn goes on without it"),
+        }
     }
 
     async fn observe_fingerprints(&self, defs: &mut [ToolDef]) {
@@ -292,10 +335,8 @@ impl TurnState {
     /// One model call. Streams its text; returns the tool calls it made.
     async fn model_step(&mut self) -> Result<Vec<AssembledCall>, &'static str> {
         self.emit(StreamPart::StartStep)?;
-        let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
-        let mut history = self.t.history.clone();
-        history.push(self.t.assistant.clone());
-        let messages = context::model_messages(context::system_prompt(&today, !self.specs.is_empty()), &history);
+        let view = self.compacted_view().await?;
+        let messages = view.messages;
         let mut stream = self.t.services.model.stream(&messages, &self.specs).await.map_err(|e| {
             tracing::error!(error = %crate::auth::redact::redact(&e.to_string()), "model call failed");
             messages::INTERNAL
@@ -338,13 +379,109 @@ impl TurnState {
                 }
                 ModelEvent::ToolCallArguments { index, delta } => calls.arguments(index, &delta).map_err(model_error)?,
                 ModelEvent::Finished { .. } => {}
-                ModelEvent::Usage { total_tokens } => self.tokens_used += total_tokens,
+                ModelEvent::Usage {
+                    total_tokens,
+                    prompt_tokens,
+                } => {
+                    self.tokens_used += total_tokens;
+                    if let Some(prompt_tokens) = prompt_tokens {
+                        self.t.calibration = Calibration::observe(view.estimated_tokens, prompt_tokens);
+                        self.t.emitter.calibrated(self.t.calibration);
+                    }
+                }
             }
         }
         if let Some(tid) = text_id.take() {
             self.emit(StreamPart::TextEnd { id: tid })?;
         }
         Ok(calls.finish())
+    }
+
+    /// What this step sends the model: within the budget (rung 1 and the floor always), with
+    /// a new summary first when the view passed half the window (rung 2, once per turn).
+    async fn compacted_view(&mut self) -> Result<compaction::View, &'static str> {
+        let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+        let system = context::system_with_context(context::system_prompt(&today, self.has_workspace), &self.facts, None);
+        // The history with this turn's message at its end, borrowed rather than copied (a long
+        // conversation's history is megabytes); put back on every path.
+        let mut history = std::mem::take(&mut self.t.history);
+        history.push(self.t.assistant.clone());
+        let view = self.fit(&system, &history).await;
+        history.pop();
+        self.t.history = history;
+        view
+    }
+
+    async fn fit(&mut self, system: &str, history: &[UiMessage]) -> Result<compaction::View, &'static str> {
+        let limits = Limits::for_window(self.t.services.config.model.context_budget());
+        let tools_tokens = compaction::tools_tokens(&self.specs);
+        let view = compaction::build_view(system, self.t.summary.as_ref(), history, tools_tokens, &limits, self.t.calibration);
+        if self.summary_tried {
+            return Ok(view);
+        }
+        let Some(end) = compaction::summary_plan(history, self.t.summary.as_ref(), &view, &limits) else {
+            return Ok(view);
+        };
+        self.summary_tried = true;
+        match self.summarise(history, end, &limits).await {
+            Ok(summary) => {
+                let data = json!({
+                    "summarisedMessages": summary.covers_count,
+                    "throughMessageId": summary.covers_until_id,
+                });
+                if !self.t.emitter.summarised(summary.clone()) {
+                    return Err(messages::INTERNAL);
+                }
+                self.t.summary = Some(summary);
+                self.emit(StreamPart::DataCompaction { data })?;
+                Ok(compaction::build_view(
+                    system,
+                    self.t.summary.as_ref(),
+                    history,
+                    tools_tokens,
+                    &limits,
+                    self.t.calibration,
+                ))
+            }
+            Err(why) => {
+                // The failure path: this turn goes on with rung 1 (and the floor) only.
+                tracing::warn!(
+                    compaction.failed = true,
+                    error = %crate::auth::redact::redact(&why),
+                    "summary call failed; continuing with tool-result clearing only"
+                );
+                Ok(view)
+            }
+        }
+    }
+
+    /// One model call that summarises `history[..end]` (with the previous summary).
+    async fn summarise(&self, history: &[UiMessage], end: usize, limits: &Limits) -> Result<Summary, String> {
+        let start = compaction::summarised_prefix(history, self.t.summary.as_ref());
+        let previous = self.t.summary.as_ref().filter(|_| start > 0).map(|s| s.text.as_str());
+        let request = compaction::summary_request(previous, &history[start..end], start + 1, limits);
+        let span = tracing::info_span!("compaction.summary", from = start, to = end);
+        let text = async {
+            let mut stream = self.t.services.model.stream(&request, &[]).await.map_err(|e| e.to_string())?;
+            let mut text = String::new();
+            while let Some(event) = stream.next().await {
+                if let ModelEvent::TextDelta(d) = event.map_err(|e| e.to_string())? {
+                    text.push_str(&d);
+                }
+            }
+            Ok::<String, String>(text)
+        }
+        .instrument(span)
+        .await?;
+        let text = compaction::bounded_summary(&text, limits);
+        if text.is_empty() {
+            return Err("the model returned an empty summary".into());
+        }
+        Ok(Summary {
+            covers_count: end,
+            covers_until_id: history[end - 1].id.clone(),
+            text,
+        })
     }
 
     /// Handles one step's calls. Returns true when at least one waits for approval.
@@ -476,6 +613,9 @@ impl TurnState {
     }
 
     async fn execute_inner(&self, server: &str, tool: &str, tool_call_id: &str, input: Value) -> StreamPart {
+        if server == crate::memory::LOCAL_SERVER {
+            return self.execute_local(tool, tool_call_id, &input).await;
+        }
         let arguments = match input {
             Value::Object(map) => map,
             _ => serde_json::Map::new(),
@@ -534,6 +674,25 @@ impl TurnState {
                     dynamic: true,
                 }
             }
+        }
+    }
+}
+
+impl TurnState {
+    /// Runs one of the orchestrator's own tools (memory); the same part shapes as MCP's.
+    async fn execute_local(&self, tool: &str, tool_call_id: &str, input: &Value) -> StreamPart {
+        let services = &self.t.services;
+        match crate::memory::call(&services.memory, &self.t.caller.uid, &self.t.conversation_id, tool, input).await {
+            Ok(text) => StreamPart::ToolOutputAvailable {
+                tool_call_id: tool_call_id.to_string(),
+                output: json!({"content": [{"type": "text", "text": text}], "server": crate::memory::LOCAL_SERVER, "tool": tool}),
+                dynamic: true,
+            },
+            Err(error_text) => StreamPart::ToolOutputError {
+                tool_call_id: tool_call_id.to_string(),
+                error_text,
+                dynamic: true,
+            },
         }
     }
 }

@@ -65,6 +65,11 @@ pub enum StreamPart {
     Error {
         error_text: String,
     },
+    /// `data-compaction`: earlier messages were summarised for the model (what, in `data`).
+    /// Shown live; not part of the stored message (chat.db keeps the summary itself).
+    DataCompaction {
+        data: Value,
+    },
 }
 
 impl StreamPart {
@@ -79,7 +84,11 @@ impl StreamPart {
     pub fn changes_message(&self) -> bool {
         !matches!(
             self,
-            StreamPart::Start { .. } | StreamPart::FinishStep | StreamPart::Finish | StreamPart::Error { .. }
+            StreamPart::Start { .. }
+                | StreamPart::FinishStep
+                | StreamPart::Finish
+                | StreamPart::Error { .. }
+                | StreamPart::DataCompaction { .. }
         )
     }
 
@@ -194,7 +203,11 @@ impl UiMessage {
     /// Folds one stream part into the message, as the AI SDK client does.
     pub fn apply(&mut self, part: &StreamPart) {
         match part {
-            StreamPart::Start { .. } | StreamPart::Finish | StreamPart::FinishStep | StreamPart::Error { .. } => {}
+            StreamPart::Start { .. }
+            | StreamPart::Finish
+            | StreamPart::FinishStep
+            | StreamPart::Error { .. }
+            | StreamPart::DataCompaction { .. } => {}
             StreamPart::StartStep => self.parts.push(UiPart::StepStart),
             StreamPart::TextStart { .. } => self.parts.push(UiPart::Text {
                 text: String::new(),

@@ -59,7 +59,14 @@ async fn a_text_turn_streams_and_is_stored() {
     let seen = model.requests();
     let last = seen.last().unwrap();
     assert!(last["messages"][0]["content"].as_str().unwrap().contains("<data_handling>"));
-    assert!(last.get("tools").is_none_or(|t| t.as_array().is_none_or(Vec::is_empty)));
+    // Only the orchestrator's own memory tools: nothing that reaches the workspace.
+    let offered: Vec<&str> = last["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(offered, ["memory_list", "memory_write", "memory_forget"]);
 
     let r = orch
         .request(&c, Method::GET, "/v1/conversations/conv-1", "alice", b"", None)

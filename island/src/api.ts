@@ -17,6 +17,14 @@ export interface ConversationSummary {
   updatedAt: string;
 }
 
+/** A fact the person let Tamebi remember (memory.db). */
+export interface MemoryFact {
+  id: number;
+  text: string;
+  createdAt: number;
+  sourceConversation: string | null;
+}
+
 export interface ToolResult {
   content?: unknown[];
   structuredContent?: unknown;
@@ -41,6 +49,16 @@ export class Api {
 
   async deleteConversation(id: string): Promise<void> {
     await this.request('DELETE', `/conversations/${encodeURIComponent(id)}`);
+  }
+
+  async listMemory(): Promise<MemoryFact[]> {
+    const body = (await this.request('GET', '/memory')) as { facts?: MemoryFact[] };
+    return Array.isArray(body.facts) ? body.facts : [];
+  }
+
+  /** The person's own deletion: no approval needed. */
+  async forgetMemory(id: number): Promise<void> {
+    await this.request('DELETE', `/memory/${encodeURIComponent(String(id))}`);
   }
 
   /** The relay for frames: read-only, app-visible tools only (the server answers 403 otherwise). */

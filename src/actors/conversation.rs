@@ -6,6 +6,10 @@
 //! it folds parts into the assistant message, commits to chat.db at every boundary BEFORE
 //! forwarding (a kill -9 never loses what a client saw finished), and fans frames out.
 //! It never stores the caller's bearer: only the turn task holds it, for the turn.
+//!
+//! Compaction state is this actor's too: the conversation's latest summary (loaded from
+//! chat.db with the history, so an idle stop or a restart revives it) and the calibration of
+//! the token estimate. A turn that summarises hands the summary here; this actor stores it.
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
@@ -14,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Services;
 use crate::auth::Caller;
+use crate::compaction::{Calibration, Summary};
 use crate::error::Error;
 use crate::store::chat::PendingApproval;
 use crate::turn::{self, ApprovalDecision, Emitter, TurnInput};
@@ -56,6 +61,15 @@ pub enum ConversationMsg {
     IdleCheck {
         generation: u64,
     },
+    /// A turn summarised the earlier part of the conversation.
+    Summarised {
+        turn: u64,
+        summary: Summary,
+    },
+    /// The provider's count of the last request, against our estimate.
+    Calibrated {
+        calibration: Calibration,
+    },
 }
 
 pub struct ConversationActor {
@@ -73,6 +87,9 @@ pub struct State {
     /// The conversation as committed, loaded on first use. This actor is the only writer of
     /// its conversation, so the copy stays true while the actor lives.
     history: Option<Vec<UiMessage>>,
+    /// The latest summary, loaded with the history.
+    summary: Option<Summary>,
+    calibration: Calibration,
     turns: u64,
     in_flight: Option<InFlight>,
     idle_generation: u64,
@@ -110,6 +127,8 @@ impl Actor for ConversationActor {
             uid: args.uid,
             cid: args.conversation_id,
             history: None,
+            summary: None,
+            calibration: Calibration::default(),
             turns: 0,
             in_flight: None,
             idle_generation: 0,
@@ -146,9 +165,12 @@ impl Actor for ConversationActor {
                     f.cancel.cancel();
                 }
                 state.history = None;
+                state.summary = None;
                 let _ = reply.send(self.services.store.delete(&state.uid, &state.cid).await);
                 myself.stop(Some("deleted".into()));
             }
+            ConversationMsg::Summarised { turn, summary } => self.store_summary(state, turn, summary).await,
+            ConversationMsg::Calibrated { calibration } => state.calibration = calibration,
             ConversationMsg::IdleCheck { generation } => {
                 if state.in_flight.is_none() && generation == state.idle_generation {
                     myself.stop(Some("idle".into()));
@@ -177,7 +199,11 @@ impl ConversationActor {
         let store = &self.services.store;
         let mut history = match state.history.take() {
             Some(h) => h,
-            None => store.load(&state.uid, &state.cid).await?.map(|c| c.messages).unwrap_or_default(),
+            None => {
+                // Revival (first use, idle stop, restart): the history and its summary.
+                state.summary = store.latest_summary(&state.uid, &state.cid).await?;
+                store.load(&state.uid, &state.cid).await?.map(|c| c.messages).unwrap_or_default()
+            }
         };
         let (assistant, decisions) = match input {
             TurnInput::User(message) => {
@@ -228,6 +254,8 @@ impl ConversationActor {
             history,
             assistant,
             decisions,
+            summary: state.summary.clone(),
+            calibration: state.calibration,
             emitter,
             cancel,
         };
@@ -288,6 +316,20 @@ impl ConversationActor {
         let frame: Arc<str> = Arc::from(part.frame());
         f.frames.push(frame.clone());
         f.subscribers.retain(|s| s.send(Frame::Part(frame.clone())).is_ok());
+    }
+
+    /// Stores a turn's summary (once per range: chat.db keeps the first) and keeps it.
+    async fn store_summary(&self, state: &mut State, turn: u64, summary: Summary) {
+        if state.in_flight.as_ref().is_none_or(|f| f.turn != turn) {
+            return;
+        }
+        match self.services.store.save_summary(&state.uid, &state.cid, &summary).await {
+            Ok(_) => {
+                tracing::info!(covers = summary.covers_count, "conversation summarised");
+                state.summary = Some(summary);
+            }
+            Err(e) => tracing::error!(error = %e, "could not store a summary; it will be made again later"),
+        }
     }
 
     async fn end_turn(&self, state: &mut State, turn: u64) {

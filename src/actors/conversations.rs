@@ -26,6 +26,11 @@ pub enum ConversationsMsg {
     },
     /// How many conversation actors are alive (for health and tests).
     Count { reply: RpcReplyPort<usize> },
+    /// Every running actor of one user (an erasure stops them before erasing their data).
+    OfUser {
+        uid: String,
+        reply: RpcReplyPort<Vec<ActorRef<ConversationMsg>>>,
+    },
 }
 
 pub struct ConversationsSupervisor {
@@ -72,6 +77,16 @@ impl Actor for ConversationsSupervisor {
             }
             ConversationsMsg::Count { reply } => {
                 let _ = reply.send(state.by_key.len());
+            }
+            ConversationsMsg::OfUser { uid, reply } => {
+                let _ = reply.send(
+                    state
+                        .by_key
+                        .iter()
+                        .filter(|((u, _), _)| *u == uid)
+                        .map(|(_, a)| a.clone())
+                        .collect(),
+                );
             }
         }
         Ok(())

@@ -35,6 +35,7 @@ pub struct Services {
     pub config: Arc<Config>,
     pub store: ChatStore,
     pub audit: crate::store::audit::AuditLog,
+    pub memory: crate::store::memory::MemoryStore,
     pub model: ModelClient,
     pub tool_servers: ToolServers,
     pub tasks: tokio_util::task::TaskTracker,

@@ -5,6 +5,7 @@
 //! - [`chat`]: `POST /v1/chat` and `GET /v1/chat/{id}/stream` (SSE, AI SDK UI message stream).
 //! - [`conversations`]: list, read, delete.
 //! - [`apps`]: MCP App documents and the relay for frames and the island.
+//! - [`memory`]: the user's memory facts, and the erasure of all their data.
 //! - `GET /healthz`, unauthenticated.
 //!
 //! Handlers return `ApiError` for every failure, so users only ever see fixed messages.
@@ -13,6 +14,7 @@ pub mod apps;
 pub mod chat;
 pub mod conversations;
 pub mod fairness;
+pub mod memory;
 pub mod server;
 mod sse;
 
@@ -54,6 +56,9 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/apps/resource", get(apps::resource))
         .route("/v1/apps/tools/call", post(apps::call))
         .route("/v1/apps/tools/dispatch", post(apps::dispatch))
+        .route("/v1/memory", get(memory::list))
+        .route("/v1/memory/{id}", delete(memory::forget))
+        .route("/v1/me/data", delete(memory::erase_me))
         .layer(middleware::from_fn_with_state(state.clone(), identity_layer));
     Router::new().route("/healthz", get(health)).merge(v1).with_state(state)
 }

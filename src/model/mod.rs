@@ -102,10 +102,12 @@ pub enum ModelEvent {
     Finished {
         reason: String,
     },
-    /// Tokens the call used, as the provider counted them (only asked for when the operator
-    /// bounds a turn's tokens).
+    /// Tokens the call used, as the provider counted them (asked for when the operator
+    /// bounds a turn's tokens), and the request's own count (`usage.prompt_tokens`), which
+    /// compaction trusts over its estimate.
     Usage {
         total_tokens: u64,
+        prompt_tokens: Option<u64>,
     },
 }
 
@@ -267,6 +269,7 @@ struct Chunk {
 struct ChunkUsage {
     #[serde(default)]
     total_tokens: u64,
+    prompt_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -319,7 +322,7 @@ where
                 Err(e) => { yield Err(ModelError::Protocol(format!("chunk: {e}"))); return; }
             };
             if let Some(usage) = chunk.usage {
-                yield Ok(ModelEvent::Usage { total_tokens: usage.total_tokens });
+                yield Ok(ModelEvent::Usage { total_tokens: usage.total_tokens, prompt_tokens: usage.prompt_tokens });
             }
             for choice in chunk.choices {
                 if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
@@ -404,7 +407,13 @@ mod tests {
                 reason: "tool_calls".into()
             }
         );
-        assert_eq!(out.last(), Some(&ModelEvent::Usage { total_tokens: 12 }));
+        assert_eq!(
+            out.last(),
+            Some(&ModelEvent::Usage {
+                total_tokens: 12,
+                prompt_tokens: Some(9)
+            })
+        );
     }
 
     #[test]

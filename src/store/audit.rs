@@ -55,6 +55,8 @@ pub enum Kind {
     AppRefused,
     /// A tool definition or an app document changed its fingerprint.
     FingerprintChanged,
+    /// The user's conversations, summaries and memory were erased (`DELETE /v1/me/data`).
+    Erasure,
 }
 
 /// How the call was authorised (G3).
@@ -231,6 +233,7 @@ fn parse_kind(s: &str) -> Kind {
         "app_dispatch" => Kind::AppDispatch,
         "approval_refused" => Kind::ApprovalRefused,
         "app_refused" => Kind::AppRefused,
+        "erasure" => Kind::Erasure,
         _ => Kind::FingerprintChanged,
     }
 }

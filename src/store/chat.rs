@@ -1,4 +1,5 @@
-//! chat.db: conversations, their messages (as AI SDK UI messages) and pending approvals.
+//! chat.db: conversations, their messages (as AI SDK UI messages), pending approvals and
+//! compaction summaries (each with the range of messages it stands for).
 //!
 //! Every query filters on the signed uid. A conversation is identified by (uid, id): bob's
 //! "c1" and alice's "c1" are different rows, so a guessed id can never reach another user's
@@ -9,6 +10,7 @@ use serde::Serialize;
 use std::path::Path;
 
 use super::db::Db;
+use crate::compaction::Summary;
 use crate::error::Error;
 use crate::ui_stream::UiMessage;
 
@@ -46,6 +48,16 @@ CREATE TABLE IF NOT EXISTS pending_approvals (
     FOREIGN KEY (uid, conversation_id) REFERENCES conversations (uid, id) ON DELETE CASCADE
 );
 CREATE INDEX IF NOT EXISTS conversations_by_user ON conversations (uid, updated_at DESC);
+CREATE TABLE IF NOT EXISTS summaries (
+    uid TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    covers_count INTEGER NOT NULL,
+    covers_until_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (uid, conversation_id, covers_count),
+    FOREIGN KEY (uid, conversation_id) REFERENCES conversations (uid, id) ON DELETE CASCADE
+);
 "#;
 
 /// A conversation as listed.
@@ -255,6 +267,64 @@ impl ChatStore {
             .await
     }
 
+    /// Stores a summary of the first `covers_count` messages. A range is summarised once:
+    /// storing a second summary for the same range keeps the first (false).
+    pub async fn save_summary(&self, uid: &str, conversation_id: &str, summary: &Summary) -> Result<bool, Error> {
+        let (uid, cid, s) = (uid.to_string(), conversation_id.to_string(), summary.clone());
+        self.db
+            .write(move |c| {
+                let n = c.execute(
+                    "INSERT INTO summaries (uid, conversation_id, covers_count, covers_until_id, text, created_at)
+                     SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM conversations WHERE uid = ?1 AND id = ?2)
+                     ON CONFLICT (uid, conversation_id, covers_count) DO NOTHING",
+                    params![uid, cid, s.covers_count as i64, s.covers_until_id, s.text, now_ms()],
+                )?;
+                Ok(n > 0)
+            })
+            .await
+    }
+
+    /// The summary covering the most messages, if the conversation has one.
+    pub async fn latest_summary(&self, uid: &str, conversation_id: &str) -> Result<Option<Summary>, Error> {
+        let (uid, cid) = (uid.to_string(), conversation_id.to_string());
+        self.db
+            .read(move |c| {
+                Ok(c.query_row(
+                    "SELECT covers_count, covers_until_id, text FROM summaries WHERE uid = ?1 AND conversation_id = ?2
+                     ORDER BY covers_count DESC LIMIT 1",
+                    params![uid, cid],
+                    |r| {
+                        Ok(Summary {
+                            covers_count: usize::try_from(r.get::<_, i64>(0)?).unwrap_or(0),
+                            covers_until_id: r.get(1)?,
+                            text: r.get(2)?,
+                        })
+                    },
+                )
+                .optional()?)
+            })
+            .await
+    }
+
+    /// Erases every conversation of the user with its messages, approvals and summaries,
+    /// and makes the bytes unrecoverable from the files (secure delete, WAL truncated).
+    /// Returns how many conversations there were.
+    pub async fn erase_user(&self, uid: &str) -> Result<usize, Error> {
+        let uid = uid.to_string();
+        let n = self
+            .db
+            .write(move |c| {
+                // The cascade would do it; explicit deletes do not depend on foreign_keys.
+                for table in ["summaries", "pending_approvals", "messages"] {
+                    c.execute(&format!("DELETE FROM {table} WHERE uid = ?1"), params![uid])?;
+                }
+                Ok(c.execute("DELETE FROM conversations WHERE uid = ?1", params![uid])?)
+            })
+            .await?;
+        self.db.checkpoint_truncate().await?;
+        Ok(n)
+    }
+
     pub async fn close(self) {
         self.db.close().await;
     }
@@ -331,6 +401,32 @@ mod tests {
         assert!(s.delete("bob", "c1").await.unwrap());
         assert!(!s.delete("bob", "c1").await.unwrap());
         assert_eq!(s.load("alice", "c1").await.unwrap().unwrap().messages.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn summaries_are_stored_once_per_range_and_erased_with_the_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = ChatStore::open(&dir.path().join("chat.db")).unwrap();
+        let sum = |n: usize, text: &str| Summary {
+            covers_count: n,
+            covers_until_id: format!("m{n}"),
+            text: text.into(),
+        };
+        assert!(
+            !s.save_summary("alice", "c1", &sum(2, "orphan")).await.unwrap(),
+            "no conversation, no summary"
+        );
+        s.save_message("alice", "c1", &user("m1", "hi"), None).await.unwrap();
+        s.save_message("bob", "c1", &user("m1", "bob"), None).await.unwrap();
+        assert!(s.save_summary("alice", "c1", &sum(2, "first")).await.unwrap());
+        assert!(!s.save_summary("alice", "c1", &sum(2, "again")).await.unwrap());
+        assert!(s.save_summary("alice", "c1", &sum(6, "later")).await.unwrap());
+        assert!(s.save_summary("bob", "c1", &sum(2, "bob's")).await.unwrap());
+        assert_eq!(s.latest_summary("alice", "c1").await.unwrap(), Some(sum(6, "later")));
+        assert_eq!(s.erase_user("alice").await.unwrap(), 1);
+        assert_eq!(s.latest_summary("alice", "c1").await.unwrap(), None);
+        assert!(s.load("alice", "c1").await.unwrap().is_none());
+        assert_eq!(s.latest_summary("bob", "c1").await.unwrap(), Some(sum(2, "bob's")));
     }
 
     #[tokio::test]

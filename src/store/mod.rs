@@ -5,6 +5,7 @@
 //!   SQLite call ever runs on an async worker thread.
 //! - [`chat`]: chat.db: conversations, messages, pending approvals.
 //! - [`audit`]: audit.db: tool calls, approvals, dispatches, fingerprint changes.
+//! - [`memory`]: memory.db: the facts each user asked the assistant to remember.
 //!
 //! Every read and write of a conversation is keyed by the signed uid: a conversation id is
 //! chosen by the client, so it is never trusted alone.
@@ -12,3 +13,4 @@
 pub mod audit;
 pub mod chat;
 pub mod db;
+pub mod memory;

@@ -117,6 +117,7 @@ mod tests {
             steps_taken: 0,
             last_tool_result: None,
             prompt_tokens: 1,
+            context_text: String::new(),
         }
     }
 

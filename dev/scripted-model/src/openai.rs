@@ -127,6 +127,9 @@ pub struct Conversation {
     pub last_tool_result: Option<String>,
     /// A rough token count of everything sent (four characters a token), for `usage`.
     pub prompt_tokens: u64,
+    /// The text of every message except the last `user` one, joined by newlines: what a
+    /// model could know from its context besides the question (`{{word_after:…}}`).
+    pub context_text: String,
 }
 
 /// Validates the request the way a strict provider does and extracts the conversation.
@@ -169,6 +172,7 @@ pub fn validate(req: &ChatRequest) -> Result<Conversation, Error> {
             _ => None,
         }),
         prompt_tokens: estimate_tokens(messages),
+        context_text: context_text(messages),
     })
 }
 
@@ -290,6 +294,25 @@ fn validate_call(call: &ToolCall, i: usize, j: usize) -> Result<(), Error> {
         ));
     }
     Ok(())
+}
+
+fn context_text(messages: &[Message]) -> String {
+    let last_user = last_user_index(messages);
+    let mut out = String::new();
+    for (i, m) in messages.iter().enumerate() {
+        if Some(i) == last_user {
+            continue;
+        }
+        let text = match m {
+            Message::System { content } | Message::Developer { content } | Message::User { content } | Message::Tool { content, .. } => {
+                content.text()
+            }
+            Message::Assistant { content, .. } => content.as_ref().map(Content::text).unwrap_or_default(),
+        };
+        out.push_str(&text);
+        out.push('\n');
+    }
+    out
 }
 
 fn last_user_index(messages: &[Message]) -> Option<usize> {

@@ -95,6 +95,10 @@ pub enum TextSource {
     EchoToolResult,
     /// Placeholders (see `Placeholders::fill`) are replaced.
     Template(String),
+    /// A summary of a summary request: every `user: …` line of the last user message (the
+    /// transcript the orchestrator sends), in order. Keeps what the user said, which is what
+    /// a real summariser keeps too.
+    SummariseUserLines,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,6 +168,7 @@ struct RawStep {
     abort_after_chars: Option<usize>,
     echo_tool_result: Option<bool>,
     text_from_template: Option<String>,
+    summarise_user_lines: Option<bool>,
     chunk_chars: Option<usize>,
     delay_ms: Option<u64>,
     first_byte_delay_ms: Option<u64>,
@@ -206,11 +211,12 @@ impl TryFrom<RawStep> for Step {
             raw.abort_after_chars.is_some(),
             raw.echo_tool_result.is_some(),
             raw.text_from_template.is_some(),
+            raw.summarise_user_lines.is_some(),
         ];
         let count = kinds.iter().filter(|k| **k).count();
         if count > 1 || (count == 0 && raw.text.is_none()) {
             return Err("a step needs exactly one of: text, tool_calls (with optional text), error, hang, \
-                        abort_after_chars (with text), echo_tool_result, text_from_template"
+                        abort_after_chars (with text), echo_tool_result, text_from_template, summarise_user_lines"
                 .into());
         }
         let text_allowed = count == 0 || raw.tool_calls.is_some() || raw.abort_after_chars.is_some();
@@ -249,6 +255,11 @@ impl TryFrom<RawStep> for Step {
                 return Err("\"echo_tool_result\" must be true".into());
             }
             TextSource::EchoToolResult
+        } else if let Some(summarise) = raw.summarise_user_lines {
+            if !summarise {
+                return Err("\"summarise_user_lines\" must be true".into());
+            }
+            TextSource::SummariseUserLines
         } else if let Some(template) = raw.text_from_template {
             TextSource::Template(template)
         } else {
@@ -348,25 +359,46 @@ impl Reply {
 pub struct Placeholders<'a> {
     pub last_user_text: &'a str,
     pub last_tool_result: &'a str,
+    /// Everything in the request but the last user message (`{{word_after:PREFIX}}`).
+    pub context_text: &'a str,
     /// Today's date (UTC); the week runs Monday to Sunday around it.
     pub today: NaiveDate,
 }
 
 impl Placeholders<'_> {
     /// Replaces `{{last_user_text}}`, `{{last_tool_result}}`, `{{today}}`, `{{week_start}}`
-    /// and `{{week_end}}` (ISO dates) in `template`.
+    /// and `{{week_end}}` (ISO dates) in `template`, and `{{word_after:PREFIX}}` with the word
+    /// that follows the first `PREFIX` in the context (`(not in my context)` when absent).
     pub fn fill(&self, template: &str) -> String {
         if !template.contains("{{") {
             return template.to_string();
         }
         let monday = self.today - chrono::Days::new(u64::from(self.today.weekday().num_days_from_monday()));
         let sunday = monday + chrono::Days::new(6);
-        template
+        let filled = template
             .replace("{{last_user_text}}", self.last_user_text)
             .replace("{{last_tool_result}}", self.last_tool_result)
             .replace("{{today}}", &self.today.to_string())
             .replace("{{week_start}}", &monday.to_string())
-            .replace("{{week_end}}", &sunday.to_string())
+            .replace("{{week_end}}", &sunday.to_string());
+        self.fill_word_after(filled)
+    }
+
+    fn fill_word_after(&self, mut text: String) -> String {
+        const OPEN: &str = "{{word_after:";
+        while let Some(start) = text.find(OPEN) {
+            let Some(len) = text[start..].find("}}") else { break };
+            let prefix = text[start + OPEN.len()..start + len].to_string();
+            let word: String = match self.context_text.find(&prefix) {
+                Some(at) if !prefix.is_empty() => self.context_text[at + prefix.len()..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '-' || *c == '_')
+                    .collect(),
+                _ => "(not in my context)".to_string(),
+            };
+            text.replace_range(start..start + len + 2, &word);
+        }
+        text
     }
 
     /// Fills every string inside a JSON value (tool-call arguments).
@@ -406,6 +438,7 @@ pub fn decide(rule: Option<&Rule>, convo: &Conversation, today: NaiveDate) -> Ou
     let vars = Placeholders {
         last_user_text: &convo.last_user_text,
         last_tool_result: convo.last_tool_result.as_deref().unwrap_or(""),
+        context_text: &convo.context_text,
         today,
     };
     render(step, &vars)
@@ -467,7 +500,20 @@ fn text_of(source: &TextSource, vars: &Placeholders<'_>) -> String {
         TextSource::Literal(text) => text.clone(),
         TextSource::EchoToolResult => vars.last_tool_result.to_string(),
         TextSource::Template(t) => vars.fill(t),
+        TextSource::SummariseUserLines => summarise_user_lines(vars.last_user_text),
     }
+}
+
+fn summarise_user_lines(request: &str) -> String {
+    let lines: Vec<&str> = request
+        .lines()
+        .map(|l| l.trim().trim_start_matches("- ").trim())
+        .filter(|l| l.starts_with("user: "))
+        .collect();
+    if lines.is_empty() {
+        return "Nothing the user said needs keeping.".to_string();
+    }
+    lines.iter().map(|l| format!("- {l}")).collect::<Vec<_>>().join("\n")
 }
 
 /// Model names the rules mention, for `GET /v1/models` and the model check.
@@ -493,12 +539,35 @@ mod tests {
             steps_taken,
             last_tool_result: Some("<tool-result>data</tool-result>".into()),
             prompt_tokens: 1,
+            context_text: "system: the code name is HERON-7.\n".into(),
         }
     }
 
     /// A Wednesday.
     fn day() -> NaiveDate {
         NaiveDate::from_ymd_opt(2026, 1, 7).unwrap()
+    }
+
+    #[test]
+    fn word_after_reads_the_context_and_summaries_keep_user_lines() {
+        let rs = rules(json!({"rules": [
+            {"match": "code name", "steps": [{"text_from_template": "It is {{word_after:code name is }} ({{word_after:nowhere }})."}]},
+            {"match": "Summarise", "steps": [{"summarise_user_lines": true}]}
+        ]}));
+        let c = convo("what is the code name?", 0);
+        assert_eq!(
+            text_of_outcome(decide(find_rule(&rs, &c), &c, day())),
+            "It is HERON-7 ((not in my context))."
+        );
+        let c = convo(
+            "Summarise this\n<x>\nuser: I am Alice\nassistant: hi\n- user: budget is 40k\ntool t(): user: no",
+            0,
+        );
+        assert_eq!(
+            text_of_outcome(decide(find_rule(&rs, &c), &c, day())),
+            "- user: I am Alice\n- user: budget is 40k"
+        );
+        assert!(RuleSet::parse(br#"{"rules": [{"match": "x", "steps": [{"summarise_user_lines": false}]}]}"#).is_err());
     }
 
     #[test]
@@ -521,6 +590,7 @@ mod tests {
         let p = Placeholders {
             last_user_text: "",
             last_tool_result: "",
+            context_text: "",
             today: sunday,
         };
         assert_eq!(p.fill("{{week_start}}..{{week_end}}"), "2026-01-05..2026-01-11");

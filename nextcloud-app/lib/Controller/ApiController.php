@@ -81,6 +81,28 @@ class ApiController extends Controller {
 		return $this->forwardBody('/v1/apps/tools/dispatch');
 	}
 
+	/** The signed user's remembered facts. */
+	#[NoAdminRequired]
+	#[UseSession]
+	public function memory(): Response {
+		return $this->relay->forward('GET', '/v1/memory');
+	}
+
+	/** The person forgets one of their own facts (no approval: it is their own action). */
+	#[NoAdminRequired]
+	#[UseSession]
+	public function forgetMemory(string $id): Response {
+		return $this->relay->guard(fn () => BodyGuard::checkFactId($id))
+			?? $this->relay->forward('DELETE', '/v1/memory/' . $id);
+	}
+
+	/** GDPR erasure of the signed user's conversations, summaries and memory (never anyone else's: the uid is signed). */
+	#[NoAdminRequired]
+	#[UseSession]
+	public function eraseMyData(): Response {
+		return $this->relay->forward('DELETE', '/v1/me/data');
+	}
+
 	private function forwardBody(string $path): Response {
 		$body = '';
 		return $this->relay->guard(function () use (&$body): void {

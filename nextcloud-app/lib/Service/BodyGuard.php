@@ -38,6 +38,12 @@ final class BodyGuard {
 	}
 
 	/** Conversation ids are chosen by the client; only this alphabet may reach a URL path. */
+	public static function checkFactId(string $id): void {
+		if (preg_match('/^[1-9][0-9]{0,17}$/D', $id) !== 1) {
+			throw ProxyError::badRequest('malformed memory fact id');
+		}
+	}
+
 	public static function checkConversationId(string $id): void {
 		if (preg_match('/^[A-Za-z0-9_-]{1,64}$/D', $id) !== 1) {
 			throw ProxyError::badRequest('malformed conversation id');

@@ -128,6 +128,27 @@ final class RelayTest extends AppTestCase {
 		self::assertSame(204, $this->api()->deleteConversation('c1')->getStatus());
 	}
 
+	public function testMemoryAndErasureAreForwardedForTheSignedUserOnly(): void {
+		$this->giveToken();
+		self::assertSame('Likes tea', json_decode($this->api()->memory()->render(), true)['facts'][0]['text']);
+		self::assertSame(204, $this->api()->forgetMemory('7')->getStatus());
+		self::assertSame(404, $this->api()->forgetMemory('8')->getStatus());
+		self::assertSame(1, json_decode($this->api()->eraseMyData()->render(), true)['erased']['memoryFacts']);
+		$sent = $this->orchestratorRequests();
+		self::assertSame(['GET /v1/memory', 'DELETE /v1/memory/7', 'DELETE /v1/memory/8', 'DELETE /v1/me/data'],
+			array_map(fn (array $r): string => $r['method'] . ' ' . $r['uri'], $sent));
+		foreach ($sent as $r) {
+			self::assertSame('alice', $r['headers']['x-tamebi-uid']);
+		}
+	}
+
+	public function testMalformedFactIdsAreRefusedAndNothingIsSent(): void {
+		foreach (['0', '-1', 'x', '1/../../me/data', str_repeat('9', 19)] as $id) {
+			self::assertSame(400, $this->api()->forgetMemory($id)->getStatus(), $id);
+		}
+		self::assertSame([], $this->orchestratorRequests());
+	}
+
 	public function testBadSignatureSecretSurfacesAs401WithoutDetail(): void {
 		$this->giveToken();
 		$this->settings->set(AppSettings::SIGNING_SECRET, 'wrong');

@@ -1,0 +1,91 @@
+//! `GET /v1/memory`, `DELETE /v1/memory/{id}` and `DELETE /v1/me/data`, all for the signed
+//! user only (G1: the uid comes from the verified signature, never from the path or body).
+//!
+//! A person's own deletion needs no approval: G3 guards what the model does on their
+//! behalf, not what they do themselves. The erasure is the GDPR path: it erases the user's
+//! conversations, summaries and memory from disk and leaves audit.db whole, adding one row
+//! that says an erasure happened.
+
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+
+use super::{AppState, ask, conversations_supervisor};
+use crate::actors::conversation::ConversationMsg;
+use crate::actors::conversations::ConversationsMsg;
+use crate::auth::Caller;
+use crate::error::{ApiError, Error};
+use crate::store::audit::{ApprovalState, Entry, Kind};
+
+pub async fn list(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Response, ApiError> {
+    let facts = state
+        .services
+        .memory
+        .list(&caller.uid)
+        .await
+        .map_err(|e| e.with_request(&caller.request_id))?;
+    Ok(Json(serde_json::json!({ "facts": facts })).into_response())
+}
+
+pub async fn forget(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let rid = &caller.request_id;
+    // Not a number: no such fact, exactly like another user's.
+    let Ok(id) = id.parse::<i64>() else {
+        return Err(Error::NotFound.with_request(rid));
+    };
+    match state
+        .services
+        .memory
+        .forget(&caller.uid, id)
+        .await
+        .map_err(|e| e.with_request(rid))?
+    {
+        true => Ok(http::StatusCode::NO_CONTENT.into_response()),
+        false => Err(Error::NotFound.with_request(rid)),
+    }
+}
+
+/// Stops the user's running conversations (so no turn writes after the erasure), erases
+/// chat.db's and memory.db's rows of the user with their bytes, and audits the erasure.
+pub async fn erase_me(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Response, ApiError> {
+    let rid = &caller.request_id;
+    let uid = caller.uid.clone();
+    let actors = ask(&conversations_supervisor().map_err(|e| e.with_request(rid))?, |reply| {
+        ConversationsMsg::OfUser { uid: uid.clone(), reply }
+    })
+    .await
+    .map_err(|e| e.with_request(rid))?;
+    let mut conversations = 0;
+    for actor in actors {
+        // Delete cancels the running turn, erases that conversation and stops the actor.
+        if let Ok(Ok(true)) = ask(&actor, |reply| ConversationMsg::Delete { reply }).await {
+            conversations += 1;
+        }
+    }
+    let services = &state.services;
+    conversations += services.store.erase_user(&uid).await.map_err(|e| e.with_request(rid))?;
+    let facts = services.memory.erase_user(&uid).await.map_err(|e| e.with_request(rid))?;
+    services
+        .audit
+        .record(Entry {
+            kind: Kind::Erasure,
+            uid: uid.clone(),
+            conversation_id: None,
+            request_id: rid.clone(),
+            server: String::new(),
+            tool: String::new(),
+            category: String::new(),
+            approval: ApprovalState::NotNeeded,
+            arguments_sha256: None,
+            outcome: "erased".into(),
+            duration_ms: None,
+            detail: Some(format!("{conversations} conversations, {facts} memory facts")),
+        })
+        .await;
+    tracing::info!(request_id = %rid, conversations, facts, "user data erased");
+    Ok(Json(serde_json::json!({ "erased": { "conversations": conversations, "memoryFacts": facts } })).into_response())
+}

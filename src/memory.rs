@@ -1,0 +1,143 @@
+//! The orchestrator's own tools: `memory_list`, `memory_write {fact}`, `memory_forget {id}`.
+//!
+//! They are not an MCP server, but they are defined exactly like MCP tools (name, schema,
+//! annotations) and enter the same registry, so the same G3 policy applies to them with no
+//! special case: `memory_write` and `memory_forget` are annotated destructive, so the person
+//! is asked every time. Memory is read by the model on every later turn, which makes a
+//! write a persistent instruction channel; a silent write would turn one injected document
+//! into a permanent one (seed 000). This module runs an approved call; it never decides
+//! whether a call may run.
+
+use serde_json::{Value, json};
+
+use crate::mcp::registry::ToolDef;
+use crate::store::memory::{Fact, MemoryStore};
+
+/// The server name the local tools are registered under (reserved in the configuration).
+pub const LOCAL_SERVER: &str = "tamebi";
+
+/// The local tools' definitions, in MCP's shape.
+pub fn tool_defs() -> Vec<ToolDef> {
+    let definitions = [
+        json!({
+            "name": "memory_list",
+            "description": "List the facts the user asked you to remember, with their ids.",
+            "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
+            "annotations": {"readOnlyHint": true, "destructiveHint": false}
+        }),
+        json!({
+            "name": "memory_write",
+            "description": "Remember one short fact about the user for later conversations. Only when the user \
+                            asks you to remember something; the user must approve every write.",
+            "inputSchema": {"type": "object", "properties": {"fact": {"type": "string", "maxLength": 500}},
+                            "required": ["fact"], "additionalProperties": false},
+            "annotations": {"readOnlyHint": false, "destructiveHint": true}
+        }),
+        json!({
+            "name": "memory_forget",
+            "description": "Forget one remembered fact by its id. The user must approve it.",
+            "inputSchema": {"type": "object", "properties": {"id": {"type": "integer"}},
+                            "required": ["id"], "additionalProperties": false},
+            "annotations": {"readOnlyHint": false, "destructiveHint": true}
+        }),
+    ];
+    definitions
+        .into_iter()
+        .filter_map(|d| serde_json::from_value::<rmcp::model::Tool>(d).ok())
+        .map(|t| ToolDef::from_mcp(LOCAL_SERVER, &t))
+        .collect()
+}
+
+/// Runs one local tool for `uid`. `Ok` is the result text, `Err` the error text; both are
+/// written for the model (and reach it enveloped, like any tool output).
+pub async fn call(memory: &MemoryStore, uid: &str, conversation_id: &str, tool: &str, arguments: &Value) -> Result<String, String> {
+    let failed = |e: crate::error::Error| match e {
+        crate::error::Error::BadRequest(m) => m,
+        other => {
+            tracing::error!(error = %other, tool, "memory tool failed");
+            "Memory is not available right now. Try again later.".to_string()
+        }
+    };
+    match tool {
+        "memory_list" => memory.list(uid).await.map(|facts| list_text(&facts)).map_err(failed),
+        "memory_write" => {
+            let fact = arguments
+                .get("fact")
+                .and_then(Value::as_str)
+                .ok_or("memory_write needs {\"fact\": \"…\"}.")?;
+            let saved = memory.write(uid, fact, Some(conversation_id)).await.map_err(failed)?;
+            Ok(format!("Remembered as fact {}.", saved.id))
+        }
+        "memory_forget" => {
+            let id = arguments
+                .get("id")
+                .and_then(Value::as_i64)
+                .ok_or("memory_forget needs {\"id\": <number>}.")?;
+            match memory.forget(uid, id).await.map_err(failed)? {
+                true => Ok(format!("Fact {id} is forgotten.")),
+                false => Err(format!("There is no fact {id}.")),
+            }
+        }
+        other => Err(format!("There is no tool named {other}.")),
+    }
+}
+
+fn list_text(facts: &[Fact]) -> String {
+    if facts.is_empty() {
+        return "No facts are remembered.".into();
+    }
+    facts
+        .iter()
+        .map(|f| format!("[{}] {}", f.id, f.text))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approval::Category;
+
+    #[test]
+    fn writes_and_forgets_need_approval_listing_does_not() {
+        let defs = tool_defs();
+        let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["memory_list", "memory_write", "memory_forget"]);
+        assert!(!defs[0].policy.needs_approval && defs[0].policy.category == Category::Data);
+        assert!(defs[1].policy.needs_approval && defs[2].policy.needs_approval);
+        assert!(defs.iter().all(|d| d.server == LOCAL_SERVER && d.visible_to_model));
+    }
+
+    #[tokio::test]
+    async fn calls_answer_in_words_the_model_can_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = MemoryStore::open(&dir.path().join("memory.db")).unwrap();
+        assert_eq!(
+            call(&m, "alice", "c1", "memory_list", &json!({})).await.unwrap(),
+            "No facts are remembered."
+        );
+        let saved = call(&m, "alice", "c1", "memory_write", &json!({"fact": "Likes tea"}))
+            .await
+            .unwrap();
+        assert!(saved.starts_with("Remembered as fact "));
+        assert!(
+            call(&m, "alice", "c1", "memory_write", &json!({}))
+                .await
+                .unwrap_err()
+                .contains("needs")
+        );
+        let long = "x".repeat(600);
+        assert!(
+            call(&m, "alice", "c1", "memory_write", &json!({"fact": long}))
+                .await
+                .unwrap_err()
+                .contains("at most 500")
+        );
+        let listed = call(&m, "alice", "c1", "memory_list", &json!({})).await.unwrap();
+        assert!(listed.ends_with("] Likes tea"));
+        let id = m.list("alice").await.unwrap()[0].id;
+        assert!(call(&m, "bob", "c1", "memory_forget", &json!({"id": id})).await.is_err());
+        assert!(call(&m, "alice", "c1", "memory_forget", &json!({"id": id})).await.is_ok());
+        assert_eq!(m.list("alice").await.unwrap(), vec![]);
+    }
+}
