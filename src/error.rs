@@ -22,6 +22,8 @@ pub enum Error {
     Conflict(String),
     #[error("payload too large")]
     TooLarge,
+    #[error("the request body did not arrive in time")]
+    BodyTimeout,
     #[error("overloaded")]
     Overloaded,
     #[error("shutting down")]
@@ -40,6 +42,8 @@ pub mod messages {
     pub const NOT_FOUND: &str = "Not found.";
     pub const CONFLICT: &str = "A reply is already being written in this conversation.";
     pub const TOO_LARGE: &str = "The request is too large.";
+    pub const METHOD_NOT_ALLOWED: &str = "This method is not allowed here.";
+    pub const TIMEOUT: &str = "The request took too long to arrive.";
     pub const OVERLOADED: &str = "Too many requests. Please wait a moment.";
     pub const UNAVAILABLE: &str = "The service is restarting. Please try again in a moment.";
     pub const INTERNAL: &str = "Something went wrong. Please try again.";
@@ -54,6 +58,7 @@ impl Error {
             Error::NotFound => StatusCode::NOT_FOUND,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::Overloaded => StatusCode::TOO_MANY_REQUESTS,
             Error::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             Error::Storage(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -68,6 +73,7 @@ impl Error {
             Error::NotFound => messages::NOT_FOUND,
             Error::Conflict(_) => messages::CONFLICT,
             Error::TooLarge => messages::TOO_LARGE,
+            Error::BodyTimeout => messages::TIMEOUT,
             Error::Overloaded => messages::OVERLOADED,
             Error::ShuttingDown => messages::UNAVAILABLE,
             Error::Storage(_) | Error::Internal(_) => messages::INTERNAL,
@@ -99,15 +105,41 @@ impl IntoResponse for ApiError {
         } else {
             tracing::info!(request_id = %self.request_id, status = status.as_u16(), error = %crate::auth::redact::redact(&self.error.to_string()), "request refused");
         }
-        let body = serde_json::json!({
-            "error": { "message": self.error.public_message(), "requestId": self.request_id }
-        });
-        let mut response = (status, Json(body)).into_response();
-        if let Ok(v) = HeaderValue::from_str(&self.request_id) {
-            response.headers_mut().insert("x-request-id", v);
-        }
-        response
+        shaped(status, self.error.public_message(), &self.request_id)
     }
+}
+
+/// The fixed message for a status produced outside our handlers (a framework rejection).
+pub fn message_for_status(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        401 => messages::UNAUTHORIZED,
+        403 => messages::FORBIDDEN,
+        404 => messages::NOT_FOUND,
+        405 => messages::METHOD_NOT_ALLOWED,
+        408 => messages::TIMEOUT,
+        409 => messages::CONFLICT,
+        413 => messages::TOO_LARGE,
+        429 => messages::OVERLOADED,
+        503 => messages::UNAVAILABLE,
+        s if s >= 500 => messages::INTERNAL,
+        _ => messages::BAD_REQUEST,
+    }
+}
+
+/// An error response for `status` in the fixed shape, for errors that were not an [`Error`].
+pub fn error_response(status: StatusCode, request_id: &str) -> Response {
+    shaped(status, message_for_status(status), request_id)
+}
+
+fn shaped(status: StatusCode, message: &str, request_id: &str) -> Response {
+    let body = serde_json::json!({
+        "error": { "message": message, "requestId": request_id }
+    });
+    let mut response = (status, Json(body)).into_response();
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        response.headers_mut().insert("x-request-id", v);
+    }
+    response
 }
 
 /// The text of an SSE `error` part: a fixed message and the request id, nothing else.

@@ -124,6 +124,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
         services: services.clone(),
         verifier: auth::identity::Verifier::new(config.proxy_secret.clone(), config.signing_secret.clone()),
         turn_permits: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_turns)),
+        replay: Arc::default(),
     };
     let addr = listener.local_addr().map_err(|e| Error::Internal(e.to_string()))?;
     tracing::info!(%addr, "tamebi listening");

@@ -290,8 +290,9 @@ fn tool_calls_step(
             if c.name.is_empty() {
                 return Err("a tool call needs a name".to_string());
             }
-            if !c.arguments.is_object() {
-                return Err(format!("the arguments of {:?} must be a JSON object", c.name));
+            // A string is sent verbatim: what a broken or hostile provider streams as arguments.
+            if !c.arguments.is_object() && !c.arguments.is_string() {
+                return Err(format!("the arguments of {:?} must be a JSON object (or a raw string)", c.name));
             }
             if c.id.as_deref() == Some("") {
                 return Err(format!("the id of {:?} must not be empty", c.name));
