@@ -262,3 +262,33 @@ pub fn parts(frames: &[String]) -> Vec<serde_json::Value> {
         .filter_map(|f| serde_json::from_str(f).ok())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The harness signs exactly like every other signer: the shared G1 vectors.
+    #[test]
+    fn reproduces_the_shared_g1_vectors() {
+        let raw = std::fs::read_to_string(workspace_root_for_tests().join("testdata/g1-vectors.json")).expect("vectors");
+        let doc: serde_json::Value = serde_json::from_str(&raw).expect("json");
+        let vectors = doc["vectors"].as_array().expect("vectors array");
+        assert!(vectors.len() >= 6);
+        for v in vectors {
+            let headers = Orchestrator::sign(&Signing {
+                uid: v["uid"].as_str().expect("uid"),
+                body: v["body"].as_str().expect("body").as_bytes(),
+                ts: v["ts"].as_i64().expect("ts"),
+                nonce: v["nonce"].as_str().expect("nonce"),
+                credentials: v["credentials"].as_str().expect("credentials"),
+                signing_secret: doc["signing_secret"].as_str().expect("secret"),
+            });
+            let sig = headers.iter().find(|(k, _)| k == "x-tamebi-signature").map(|(_, v)| v.as_str());
+            assert_eq!(sig, v["signature"].as_str(), "{v}");
+        }
+    }
+
+    fn workspace_root_for_tests() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+}
