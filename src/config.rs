@@ -293,7 +293,9 @@ fn mcp_server(item: &str) -> Result<McpServer, ConfigError> {
         .ok_or_else(|| invalid_server(format!("`{item}` is not name=url")))?;
     let name = name.trim();
     if !crate::auth::identity::valid_server_name(name) {
-        return Err(invalid_server(format!("server name `{name}` must be 1-64 characters of [A-Za-z0-9_-]")));
+        return Err(invalid_server(format!(
+            "server name `{name}` must be 1-64 characters of [A-Za-z0-9_-]"
+        )));
     }
     let mut fields = rest.split(';').map(str::trim);
     let url_text = fields.next().unwrap_or_default();
@@ -305,7 +307,11 @@ fn mcp_server(item: &str) -> Result<McpServer, ConfigError> {
     for option in fields.filter(|f| !f.is_empty()) {
         let value = match option.split_once('=') {
             Some(("auth", value)) if auth.is_none() => value.trim(),
-            _ => return Err(invalid_server(format!("`{name}`: unknown or repeated option `{option}` (only auth=nextcloud|none)"))),
+            _ => {
+                return Err(invalid_server(format!(
+                    "`{name}`: unknown or repeated option `{option}` (only auth=nextcloud|none)"
+                )));
+            }
         };
         auth = Some(match value {
             "nextcloud" => ServerAuth::Nextcloud,

@@ -91,10 +91,7 @@ impl ToolServers {
     /// The configured servers this caller can reach now: every `auth=none` server, and each
     /// `auth=nextcloud` server for which the app sent a token.
     pub fn reachable(&self, caller: &Caller) -> Vec<String> {
-        self.names()
-            .into_iter()
-            .filter(|n| self.can_reach(n, caller))
-            .collect()
+        self.names().into_iter().filter(|n| self.can_reach(n, caller)).collect()
     }
 
     /// Whether `server` is configured and this caller holds what it needs to reach it.

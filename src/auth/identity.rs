@@ -87,7 +87,9 @@ impl Credentials {
     pub fn parse(raw: &str) -> Result<Credentials, IdentityError> {
         let mut map = BTreeMap::new();
         for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            let (name, token) = entry.split_once('=').ok_or(IdentityError::Credentials("an entry is not name=token"))?;
+            let (name, token) = entry
+                .split_once('=')
+                .ok_or(IdentityError::Credentials("an entry is not name=token"))?;
             if !valid_server_name(name) {
                 return Err(IdentityError::Credentials("server name"));
             }
@@ -204,7 +206,9 @@ impl Verifier {
             return Err(IdentityError::Skew);
         }
         if headers.contains_key(HEADER_LEGACY_NC_AUTHORIZATION) {
-            return Err(IdentityError::Credentials("X-Tamebi-Nc-Authorization is replaced by X-Tamebi-Credentials"));
+            return Err(IdentityError::Credentials(
+                "X-Tamebi-Nc-Authorization is replaced by X-Tamebi-Credentials",
+            ));
         }
         let raw_credentials = single(headers, HEADER_CREDENTIALS)?.unwrap_or("");
         let credentials = Credentials::parse(raw_credentials)?;
@@ -293,11 +297,7 @@ fn signed_string_with_hash(fields: &SignedFields<'_>, credentials_sha256: &str) 
 /// HMAC-SHA256 over [`signed_string`]. Shared with our signers' tests; an absent credentials
 /// header is signed as the empty string.
 pub fn sign(signing_secret: &str, fields: &SignedFields<'_>, credentials_header: &str) -> Vec<u8> {
-    signature_with_credentials_hash(
-        signing_secret,
-        fields,
-        &hex::encode(Sha256::digest(credentials_header.as_bytes())),
-    )
+    signature_with_credentials_hash(signing_secret, fields, &hex::encode(Sha256::digest(credentials_header.as_bytes())))
 }
 
 fn signature_with_credentials_hash(signing_secret: &str, fields: &SignedFields<'_>, credentials_sha256: &str) -> Vec<u8> {
@@ -456,7 +456,11 @@ mod tests {
     /// A JWT-shaped token with these claims (unsigned: the verifier never checks it).
     fn jwt(claims: serde_json::Value) -> String {
         let enc = |v: &serde_json::Value| BASE64URL.encode(serde_json::to_vec(v).unwrap());
-        format!("{}.{}.c2ln", enc(&serde_json::json!({"alg": "RS256", "typ": "at+JWT"})), enc(&claims))
+        format!(
+            "{}.{}.c2ln",
+            enc(&serde_json::json!({"alg": "RS256", "typ": "at+JWT"})),
+            enc(&claims)
+        )
     }
 
     #[test]
@@ -533,15 +537,24 @@ mod tests {
         for bad in ["not-hex", "abcd", "short nonce"] {
             let mut h = ok.clone();
             h.insert(HEADER_SIGNATURE, HeaderValue::from_str(bad).unwrap());
-            assert!(matches!(ver.verify(&h, b"{}", 1000, "r".into()), Err(IdentityError::MissingHeader(_))));
+            assert!(matches!(
+                ver.verify(&h, b"{}", 1000, "r".into()),
+                Err(IdentityError::MissingHeader(_))
+            ));
         }
         let mut h = ok.clone();
         h.insert(HEADER_NONCE, HeaderValue::from_static("short"));
-        assert!(matches!(ver.verify(&h, b"{}", 1000, "r".into()), Err(IdentityError::MissingHeader(_))));
+        assert!(matches!(
+            ver.verify(&h, b"{}", 1000, "r".into()),
+            Err(IdentityError::MissingHeader(_))
+        ));
         // A second copy of a signed header.
         let mut h = ok.clone();
         h.append(HEADER_UID, HeaderValue::from_static("bob"));
-        assert!(matches!(ver.verify(&h, b"{}", 1000, "r".into()), Err(IdentityError::MissingHeader(_))));
+        assert!(matches!(
+            ver.verify(&h, b"{}", 1000, "r".into()),
+            Err(IdentityError::MissingHeader(_))
+        ));
         // A signature made with the proxy secret instead of the signing secret.
         let mut h = ok.clone();
         let fields = SignedFields {
@@ -566,7 +579,11 @@ mod tests {
         for swapped in ["nextcloud=bob-token", "nextcloud=alice-token, probe=bob-token", ""] {
             let mut h = alice.clone();
             h.insert(HEADER_CREDENTIALS, HeaderValue::from_str(swapped).unwrap());
-            assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature, "{swapped}");
+            assert_eq!(
+                ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(),
+                IdentityError::Signature,
+                "{swapped}"
+            );
         }
         let mut h = alice.clone();
         h.remove(HEADER_CREDENTIALS);
@@ -584,10 +601,16 @@ mod tests {
         let ver = verifier(&v);
         let bobs = jwt(serde_json::json!({"sub": "bob", "aud": "http://mcp/mcp"}));
         let h = signed_with(&v, "alice", 1000, "{}", Some(&format!("nextcloud={bobs}")));
-        assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::ForeignCredential);
+        assert_eq!(
+            ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(),
+            IdentityError::ForeignCredential
+        );
         let numeric = jwt(serde_json::json!({"sub": 7}));
         let h = signed_with(&v, "7", 1000, "{}", Some(&format!("nextcloud={numeric}")));
-        assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::ForeignCredential);
+        assert_eq!(
+            ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(),
+            IdentityError::ForeignCredential
+        );
         let alices = jwt(serde_json::json!({"sub": "alice", "aud": "http://mcp/mcp"}));
         let h = signed_with(&v, "alice", 1000, "{}", Some(&format!("nextcloud={alices}")));
         assert!(ver.verify(&h, b"{}", 1000, "r".into()).is_ok());

@@ -105,7 +105,10 @@ mod tests {
             g.first_use(&format!("n-{i:020}"), 1000, 1000).unwrap();
         }
         // Full of live nonces: refuse rather than forget one.
-        assert_eq!(g.first_use("n-new-aaaaaaaaaaaaaaaa", 1000, 1000), Err(IdentityError::ReplayWindowFull));
+        assert_eq!(
+            g.first_use("n-new-aaaaaaaaaaaaaaaa", 1000, 1000),
+            Err(IdentityError::ReplayWindowFull)
+        );
         // Once they have expired, a sweep makes room.
         assert!(g.first_use("n-new-aaaaaaaaaaaaaaaa", 1100, 1100).is_ok());
         assert_eq!(g.len(), 1);

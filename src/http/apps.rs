@@ -183,7 +183,14 @@ async fn parse_or_refuse(state: &AppState, caller: &Caller, body: &[u8]) -> Resu
         Ok(req) => Ok(req),
         Err(e) => {
             let raw: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-            let named = |k: &str| raw.get(k).and_then(Value::as_str).unwrap_or("").chars().take(128).collect::<String>();
+            let named = |k: &str| {
+                raw.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .chars()
+                    .take(128)
+                    .collect::<String>()
+            };
             audit_refusal(state, caller, &named("server"), &named("name"), "action", "malformed request").await;
             Err(e.with_request(&caller.request_id))
         }

@@ -70,7 +70,9 @@ pub fn app(state: AppState) -> Router {
 }
 
 async fn not_found(request: Request) -> Response {
-    Error::NotFound.with_request(&identity::request_id(request.headers())).into_response()
+    Error::NotFound
+        .with_request(&identity::request_id(request.headers()))
+        .into_response()
 }
 
 /// Gives every error response the fixed shape (docs/api.md): axum's own answers — a query or

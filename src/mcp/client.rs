@@ -51,9 +51,11 @@ fn service_error(e: rmcp::ServiceError) -> McpError {
 
 /// Lists every tool the server offers to this caller.
 pub async fn list_tools(http: &reqwest::Client, ctx: &CallContext) -> Result<Vec<Tool>, McpError> {
-    with_client(http, ctx, |client| async move {
-        client.list_all_tools().await.map_err(service_error)
-    })
+    with_client(
+        http,
+        ctx,
+        |client| async move { client.list_all_tools().await.map_err(service_error) },
+    )
     .await
 }
 
@@ -66,9 +68,11 @@ pub async fn call_tool(
 ) -> Result<CallToolResult, McpError> {
     let mut params = CallToolRequestParams::new(name.to_string());
     params.arguments = Some(arguments);
-    with_client(http, ctx, |client| async move {
-        client.call_tool(params).await.map_err(service_error)
-    })
+    with_client(
+        http,
+        ctx,
+        |client| async move { client.call_tool(params).await.map_err(service_error) },
+    )
     .await
 }
 

@@ -279,7 +279,10 @@ mod tests {
         assert_eq!(d.description.matches("</untrusted_data>").count(), 1);
         let city = &d.input_schema["properties"]["city"];
         let text = city["description"].as_str().unwrap();
-        assert!(text.starts_with("<untrusted_data") && text.matches("</untrusted_data>").count() == 1, "{text}");
+        assert!(
+            text.starts_with("<untrusted_data") && text.matches("</untrusted_data>").count() == 1,
+            "{text}"
+        );
         assert!(city.get("examples").is_none() && d.input_schema.get("title").is_none());
         assert!(d.input_schema.get("$comment").is_none());
         assert_eq!(city["enum"], json!(["Berlin", "Paris"]));

@@ -49,7 +49,11 @@ pub async fn third_party_server_never_sees_a_credential(s: &Stack) -> Result<()>
     s.weather.clear_requests();
     s.probe.clear_requests();
     let turn = weather_turn(s, "cred-none").await?;
-    ensure!(turn.outputs_of("forecast") == ["tool-output-available"], "forecast did not run: {:?}", turn.parts);
+    ensure!(
+        turn.outputs_of("forecast") == ["tool-output-available"],
+        "forecast did not run: {:?}",
+        turn.parts
+    );
     let weather = s.weather.requests();
     let rpcs: Vec<&str> = weather.iter().filter_map(|r| r["rpc"].as_str()).collect();
     for needed in ["initialize", "tools/list", "tools/call"] {
@@ -82,12 +86,18 @@ pub async fn token_for_one_audience_never_reaches_another(s: &Stack) -> Result<(
     let send = |creds: Vec<(&'static str, String)>, cid: String| {
         let body = user_turn(&cid, &format!("m-{}", uuid_like()), &format!("{marker} go"));
         let refs: Vec<(&str, &str)> = creds.iter().map(|(n, t)| (*n, t.as_str())).collect();
-        let rb = s.orch.request_with_credentials(&s.http, Method::POST, "/v1/chat", "alice", &body, &refs);
+        let rb = s
+            .orch
+            .request_with_credentials(&s.http, Method::POST, "/v1/chat", "alice", &body, &refs);
         async move { rb.send().await?.text().await }
     };
     s.probe.clear_requests();
     s.weather.clear_requests();
-    send(vec![("nextcloud", nc_token.clone()), ("probe", probe_token.clone())], format!("{marker}-1")).await?;
+    send(
+        vec![("nextcloud", nc_token.clone()), ("probe", probe_token.clone())],
+        format!("{marker}-1"),
+    )
+    .await?;
     let probe = s.probe.requests();
     ensure!(!probe.is_empty(), "probe not contacted");
     let own = sha(&format!("Bearer {probe_token}"));
@@ -121,8 +131,13 @@ pub async fn third_party_tool_text_is_data(s: &Stack) -> Result<()> {
         description.starts_with("<untrusted_data") && description.trim_end().ends_with("</untrusted_data>"),
         "description not enveloped: {description}"
     );
-    ensure!(description.matches("</untrusted_data>").count() == 1, "closing tag survived: {description}");
-    let city = forecast["function"]["parameters"]["properties"]["city"]["description"].as_str().unwrap_or("");
+    ensure!(
+        description.matches("</untrusted_data>").count() == 1,
+        "closing tag survived: {description}"
+    );
+    let city = forecast["function"]["parameters"]["properties"]["city"]["description"]
+        .as_str()
+        .unwrap_or("");
     ensure!(
         city.starts_with("<untrusted_data") && city.matches("</untrusted_data>").count() == 1,
         "parameter description not enveloped: {city}"
@@ -130,9 +145,18 @@ pub async fn third_party_tool_text_is_data(s: &Stack) -> Result<()> {
     ensure!(forecast["function"]["parameters"].get("title").is_none(), "schema title kept");
     // Every description from the auth=none server, not only the example.
     let alert = find("weather_alert_subscribe").ok_or_else(|| anyhow::anyhow!("alert tool not offered"))?;
-    ensure!(alert["function"]["description"].as_str().unwrap_or("").starts_with("<untrusted_data"), "not enveloped");
+    ensure!(
+        alert["function"]["description"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("<untrusted_data"),
+        "not enveloped"
+    );
     let lookup = find("probe_lookup").ok_or_else(|| anyhow::anyhow!("probe tools not offered"))?;
-    ensure!(lookup["function"]["description"] == "Looks something up.", "first-party text changed");
+    ensure!(
+        lookup["function"]["description"] == "Looks something up.",
+        "first-party text changed"
+    );
     Ok(())
 }
 
@@ -191,7 +215,9 @@ pub async fn approval_with_a_swapped_credential_is_refused(s: &Stack) -> Result<
     );
     let turn = s.chat("alice", marker, &format!("{marker} move it")).await?;
     ensure!(turn.approvals.len() == 1, "not held: {:?}", turn.parts);
-    let body = serde_json::to_vec(&json!({"id": marker, "messages": [{"id": turn.message_id, "role": "assistant", "parts": [turn.decision(0, true)]}]}))?;
+    let body = serde_json::to_vec(
+        &json!({"id": marker, "messages": [{"id": turn.message_id, "role": "assistant", "parts": [turn.decision(0, true)]}]}),
+    )?;
     let alices = credentials_header(&[("nextcloud", s.nc.app_password("alice")), ("probe", s.nc.app_password("alice"))]);
     let mut headers = Orchestrator::sign(&Signing {
         uid: "alice",
@@ -214,7 +240,10 @@ pub async fn approval_with_a_swapped_credential_is_refused(s: &Stack) -> Result<
     let r = rb.header("content-type", "application/json").send().await?;
     ensure!(r.status() == 401, "swapped credential answered {}", r.status());
     ensure!(s.get_file("alice", &file).await?.0 == 200, "the file moved");
-    ensure!(s.get_file("bob", &format!("escape/{marker}-moved.md")).await?.0 != 200, "moved in bob's account");
+    ensure!(
+        s.get_file("bob", &format!("escape/{marker}-moved.md")).await?.0 != 200,
+        "moved in bob's account"
+    );
     // The approval was not consumed: alice, with her own credential, can still decide.
     let turn = s.decide("alice", marker, &turn.message_id, vec![turn.decision(0, false)]).await?;
     ensure!(turn.status == 200, "alice's own decision was refused: {}", turn.status);

@@ -10,9 +10,9 @@ use anyhow::{Context, Result, bail, ensure};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
+use test_harness::orchestrator::{Orchestrator, PROXY_SECRET, Signing, fresh_nonce, unix_now, user_turn};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use test_harness::orchestrator::{Orchestrator, PROXY_SECRET, Signing, fresh_nonce, unix_now, user_turn};
 
 use crate::stack::{Stack, uuid_like};
 
@@ -36,9 +36,18 @@ fn addr(s: &Stack) -> String {
 
 /// Sends a request head and the first `send` bytes of a `declared`-byte body, then reads the
 /// answer without sending more. Returns (status, body, time to answer).
-async fn partial_post(s: &Stack, path: &str, headers: &[(String, String)], declared: usize, send: usize) -> Result<(u16, String, Duration)> {
+async fn partial_post(
+    s: &Stack,
+    path: &str,
+    headers: &[(String, String)],
+    declared: usize,
+    send: usize,
+) -> Result<(u16, String, Duration)> {
     let mut tcp = TcpStream::connect(addr(s)).await?;
-    let mut head = format!("POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {declared}\r\n", addr(s));
+    let mut head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {declared}\r\n",
+        addr(s)
+    );
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -63,7 +72,11 @@ async fn partial_post(s: &Stack, path: &str, headers: &[(String, String)], decla
         Ok::<_, std::io::Error>(())
     })
     .await;
-    ensure!(read.is_ok(), "no answer within 25 s while {} of {declared} body bytes were sent", send);
+    ensure!(
+        read.is_ok(),
+        "no answer within 25 s while {} of {declared} body bytes were sent",
+        send
+    );
     let text = String::from_utf8_lossy(&buf).to_string();
     let status: u16 = text
         .split_whitespace()
@@ -119,10 +132,18 @@ fn vm_rss_kib(pid: u32) -> u64 {
 pub async fn unauthenticated_body_is_never_read(s: &Stack) -> Result<()> {
     let good = signed_empty("alice", unix_now());
     let cases = [
-        ("wrong bearer", replace(&good, "authorization", "Bearer wrong-proxy-secret-0123456789abcdef"), 401),
+        (
+            "wrong bearer",
+            replace(&good, "authorization", "Bearer wrong-proxy-secret-0123456789abcdef"),
+            401,
+        ),
         ("stale timestamp", signed_empty("alice", unix_now() - 3600), 401),
         ("no uid", good.iter().filter(|(k, _)| k != "x-tamebi-uid").cloned().collect(), 401),
-        ("no nonce", good.iter().filter(|(k, _)| k != "x-tamebi-nonce").cloned().collect(), 401),
+        (
+            "no nonce",
+            good.iter().filter(|(k, _)| k != "x-tamebi-nonce").cloned().collect(),
+            401,
+        ),
         ("malformed credentials", replace(&good, "x-tamebi-credentials", "nextcloud"), 400),
         ("legacy single token", replace(&good, "x-tamebi-nc-authorization", "Bearer t"), 400),
     ];
@@ -178,7 +199,10 @@ pub async fn unauthenticated_floods_do_not_grow_memory(s: &Stack) -> Result<()> 
         before / 1024,
         peak / 1024
     );
-    ensure!(growth_mib < 48, "memory grew by {growth_mib} MiB: unauthenticated bodies were buffered");
+    ensure!(
+        growth_mib < 48,
+        "memory grew by {growth_mib} MiB: unauthenticated bodies were buffered"
+    );
     Ok(())
 }
 
@@ -214,7 +238,10 @@ async fn twice(s: &Stack, method: Method, path: &str, body: &[u8]) -> Result<(u1
     });
     let mut statuses = Vec::new();
     for _ in 0..2 {
-        let mut rb = s.http.request(method.clone(), format!("{}{path}", s.orch.url())).body(body.to_vec());
+        let mut rb = s
+            .http
+            .request(method.clone(), format!("{}{path}", s.orch.url()))
+            .body(body.to_vec());
         for (k, v) in &headers {
             rb = rb.header(k, v);
         }
@@ -236,7 +263,11 @@ pub async fn replayed_requests_are_refused(s: &Stack) -> Result<()> {
     let body = user_turn(marker, "m1", &format!("{marker} hello"));
     let (first, second) = twice(s, Method::POST, "/v1/chat", &body).await?;
     ensure!((first, second) == (200, 401), "turn: {first} then {second}");
-    ensure!(s.model_requests(marker).len() == 1, "the model ran {} times", s.model_requests(marker).len());
+    ensure!(
+        s.model_requests(marker).len() == 1,
+        "the model ran {} times",
+        s.model_requests(marker).len()
+    );
 
     let (first, second) = twice(s, Method::GET, "/v1/conversations", b"").await?;
     ensure!((first, second) == (200, 401), "list: {first} then {second}");
@@ -244,7 +275,12 @@ pub async fn replayed_requests_are_refused(s: &Stack) -> Result<()> {
     let call = serde_json::to_vec(&json!({"server": "probe", "name": "probe_lookup", "arguments": {"target": marker}}))?;
     let (first, second) = twice(s, Method::POST, "/v1/apps/tools/call", &call).await?;
     ensure!((first, second) == (200, 401), "relay: {first} then {second}");
-    let ran = s.probe.calls_of("probe_lookup").iter().filter(|c| c["arguments"]["target"] == marker).count();
+    let ran = s
+        .probe
+        .calls_of("probe_lookup")
+        .iter()
+        .filter(|c| c["arguments"]["target"] == marker)
+        .count();
     ensure!(ran == 1, "the relayed call ran {ran} times");
 
     let (first, second) = twice(s, Method::DELETE, &format!("/v1/conversations/{marker}"), b"").await?;
@@ -268,7 +304,10 @@ async fn check_shape(r: reqwest::Response, what: &str, want: u16, sent_id: Optio
         .to_string();
     let text = r.text().await?;
     ensure!(status == want, "{what}: {status} (wanted {want}) {text}");
-    ensure!(content_type.starts_with("application/json"), "{what}: content-type {content_type:?}, body {text:?}");
+    ensure!(
+        content_type.starts_with("application/json"),
+        "{what}: content-type {content_type:?}, body {text:?}"
+    );
     let v: Value = serde_json::from_str(&text).with_context(|| format!("{what}: {text:?}"))?;
     let message = v["error"]["message"].as_str().unwrap_or("");
     ensure!(FIXED.contains(&message), "{what}: message {message:?}");
@@ -288,18 +327,37 @@ pub async fn every_error_has_the_fixed_shape(s: &Stack) -> Result<()> {
         (Method::GET, "/v1/apps/resource", b"", 400),
         (Method::GET, "/v1/apps/resource?server=nextcloud", b"", 400),
         (Method::GET, "/v1/apps/resource?server=nextcloud&uri=x&uri=y", b"", 400),
-        (Method::GET, "/v1/apps/resource?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Fno-such-app", b"", 404),
-        (Method::GET, "/v1/apps/resource?server=weather&uri=ui%3A%2F%2Fweather%2Fnone", b"", 404),
+        (
+            Method::GET,
+            "/v1/apps/resource?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Fno-such-app",
+            b"",
+            404,
+        ),
+        (
+            Method::GET,
+            "/v1/apps/resource?server=weather&uri=ui%3A%2F%2Fweather%2Fnone",
+            b"",
+            404,
+        ),
         (Method::PUT, "/v1/chat", b"{}", 405),
         (Method::PATCH, "/v1/conversations", b"", 405),
         (Method::GET, "/v1/no-such-route", b"", 404),
         (Method::POST, "/v1/chat", b"not json", 400),
-        (Method::POST, "/v1/apps/tools/call", br#"{"server":"probe","name":"probe_lookup","arguments":"x"}"#, 400),
+        (
+            Method::POST,
+            "/v1/apps/tools/call",
+            br#"{"server":"probe","name":"probe_lookup","arguments":"x"}"#,
+            400,
+        ),
         (Method::GET, "/v1/conversations/%FF%FE", b"", 400),
     ];
     for (method, path, body, want) in signed {
         let rid = format!("shape-{}", uuid_like());
-        let r = s.signed(method.clone(), path, "alice", body).header("x-request-id", &rid).send().await?;
+        let r = s
+            .signed(method.clone(), path, "alice", body)
+            .header("x-request-id", &rid)
+            .send()
+            .await?;
         check_shape(r, &format!("{method} {path}"), want, Some(&rid)).await?;
     }
     let unsigned: [(Method, &str, u16); 4] = [
@@ -319,13 +377,16 @@ pub async fn every_error_has_the_fixed_shape(s: &Stack) -> Result<()> {
 /// exist (names are exact: "NEXTCLOUD"), one that cannot be parsed, and a model call whose
 /// arguments are not a JSON object. Nothing runs.
 pub async fn refused_effect_attempts_are_audited(s: &Stack) -> Result<()> {
-    let rows_for = |rid: &str| -> Result<Vec<crate::stack::AuditRow>> {
-        Ok(s.audit()?.into_iter().filter(|r| r.request_id == rid).collect())
-    };
+    let rows_for =
+        |rid: &str| -> Result<Vec<crate::stack::AuditRow>> { Ok(s.audit()?.into_iter().filter(|r| r.request_id == rid).collect()) };
     for path in ["/v1/apps/tools/call", "/v1/apps/tools/dispatch"] {
         for server in ["NEXTCLOUD", "nextcloud ", "no-such-server"] {
             let (status, rid) = s
-                .apps(path, "alice", json!({"server": server, "name": "files_move", "arguments": {"from": "a", "to": "b"}}))
+                .apps(
+                    path,
+                    "alice",
+                    json!({"server": server, "name": "files_move", "arguments": {"from": "a", "to": "b"}}),
+                )
                 .await?;
             ensure!(status == 403, "{path} {server:?}: {status}");
             let rows = rows_for(&rid)?;
@@ -335,11 +396,17 @@ pub async fn refused_effect_attempts_are_audited(s: &Stack) -> Result<()> {
                 "{path} {server:?}: not audited: {rows:?}"
             );
         }
-        for body in [json!({"server": "probe", "name": "probe_destroy", "arguments": "target=all"}), json!({"server": "probe"}), json!([1])] {
+        for body in [
+            json!({"server": "probe", "name": "probe_destroy", "arguments": "target=all"}),
+            json!({"server": "probe"}),
+            json!([1]),
+        ] {
             let (status, rid) = s.apps(path, "alice", body.clone()).await?;
             ensure!(status == 400, "{path} {body}: {status}");
             ensure!(
-                rows_for(&rid)?.iter().any(|r| r.kind == "app_refused" && r.detail.as_deref() == Some("malformed request")),
+                rows_for(&rid)?
+                    .iter()
+                    .any(|r| r.kind == "app_refused" && r.detail.as_deref() == Some("malformed request")),
                 "{path} {body}: not audited"
             );
         }

@@ -221,7 +221,11 @@ impl Stack {
     pub async fn apps(&self, path: &str, uid: &str, body: Value) -> Result<(u16, String)> {
         let rid = format!("req-{}", uuid_like());
         let body = serde_json::to_vec(&body)?;
-        let r = self.signed(Method::POST, path, uid, &body).header("x-request-id", &rid).send().await?;
+        let r = self
+            .signed(Method::POST, path, uid, &body)
+            .header("x-request-id", &rid)
+            .send()
+            .await?;
         Ok((r.status().as_u16(), rid))
     }
 

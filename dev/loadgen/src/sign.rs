@@ -93,9 +93,27 @@ mod tests {
         let base = signature(b"k", &r);
         assert_ne!(base, signature(b"k", &Request { uid: "alicf", ..r }));
         assert_ne!(base, signature(b"k", &Request { ts: 2, ..r }));
-        assert_ne!(base, signature(b"k", &Request { nonce: "n0000000000000001", ..r }));
+        assert_ne!(
+            base,
+            signature(
+                b"k",
+                &Request {
+                    nonce: "n0000000000000001",
+                    ..r
+                }
+            )
+        );
         assert_ne!(base, signature(b"k", &Request { body: b"{ }", ..r }));
-        assert_ne!(base, signature(b"k", &Request { credentials: "nextcloud=t", ..r }));
+        assert_ne!(
+            base,
+            signature(
+                b"k",
+                &Request {
+                    credentials: "nextcloud=t",
+                    ..r
+                }
+            )
+        );
         assert_ne!(base, signature(b"K", &r));
         assert_eq!(base.len(), 64);
         assert!(base.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));

@@ -151,7 +151,8 @@ async fn record_request(State(shared): State<Arc<Shared>>, request: axum::extrac
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(json!({"http": parts.method.as_str(), "rpc": rpc, "authorization_sha256": authorization}));
-    next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))).await
+    next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
 }
 
 async fn get_requests(State(shared): State<Arc<Shared>>) -> Response {
