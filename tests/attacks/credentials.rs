@@ -54,9 +54,28 @@ pub async fn third_party_server_never_sees_a_credential(s: &Stack) -> Result<()>
         "forecast did not run: {:?}",
         turn.parts
     );
+    // The apps relay and the resource door reach it the same way: with nothing.
+    let (status, _) = s
+        .apps(
+            "/v1/apps/tools/call",
+            "alice",
+            json!({"server": "weather", "name": "forecast", "arguments": {"city": "Rome"}}),
+        )
+        .await?;
+    ensure!(status == 200, "relay to weather answered {status}");
+    let r = s
+        .signed(
+            Method::GET,
+            "/v1/apps/resource?server=weather&uri=ui%3A%2F%2Fweather%2Fmap",
+            "alice",
+            b"",
+        )
+        .send()
+        .await?;
+    ensure!(r.status() == 404, "resource read answered {}", r.status());
     let weather = s.weather.requests();
     let rpcs: Vec<&str> = weather.iter().filter_map(|r| r["rpc"].as_str()).collect();
-    for needed in ["initialize", "tools/list", "tools/call"] {
+    for needed in ["initialize", "tools/list", "tools/call", "resources/read"] {
         ensure!(rpcs.contains(&needed), "weather never got {needed}: {rpcs:?}");
     }
     ensure!(
