@@ -212,6 +212,9 @@ impl Verifier {
                 "X-Tamebi-Nc-Authorization is replaced by X-Tamebi-Credentials",
             ));
         }
+        if headers.get(HEADER_CREDENTIALS).is_some_and(|v| v.to_str().is_err()) {
+            return Err(IdentityError::Credentials("not visible ASCII"));
+        }
         let raw_credentials = single(headers, HEADER_CREDENTIALS)?.unwrap_or("");
         let credentials = Credentials::parse(raw_credentials)?;
         for token in credentials.tokens() {
@@ -631,6 +634,9 @@ mod tests {
             let err = ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err();
             assert!(err.is_bad_request(), "{bad}: {err:?}");
         }
+        let mut h = signed(&v, "alice", 1000, "{}");
+        h.insert(HEADER_CREDENTIALS, HeaderValue::from_bytes(b"nextcloud=t\xff").unwrap());
+        assert!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err().is_bad_request());
         // The single-token header of earlier versions is refused, not silently dropped.
         let mut h = signed(&v, "alice", 1000, "{}");
         h.insert(HEADER_LEGACY_NC_AUTHORIZATION, HeaderValue::from_static("Bearer t"));
