@@ -551,6 +551,14 @@ mod tests {
     }
 
     #[test]
+    fn raw_string_arguments_are_accepted_and_other_non_objects_are_not() {
+        let ok = RuleSet::parse(br#"{"rules": [{"match": "x", "steps": [{"tool_calls": [{"name": "t", "arguments": "{broken"}]}]}]}"#);
+        assert!(ok.is_ok());
+        let bad = RuleSet::parse(br#"{"rules": [{"match": "x", "steps": [{"tool_calls": [{"name": "t", "arguments": [1]}]}]}]}"#);
+        assert!(bad.is_err());
+    }
+
+    #[test]
     fn no_rule_gives_the_default_reply() {
         let c = convo("hello", 0);
         assert_eq!(text_of_outcome(decide(None, &c, day())), "You said: hello");
