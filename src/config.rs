@@ -32,11 +32,25 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// Which of the caller's credentials an MCP server receives. Stated per server by the
+/// operator; unstated means [`ServerAuth::None`] (fail closed: a server nobody marked as
+/// Nextcloud-facing never sees a Nextcloud token).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerAuth {
+    /// The user's Nextcloud token issued for this server's audience (the app sends one per
+    /// server name); a server without one in the request is not reached at all.
+    Nextcloud,
+    /// No credential ever: no `Authorization` header on any request. Its tool descriptions
+    /// are treated as untrusted text (G2).
+    None,
+}
+
 /// One MCP server the orchestrator offers tools from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServer {
     pub name: String,
     pub url: url::Url,
+    pub auth: ServerAuth,
 }
 
 /// The model provider: any OpenAI-compatible chat-completions API.
@@ -303,50 +317,69 @@ fn secs(value: Option<String>, var: &'static str, default: &str) -> Result<Durat
     Ok(Duration::from_secs(n))
 }
 
-/// Parses `name=url,name=url`. Names become part of tool routing, so they are kept simple.
+/// Parses `name=url;auth=nextcloud,name=url;auth=none,name=url`. Names become part of tool
+/// routing and of the credentials header, so they are kept simple. `,` and `;` inside a URL
+/// must be percent-encoded.
 fn mcp_servers(raw: &str) -> Result<Vec<McpServer>, ConfigError> {
-    let var = "TAMEBI_MCP_SERVERS";
     let mut servers: Vec<McpServer> = Vec::new();
     for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (name, url) = item.split_once('=').ok_or_else(|| ConfigError::Invalid {
-            var,
-            why: format!("`{item}` is not name=url"),
-        })?;
-        let name = name.trim();
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-            return Err(ConfigError::Invalid {
-                var,
-                why: format!("server name `{name}` must be [A-Za-z0-9_-]+"),
-            });
+        let server = mcp_server(item)?;
+        if servers.iter().any(|s| s.name == server.name) {
+            return Err(invalid_server(format!("server name `{}` appears twice", server.name)));
         }
-        if name == crate::memory::LOCAL_SERVER {
-            return Err(ConfigError::Invalid {
-                var,
-                why: format!("server name `{name}` is reserved for the orchestrator's own tools"),
-            });
+        if server.name == crate::memory::LOCAL_SERVER {
+            return Err(invalid_server(format!("server name `{}` is reserved for the orchestrator's own tools", server.name)));
         }
-        if servers.iter().any(|s| s.name == name) {
-            return Err(ConfigError::Invalid {
-                var,
-                why: format!("server name `{name}` appears twice"),
-            });
-        }
-        let url = url::Url::parse(url.trim()).map_err(|e| ConfigError::Invalid {
-            var,
-            why: format!("`{name}`: {e}"),
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(ConfigError::Invalid {
-                var,
-                why: format!("`{name}` must be an http(s) URL"),
-            });
-        }
-        servers.push(McpServer {
-            name: name.to_string(),
-            url,
-        });
+        servers.push(server);
     }
     Ok(servers)
+}
+
+fn mcp_server(item: &str) -> Result<McpServer, ConfigError> {
+    let (name, rest) = item
+        .split_once('=')
+        .ok_or_else(|| invalid_server(format!("`{item}` is not name=url")))?;
+    let name = name.trim();
+    if !crate::auth::identity::valid_server_name(name) {
+        return Err(invalid_server(format!(
+            "server name `{name}` must be 1-64 characters of [A-Za-z0-9_-]"
+        )));
+    }
+    let mut fields = rest.split(';').map(str::trim);
+    let url_text = fields.next().unwrap_or_default();
+    let url = url::Url::parse(url_text).map_err(|e| invalid_server(format!("`{name}`: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid_server(format!("`{name}` must be an http(s) URL")));
+    }
+    let mut auth = None;
+    for option in fields.filter(|f| !f.is_empty()) {
+        let value = match option.split_once('=') {
+            Some(("auth", value)) if auth.is_none() => value.trim(),
+            _ => {
+                return Err(invalid_server(format!(
+                    "`{name}`: unknown or repeated option `{option}` (only auth=nextcloud|none)"
+                )));
+            }
+        };
+        auth = Some(match value {
+            "nextcloud" => ServerAuth::Nextcloud,
+            "none" => ServerAuth::None,
+            other => return Err(invalid_server(format!("`{name}`: auth must be nextcloud or none, not `{other}`"))),
+        });
+    }
+    Ok(McpServer {
+        name: name.to_string(),
+        url,
+        // G1: fail closed. Only a server the operator marked Nextcloud-facing gets a token.
+        auth: auth.unwrap_or(ServerAuth::None),
+    })
+}
+
+fn invalid_server(why: String) -> ConfigError {
+    ConfigError::Invalid {
+        var: "TAMEBI_MCP_SERVERS",
+        why,
+    }
 }
 
 #[cfg(test)]
@@ -482,12 +515,29 @@ mod tests {
     fn mcp_servers_parse_and_reject_bad_entries() {
         let c = with(
             "TAMEBI_MCP_SERVERS",
-            "nextcloud=http://127.0.0.1:8711/mcp, mail=http://127.0.0.1:8712/mcp",
+            "nextcloud=http://127.0.0.1:8711/mcp;auth=nextcloud, mail=http://127.0.0.1:8712/mcp ; auth=nextcloud,weather=https://w.example/mcp;auth=none,x=http://x/mcp",
         )
         .unwrap();
-        assert_eq!(c.mcp_servers.len(), 2);
+        assert_eq!(c.mcp_servers.len(), 4);
         assert_eq!(c.mcp_servers[1].name, "mail");
+        assert_eq!(c.mcp_servers[1].url.as_str(), "http://127.0.0.1:8712/mcp");
+        let auth: Vec<ServerAuth> = c.mcp_servers.iter().map(|s| s.auth).collect();
+        assert_eq!(
+            auth,
+            vec![ServerAuth::Nextcloud, ServerAuth::Nextcloud, ServerAuth::None, ServerAuth::None],
+            "unstated auth is none"
+        );
         assert!(with("TAMEBI_MCP_SERVERS", "nextcloud").is_err());
+        for bad in [
+            "a=http://x/;auth=admin",
+            "a=http://x/;auth=",
+            "a=http://x/;token=abc",
+            "a=http://x/;auth=none;auth=nextcloud",
+            "a=http://x/;AUTH=nextcloud",
+        ] {
+            let err = with("TAMEBI_MCP_SERVERS", bad).unwrap_err().to_string();
+            assert!(err.contains("TAMEBI_MCP_SERVERS"), "{bad}: {err}");
+        }
         assert!(with("TAMEBI_MCP_SERVERS", "a b=http://x/").is_err());
         assert!(with("TAMEBI_MCP_SERVERS", "a=http://x/,a=http://y/").is_err());
         assert!(with("TAMEBI_MCP_SERVERS", "a=file:///etc").is_err());

@@ -22,6 +22,8 @@ pub enum Error {
     Conflict(String),
     #[error("payload too large")]
     TooLarge,
+    #[error("the request body did not arrive in time")]
+    BodyTimeout,
     #[error("overloaded")]
     Overloaded,
     /// B6: this user's own share is used up (see `http::fairness`); try again after the delay.
@@ -61,6 +63,8 @@ pub mod messages {
     pub const NOT_FOUND: &str = "Not found.";
     pub const CONFLICT: &str = "A reply is already being written in this conversation.";
     pub const TOO_LARGE: &str = "The request is too large.";
+    pub const METHOD_NOT_ALLOWED: &str = "This method is not allowed here.";
+    pub const TIMEOUT: &str = "The request took too long to arrive.";
     pub const OVERLOADED: &str = "Too many requests. Please wait a moment.";
     pub const TOO_MANY_RUNNING: &str = "You already have several replies being written. Wait for one to finish, then send again.";
     pub const TOO_FAST: &str = "You are sending messages faster than allowed. Wait a moment, then send again.";
@@ -77,6 +81,7 @@ impl Error {
             Error::NotFound => StatusCode::NOT_FOUND,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::Overloaded | Error::UserTurnLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             Error::Storage(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -91,6 +96,7 @@ impl Error {
             Error::NotFound => messages::NOT_FOUND,
             Error::Conflict(_) => messages::CONFLICT,
             Error::TooLarge => messages::TOO_LARGE,
+            Error::BodyTimeout => messages::TIMEOUT,
             Error::Overloaded => messages::OVERLOADED,
             Error::UserTurnLimit {
                 which: TurnLimit::Running, ..
@@ -128,26 +134,53 @@ impl IntoResponse for ApiError {
         } else {
             tracing::info!(request_id = %self.request_id, status = status.as_u16(), error = %crate::auth::redact::redact(&self.error.to_string()), "request refused");
         }
-        let mut body = serde_json::json!({
-            "error": { "message": self.error.public_message(), "requestId": self.request_id }
-        });
         let retry_after = match self.error {
             Error::UserTurnLimit { retry_after_secs, .. } => Some(retry_after_secs),
             _ => None,
         };
-        if let Some(secs) = retry_after {
-            // Also in the body: the chat transport in the browser only sees the body.
-            body["error"]["retryAfter"] = secs.into();
-        }
-        let mut response = (status, Json(body)).into_response();
+        let mut response = shaped(status, self.error.public_message(), &self.request_id, retry_after);
         if let Some(secs) = retry_after {
             response.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
         }
-        if let Ok(v) = HeaderValue::from_str(&self.request_id) {
-            response.headers_mut().insert("x-request-id", v);
-        }
         response
     }
+}
+
+/// The fixed message for a status produced outside our handlers (a framework rejection).
+pub fn message_for_status(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        401 => messages::UNAUTHORIZED,
+        403 => messages::FORBIDDEN,
+        404 => messages::NOT_FOUND,
+        405 => messages::METHOD_NOT_ALLOWED,
+        408 => messages::TIMEOUT,
+        409 => messages::CONFLICT,
+        413 => messages::TOO_LARGE,
+        429 => messages::OVERLOADED,
+        503 => messages::UNAVAILABLE,
+        s if s >= 500 => messages::INTERNAL,
+        _ => messages::BAD_REQUEST,
+    }
+}
+
+/// An error response for `status` in the fixed shape, for errors that were not an [`Error`].
+pub fn error_response(status: StatusCode, request_id: &str) -> Response {
+    shaped(status, message_for_status(status), request_id, None)
+}
+
+fn shaped(status: StatusCode, message: &str, request_id: &str, retry_after: Option<u64>) -> Response {
+    let mut body = serde_json::json!({
+        "error": { "message": message, "requestId": request_id }
+    });
+    if let Some(secs) = retry_after {
+        // Also in the body: the chat transport in the browser only sees the body.
+        body["error"]["retryAfter"] = secs.into();
+    }
+    let mut response = (status, Json(body)).into_response();
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        response.headers_mut().insert("x-request-id", v);
+    }
+    response
 }
 
 /// The text of an SSE `error` part: a fixed message and the request id, nothing else.

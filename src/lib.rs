@@ -135,6 +135,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
             burst: config.user_turn_burst,
             per_minute: config.user_turns_per_min,
         }),
+        replay: Arc::default(),
     };
     let addr = listener.local_addr().map_err(|e| Error::Internal(e.to_string()))?;
     tracing::info!(%addr, "tamebi listening");

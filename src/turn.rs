@@ -220,10 +220,9 @@ impl TurnState {
     }
 
     async fn load_workspace_tools(&mut self) -> Vec<ToolDef> {
-        if self.t.caller.nc_bearer.is_none() {
-            return Vec::new();
-        }
-        let servers = self.t.services.tool_servers.names();
+        // Each server is listed with the credential it is configured for; no token for a
+        // Nextcloud-facing server: no tools from it.
+        let servers = self.t.services.tool_servers.reachable(&self.t.caller);
         let lists = futures::future::join_all(
             servers
                 .iter()
@@ -233,7 +232,7 @@ impl TurnState {
         let mut defs = Vec::new();
         for (server, result) in servers.iter().zip(lists) {
             match result {
-                Ok(ToolOpResult::Tools(tools)) => defs.extend(tools.iter().map(|t| ToolDef::from_mcp(server, t))),
+                Ok(ToolOpResult::Tools(tools)) => defs.extend(self.t.services.tool_servers.tool_defs(server, &tools)),
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(server = %server, error = %crate::auth::redact::redact(&e.to_string()), "could not list tools; offering none from this server")
@@ -491,6 +490,7 @@ impl TurnState {
             let input: Value = match serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }) {
                 Ok(v @ Value::Object(_)) => v,
                 _ => {
+                    self.audit_malformed_call(&call).await;
                     self.emit(StreamPart::ToolInputAvailable {
                         tool_call_id: call.id.clone(),
                         tool_name: call.name.clone(),
@@ -585,6 +585,24 @@ impl TurnState {
             self.emit(part)?;
         }
         Ok(awaiting)
+    }
+
+    /// A call whose arguments are not a JSON object runs nothing, and is audited like any
+    /// other refused attempt (the hash covers the raw text the model sent).
+    async fn audit_malformed_call(&self, call: &AssembledCall) {
+        let def = self.registry.for_model(&call.name);
+        let entry = self.audit_entry(
+            Kind::ToolCall,
+            def.map_or("", |d| d.server.as_str()),
+            def.map_or(call.name.as_str(), |d| d.name.as_str()),
+            def.map_or("action", |d| d.policy.category.as_str()),
+            ApprovalState::Refused,
+            Some(hex::encode(Sha256::digest(call.arguments.as_bytes()))),
+            "bad_arguments",
+            None,
+            None,
+        );
+        self.t.services.audit.record(entry).await;
     }
 
     /// Calls a tool as the caller and turns the result into an output part.

@@ -77,7 +77,7 @@ async fn the_ai_sdk_reads_text_and_tool_turns() {
     ]));
     let orch = Orchestrator::start(Options {
         model_url: model.url(),
-        mcp_servers: format!("nextcloud={}", mcp.url()),
+        mcp_servers: format!("nextcloud={};auth=nextcloud", mcp.url()),
         ..Options::default()
     });
     let bearer = standin.app_password("alice").to_string();

@@ -84,7 +84,7 @@ async fn the_island_and_its_apps_in_chromium() {
     model.add_rules(rules());
     let orch = Orchestrator::start(Options {
         model_url: model.url(),
-        mcp_servers: format!("nextcloud={}", mcp.url()),
+        mcp_servers: format!("nextcloud={};auth=nextcloud", mcp.url()),
         ..Options::default()
     });
     let host = DevHost::start(

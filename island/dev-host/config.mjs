@@ -5,6 +5,8 @@
 // TAMEBI_SIGNING_SECRET  the G1 signing secret (required)
 // DEV_USERS              stand-in users and their Nextcloud app passwords: "alice:pw,bob:pw" (required)
 // NC_URL                 the Nextcloud (or stand-in) base URL; links opened by apps point there (optional)
+// DEV_CREDENTIAL_SERVERS MCP server names (as in TAMEBI_MCP_SERVERS, auth=nextcloud) that get the
+//                        user's app password in X-Tamebi-Credentials, default "nextcloud"
 // DEV_HOST_BIND          address to listen on, default 127.0.0.1:8080 (port 0 = any free port)
 // DEV_HOST_DIST          the built island, default ../dist next to this file
 
@@ -24,12 +26,14 @@ export function loadConfig(env) {
   const users = parseUsers(required('DEV_USERS'), problems);
   const ncUrl = (env.NC_URL ?? '').replace(/\/+$/, '');
   if (ncUrl && !/^https?:\/\/[A-Za-z0-9.\-]+(:\d+)?(\/[A-Za-z0-9._~\-/]*)?$/.test(ncUrl)) problems.push('NC_URL must be an http(s) URL');
+  const credentialServers = (env.DEV_CREDENTIAL_SERVERS ?? 'nextcloud').split(',').map((s) => s.trim()).filter(Boolean);
+  if (credentialServers.some((name) => !/^[A-Za-z0-9_-]{1,64}$/.test(name))) problems.push('DEV_CREDENTIAL_SERVERS must list server names of [A-Za-z0-9_-]');
   const bind = env.DEV_HOST_BIND ?? '127.0.0.1:8080';
   const match = /^(.+):(\d{1,5})$/.exec(bind);
   if (!match) problems.push('DEV_HOST_BIND must be HOST:PORT');
   const dist = env.DEV_HOST_DIST ?? new URL('../dist/', import.meta.url).pathname;
   if (problems.length > 0) throw new ConfigError(`dev host configuration: ${problems.join('; ')}`);
-  return { orchestratorUrl, proxySecret, signingSecret, users, ncUrl, host: match[1], port: Number(match[2]), dist };
+  return { orchestratorUrl, proxySecret, signingSecret, users, ncUrl, credentialServers, host: match[1], port: Number(match[2]), dist };
 }
 
 function parseUsers(value, problems) {
@@ -38,7 +42,8 @@ function parseUsers(value, problems) {
     const colon = entry.indexOf(':');
     const uid = colon > 0 ? entry.slice(0, colon) : '';
     const password = colon > 0 ? entry.slice(colon + 1) : '';
-    if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(uid) || password === '') {
+    // The password travels as a bearer token (RFC 6750 b64token) in X-Tamebi-Credentials.
+    if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(uid) || !/^[A-Za-z0-9\-._~+/]+=*$/.test(password)) {
       problems.push(`DEV_USERS entry "${uid || entry.slice(0, 16)}" must be uid:app-password`);
       continue;
     }

@@ -1,27 +1,40 @@
 // G1 signer for the dev host: the same headers the Nextcloud app sends (docs/api.md).
 //
 // Owns: X-Tamebi-Signature = lowercase hex HMAC-SHA256(signing secret,
-// uid + "\n" + ts + "\n" + hex(sha256(raw body))), and the other G1 headers.
-// Must never: sign a uid that did not come from the dev host's own login cookie.
+// uid + "\n" + ts + "\n" + nonce + "\n" + hex(sha256(raw body)) + "\n" + hex(sha256(credentials))),
+// where credentials is the exact X-Tamebi-Credentials value ("" when none), and the other G1 headers.
+// Must never: sign a uid that did not come from the dev host's own login cookie, or send a
+// user's credential under a server name the operator did not list.
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 
+const sha256 = (data) => createHash('sha256').update(data).digest('hex');
+
 /** Signs one request. `body` is the exact bytes sent (a Buffer or a string, UTF-8). */
-export function sign(signingSecret, uid, ts, body) {
-  const bodyHash = createHash('sha256').update(body).digest('hex');
-  return createHmac('sha256', signingSecret).update(`${uid}\n${ts}\n${bodyHash}`, 'utf8').digest('hex');
+export function sign(signingSecret, { uid, ts, nonce, body, credentials = '' }) {
+  return createHmac('sha256', signingSecret)
+    .update(`${uid}\n${ts}\n${nonce}\n${sha256(body)}\n${sha256(credentials)}`, 'utf8')
+    .digest('hex');
+}
+
+/** `name=token, name=token`: the user's token for each listed MCP server. */
+export function credentialsHeader(servers, token) {
+  return token ? servers.map((name) => `${name}=${token}`).join(', ') : '';
 }
 
 /** Every G1 header for one forwarded request. */
-export function g1Headers({ proxySecret, signingSecret, uid, appPassword, body, requestId, now = Date.now() }) {
+export function g1Headers({ proxySecret, signingSecret, uid, appPassword, servers = ['nextcloud'], body, requestId, nonce = randomUUID(), now = Date.now() }) {
   const ts = Math.floor(now / 1000);
-  return {
+  const credentials = credentialsHeader(servers, appPassword);
+  const headers = {
     authorization: `Bearer ${proxySecret}`,
     'x-tamebi-uid': uid,
     'x-tamebi-ts': String(ts),
-    'x-tamebi-signature': sign(signingSecret, uid, ts, body),
-    'x-tamebi-nc-authorization': `Bearer ${appPassword}`,
+    'x-tamebi-nonce': nonce,
+    'x-tamebi-signature': sign(signingSecret, { uid, ts, nonce, body, credentials }),
     'x-request-id': requestId ?? randomUUID(),
   };
+  if (credentials) headers['x-tamebi-credentials'] = credentials;
+  return headers;
 }
 
 /** G1: a body naming a user is an attempt to choose one; refused, not ignored. */

@@ -112,6 +112,7 @@ function forward(config, { uid, method, path, body, requestId, res, req, frame =
     signingSecret: config.signingSecret,
     uid,
     appPassword: config.users.get(uid),
+    servers: config.credentialServers,
     body,
     requestId,
   });

@@ -30,7 +30,7 @@ beforeAll(async () => {
     });
   });
   const up = await listen(upstream);
-  host = createDevHost({ orchestratorUrl: up, proxySecret: 'proxy', signingSecret: 'sign', users: new Map([['alice', 'pw-a'], ['bob', 'pw-b']]), ncUrl: '', dist: '/nonexistent' });
+  host = createDevHost({ orchestratorUrl: up, proxySecret: 'proxy', signingSecret: 'sign', users: new Map([['alice', 'pw-a'], ['bob', 'pw-b']]), ncUrl: '', credentialServers: ['nextcloud'], dist: '/nonexistent' });
   base = await listen(host);
 });
 afterAll(() => { host.close(); upstream.close(); });
@@ -63,8 +63,11 @@ describe('dev host', () => {
     expect(got.body).toBe(body);
     expect(got.headers.authorization).toBe('Bearer proxy');
     expect(got.headers['x-tamebi-uid']).toBe('bob');
-    expect(got.headers['x-tamebi-nc-authorization']).toBe('Bearer pw-b');
-    expect(got.headers['x-tamebi-signature']).toBe(sign('sign', 'bob', Number(got.headers['x-tamebi-ts']), body));
+    expect(got.headers['x-tamebi-credentials']).toBe('nextcloud=pw-b');
+    expect(got.headers['x-tamebi-nc-authorization']).toBeUndefined();
+    expect(got.headers['x-tamebi-nonce']).toMatch(/^[0-9a-f-]{36}$/);
+    const signed = { uid: 'bob', ts: Number(got.headers['x-tamebi-ts']), nonce: got.headers['x-tamebi-nonce'], credentials: 'nextcloud=pw-b' };
+    expect(got.headers['x-tamebi-signature']).toBe(sign('sign', { ...signed, body }));
     expect(got.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
@@ -89,7 +92,8 @@ describe('dev host', () => {
     expect(r.status).toBe(200);
     const got = seen.at(-1);
     expect(got.url).toBe('/v1/conversations/abc_1');
-    expect(got.headers['x-tamebi-signature']).toBe(sign('sign', 'alice', Number(got.headers['x-tamebi-ts']), ''));
+    const signed = { uid: 'alice', ts: Number(got.headers['x-tamebi-ts']), nonce: got.headers['x-tamebi-nonce'], credentials: 'nextcloud=pw-a' };
+    expect(got.headers['x-tamebi-signature']).toBe(sign('sign', { ...signed, body: '' }));
     expect((await fetch(`${base}/apps/tamebi/api/conversations/a.b`, { headers: { cookie, requesttoken: token } })).status).toBe(400);
     expect((await fetch(`${base}/apps/tamebi/api/chat`, { headers: { cookie, requesttoken: token } })).status).toBe(405);
   });

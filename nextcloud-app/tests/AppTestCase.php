@@ -60,7 +60,7 @@ abstract class AppTestCase extends TestCase {
 		$clients = new CurlClientService();
 		$this->flow = new OidcFlow($this->settings, $clients, new FakeUrlGenerator($this->upstream->url), $this->clock);
 		$this->tokens = new TokenService($this->session, $this->request, new FakeConfig(['instanceid' => 'ocabc']),
-			$this->flow, $this->clock, $this->logger);
+			$this->flow, $this->clock, $this->logger, $this->settings);
 		$this->orchestrator = new Orchestrator($this->settings, $clients, $this->clock);
 		$this->relay = new Relay($this->orchestrator, $this->tokens, new FakeUserSession(new FakeUser('alice', 'Alice')),
 			$this->request, $this->logger);
@@ -81,7 +81,7 @@ abstract class AppTestCase extends TestCase {
 		return array_values(array_filter($this->upstream->requests(), fn ($r) => str_starts_with($r['uri'], '/v1/')));
 	}
 
-	protected function giveToken(string $access = 'access-live', int $ttl = 600): void {
-		$this->session->data['tamebi_token'] = ['a' => $access, 'r' => 'refresh-0', 'e' => $this->clock->getTime() + $ttl];
+	protected function giveToken(string $access = 'access-live', int $ttl = 600, string $audience = 'nextcloud'): void {
+		$this->session->data[TokenService::SESSION_KEY][$audience] = ['a' => $access, 'r' => 'refresh-0', 'e' => $this->clock->getTime() + $ttl];
 	}
 }

@@ -23,9 +23,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::auth::Caller;
-use crate::config::{Config, McpServer};
+use crate::config::{Config, McpServer, ServerAuth};
 use crate::error::Error;
 use crate::mcp::client::{CallContext, McpError};
+use crate::mcp::registry::ToolDef;
 use crate::model::ModelClient;
 use crate::store::chat::ChatStore;
 use tool_server::{ToolOp, ToolOpResult, ToolServerMsg};
@@ -72,17 +73,43 @@ impl ToolServers {
         self.servers.contains_key(name)
     }
 
-    /// Runs one operation on `server` as `caller`. Without a bearer there is nothing to do:
-    /// workspace tools are never called without the user's own credential.
+    /// The definitions `server` listed, as the model and the relay may see them: text from an
+    /// `auth=none` server is treated as untrusted (G2), see [`ToolDef::from_untrusted_mcp`].
+    pub fn tool_defs(&self, server: &str, tools: &[rmcp::model::Tool]) -> Vec<ToolDef> {
+        let untrusted = self.servers.get(server).is_none_or(|s| s.auth == ServerAuth::None);
+        tools
+            .iter()
+            .map(|t| {
+                if untrusted {
+                    ToolDef::from_untrusted_mcp(server, t)
+                } else {
+                    ToolDef::from_mcp(server, t)
+                }
+            })
+            .collect()
+    }
+
+    /// The configured servers this caller can reach now: every `auth=none` server, and each
+    /// `auth=nextcloud` server for which the app sent a token.
+    pub fn reachable(&self, caller: &Caller) -> Vec<String> {
+        self.names().into_iter().filter(|n| self.can_reach(n, caller)).collect()
+    }
+
+    /// Whether `server` is configured and this caller holds what it needs to reach it.
+    pub fn can_reach(&self, server: &str, caller: &Caller) -> bool {
+        self.servers.get(server).is_some_and(|s| bearer_for(s, caller).is_ok())
+    }
+
+    /// Runs one operation on `server` as `caller`, with exactly the credential the server is
+    /// configured for: its own token for an `auth=nextcloud` server (without one there is
+    /// nothing to do: workspace tools are never called without the user's own credential),
+    /// nothing at all for an `auth=none` server.
     pub async fn call(&self, server: &str, caller: &Caller, op: ToolOp) -> Result<ToolOpResult, McpError> {
         let cfg = self
             .servers
             .get(server)
             .ok_or_else(|| McpError::Transport(format!("unknown server {server}")))?;
-        let bearer = caller
-            .nc_bearer
-            .clone()
-            .ok_or_else(|| McpError::Transport("no workspace credential".into()))?;
+        let bearer = bearer_for(cfg, caller)?;
         let ctx = CallContext {
             url: cfg.url.clone(),
             bearer,
@@ -104,6 +131,20 @@ impl ToolServers {
             Ok(Err(_)) => Err(McpError::Transport("tool call dropped".into())),
             Err(_) => Err(McpError::Timeout),
         }
+    }
+}
+
+/// G1: the credential one server gets. Looked up by the server's own configured name only, so
+/// a token sent for one audience never reaches another server.
+fn bearer_for(server: &McpServer, caller: &Caller) -> Result<Option<crate::auth::NcBearer>, McpError> {
+    match server.auth {
+        ServerAuth::None => Ok(None),
+        ServerAuth::Nextcloud => caller
+            .credentials
+            .for_server(&server.name)
+            .cloned()
+            .map(Some)
+            .ok_or(McpError::NoCredential),
     }
 }
 

@@ -2,19 +2,28 @@
 //!
 //! Two secrets prove two different things, and conflating them is how G1 dies:
 //! - `Authorization: Bearer <proxy secret>` proves the caller is our Nextcloud app;
-//! - `X-Tamebi-Uid`, `X-Tamebi-Ts`, `X-Tamebi-Signature` (HMAC-SHA256 with the signing secret
-//!   over `uid \n ts \n hex(sha256(body))`, skew at most 60 s) prove which user it acts for,
-//!   bound to this exact body.
+//! - `X-Tamebi-Uid`, `X-Tamebi-Ts`, `X-Tamebi-Nonce`, `X-Tamebi-Signature` prove which user it
+//!   acts for: an HMAC-SHA256 with the signing secret over
+//!   `uid \n ts \n nonce \n hex(sha256(body)) \n hex(sha256(credentials header))`, skew at most
+//!   60 s, each nonce accepted once (see [`super::replay`]).
 //!
-//! `X-Tamebi-Nc-Authorization` is how to reach Nextcloud as that user; it is verified by
-//! Nextcloud alone, lives for one request (or the turn it starts) and is never stored.
+//! `X-Tamebi-Credentials` carries the user's tokens, one per MCP server audience
+//! (`name=token, name=token`). Its hash is inside the signature, so a token can never be paired
+//! with another user's signed request; a JWT whose `sub` is not the signed uid is refused too
+//! (its payload is decoded only to compare `sub`: verifying the token is Nextcloud's and the MCP
+//! server's job). Tokens live for one request (or the turn it starts) and are never stored.
 //!
-//! No other module reads these headers. A uid anywhere in a JSON body is refused with 400:
-//! a body uid is an attempt to choose one.
+//! Checks run in two halves so that nothing unauthenticated is buffered: [`Verifier::check_headers`]
+//! (proxy bearer, header shape, skew, credentials) before the body is read, and
+//! [`Verifier::check_body`] (signature, body uid) after. No other module reads these headers. A
+//! uid anywhere at the top of a JSON body is refused with 400: a body uid is an attempt to choose one.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as BASE64URL;
 use hmac::{Hmac, KeyInit, Mac};
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::fmt;
 use subtle::ConstantTimeEq;
 
@@ -22,19 +31,28 @@ use crate::config::Secret;
 
 pub const HEADER_UID: &str = "x-tamebi-uid";
 pub const HEADER_TS: &str = "x-tamebi-ts";
+pub const HEADER_NONCE: &str = "x-tamebi-nonce";
 pub const HEADER_SIGNATURE: &str = "x-tamebi-signature";
-pub const HEADER_NC_AUTHORIZATION: &str = "x-tamebi-nc-authorization";
+pub const HEADER_CREDENTIALS: &str = "x-tamebi-credentials";
+/// The single-token header of earlier versions. Refused: one token for every server is
+/// exactly what per-audience credentials replace, so an outdated app fails loudly.
+pub const HEADER_LEGACY_NC_AUTHORIZATION: &str = "x-tamebi-nc-authorization";
 pub const HEADER_REQUEST_ID: &str = "x-request-id";
 
 /// Largest clock difference accepted between the PHP app and us.
 pub const MAX_SKEW_SECS: i64 = 60;
+/// Bounds on the credentials header: entries, and characters per token.
+const MAX_CREDENTIALS: usize = 32;
+/// All request headers must fit in the server's 8 KiB read buffer (http/server.rs), so one
+/// token can never be longer than this anyway.
+const MAX_TOKEN_LEN: usize = 4096;
 
-/// The user's Nextcloud bearer for this request. Never printed, never stored.
+/// One user token for one MCP server. Never printed, never stored.
 #[derive(Clone)]
 pub struct NcBearer(String);
 
 impl NcBearer {
-    /// The full header value to send to Nextcloud (or an MCP server): `Bearer <token>`.
+    /// The full header value to send to the server: `Bearer <token>`.
     pub fn header_value(&self) -> String {
         format!("Bearer {}", self.0)
     }
@@ -51,15 +69,66 @@ impl fmt::Debug for NcBearer {
     }
 }
 
+/// The caller's tokens by MCP server name, as the app sent them. A server that has no entry
+/// gets no token; nothing ever hands one server's token to another.
+#[derive(Clone, Default)]
+pub struct Credentials(BTreeMap<String, NcBearer>);
+
+impl Credentials {
+    /// The token for the MCP server configured under `server`, if the app sent one.
+    pub fn for_server(&self, server: &str) -> Option<&NcBearer> {
+        self.0.get(server)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Parses `name=token, name=token`. Names are `[A-Za-z0-9_-]`, tokens RFC 6750 `b64token`
+    /// (which cannot contain `,`, `=` except trailing, or spaces), so the split is unambiguous.
+    pub fn parse(raw: &str) -> Result<Credentials, IdentityError> {
+        let mut map = BTreeMap::new();
+        for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (name, token) = entry
+                .split_once('=')
+                .ok_or(IdentityError::Credentials("an entry is not name=token"))?;
+            if !valid_server_name(name) {
+                return Err(IdentityError::Credentials("server name"));
+            }
+            if !valid_b64token(token) {
+                return Err(IdentityError::Credentials("token shape"));
+            }
+            if map.insert(name.to_string(), NcBearer(token.to_string())).is_some() {
+                return Err(IdentityError::Credentials("a server appears twice"));
+            }
+            if map.len() > MAX_CREDENTIALS {
+                return Err(IdentityError::Credentials("too many entries"));
+            }
+        }
+        Ok(Credentials(map))
+    }
+
+    fn tokens(&self) -> impl Iterator<Item = &NcBearer> {
+        self.0.values()
+    }
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Which servers have a token is useful in logs; the tokens never are.
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
 /// The verified caller of one request.
 #[derive(Clone, Debug)]
 pub struct Caller {
     pub uid: String,
     pub request_id: String,
-    pub nc_bearer: Option<NcBearer>,
+    pub credentials: Credentials,
 }
 
-/// Why a request was not accepted. Mapped to 401 or 400 by the HTTP layer; the reason is
+/// Why a request was not accepted. Mapped to 401, 400 or 429 by the HTTP layer; the reason is
 /// logged, never sent.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum IdentityError {
@@ -73,13 +142,33 @@ pub enum IdentityError {
     Signature,
     #[error("request body names a user ({0})")]
     BodyUid(&'static str),
+    #[error("malformed credentials header: {0}")]
+    Credentials(&'static str),
+    #[error("a credential was issued to another user")]
+    ForeignCredential,
+    #[error("this signed request was already used")]
+    Replayed,
+    #[error("too many signed requests in the replay window")]
+    ReplayWindowFull,
 }
 
 impl IdentityError {
-    /// A body uid is a malformed request; everything else is "not signed in".
+    /// A body uid or a malformed header is a malformed request; replay-window exhaustion is
+    /// load; everything else is "not signed in".
     pub fn is_bad_request(&self) -> bool {
-        matches!(self, IdentityError::BodyUid(_))
+        matches!(self, IdentityError::BodyUid(_) | IdentityError::Credentials(_))
     }
+}
+
+/// What the headers established before the body is read.
+#[derive(Debug)]
+pub struct SignedHeaders {
+    pub uid: String,
+    pub ts: i64,
+    pub nonce: String,
+    signature: Vec<u8>,
+    credentials_sha256: String,
+    credentials: Credentials,
 }
 
 /// Secrets the verifier needs.
@@ -97,32 +186,79 @@ impl Verifier {
         }
     }
 
-    /// Verifies a request's G1 headers against its raw body at time `now` (unix seconds).
-    /// On success returns the caller; `request_id` is the caller's or a fresh one.
-    pub fn verify(&self, headers: &HeaderMap, body: &[u8], now: i64, request_id: String) -> Result<Caller, IdentityError> {
+    /// Everything that can be checked without the body, at time `now` (unix seconds): the
+    /// proxy bearer, the header shapes, the skew, and that no JWT credential names another
+    /// user. Runs before a single body byte is read.
+    pub fn check_headers(&self, headers: &HeaderMap, now: i64) -> Result<SignedHeaders, IdentityError> {
         self.check_proxy_bearer(headers)?;
-        let uid = header(headers, HEADER_UID)
+        let uid = single(headers, HEADER_UID)?
             .filter(|u| valid_uid(u))
             .ok_or(IdentityError::MissingHeader("X-Tamebi-Uid"))?;
-        let ts: i64 = header(headers, HEADER_TS)
+        let ts: i64 = single(headers, HEADER_TS)?
             .and_then(|t| t.parse().ok())
             .ok_or(IdentityError::MissingHeader("X-Tamebi-Ts"))?;
-        let given = header(headers, HEADER_SIGNATURE)
+        let nonce = single(headers, HEADER_NONCE)?
+            .filter(|n| valid_nonce(n))
+            .ok_or(IdentityError::MissingHeader("X-Tamebi-Nonce"))?;
+        let signature = single(headers, HEADER_SIGNATURE)?
+            .filter(|s| s.len() == 64)
             .and_then(|s| hex::decode(s).ok())
             .ok_or(IdentityError::MissingHeader("X-Tamebi-Signature"))?;
         if (now - ts).abs() > MAX_SKEW_SECS {
             return Err(IdentityError::Skew);
         }
-        let expected = sign(self.signing_secret.expose(), uid, ts, body);
-        if expected.as_slice().ct_eq(given.as_slice()).unwrap_u8() != 1 {
+        if headers.contains_key(HEADER_LEGACY_NC_AUTHORIZATION) {
+            return Err(IdentityError::Credentials(
+                "X-Tamebi-Nc-Authorization is replaced by X-Tamebi-Credentials",
+            ));
+        }
+        if headers.get(HEADER_CREDENTIALS).is_some_and(|v| v.to_str().is_err()) {
+            return Err(IdentityError::Credentials("not visible ASCII"));
+        }
+        let raw_credentials = single(headers, HEADER_CREDENTIALS)?.unwrap_or("");
+        let credentials = Credentials::parse(raw_credentials)?;
+        for token in credentials.tokens() {
+            if jwt_subject(token.token()).is_some_and(|sub| sub != uid) {
+                return Err(IdentityError::ForeignCredential);
+            }
+        }
+        Ok(SignedHeaders {
+            uid: uid.to_string(),
+            ts,
+            nonce: nonce.to_string(),
+            signature,
+            credentials_sha256: hex::encode(Sha256::digest(raw_credentials.as_bytes())),
+            credentials,
+        })
+    }
+
+    /// The second half: the signature over the headers and this exact body, and no body uid.
+    pub fn check_body(&self, signed: SignedHeaders, body: &[u8], request_id: String) -> Result<Caller, IdentityError> {
+        let expected = signature_with_credentials_hash(
+            self.signing_secret.expose(),
+            &SignedFields {
+                uid: &signed.uid,
+                ts: signed.ts,
+                nonce: &signed.nonce,
+                body,
+            },
+            &signed.credentials_sha256,
+        );
+        if expected.as_slice().ct_eq(signed.signature.as_slice()).unwrap_u8() != 1 {
             return Err(IdentityError::Signature);
         }
         reject_body_uid(body)?;
         Ok(Caller {
-            uid: uid.to_string(),
+            uid: signed.uid,
             request_id,
-            nc_bearer: nc_bearer(headers),
+            credentials: signed.credentials,
         })
+    }
+
+    /// Both halves at once (for callers that already hold the body).
+    pub fn verify(&self, headers: &HeaderMap, body: &[u8], now: i64, request_id: String) -> Result<Caller, IdentityError> {
+        let signed = self.check_headers(headers, now)?;
+        self.check_body(signed, body, request_id)
     }
 
     fn check_proxy_bearer(&self, headers: &HeaderMap) -> Result<(), IdentityError> {
@@ -138,14 +274,43 @@ impl Verifier {
     }
 }
 
-/// HMAC-SHA256 over `uid \n ts \n hex(sha256(body))`. Shared with our signers' tests.
-pub fn sign(signing_secret: &str, uid: &str, ts: i64, body: &[u8]) -> Vec<u8> {
-    let signed = format!("{uid}\n{ts}\n{}", hex::encode(Sha256::digest(body)));
+/// What one signature covers, besides the credentials header.
+#[derive(Debug, Clone, Copy)]
+pub struct SignedFields<'a> {
+    pub uid: &'a str,
+    pub ts: i64,
+    pub nonce: &'a str,
+    pub body: &'a [u8],
+}
+
+/// The exact string that is signed:
+/// `uid \n ts \n nonce \n hex(sha256(body)) \n hex(sha256(credentials header value))`.
+pub fn signed_string(fields: &SignedFields<'_>, credentials_header: &str) -> String {
+    signed_string_with_hash(fields, &hex::encode(Sha256::digest(credentials_header.as_bytes())))
+}
+
+fn signed_string_with_hash(fields: &SignedFields<'_>, credentials_sha256: &str) -> String {
+    format!(
+        "{}\n{}\n{}\n{}\n{credentials_sha256}",
+        fields.uid,
+        fields.ts,
+        fields.nonce,
+        hex::encode(Sha256::digest(fields.body))
+    )
+}
+
+/// HMAC-SHA256 over [`signed_string`]. Shared with our signers' tests; an absent credentials
+/// header is signed as the empty string.
+pub fn sign(signing_secret: &str, fields: &SignedFields<'_>, credentials_header: &str) -> Vec<u8> {
+    signature_with_credentials_hash(signing_secret, fields, &hex::encode(Sha256::digest(credentials_header.as_bytes())))
+}
+
+fn signature_with_credentials_hash(signing_secret: &str, fields: &SignedFields<'_>, credentials_sha256: &str) -> Vec<u8> {
     // HMAC accepts keys of any length, so this cannot fail; an empty MAC would never verify.
     let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(signing_secret.as_bytes()) else {
         return Vec::new();
     };
-    mac.update(signed.as_bytes());
+    mac.update(signed_string_with_hash(fields, credentials_sha256).as_bytes());
     mac.finalize().into_bytes().to_vec()
 }
 
@@ -175,18 +340,61 @@ pub fn request_id(headers: &HeaderMap) -> String {
         .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string())
 }
 
-fn nc_bearer(headers: &HeaderMap) -> Option<NcBearer> {
-    let token = header(headers, HEADER_NC_AUTHORIZATION)?.strip_prefix("Bearer ")?.trim();
-    (!token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic())).then(|| NcBearer(token.to_string()))
+/// The `sub` of a token shaped like a JWT (three base64url parts, a JSON object payload), or
+/// None for any other token (an app password, an opaque token). Decoding only: whether the
+/// token is genuine is for Nextcloud and the MCP server to say.
+pub fn jwt_subject(token: &str) -> Option<String> {
+    let mut parts = token.split('.');
+    let (_, payload, _) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let bytes = BASE64URL.decode(payload.trim_end_matches('=')).ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    match claims.get("sub")? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        // A non-string sub is never a uid; uids are non-empty, so "" never matches one.
+        _ => Some(String::new()),
+    }
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// A signed header given at most once (a second copy could disagree with the signed one).
+fn single<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<Option<&'a str>, IdentityError> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(IdentityError::MissingHeader(name));
+    }
+    Ok(first.and_then(|v| v.to_str().ok()))
+}
+
 /// A Nextcloud uid: non-empty, bounded, no control characters (it is used in paths and logs).
 fn valid_uid(uid: &str) -> bool {
     !uid.is_empty() && uid.len() <= 255 && !uid.chars().any(char::is_control)
+}
+
+/// A nonce: 16–128 characters of `[A-Za-z0-9_-]` (a uuid or random base64url fits).
+fn valid_nonce(nonce: &str) -> bool {
+    (16..=128).contains(&nonce.len()) && nonce.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// An MCP server name as configured: `[A-Za-z0-9_-]`, 1–64 characters.
+pub fn valid_server_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// RFC 6750 `b64token`: `[A-Za-z0-9-._~+/]+ "="*`, bounded.
+fn valid_b64token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty()
+        && token.len() <= MAX_TOKEN_LEN
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/'))
 }
 
 #[cfg(test)]
@@ -204,9 +412,14 @@ mod tests {
     struct Vector {
         uid: String,
         ts: i64,
+        nonce: String,
         body: String,
+        credentials: String,
+        signed_string: String,
         signature: String,
     }
+
+    const NONCE: &str = "n0nce-0123456789abcdef";
 
     fn vectors() -> Vectors {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/g1-vectors.json");
@@ -217,7 +430,7 @@ mod tests {
         Verifier::new(Secret::new(&v.proxy_secret), Secret::new(&v.signing_secret))
     }
 
-    fn signed(v: &Vectors, uid: &str, ts: i64, body: &str) -> HeaderMap {
+    fn signed_with(v: &Vectors, uid: &str, ts: i64, body: &str, credentials: Option<&str>) -> HeaderMap {
         let mut h = HeaderMap::new();
         h.insert(
             "authorization",
@@ -226,18 +439,49 @@ mod tests {
         // Header values must be visible ASCII; the vectors' non-ASCII uid is sent as raw bytes.
         h.insert(HEADER_UID, HeaderValue::from_bytes(uid.as_bytes()).unwrap());
         h.insert(HEADER_TS, HeaderValue::from_str(&ts.to_string()).unwrap());
-        let sig = hex::encode(sign(&v.signing_secret, uid, ts, body.as_bytes()));
+        h.insert(HEADER_NONCE, HeaderValue::from_static(NONCE));
+        if let Some(c) = credentials {
+            h.insert(HEADER_CREDENTIALS, HeaderValue::from_str(c).unwrap());
+        }
+        let fields = SignedFields {
+            uid,
+            ts,
+            nonce: NONCE,
+            body: body.as_bytes(),
+        };
+        let sig = hex::encode(sign(&v.signing_secret, &fields, credentials.unwrap_or("")));
         h.insert(HEADER_SIGNATURE, HeaderValue::from_str(&sig).unwrap());
         h
+    }
+
+    fn signed(v: &Vectors, uid: &str, ts: i64, body: &str) -> HeaderMap {
+        signed_with(v, uid, ts, body, None)
+    }
+
+    /// A JWT-shaped token with these claims (unsigned: the verifier never checks it).
+    fn jwt(claims: serde_json::Value) -> String {
+        let enc = |v: &serde_json::Value| BASE64URL.encode(serde_json::to_vec(v).unwrap());
+        format!(
+            "{}.{}.c2ln",
+            enc(&serde_json::json!({"alg": "RS256", "typ": "at+JWT"})),
+            enc(&claims)
+        )
     }
 
     #[test]
     fn shared_vectors_match() {
         let v = vectors();
-        assert!(v.vectors.len() >= 5);
+        assert!(v.vectors.len() >= 6);
         for case in &v.vectors {
+            let fields = SignedFields {
+                uid: &case.uid,
+                ts: case.ts,
+                nonce: &case.nonce,
+                body: case.body.as_bytes(),
+            };
+            assert_eq!(signed_string(&fields, &case.credentials), case.signed_string, "{}", case.uid);
             assert_eq!(
-                hex::encode(sign(&v.signing_secret, &case.uid, case.ts, case.body.as_bytes())),
+                hex::encode(sign(&v.signing_secret, &fields, &case.credentials)),
                 case.signature,
                 "{}",
                 case.uid
@@ -246,13 +490,16 @@ mod tests {
     }
 
     #[test]
-    fn a_correct_request_verifies_with_its_bearer() {
+    fn a_correct_request_verifies_with_its_credentials() {
         let v = vectors();
-        let mut h = signed(&v, "alice", 1000, "{}");
-        h.insert(HEADER_NC_AUTHORIZATION, HeaderValue::from_static("Bearer tok-123"));
+        let h = signed_with(&v, "alice", 1000, "{}", Some("nextcloud=tok-123, mail=tok.456=="));
         let c = verifier(&v).verify(&h, b"{}", 1030, "rid".into()).unwrap();
         assert_eq!(c.uid, "alice");
-        assert_eq!(c.nc_bearer.unwrap().header_value(), "Bearer tok-123");
+        assert_eq!(c.credentials.for_server("nextcloud").unwrap().header_value(), "Bearer tok-123");
+        assert_eq!(c.credentials.for_server("mail").unwrap().token(), "tok.456==");
+        // Names are exact: no case folding, no fallback to another server's token.
+        assert!(c.credentials.for_server("NEXTCLOUD").is_none());
+        assert!(c.credentials.for_server("weather").is_none());
     }
 
     #[test]
@@ -272,16 +519,19 @@ mod tests {
             ver.verify(&ok, b"{\"x\":1}", 1000, "r".into()).unwrap_err(),
             IdentityError::Signature
         );
-        // Another uid under the same signature.
+        // Another uid, or another nonce, under the same signature.
         let mut h = ok.clone();
         h.insert(HEADER_UID, HeaderValue::from_static("bob"));
+        assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
+        let mut h = ok.clone();
+        h.insert(HEADER_NONCE, HeaderValue::from_static("another-nonce-0123456789"));
         assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
         // Skew: 60 s is fine, 61 s is not, in both directions.
         assert!(ver.verify(&ok, b"{}", 1060, "r".into()).is_ok());
         assert!(ver.verify(&ok, b"{}", 940, "r".into()).is_ok());
         assert_eq!(ver.verify(&ok, b"{}", 1061, "r".into()).unwrap_err(), IdentityError::Skew);
         assert_eq!(ver.verify(&ok, b"{}", 939, "r".into()).unwrap_err(), IdentityError::Skew);
-        for missing in [HEADER_UID, HEADER_TS, HEADER_SIGNATURE] {
+        for missing in [HEADER_UID, HEADER_TS, HEADER_NONCE, HEADER_SIGNATURE] {
             let mut h = ok.clone();
             h.remove(missing);
             assert!(matches!(
@@ -289,17 +539,120 @@ mod tests {
                 Err(IdentityError::MissingHeader(_))
             ));
         }
+        for bad in ["not-hex", "abcd", "short nonce"] {
+            let mut h = ok.clone();
+            h.insert(HEADER_SIGNATURE, HeaderValue::from_str(bad).unwrap());
+            assert!(matches!(
+                ver.verify(&h, b"{}", 1000, "r".into()),
+                Err(IdentityError::MissingHeader(_))
+            ));
+        }
         let mut h = ok.clone();
-        h.insert(HEADER_SIGNATURE, HeaderValue::from_static("not-hex"));
+        h.insert(HEADER_NONCE, HeaderValue::from_static("short"));
+        assert!(matches!(
+            ver.verify(&h, b"{}", 1000, "r".into()),
+            Err(IdentityError::MissingHeader(_))
+        ));
+        // A second copy of a signed header.
+        let mut h = ok.clone();
+        h.append(HEADER_UID, HeaderValue::from_static("bob"));
         assert!(matches!(
             ver.verify(&h, b"{}", 1000, "r".into()),
             Err(IdentityError::MissingHeader(_))
         ));
         // A signature made with the proxy secret instead of the signing secret.
         let mut h = ok.clone();
-        let wrong = hex::encode(sign(&v.proxy_secret, "alice", 1000, b"{}"));
+        let fields = SignedFields {
+            uid: "alice",
+            ts: 1000,
+            nonce: NONCE,
+            body: b"{}",
+        };
+        let wrong = hex::encode(sign(&v.proxy_secret, &fields, ""));
         h.insert(HEADER_SIGNATURE, HeaderValue::from_str(&wrong).unwrap());
         assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
+    }
+
+    /// Issue 10.4: a request signed for alice cannot carry bob's credential.
+    #[test]
+    fn credentials_are_bound_to_the_signature() {
+        let v = vectors();
+        let ver = verifier(&v);
+        let alice = signed_with(&v, "alice", 1000, "{}", Some("nextcloud=alice-token"));
+        assert!(ver.verify(&alice, b"{}", 1000, "r".into()).is_ok());
+        // Swapped, added or removed after signing: the signature no longer matches.
+        for swapped in ["nextcloud=bob-token", "nextcloud=alice-token, probe=bob-token", ""] {
+            let mut h = alice.clone();
+            h.insert(HEADER_CREDENTIALS, HeaderValue::from_str(swapped).unwrap());
+            assert_eq!(
+                ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(),
+                IdentityError::Signature,
+                "{swapped}"
+            );
+        }
+        let mut h = alice.clone();
+        h.remove(HEADER_CREDENTIALS);
+        assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
+        // A signed request without credentials cannot have one added either.
+        let mut h = signed(&v, "alice", 1000, "{}");
+        h.insert(HEADER_CREDENTIALS, HeaderValue::from_static("nextcloud=bob-token"));
+        assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
+    }
+
+    /// Issue 10.4: even correctly signed, a JWT issued to bob never rides in alice's turn.
+    #[test]
+    fn a_jwt_for_another_subject_is_refused() {
+        let v = vectors();
+        let ver = verifier(&v);
+        let bobs = jwt(serde_json::json!({"sub": "bob", "aud": "http://mcp/mcp"}));
+        let h = signed_with(&v, "alice", 1000, "{}", Some(&format!("nextcloud={bobs}")));
+        assert_eq!(
+            ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(),
+            IdentityError::ForeignCredential
+        );
+        let numeric = jwt(serde_json::json!({"sub": 7}));
+        let h = signed_with(&v, "7", 1000, "{}", Some(&format!("nextcloud={numeric}")));
+        assert_eq!(
+            ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(),
+            IdentityError::ForeignCredential
+        );
+        let alices = jwt(serde_json::json!({"sub": "alice", "aud": "http://mcp/mcp"}));
+        let h = signed_with(&v, "alice", 1000, "{}", Some(&format!("nextcloud={alices}")));
+        assert!(ver.verify(&h, b"{}", 1000, "r".into()).is_ok());
+        // Opaque tokens and app passwords carry no subject to compare.
+        assert_eq!(jwt_subject("Abc-def-ghi"), None);
+        assert_eq!(jwt_subject("a.b"), None);
+        assert_eq!(jwt_subject(&jwt(serde_json::json!({"aud": "x"}))), None);
+    }
+
+    #[test]
+    fn malformed_credentials_are_bad_requests() {
+        let v = vectors();
+        let ver = verifier(&v);
+        for bad in ["nextcloud", "next cloud=t", "a=t,a=u", "a=to ken", "a=tok,en=", "a==="] {
+            let h = signed_with(&v, "alice", 1000, "{}", Some(bad));
+            let err = ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err();
+            assert!(err.is_bad_request(), "{bad}: {err:?}");
+        }
+        let mut h = signed(&v, "alice", 1000, "{}");
+        h.insert(HEADER_CREDENTIALS, HeaderValue::from_bytes(b"nextcloud=t\xff").unwrap());
+        assert!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err().is_bad_request());
+        // The single-token header of earlier versions is refused, not silently dropped.
+        let mut h = signed(&v, "alice", 1000, "{}");
+        h.insert(HEADER_LEGACY_NC_AUTHORIZATION, HeaderValue::from_static("Bearer t"));
+        assert!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err().is_bad_request());
+    }
+
+    #[test]
+    fn headers_are_judged_before_any_body() {
+        let v = vectors();
+        let ver = verifier(&v);
+        let mut h = signed(&v, "alice", 1000, "{}");
+        h.insert("authorization", HeaderValue::from_static("Bearer wrong"));
+        assert_eq!(ver.check_headers(&h, 1000).unwrap_err(), IdentityError::ProxyBearer);
+        let h = signed(&v, "alice", 1000, "{}");
+        assert_eq!(ver.check_headers(&h, 2000).unwrap_err(), IdentityError::Skew);
+        assert_eq!(ver.check_headers(&h, 1000).unwrap().uid, "alice");
     }
 
     #[test]
@@ -326,8 +679,11 @@ mod tests {
     }
 
     #[test]
-    fn bearer_never_prints() {
+    fn tokens_never_print() {
         let b = NcBearer("secret-token".into());
         assert!(!format!("{b:?}").contains("secret-token"));
+        let c = Credentials::parse("nextcloud=secret-token").unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("secret-token") && shown.contains("nextcloud"));
     }
 }

@@ -12,7 +12,7 @@
 //! definitions the server gives this user now, not to a cached copy.
 
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Deserialize;
@@ -24,15 +24,10 @@ use crate::approval::Category;
 use crate::apps::{APP_MIME, csp};
 use crate::auth::Caller;
 use crate::error::{ApiError, Error};
+use crate::mcp::client::McpError;
 use crate::mcp::registry::{Registry, ToolDef};
 use crate::store::audit::{ApprovalState, Entry, Kind};
 use sha2::{Digest, Sha256};
-
-#[derive(Deserialize)]
-pub struct ResourceQuery {
-    server: String,
-    uri: String,
-}
 
 #[derive(Deserialize)]
 struct ToolRequest {
@@ -42,22 +37,52 @@ struct ToolRequest {
     arguments: serde_json::Map<String, Value>,
 }
 
+/// `?server=…&uri=…`, parsed here rather than by an extractor so that a missing or repeated
+/// field is our own 400, never a framework's plain-text rejection.
+struct ResourceQuery {
+    server: String,
+    uri: String,
+}
+
+fn resource_query(raw: Option<&str>) -> Result<ResourceQuery, Error> {
+    let (mut server, mut uri) = (None, None);
+    for (key, value) in url::form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
+        let slot = match key.as_ref() {
+            "server" => &mut server,
+            "uri" => &mut uri,
+            _ => continue,
+        };
+        if slot.replace(value.into_owned()).is_some() {
+            return Err(Error::BadRequest(format!("{key} given twice")));
+        }
+    }
+    match (server, uri) {
+        (Some(server), Some(uri)) => Ok(ResourceQuery { server, uri }),
+        _ => Err(Error::BadRequest("server and uri are required".into())),
+    }
+}
+
 pub async fn resource(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Query(q): Query<ResourceQuery>,
+    RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let rid = caller.request_id.clone();
+    let q = resource_query(raw.as_deref()).map_err(|e| e.with_request(&rid))?;
     if !q.uri.starts_with("ui://") || q.uri.len() > 512 || !state.services.tool_servers.contains(&q.server) {
         return Err(Error::NotFound.with_request(&rid));
     }
-    require_bearer(&caller)?;
+    require_credential(&state, &caller, &q.server)?;
     let result = state
         .services
         .tool_servers
         .call(&q.server, &caller, ToolOp::ReadResource { uri: q.uri.clone() })
         .await
-        .map_err(|e| Error::Internal(e.to_string()).with_request(&rid))?;
+        .map_err(|e| match e {
+            // The server does not know that document (or refused the read): not found, not a crash.
+            McpError::Refused(_) => Error::NotFound.with_request(&rid),
+            e => Error::Internal(e.to_string()).with_request(&rid),
+        })?;
     let ToolOpResult::Resource(r) = result else {
         return Err(Error::Internal("unexpected answer".into()).with_request(&rid));
     };
@@ -109,7 +134,7 @@ pub async fn resource(
 }
 
 pub async fn call(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
-    let req = parse(&body).map_err(|e| e.with_request(&caller.request_id))?;
+    let req = parse_or_refuse(&state, &caller, &body).await?;
     let def = tool_for(&state, &caller, &req).await?;
     // Fourth point of distrust: frames reach app-visible, read-only tools only.
     if !def.visible_to_app || def.policy.category != Category::Data || def.policy.needs_approval {
@@ -119,7 +144,7 @@ pub async fn call(State(state): State<AppState>, Extension(caller): Extension<Ca
 }
 
 pub async fn dispatch(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
-    let req = parse(&body).map_err(|e| e.with_request(&caller.request_id))?;
+    let req = parse_or_refuse(&state, &caller, &body).await?;
     let def = tool_for(&state, &caller, &req).await?;
     // Only app-only tools: a model-visible tool goes through the agent and G3, never here.
     if !def.visible_to_app || def.visible_to_model {
@@ -132,19 +157,44 @@ pub async fn dispatch(State(state): State<AppState>, Extension(caller): Extensio
 
 /// Audits a refused relay request and returns the 403 for it.
 async fn refuse(state: &AppState, caller: &Caller, req: &ToolRequest, def: &ToolDef, why: &str) -> ApiError {
-    let category = def.policy.category.as_str();
+    audit_refusal(state, caller, &req.server, &req.name, def.policy.category.as_str(), why).await;
+    Error::Forbidden(format!("{}/{}: {why}", req.server, req.name)).with_request(&caller.request_id)
+}
+
+/// Every refused relay attempt leaves a row, whatever stopped it (issue 10.7).
+async fn audit_refusal(state: &AppState, caller: &Caller, server: &str, tool: &str, category: &str, why: &str) {
     let row = entry(
         caller,
         Kind::AppRefused,
-        &req.server,
-        &req.name,
+        server,
+        tool,
         category,
         ApprovalState::Refused,
         "refused",
         Some(why.into()),
     );
     state.services.audit.record(row).await;
-    Error::Forbidden(format!("{}/{}: {why}", req.server, req.name)).with_request(&caller.request_id)
+}
+
+/// Parses a relay request; one that cannot be parsed is still an attempt, and is audited
+/// (with whatever server and tool names it carried, cut short) before the 400.
+async fn parse_or_refuse(state: &AppState, caller: &Caller, body: &[u8]) -> Result<ToolRequest, ApiError> {
+    match parse(body) {
+        Ok(req) => Ok(req),
+        Err(e) => {
+            let raw: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            let named = |k: &str| {
+                raw.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .chars()
+                    .take(128)
+                    .collect::<String>()
+            };
+            audit_refusal(state, caller, &named("server"), &named("name"), "action", "malformed request").await;
+            Err(e.with_request(&caller.request_id))
+        }
+    }
 }
 
 #[expect(clippy::too_many_arguments, reason = "an audit row has this many columns")]
@@ -182,10 +232,10 @@ fn parse(body: &[u8]) -> Result<ToolRequest, Error> {
     Ok(req)
 }
 
-fn require_bearer(caller: &Caller) -> Result<(), ApiError> {
-    // Without the user's own credential there is no workspace to reach.
-    if caller.nc_bearer.is_none() {
-        return Err(Error::Unauthorized("no workspace credential".into()).with_request(&caller.request_id));
+fn require_credential(state: &AppState, caller: &Caller, server: &str) -> Result<(), ApiError> {
+    // A Nextcloud-facing server without the user's token for it: there is no workspace to reach.
+    if !state.services.tool_servers.can_reach(server, caller) {
+        return Err(Error::Unauthorized(format!("no credential for {server}")).with_request(&caller.request_id));
     }
     Ok(())
 }
@@ -193,19 +243,23 @@ fn require_bearer(caller: &Caller) -> Result<(), ApiError> {
 async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Result<ToolDef, ApiError> {
     let rid = &caller.request_id;
     if !state.services.tool_servers.contains(&req.server) {
+        // Names are exact: "NEXTCLOUD" is not "nextcloud", and the attempt is on record.
+        audit_refusal(state, caller, &req.server, &req.name, "action", "unknown server").await;
         return Err(Error::Forbidden("unknown server".into()).with_request(rid));
     }
-    require_bearer(caller)?;
-    let listed = state
-        .services
-        .tool_servers
-        .call(&req.server, caller, ToolOp::ListTools)
-        .await
-        .map_err(|e| Error::Internal(e.to_string()).with_request(rid))?;
-    let ToolOpResult::Tools(tools) = listed else {
-        return Err(Error::Internal("unexpected answer".into()).with_request(rid));
+    if let Err(e) = require_credential(state, caller, &req.server) {
+        audit_refusal(state, caller, &req.server, &req.name, "action", "no credential for this server").await;
+        return Err(e);
+    }
+    let listed = match state.services.tool_servers.call(&req.server, caller, ToolOp::ListTools).await {
+        Ok(ToolOpResult::Tools(tools)) => tools,
+        other => {
+            let why = other.err().map_or_else(|| "unexpected answer".to_string(), |e| e.to_string());
+            audit_failure(state, caller, req, "could not list the server's tools").await;
+            return Err(Error::Internal(why).with_request(rid));
+        }
     };
-    let mut defs: Vec<ToolDef> = tools.iter().map(|t| ToolDef::from_mcp(&req.server, t)).collect();
+    let mut defs: Vec<ToolDef> = state.services.tool_servers.tool_defs(&req.server, &listed);
     let template = entry(
         caller,
         Kind::FingerprintChanged,
@@ -238,6 +292,22 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
             Err(Error::Forbidden("unknown tool".into()).with_request(rid))
         }
     }
+}
+
+/// A relay attempt that failed before it could run: audited as an error, not a refusal.
+async fn audit_failure(state: &AppState, caller: &Caller, req: &ToolRequest, why: &str) {
+    let mut row = entry(
+        caller,
+        Kind::AppRefused,
+        &req.server,
+        &req.name,
+        "action",
+        ApprovalState::NotNeeded,
+        "error",
+        Some(why.into()),
+    );
+    row.arguments_sha256 = Some(crate::turn::arguments_hash(&Value::Object(req.arguments.clone())));
+    state.services.audit.record(row).await;
 }
 
 async fn run(

@@ -1,7 +1,10 @@
 //! The HTTP surface: `fn app(state) -> Router` and thin handlers.
 //!
 //! - [`identity_layer`]: G1 on every `/v1/*` route (the verification itself lives in
-//!   `auth::identity`; this only feeds it the headers and the raw body).
+//!   `auth::identity`; this only feeds it the headers, then the raw body, then remembers the
+//!   nonce). Nothing is read from an unauthenticated request's body.
+//! - [`error_shape_layer`]: every error leaving the router has the fixed JSON shape and a
+//!   request id, whoever produced it (a handler, an extractor's rejection, a 404 or 405).
 //! - [`chat`]: `POST /v1/chat` and `GET /v1/chat/{id}/stream` (SSE, AI SDK UI message stream).
 //! - [`conversations`]: list, read, delete.
 //! - [`apps`]: MCP App documents and the relay for frames and the island.
@@ -30,11 +33,15 @@ use tokio::sync::Semaphore;
 use crate::actors::Services;
 use crate::actors::conversation::ConversationMsg;
 use crate::actors::conversations::ConversationsMsg;
-use crate::auth::identity::{self, Verifier};
-use crate::error::Error;
+use crate::auth::identity::{self, IdentityError, Verifier};
+use crate::auth::replay::ReplayGuard;
+use crate::error::{Error, error_response};
 
 /// Largest request body accepted (the AI SDK client may send the whole history).
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+/// How long a signed caller may take to send its body. Our app sends bodies at once; a
+/// caller that trickles one holds a connection and a buffer for nothing.
+pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
 #[derive(Clone)]
 pub struct AppState {
@@ -43,6 +50,8 @@ pub struct AppState {
     pub turn_permits: Arc<Semaphore>,
     /// B6: each user's share of turns.
     pub fairness: fairness::Fairness,
+    /// G1: nonces of signed requests still inside their validity window.
+    pub replay: Arc<ReplayGuard>,
 }
 
 /// The router. Tests build it exactly as the binary does.
@@ -60,36 +69,106 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/memory/{id}", delete(memory::forget))
         .route("/v1/me/data", delete(memory::erase_me))
         .layer(middleware::from_fn_with_state(state.clone(), identity_layer));
-    Router::new().route("/healthz", get(health)).merge(v1).with_state(state)
+    Router::new()
+        .route("/healthz", get(health))
+        .merge(v1)
+        .fallback(not_found)
+        .layer(middleware::from_fn(error_shape_layer))
+        .with_state(state)
+}
+
+async fn not_found(request: Request) -> Response {
+    Error::NotFound
+        .with_request(&identity::request_id(request.headers()))
+        .into_response()
+}
+
+/// Gives every error response the fixed shape (docs/api.md): axum's own answers — a query or
+/// path that does not deserialize, a wrong method, an unknown route — come with plain text or
+/// nothing, and must not reach a client like that.
+async fn error_shape_layer(request: Request, next: Next) -> Response {
+    let fallback_id = identity::request_id(request.headers());
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let request_id = response
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map_or(fallback_id, str::to_string);
+    tracing::info!(request_id = %request_id, status = status.as_u16(), "framework error given the fixed shape");
+    let allow = response.headers().get(http::header::ALLOW).cloned();
+    let mut shaped = error_response(status, &request_id);
+    if let Some(allow) = allow {
+        shaped.headers_mut().insert(http::header::ALLOW, allow);
+    }
+    shaped
 }
 
 async fn health() -> impl IntoResponse {
     Json(serde_json::json!({"status": "ok"}))
 }
 
-/// G1 for every `/v1/*` request: buffers the body (bounded), verifies the signature over
-/// it, and hands the verified `Caller` to the handler. Nothing else reads identity headers.
+/// G1 for every `/v1/*` request, in an order that never buffers for a stranger: the proxy
+/// bearer, header shapes, skew and credentials are checked before a body byte is read; a
+/// declared `Content-Length` over the limit is refused at once; the body must then arrive
+/// within [`BODY_READ_TIMEOUT`] and the limit; only then is the signature over it checked and
+/// the nonce remembered. Nothing else reads identity headers.
 async fn identity_layer(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let request_id = identity::request_id(request.headers());
     let (parts, body) = request.into_parts();
-    let bytes: Bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
-        Ok(b) => b,
-        Err(_) => return Error::TooLarge.with_request(&request_id).into_response(),
-    };
     let now = chrono::Utc::now().timestamp();
-    match state.verifier.verify(&parts.headers, &bytes, now, request_id.clone()) {
-        Ok(caller) => {
-            let mut request = Request::from_parts(parts, Body::from(bytes));
-            request.extensions_mut().insert(caller);
-            let mut response = next.run(request).await;
-            if let Ok(v) = http::HeaderValue::from_str(&request_id) {
-                response.headers_mut().insert("x-request-id", v);
-            }
-            response
-        }
-        Err(e) if e.is_bad_request() => Error::BadRequest(e.to_string()).with_request(&request_id).into_response(),
-        Err(e) => Error::Unauthorized(e.to_string()).with_request(&request_id).into_response(),
+    let signed = match state.verifier.check_headers(&parts.headers, now) {
+        Ok(signed) => signed,
+        Err(e) => return refusal(e, &request_id),
+    };
+    if declared_length(&parts.headers).is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Error::TooLarge.with_request(&request_id).into_response();
     }
+    let bytes: Bytes = match tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, MAX_BODY_BYTES)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => return Error::TooLarge.with_request(&request_id).into_response(),
+        Err(_) => return Error::BodyTimeout.with_request(&request_id).into_response(),
+    };
+    let (nonce, ts) = (signed.nonce.clone(), signed.ts);
+    let caller = match state.verifier.check_body(signed, &bytes, request_id.clone()) {
+        Ok(caller) => caller,
+        Err(e) => return refusal(e, &request_id),
+    };
+    // Only a correctly signed request may occupy the replay memory.
+    if let Err(e) = state.replay.first_use(&nonce, ts, now) {
+        return refusal(e, &request_id);
+    }
+    let mut request = Request::from_parts(parts, Body::from(bytes));
+    request.extensions_mut().insert(caller);
+    let mut response = next.run(request).await;
+    if let Ok(v) = http::HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("x-request-id", v);
+    }
+    response
+}
+
+fn refusal(e: IdentityError, request_id: &str) -> Response {
+    let error = match e {
+        IdentityError::ReplayWindowFull => Error::Overloaded,
+        e if e.is_bad_request() => Error::BadRequest(e.to_string()),
+        e => Error::Unauthorized(e.to_string()),
+    };
+    error.with_request(request_id).into_response()
+}
+
+/// The declared body length, when there is a (well-formed) one.
+fn declared_length(headers: &http::HeaderMap) -> Option<u64> {
+    headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// A conversation id chosen by the client: 1–64 characters of `[A-Za-z0-9_-]`.

@@ -1,8 +1,9 @@
 //! A per-call MCP client over Streamable HTTP (rmcp), sharing one reqwest connection pool.
 //!
 //! rmcp's transport fixes its Authorization header per client, so a client is built for
-//! each operation with the caller's bearer and dropped right after: the pool is shared, the
-//! credential is not. The W3C `traceparent` and the request id travel with every call.
+//! each operation with the bearer meant for that server (or none) and dropped right after:
+//! the pool is shared, the credential is not. The W3C `traceparent` and the request id travel
+//! with every call.
 
 use http::{HeaderName, HeaderValue};
 use rmcp::ServiceExt;
@@ -18,7 +19,9 @@ use crate::auth::NcBearer;
 #[derive(Clone, Debug)]
 pub struct CallContext {
     pub url: url::Url,
-    pub bearer: NcBearer,
+    /// The token issued for this server's audience; None for a server configured `auth=none`,
+    /// which then gets no Authorization header on any request (initialize, list or call).
+    pub bearer: Option<NcBearer>,
     pub request_id: String,
     pub traceparent: Option<String>,
     pub timeout: Duration,
@@ -30,13 +33,29 @@ pub enum McpError {
     Transport(String),
     #[error("tool server timed out")]
     Timeout,
+    /// The server answered the request with a JSON-RPC error (an unknown resource, bad params).
+    #[error("tool server refused the request: {0}")]
+    Refused(String),
+    /// The server needs the user's token for its audience and the request carried none.
+    #[error("no credential for this server")]
+    NoCredential,
+}
+
+/// A failed request: the server's own JSON-RPC error is told apart from transport trouble.
+fn service_error(e: rmcp::ServiceError) -> McpError {
+    match e {
+        rmcp::ServiceError::McpError(data) => McpError::Refused(data.message.to_string()),
+        other => McpError::Transport(other.to_string()),
+    }
 }
 
 /// Lists every tool the server offers to this caller.
 pub async fn list_tools(http: &reqwest::Client, ctx: &CallContext) -> Result<Vec<Tool>, McpError> {
-    with_client(http, ctx, |client| async move {
-        client.list_all_tools().await.map_err(|e| McpError::Transport(e.to_string()))
-    })
+    with_client(
+        http,
+        ctx,
+        |client| async move { client.list_all_tools().await.map_err(service_error) },
+    )
     .await
 }
 
@@ -49,9 +68,11 @@ pub async fn call_tool(
 ) -> Result<CallToolResult, McpError> {
     let mut params = CallToolRequestParams::new(name.to_string());
     params.arguments = Some(arguments);
-    with_client(http, ctx, |client| async move {
-        client.call_tool(params).await.map_err(|e| McpError::Transport(e.to_string()))
-    })
+    with_client(
+        http,
+        ctx,
+        |client| async move { client.call_tool(params).await.map_err(service_error) },
+    )
     .await
 }
 
@@ -59,7 +80,7 @@ pub async fn call_tool(
 pub async fn read_resource(http: &reqwest::Client, ctx: &CallContext, uri: &str) -> Result<ReadResourceResult, McpError> {
     let params = ReadResourceRequestParams::new(uri.to_string());
     with_client(http, ctx, |client| async move {
-        client.read_resource(params).await.map_err(|e| McpError::Transport(e.to_string()))
+        client.read_resource(params).await.map_err(service_error)
     })
     .await
 }
@@ -76,9 +97,10 @@ where
     if let Some(tp) = ctx.traceparent.as_deref().and_then(|t| HeaderValue::from_str(t).ok()) {
         headers.insert(HeaderName::from_static("traceparent"), tp);
     }
-    let config = StreamableHttpClientTransportConfig::with_uri(ctx.url.as_str().to_string())
-        .auth_header(ctx.bearer.token().to_string())
-        .custom_headers(headers);
+    let mut config = StreamableHttpClientTransportConfig::with_uri(ctx.url.as_str().to_string()).custom_headers(headers);
+    if let Some(bearer) = &ctx.bearer {
+        config = config.auth_header(bearer.token().to_string());
+    }
     let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
     let work = async {
         let client = ().serve(transport).await.map_err(|e| McpError::Transport(e.to_string()))?;

@@ -1,5 +1,5 @@
-//! The attack suite: end-to-end proof of guardrails G2 (data is never instruction) and G3
-//! (approval before effects) against the real orchestrator, a seeded Nextcloud stand-in,
+//! The attack suite: end-to-end proof of guardrails G1 (identity and credentials), G2 (data
+//! is never instruction) and G3 (approval before effects) against the real orchestrator, a seeded Nextcloud stand-in,
 //! mcp-nextcloud, probe-mcp and a scripted model that obeys every injected instruction.
 //!
 //! Each case asserts that the effect did not happen (on the stand-in's state or on
@@ -10,8 +10,10 @@
 #![expect(clippy::expect_used, reason = "starting the stack fails the test by panicking")]
 
 mod approval;
+mod credentials;
 mod envelope;
 mod envelope_property;
+mod g1;
 mod injection;
 mod oracle;
 mod policy;
@@ -93,6 +95,19 @@ fn all_cases() -> Vec<(&'static str, Case)> {
         policy::relay_refuses_model_only_tools,
         policy::relay_refuses_a_nextcloud_move,
         policy::dispatch_refuses_model_visible_tools,
+        credentials::third_party_server_never_sees_a_credential,
+        credentials::token_for_one_audience_never_reaches_another,
+        credentials::third_party_tool_text_is_data,
+        credentials::foreign_jwt_subject_is_refused,
+        credentials::approval_with_a_swapped_credential_is_refused,
+        g1::unauthenticated_body_is_never_read,
+        g1::unauthenticated_floods_do_not_grow_memory,
+        g1::oversized_declared_body_is_refused_at_once,
+        g1::stalled_body_is_cut_off,
+        g1::replayed_requests_are_refused,
+        g1::every_error_has_the_fixed_shape,
+        g1::refused_effect_attempts_are_audited,
+        g1::proxy_secret_alone_is_not_identity,
         // Last: it changes a tool definition for the rest of the run.
         policy::read_only_lie_is_fingerprinted,
     ]

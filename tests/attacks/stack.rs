@@ -1,6 +1,8 @@
 //! The one stack every attack case runs against, started once per test binary: a seeded
-//! Nextcloud stand-in, mcp-nextcloud in front of it, probe-mcp, the scripted model and the
-//! real orchestrator pointed at both MCP servers. Plus the read-only views a case needs to
+//! Nextcloud stand-in, mcp-nextcloud in front of it, probe-mcp (marked Nextcloud-facing, so
+//! it gets the user's token like a second first-party server), a second probe-mcp playing a
+//! third-party server (`weather`, `auth=none`), the scripted model and the real orchestrator
+//! pointed at all three. Plus the read-only views a case needs to
 //! prove an effect did NOT happen: WebDAV/CalDAV/Deck/OCS state as alice sees it, the
 //! probe's call log, audit.db, and what the model was sent.
 
@@ -19,6 +21,8 @@ pub struct Stack {
     pub orch: Orchestrator,
     pub model: ScriptedModel,
     pub probe: ProbeMcp,
+    /// A third-party server configured `auth=none`: it must never see a credential.
+    pub weather: ProbeMcp,
     /// Kept alive for the orchestrator; tests reach Nextcloud through it only via the agent.
     pub _mcp: McpNextcloud,
     pub nc: Standin,
@@ -104,18 +108,25 @@ pub struct AuditRow {
 
 impl Stack {
     pub async fn start() -> Stack {
-        let (nc, mcp, probe, model) = tokio::task::spawn_blocking(|| {
+        let (nc, mcp, probe, weather, model) = tokio::task::spawn_blocking(|| {
             let nc = Standin::start_seeded();
             let mcp = McpNextcloud::start(nc.url());
             let probe = ProbeMcp::start();
             probe.set_tools(crate::policy::probe_tools());
-            (nc, mcp, probe, ScriptedModel::start())
+            let weather = ProbeMcp::start();
+            weather.set_tools(crate::credentials::weather_tools());
+            (nc, mcp, probe, weather, ScriptedModel::start())
         })
         .await
         .expect("start stand-in, mcp-nextcloud, probe-mcp, scripted model");
         let options = Options {
             model_url: model.url(),
-            mcp_servers: format!("nextcloud={},probe={}", mcp.url(), probe.url()),
+            mcp_servers: format!(
+                "nextcloud={};auth=nextcloud,probe={};auth=nextcloud,weather={};auth=none",
+                mcp.url(),
+                probe.url(),
+                weather.url()
+            ),
             extra_env: Vec::new(),
         };
         let orch = tokio::task::spawn_blocking(move || Orchestrator::start(options))
@@ -129,6 +140,7 @@ impl Stack {
             orch,
             model,
             probe,
+            weather,
             _mcp: mcp,
             nc,
             http,
@@ -147,12 +159,22 @@ impl Stack {
         self.post_chat(uid, &body).await
     }
 
+    /// What the Nextcloud app sends for `uid`: one token per Nextcloud-facing server (the
+    /// stand-in accepts the app password as a bearer for every audience), none for `weather`.
+    pub fn credentials(&self, uid: &str) -> Vec<(&'static str, String)> {
+        let pw = self.nc.app_password(uid).to_string();
+        vec![("nextcloud", pw.clone()), ("probe", pw)]
+    }
+
+    /// A signed request builder for `uid` with their credentials, as the app would send it.
+    pub fn signed(&self, method: Method, path: &str, uid: &str, body: &[u8]) -> reqwest::RequestBuilder {
+        let creds = self.credentials(uid);
+        let refs: Vec<(&str, &str)> = creds.iter().map(|(n, t)| (*n, t.as_str())).collect();
+        self.orch.request_with_credentials(&self.http, method, path, uid, body, &refs)
+    }
+
     pub async fn post_chat(&self, uid: &str, body: &[u8]) -> Result<Turn> {
-        let r = self
-            .orch
-            .request(&self.http, Method::POST, "/v1/chat", uid, body, Some(self.nc.app_password(uid)))
-            .send()
-            .await?;
+        let r = self.signed(Method::POST, "/v1/chat", uid, body).send().await?;
         let status = r.status().as_u16();
         if status != 200 {
             let _ = r.text().await;
@@ -200,8 +222,7 @@ impl Stack {
         let rid = format!("req-{}", uuid_like());
         let body = serde_json::to_vec(&body)?;
         let r = self
-            .orch
-            .request(&self.http, Method::POST, path, uid, &body, Some(self.nc.app_password(uid)))
+            .signed(Method::POST, path, uid, &body)
             .header("x-request-id", &rid)
             .send()
             .await?;

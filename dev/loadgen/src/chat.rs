@@ -73,7 +73,15 @@ pub async fn turn(
 ) -> Result<Timing, Failure> {
     let body = chat_body(conversation, message_id, text);
     let ts = unix_now();
-    let g1 = sign::sign(&target.proxy_secret, &target.signing_secret, uid, ts, &body);
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let request = sign::Request {
+        uid,
+        ts,
+        nonce: &nonce,
+        body: &body,
+        credentials: "",
+    };
+    let g1 = sign::sign(&target.proxy_secret, &target.signing_secret, &request);
     let start = Instant::now();
     let resp = target
         .client
@@ -81,6 +89,7 @@ pub async fn turn(
         .header("authorization", g1.authorization)
         .header("x-tamebi-uid", g1.uid)
         .header("x-tamebi-ts", g1.ts)
+        .header("x-tamebi-nonce", g1.nonce)
         .header("x-tamebi-signature", g1.signature)
         .header("content-type", "application/json")
         .body(body)

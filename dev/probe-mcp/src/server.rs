@@ -5,7 +5,10 @@
 //! handler is rebuilt per request by rmcp's factory and reads the shared state, so a tool
 //! set installed between two turns is what the next `tools/list` serves.
 //!
-//! Routes: `/mcp` (MCP, any bearer), `POST|GET /__tools`, `GET|DELETE /__calls`, `/healthz`.
+//! Routes: `/mcp` (MCP, any bearer), `POST|GET /__tools`, `GET|DELETE /__calls`,
+//! `GET|DELETE /__requests` (every HTTP request to `/mcp`: its JSON-RPC method and a hash of
+//! its Authorization header, if any — so a test can prove a server got no credential at all,
+//! not even on initialize or tools/list), `/healthz`.
 
 use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
@@ -30,11 +33,12 @@ use crate::calls::CallLog;
 use crate::catalogue::{self, ProbeTool};
 use crate::error::Error;
 
-/// What every request shares: the installed tools and the call log.
+/// What every request shares: the installed tools, the call log and the request log.
 #[derive(Default)]
 pub struct Shared {
     tools: RwLock<Vec<ProbeTool>>,
     pub calls: CallLog,
+    requests: std::sync::Mutex<Vec<Value>>,
 }
 
 impl Shared {
@@ -116,12 +120,49 @@ pub fn app(shared: Arc<Shared>, shutdown: CancellationToken) -> Router {
             .with_sse_keep_alive(None)
             .with_cancellation_token(shutdown.child_token()),
     );
+    let mcp = Router::new()
+        .fallback_service(mcp)
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), record_request));
     Router::new()
         .route("/__tools", get(get_tools).post(post_tools))
         .route("/__calls", get(get_calls).delete(delete_calls))
+        .route("/__requests", get(get_requests).delete(delete_requests))
         .route("/healthz", get(|| async { axum::Json(json!({"status": "ok"})) }))
         .nest_service("/mcp", mcp)
         .with_state(shared)
+}
+
+/// Records every request to `/mcp` (JSON-RPC method, sha256 of any Authorization header).
+async fn record_request(State(shared): State<Arc<Shared>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    use sha2::Digest;
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 4 * 1024 * 1024).await else {
+        return http::StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let rpc = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("method").and_then(Value::as_str).map(str::to_string));
+    let authorization = parts
+        .headers
+        .get(http::header::AUTHORIZATION)
+        .map(|v| hex::encode(sha2::Sha256::digest(v.as_bytes())));
+    shared
+        .requests
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(json!({"http": parts.method.as_str(), "rpc": rpc, "authorization_sha256": authorization}));
+    next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
+}
+
+async fn get_requests(State(shared): State<Arc<Shared>>) -> Response {
+    let requests = shared.requests.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    axum::Json(json!({"requests": requests})).into_response()
+}
+
+async fn delete_requests(State(shared): State<Arc<Shared>>) -> http::StatusCode {
+    shared.requests.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    http::StatusCode::NO_CONTENT
 }
 
 async fn post_tools(State(shared): State<Arc<Shared>>, body: Bytes) -> Result<Response, Error> {

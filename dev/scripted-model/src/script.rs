@@ -301,8 +301,9 @@ fn tool_calls_step(
             if c.name.is_empty() {
                 return Err("a tool call needs a name".to_string());
             }
-            if !c.arguments.is_object() {
-                return Err(format!("the arguments of {:?} must be a JSON object", c.name));
+            // A string is sent verbatim: what a broken or hostile provider streams as arguments.
+            if !c.arguments.is_object() && !c.arguments.is_string() {
+                return Err(format!("the arguments of {:?} must be a JSON object (or a raw string)", c.name));
             }
             if c.id.as_deref() == Some("") {
                 return Err(format!("the id of {:?} must not be empty", c.name));
@@ -617,6 +618,14 @@ mod tests {
             ..c
         };
         assert_eq!(text_of_outcome(decide(find_rule(&rs, &c2), &c2, day())), "other model");
+    }
+
+    #[test]
+    fn raw_string_arguments_are_accepted_and_other_non_objects_are_not() {
+        let ok = RuleSet::parse(br#"{"rules": [{"match": "x", "steps": [{"tool_calls": [{"name": "t", "arguments": "{broken"}]}]}]}"#);
+        assert!(ok.is_ok());
+        let bad = RuleSet::parse(br#"{"rules": [{"match": "x", "steps": [{"tool_calls": [{"name": "t", "arguments": [1]}]}]}]}"#);
+        assert!(bad.is_err());
     }
 
     #[test]

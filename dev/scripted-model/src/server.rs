@@ -131,7 +131,10 @@ fn identify(state: &AppState, reply: &Reply) -> Vec<IdentifiedCall> {
             id: c.id.clone().unwrap_or_else(|| state.next_call_id()),
             index: c.index.unwrap_or(position),
             name: c.name.clone(),
-            arguments: c.arguments.to_string(),
+            arguments: match &c.arguments {
+                serde_json::Value::String(raw) => raw.clone(),
+                other => other.to_string(),
+            },
         })
         .collect()
 }

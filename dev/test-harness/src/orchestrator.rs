@@ -68,6 +68,10 @@ impl Orchestrator {
         self.data_dir.path().to_path_buf()
     }
 
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
     pub fn process(&mut self) -> &mut Process {
         &mut self.process
     }
@@ -78,25 +82,48 @@ impl Orchestrator {
         self.process = spawn(self.port, &self.env);
     }
 
-    /// The G1 headers for `uid` over `body`, signed now.
+    /// The G1 headers for `uid` over `body`, signed now, without credentials.
     pub fn signed_headers(uid: &str, body: &[u8]) -> Vec<(String, String)> {
-        let ts = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0);
-        Self::signed_headers_at(uid, body, ts, SIGNING_SECRET)
+        Self::signed_headers_at(uid, body, unix_now(), SIGNING_SECRET)
     }
 
+    /// The G1 headers at time `ts` with `signing_secret`, without credentials (fresh nonce).
     pub fn signed_headers_at(uid: &str, body: &[u8], ts: i64, signing_secret: &str) -> Vec<(String, String)> {
-        let signed = format!("{uid}\n{ts}\n{}", hex::encode(Sha256::digest(body)));
-        let mut mac = Hmac::<Sha256>::new_from_slice(signing_secret.as_bytes()).expect("hmac key");
+        Self::sign(&Signing {
+            uid,
+            body,
+            ts,
+            nonce: &fresh_nonce(),
+            credentials: "",
+            signing_secret,
+        })
+    }
+
+    /// The G1 headers exactly as the Nextcloud app builds them (docs/api.md): the proxy bearer,
+    /// uid, ts, nonce, the credentials header when non-empty, and the HMAC over
+    /// `uid \n ts \n nonce \n hex(sha256(body)) \n hex(sha256(credentials))`.
+    pub fn sign(s: &Signing<'_>) -> Vec<(String, String)> {
+        let signed = format!(
+            "{}\n{}\n{}\n{}\n{}",
+            s.uid,
+            s.ts,
+            s.nonce,
+            hex::encode(Sha256::digest(s.body)),
+            hex::encode(Sha256::digest(s.credentials.as_bytes()))
+        );
+        let mut mac = Hmac::<Sha256>::new_from_slice(s.signing_secret.as_bytes()).expect("hmac key");
         mac.update(signed.as_bytes());
-        vec![
-            ("authorization".into(), format!("Bearer {PROXY_SECRET}")),
-            ("x-tamebi-uid".into(), uid.into()),
-            ("x-tamebi-ts".into(), ts.to_string()),
+        let mut headers = vec![
+            ("authorization".to_string(), format!("Bearer {PROXY_SECRET}")),
+            ("x-tamebi-uid".into(), s.uid.into()),
+            ("x-tamebi-ts".into(), s.ts.to_string()),
+            ("x-tamebi-nonce".into(), s.nonce.to_string()),
             ("x-tamebi-signature".into(), hex::encode(mac.finalize().into_bytes())),
-        ]
+        ];
+        if !s.credentials.is_empty() {
+            headers.push(("x-tamebi-credentials".into(), s.credentials.to_string()));
+        }
+        headers
     }
 
     /// A signed GET for `uid`, its answer parsed as JSON (panics on failure: a test helper).
@@ -120,7 +147,8 @@ impl Orchestrator {
         read_sse(response).await
     }
 
-    /// A signed request builder for `uid` (and their Nextcloud bearer, if any).
+    /// A signed request builder for `uid`, with their token for the server named `nextcloud`
+    /// (the usual configuration), if any.
     pub fn request(
         &self,
         client: &reqwest::Client,
@@ -130,18 +158,66 @@ impl Orchestrator {
         body: &[u8],
         nc_bearer: Option<&str>,
     ) -> reqwest::RequestBuilder {
+        let credentials: Vec<(&str, &str)> = nc_bearer.map(|b| ("nextcloud", b)).into_iter().collect();
+        self.request_with_credentials(client, method, path, uid, body, &credentials)
+    }
+
+    /// A signed request builder carrying one token per MCP server name.
+    pub fn request_with_credentials(
+        &self,
+        client: &reqwest::Client,
+        method: reqwest::Method,
+        path: &str,
+        uid: &str,
+        body: &[u8],
+        credentials: &[(&str, &str)],
+    ) -> reqwest::RequestBuilder {
         let mut rb = client.request(method, format!("{}{path}", self.url())).body(body.to_vec());
-        for (k, v) in Self::signed_headers(uid, body) {
+        let header = credentials_header(credentials);
+        let headers = Self::sign(&Signing {
+            uid,
+            body,
+            ts: unix_now(),
+            nonce: &fresh_nonce(),
+            credentials: &header,
+            signing_secret: SIGNING_SECRET,
+        });
+        for (k, v) in headers {
             rb = rb.header(k, v);
-        }
-        if let Some(b) = nc_bearer {
-            rb = rb.header("x-tamebi-nc-authorization", format!("Bearer {b}"));
         }
         if !body.is_empty() {
             rb = rb.header("content-type", "application/json");
         }
         rb
     }
+}
+
+/// What one G1 signature covers.
+pub struct Signing<'a> {
+    pub uid: &'a str,
+    pub body: &'a [u8],
+    pub ts: i64,
+    pub nonce: &'a str,
+    /// The exact `X-Tamebi-Credentials` value (`name=token, …`), "" for none.
+    pub credentials: &'a str,
+    pub signing_secret: &'a str,
+}
+
+/// `name=token, name=token`, the `X-Tamebi-Credentials` format.
+pub fn credentials_header(credentials: &[(&str, &str)]) -> String {
+    credentials.iter().map(|(n, t)| format!("{n}={t}")).collect::<Vec<_>>().join(", ")
+}
+
+/// A fresh nonce (each signed request needs its own: the orchestrator refuses a replay).
+pub fn fresh_nonce() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }
 
 fn spawn(port: u16, env: &[(String, String)]) -> Process {
@@ -188,4 +264,34 @@ pub fn parts(frames: &[String]) -> Vec<serde_json::Value> {
         .filter(|f| f.as_str() != "[DONE]")
         .filter_map(|f| serde_json::from_str(f).ok())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The harness signs exactly like every other signer: the shared G1 vectors.
+    #[test]
+    fn reproduces_the_shared_g1_vectors() {
+        let raw = std::fs::read_to_string(workspace_root_for_tests().join("testdata/g1-vectors.json")).expect("vectors");
+        let doc: serde_json::Value = serde_json::from_str(&raw).expect("json");
+        let vectors = doc["vectors"].as_array().expect("vectors array");
+        assert!(vectors.len() >= 6);
+        for v in vectors {
+            let headers = Orchestrator::sign(&Signing {
+                uid: v["uid"].as_str().expect("uid"),
+                body: v["body"].as_str().expect("body").as_bytes(),
+                ts: v["ts"].as_i64().expect("ts"),
+                nonce: v["nonce"].as_str().expect("nonce"),
+                credentials: v["credentials"].as_str().expect("credentials"),
+                signing_secret: doc["signing_secret"].as_str().expect("secret"),
+            });
+            let sig = headers.iter().find(|(k, _)| k == "x-tamebi-signature").map(|(_, v)| v.as_str());
+            assert_eq!(sig, v["signature"].as_str(), "{v}");
+        }
+    }
+
+    fn workspace_root_for_tests() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
 }

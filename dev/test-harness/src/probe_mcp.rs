@@ -69,6 +69,23 @@ impl ProbeMcp {
         self.calls().into_iter().filter(|c| c["name"] == name).collect()
     }
 
+    /// Every HTTP request `/mcp` received since the last `clear_requests`:
+    /// `{"http", "rpc" (JSON-RPC method or null), "authorization_sha256" (or null)}`.
+    pub fn requests(&self) -> Vec<serde_json::Value> {
+        match self
+            .call(reqwest::Method::GET, "/__requests", None)
+            .get_mut("requests")
+            .map(serde_json::Value::take)
+        {
+            Some(serde_json::Value::Array(requests)) => requests,
+            other => panic!("probe-mcp /__requests answered {other:?}\n{}", self.process.logs()),
+        }
+    }
+
+    pub fn clear_requests(&self) {
+        self.call(reqwest::Method::DELETE, "/__requests", None);
+    }
+
     pub fn clear_calls(&self) {
         self.call(reqwest::Method::DELETE, "/__calls", None);
     }

@@ -45,7 +45,7 @@ class ConnectController extends Controller {
 		$pkce = OidcFlow::newPkce();
 		$this->session->set(self::PENDING_KEY, ['verifier' => $pkce['verifier'], 'state' => $pkce['state']]);
 		$base = rtrim($this->urlGenerator->getAbsoluteURL('/'), '/') . '/';
-		return new RedirectResponse($this->flow->authorizeUrl($base, $pkce));
+		return new RedirectResponse($this->flow->authorizeUrl($base, $pkce, $this->flow->defaultResource()));
 	}
 
 	#[NoAdminRequired]
@@ -57,7 +57,7 @@ class ConnectController extends Controller {
 		if (is_array($pending) && $code !== '' && is_string($pending['state'] ?? null)
 			&& hash_equals($pending['state'], $state) && is_string($pending['verifier'] ?? null)) {
 			try {
-				$this->tokens->store($this->flow->exchangeCode($code, $pending['verifier']));
+				$this->tokens->store($this->flow->exchangeCode($code, $pending['verifier'], $this->flow->defaultResource()));
 			} catch (ProxyError $e) {
 				$this->logger->warning('Tamebi: connecting workspace failed: ' . $e->getMessage(), ['app' => 'tamebi']);
 			}

@@ -46,7 +46,7 @@ class FrameController extends Controller {
 				throw ProxyError::upstream(401, 'no user in session');
 			}
 			$path = '/v1/apps/resource?' . http_build_query(['server' => $server, 'uri' => $uri], '', '&', PHP_QUERY_RFC3986);
-			$reply = $this->orchestrator->send('GET', $path, $user->getUID(), '', $this->tokens->accessToken(), $this->request->getId());
+			$reply = $this->orchestrator->send('GET', $path, $user->getUID(), '', $this->tokens->accessTokens(), $this->request->getId());
 			if (!$reply->isSuccess()) {
 				throw ProxyError::upstream($reply->status, "app resource answered {$reply->status}");
 			}

@@ -23,6 +23,14 @@ class AppSettings {
 	public const OIDC_CLIENT_SECRET = 'oidc_client_secret';
 	/** Optional: how this server reaches its own Nextcloud (loopback), when the public URL does not resolve inside. */
 	public const INTERNAL_URL = 'internal_url';
+	/**
+	 * Optional: further Nextcloud-facing MCP servers, JSON {"name": "https://…/mcp"}. Each gets a
+	 * token of its own audience; names must match the orchestrator's TAMEBI_MCP_SERVERS entries
+	 * marked auth=nextcloud.
+	 */
+	public const MCP_AUDIENCES = 'mcp_audiences';
+	/** The server name mcp-nextcloud is configured under (TAMEBI_MCP_SERVERS=nextcloud=…;auth=nextcloud). */
+	public const DEFAULT_AUDIENCE = 'nextcloud';
 
 	private const SENSITIVE = [self::PROXY_SECRET, self::SIGNING_SECRET, self::OIDC_CLIENT_SECRET];
 
@@ -46,6 +54,27 @@ class AppSettings {
 
 	public function mcpUrl(): string {
 		return $this->get(self::MCP_URL);
+	}
+
+	/**
+	 * Every MCP server audience the user gets a token for: server name => resource URL (the `aud`
+	 * of its tokens). mcp-nextcloud under its default name, then any extra ones; invalid entries are
+	 * left out rather than guessed at.
+	 * @return array<string, string>
+	 */
+	public function audiences(): array {
+		$audiences = [];
+		if (self::validUrl($this->mcpUrl())) {
+			$audiences[self::DEFAULT_AUDIENCE] = $this->mcpUrl();
+		}
+		$extra = json_decode($this->get(self::MCP_AUDIENCES), true);
+		foreach (is_array($extra) ? $extra : [] as $name => $url) {
+			if (is_string($name) && preg_match('/^[A-Za-z0-9_-]{1,64}$/', $name) === 1 && is_string($url) && self::validUrl($url)
+				&& !isset($audiences[$name])) {
+				$audiences[$name] = $url;
+			}
+		}
+		return $audiences;
 	}
 
 	/** @throws ProxyError 503 when setup has not run */

@@ -71,7 +71,7 @@ class Checks {
 	private function orchestratorSignature(string $uid): array {
 		$name = 'orchestrator accepts our signature (signed GET /v1/conversations)';
 		try {
-			$reply = $this->orchestrator->send('GET', '/v1/conversations', $uid, '', null, 'tamebi-verify-' . bin2hex(random_bytes(4)));
+			$reply = $this->orchestrator->send('GET', '/v1/conversations', $uid, '', [], 'tamebi-verify-' . bin2hex(random_bytes(4)));
 		} catch (\Exception $e) {
 			return self::fail($name, $e->getMessage());
 		}

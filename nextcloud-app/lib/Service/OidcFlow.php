@@ -12,7 +12,9 @@ use OCP\IURLGenerator;
 /**
  * The OAuth 2 authorization-code flow with PKCE (S256) against this instance's own `oidc` app.
  * Nextcloud is the Authorization Server; the token it issues is a JWT whose `sub` is the uid and
- * whose `aud` is the MCP server, so no identity mapping exists anywhere.
+ * whose `aud` is the MCP server, so no identity mapping exists anywhere. Every request names the
+ * MCP server it wants a token for in RFC 8707's `resource` parameter (the oidc app stores it with
+ * the grant and issues `aud` = resource), so each server gets a token of its own audience.
  *
  * Three moves: the silent loopback authorize (the user's live session answers with a code, no
  * screen), the code exchange, and the refresh grant. It must never forward a browser cookie that
@@ -52,10 +54,15 @@ class OidcFlow {
 		];
 	}
 
+	/** The audience the visible connect flow asks for: mcp-nextcloud's resource URL. */
+	public function defaultResource(): ?string {
+		return $this->settings->audiences()[AppSettings::DEFAULT_AUDIENCE] ?? null;
+	}
+
 	/** @param array{challenge: string, state: string} $pkce */
-	public function authorizeUrl(string $base, array $pkce): string {
+	public function authorizeUrl(string $base, array $pkce, ?string $resource = null): string {
 		$client = $this->client();
-		return $base . 'index.php/apps/oidc/authorize?' . http_build_query([
+		return $base . 'index.php/apps/oidc/authorize?' . http_build_query(self::withResource([
 			'response_type' => 'code',
 			'client_id' => $client['id'],
 			'redirect_uri' => $this->redirectUri(),
@@ -63,7 +70,18 @@ class OidcFlow {
 			'state' => $pkce['state'],
 			'code_challenge' => $pkce['challenge'],
 			'code_challenge_method' => 'S256',
-		], '', '&', PHP_QUERY_RFC3986);
+		], $resource), '', '&', PHP_QUERY_RFC3986);
+	}
+
+	/**
+	 * @param array<string, string> $params
+	 * @return array<string, string>
+	 */
+	private static function withResource(array $params, ?string $resource): array {
+		if ($resource !== null && $resource !== '') {
+			$params['resource'] = $resource;
+		}
+		return $params;
 	}
 
 	/**
@@ -73,9 +91,9 @@ class OidcFlow {
 	 * @param array<string, string> $credentialHeaders
 	 * @param array{verifier: string, challenge: string, state: string} $pkce
 	 */
-	public function silentCode(array $credentialHeaders, array $pkce): ?string {
+	public function silentCode(array $credentialHeaders, array $pkce, ?string $resource = null): ?string {
 		try {
-			$response = $this->clientService->newClient()->get($this->authorizeUrl($this->baseUrl(), $pkce), [
+			$response = $this->clientService->newClient()->get($this->authorizeUrl($this->baseUrl(), $pkce, $resource), [
 				'headers' => $credentialHeaders,
 				'allow_redirects' => false,
 				'http_errors' => false,
@@ -107,18 +125,18 @@ class OidcFlow {
 		return $code;
 	}
 
-	public function exchangeCode(string $code, string $verifier): TokenSet {
-		return $this->tokenRequest([
+	public function exchangeCode(string $code, string $verifier, ?string $resource = null): TokenSet {
+		return $this->tokenRequest(self::withResource([
 			'grant_type' => 'authorization_code',
 			'code' => $code,
 			'redirect_uri' => $this->redirectUri(),
 			'code_verifier' => $verifier,
-		]);
+		], $resource));
 	}
 
 	/** The refresh token is single use: the caller must keep the new one from the answer. */
-	public function refresh(string $refreshToken): TokenSet {
-		return $this->tokenRequest(['grant_type' => 'refresh_token', 'refresh_token' => $refreshToken]);
+	public function refresh(string $refreshToken, ?string $resource = null): TokenSet {
+		return $this->tokenRequest(self::withResource(['grant_type' => 'refresh_token', 'refresh_token' => $refreshToken], $resource));
 	}
 
 	/**

@@ -10,8 +10,8 @@ use OCP\Http\Client\IClientService;
 
 /**
  * The only way this app talks to the orchestrator. Every request gets the same headers, built in
- * one place, whether it is buffered or streamed (G1: proxy bearer + signed uid; the user's token
- * when there is one; Nextcloud's request id for correlation).
+ * one place, whether it is buffered or streamed (G1: proxy bearer + signed uid, nonce and
+ * credentials; the user's tokens, one per MCP server audience; Nextcloud's request id).
  * It must never take a uid from anywhere but its caller, and callers take it from IUserSession.
  */
 class Orchestrator {
@@ -25,14 +25,13 @@ class Orchestrator {
 	}
 
 	/**
-	 * The complete header set for one request.
+	 * The complete header set for one request. `$tokens` maps MCP server name => the user's access
+	 * token for that server's audience; each token goes out under its own server's name only.
+	 * @param array<string, string> $tokens
 	 * @return array<string, string>
 	 */
-	public function headers(string $uid, string $body, ?string $userToken, string $requestId, string $contentType = ''): array {
-		$headers = $this->settings->signer()->headers($uid, $this->time->getTime(), $body);
-		if ($userToken !== null && $userToken !== '') {
-			$headers['X-Tamebi-Nc-Authorization'] = 'Bearer ' . $userToken;
-		}
+	public function headers(string $uid, string $body, array $tokens, string $requestId, string $contentType = ''): array {
+		$headers = $this->settings->signer()->headers($uid, $this->time->getTime(), $body, Signer::credentialsHeader($tokens));
 		if ($requestId !== '') {
 			$headers['X-Request-Id'] = $requestId;
 		}
@@ -42,11 +41,14 @@ class Orchestrator {
 		return $headers;
 	}
 
-	/** @throws ProxyError when the orchestrator cannot be reached or the app is not set up */
-	public function send(string $method, string $path, string $uid, string $body, ?string $userToken, string $requestId): UpstreamReply {
+	/**
+	 * @param array<string, string> $tokens the user's access tokens by MCP server name
+	 * @throws ProxyError when the orchestrator cannot be reached or the app is not set up
+	 */
+	public function send(string $method, string $path, string $uid, string $body, array $tokens, string $requestId): UpstreamReply {
 		$url = $this->settings->orchestratorUrl() . $path;
 		$options = [
-			'headers' => $this->headers($uid, $body, $userToken, $requestId, $body === '' ? '' : 'application/json'),
+			'headers' => $this->headers($uid, $body, $tokens, $requestId, $body === '' ? '' : 'application/json'),
 			'http_errors' => false,
 			'timeout' => self::TIMEOUT_S,
 			'allow_redirects' => false,
@@ -84,9 +86,12 @@ class Orchestrator {
 		);
 	}
 
-	/** @throws ProxyError when the orchestrator cannot be reached or the app is not set up */
-	public function stream(string $method, string $path, string $uid, string $body, ?string $userToken, string $requestId): UpstreamStream {
-		$headers = $this->headers($uid, $body, $userToken, $requestId, $body === '' ? '' : 'application/json');
+	/**
+	 * @param array<string, string> $tokens the user's access tokens by MCP server name
+	 * @throws ProxyError when the orchestrator cannot be reached or the app is not set up
+	 */
+	public function stream(string $method, string $path, string $uid, string $body, array $tokens, string $requestId): UpstreamStream {
+		$headers = $this->headers($uid, $body, $tokens, $requestId, $body === '' ? '' : 'application/json');
 		$headers['Accept'] = 'text/event-stream';
 		return UpstreamStream::open($method, $this->settings->orchestratorUrl() . $path, $headers, $body);
 	}

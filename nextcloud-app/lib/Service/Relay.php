@@ -37,8 +37,8 @@ class Relay {
 	/** A buffered request: JSON (or empty) answers, passed through on success. */
 	public function forward(string $method, string $path, string $body = ''): Response {
 		try {
-			[$uid, $token] = $this->identity();
-			$reply = $this->orchestrator->send($method, $path, $uid, $body, $token, $this->request->getId());
+			[$uid, $tokens] = $this->identity();
+			$reply = $this->orchestrator->send($method, $path, $uid, $body, $tokens, $this->request->getId());
 			if (!$reply->isSuccess()) {
 				throw ProxyError::upstream($reply->status, "orchestrator $method $path answered {$reply->status}: "
 					. substr($reply->body, 0, self::ERROR_LOG_BYTES));
@@ -47,7 +47,7 @@ class Relay {
 				? new Response(Http::STATUS_NO_CONTENT)
 				: new DataDisplayResponse($reply->body, $reply->status,
 					['Content-Type' => $reply->header('content-type') ?? 'application/json']);
-			return $this->mark($response, $token);
+			return $this->mark($response, $tokens);
 		} catch (ProxyError $e) {
 			return $this->error($e);
 		}
@@ -56,8 +56,8 @@ class Relay {
 	/** A streamed request: the SSE answer is relayed chunk by chunk. */
 	public function stream(string $method, string $path, string $body = ''): Response {
 		try {
-			[$uid, $token] = $this->identity();
-			$upstream = $this->orchestrator->stream($method, $path, $uid, $body, $token, $this->request->getId());
+			[$uid, $tokens] = $this->identity();
+			$upstream = $this->orchestrator->stream($method, $path, $uid, $body, $tokens, $this->request->getId());
 			$status = $upstream->status();
 			if ($status >= 300) {
 				$detail = $upstream->drain(self::ERROR_LOG_BYTES);
@@ -66,9 +66,9 @@ class Relay {
 			}
 			if ($status === Http::STATUS_NO_CONTENT) {
 				$upstream->close();
-				return $this->mark(new Response(Http::STATUS_NO_CONTENT), $token);
+				return $this->mark(new Response(Http::STATUS_NO_CONTENT), $tokens);
 			}
-			return $this->mark(new RelayResponse($upstream, $this->request->getId(), $this->logger), $token);
+			return $this->mark(new RelayResponse($upstream, $this->request->getId(), $this->logger), $tokens);
 		} catch (ProxyError $e) {
 			return $this->error($e);
 		}
@@ -98,17 +98,18 @@ class Relay {
 		return $response;
 	}
 
-	/** @return array{0: string, 1: ?string} the session's uid and the user's token (if any) */
+	/** @return array{0: string, 1: array<string, string>} the session's uid and the user's tokens by MCP server */
 	private function identity(): array {
 		$user = $this->userSession->getUser();
 		if ($user === null) {
 			throw ProxyError::upstream(Http::STATUS_UNAUTHORIZED, 'no user in session');
 		}
-		return [$user->getUID(), $this->tokens->accessToken()];
+		return [$user->getUID(), $this->tokens->accessTokens()];
 	}
 
-	private function mark(Response $response, ?string $token): Response {
-		$response->addHeader(self::WORKSPACE_HEADER, $token === null ? 'disconnected' : 'connected');
+	/** @param array<string, string> $tokens */
+	private function mark(Response $response, array $tokens): Response {
+		$response->addHeader(self::WORKSPACE_HEADER, $tokens === [] ? 'disconnected' : 'connected');
 		return $response;
 	}
 }

@@ -43,7 +43,7 @@ final class FrameCspTest extends AppTestCase {
 		$sent = $this->orchestratorRequests();
 		self::assertCount(1, $sent);
 		self::assertSame('/v1/apps/resource?server=files&uri=ui%3A%2F%2Ffiles%2Fpreview.html', $sent[0]['uri']);
-		self::assertSame('Bearer access-live', $sent[0]['headers']['x-tamebi-nc-authorization']);
+		self::assertSame('nextcloud=access-live', $sent[0]['headers']['x-tamebi-credentials']);
 		$expected = "default-src 'none'; script-src 'sha256-" . base64_encode(hash('sha256', 'document.body.dataset.ok = "1"', true))
 			. "'; connect-src 'none'; img-src data:; frame-ancestors 'self'; base-uri 'none'; form-action 'none'";
 		self::assertSame($expected, $response->getHeaders()['Content-Security-Policy']);

@@ -55,10 +55,26 @@ final class RelayTest extends AppTestCase {
 			json_decode($response->render(), true));
 		$sent = $this->orchestratorRequests()[0]['headers'];
 		self::assertSame('alice', $sent['x-tamebi-uid']);
-		self::assertSame('Bearer access-xyz', $sent['x-tamebi-nc-authorization']);
+		self::assertSame('nextcloud=access-xyz', $sent['x-tamebi-credentials']);
+		self::assertArrayNotHasKey('x-tamebi-nc-authorization', $sent);
 		self::assertSame('req-123', $sent['x-request-id']);
-		self::assertSame(hash_hmac('sha256', "alice\n" . $sent['x-tamebi-ts'] . "\n" . hash('sha256', ''), self::SIGNING),
-			$sent['x-tamebi-signature']);
+		self::assertMatchesRegularExpression('/^[0-9a-f]{32}$/', $sent['x-tamebi-nonce']);
+		// Issue 10.4: the credentials header is inside the signature.
+		$signed = "alice\n" . $sent['x-tamebi-ts'] . "\n" . $sent['x-tamebi-nonce'] . "\n" . hash('sha256', '') . "\n"
+			. hash('sha256', 'nextcloud=access-xyz');
+		self::assertSame(hash_hmac('sha256', $signed, self::SIGNING), $sent['x-tamebi-signature']);
+	}
+
+	/** Issue 10.1: each MCP server's token goes out under its own name; every request has a new nonce. */
+	public function testEachAudienceTokenTravelsUnderItsOwnServerName(): void {
+		$this->settings->set(\OCA\Tamebi\Service\AppSettings::MCP_AUDIENCES, json_encode(['mail' => 'https://mail.example.test/mcp']));
+		$this->giveToken('access-nc', 600, 'nextcloud');
+		$this->giveToken('access-mail', 600, 'mail');
+		$this->api()->conversations();
+		$this->api()->conversations();
+		[$first, $second] = $this->orchestratorRequests();
+		self::assertSame('nextcloud=access-nc, mail=access-mail', $first['headers']['x-tamebi-credentials']);
+		self::assertNotSame($first['headers']['x-tamebi-nonce'], $second['headers']['x-tamebi-nonce']);
 	}
 
 	public function testWithoutTokenNoNcAuthorizationIsSentAndTheIslandIsTold(): void {
@@ -68,7 +84,7 @@ final class RelayTest extends AppTestCase {
 		$response = $this->api()->conversations();
 		self::assertSame(200, $response->getStatus());
 		self::assertSame('disconnected', $response->getHeaders()['X-Tamebi-Workspace']);
-		self::assertArrayNotHasKey('x-tamebi-nc-authorization', $this->orchestratorRequests()[0]['headers']);
+		self::assertArrayNotHasKey('x-tamebi-credentials', $this->orchestratorRequests()[0]['headers']);
 	}
 
 	/** @return iterable<string, array{string}> */
@@ -184,7 +200,7 @@ final class RelayTest extends AppTestCase {
 
 	private function setUpRelayWith(\OCA\Tamebi\Tests\Stubs\FakeRequest $request): void {
 		$this->tokens = new \OCA\Tamebi\Service\TokenService($this->session, $request,
-			new \OCA\Tamebi\Tests\Stubs\FakeConfig(['instanceid' => 'ocabc']), $this->flow, $this->clock, $this->logger);
+			new \OCA\Tamebi\Tests\Stubs\FakeConfig(['instanceid' => 'ocabc']), $this->flow, $this->clock, $this->logger, $this->settings);
 		$this->relay = new \OCA\Tamebi\Service\Relay($this->orchestrator, $this->tokens,
 			new \OCA\Tamebi\Tests\Stubs\FakeUserSession(new \OCA\Tamebi\Tests\Stubs\FakeUser('alice')), $request, $this->logger);
 	}
