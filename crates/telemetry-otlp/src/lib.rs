@@ -190,6 +190,11 @@ pub fn set_parent(span: &tracing::Span, parent: &SpanContext) {
     }
 }
 
+/// Makes `span` a child of `parent` in the exported trace, whatever span is current.
+pub fn set_parent_span(span: &tracing::Span, parent: &tracing::Span) {
+    let _ = span.set_parent(parent.context());
+}
+
 /// The server span of the HTTP request being handled, put into the request's extensions by
 /// [`trace_http`], for work that runs outside the request's task (rmcp handlers).
 #[derive(Clone, Debug)]

@@ -8,6 +8,7 @@
 
 pub mod dav;
 pub mod paths;
+pub mod trace;
 
 use std::time::Duration;
 
@@ -50,15 +51,13 @@ impl Nextcloud {
     /// Asks Nextcloud whose bearer this is (`GET /ocs/v2.php/cloud/user`).
     pub async fn whoami(&self, bearer: &Bearer) -> Result<String, Error> {
         let url = paths::join_segments(&self.base, ["ocs", "v2.php", "cloud", "user"]);
-        let response = self
+        let request = self
             .http
             .get(url)
             .headers(bearer.headers())
             .header("OCS-APIRequest", "true")
-            .header(http::header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(|e| Error::from_transport(&e, "identifying the caller"))?;
+            .header(http::header::ACCEPT, "application/json");
+        let response = trace::send_builder(request, &self.base, None, "identifying the caller").await?;
         if let Some(e) = Error::from_status(response.status(), "identifying the caller") {
             return Err(e);
         }
@@ -136,7 +135,7 @@ impl Session<'_> {
 
     /// Sends `request`; transport failures and non-2xx statuses become [`Error`]s.
     pub async fn send(&self, request: RequestBuilder, what: &str) -> Result<Response, Error> {
-        let response = request.send().await.map_err(|e| Error::from_transport(&e, what))?;
+        let response = trace::send_builder(request, &self.nc.base, Some(self.uid()), what).await?;
         if let Some(e) = Error::from_status(response.status(), what) {
             tracing::debug!(status = %response.status(), what, "nextcloud refused");
             return Err(e);
