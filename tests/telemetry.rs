@@ -69,7 +69,11 @@ async fn a_turn_is_one_trace_and_the_supervision_tree_is_visible() {
     let endpoint = otlp.endpoint().to_string();
     let mcp = McpNextcloud::start_with(
         nc.url(),
-        &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "200")],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+            ("OTEL_METRIC_EXPORT_INTERVAL", "500"),
+        ],
     );
     let model = ScriptedModel::start();
     model.add_rules(json!([
