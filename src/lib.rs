@@ -129,7 +129,13 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
     let addr = listener.local_addr().map_err(|e| Error::Internal(e.to_string()))?;
     tracing::info!(%addr, "tamebi listening");
     println!("listening on http://{addr}");
-    http::server::serve(listener, telemetry::http_layer(http::app(state)), shutdown.clone(), config.shutdown_timeout).await;
+    http::server::serve(
+        listener,
+        telemetry::http_layer(http::app(state)),
+        shutdown.clone(),
+        config.shutdown_timeout,
+    )
+    .await;
     // Streams have ended (they watch the same token); give running turns a bounded time.
     shutdown.cancel();
     tasks.close();

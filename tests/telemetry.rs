@@ -3,6 +3,7 @@
 //! the HTTP request through the model and tool calls into mcp-nextcloud and its Nextcloud
 //! requests; the supervision tree and its events as they happen; metrics; no credential, uid,
 //! message text or tool output anywhere; and the last spans flushed on SIGTERM.
+#![expect(clippy::unwrap_used, clippy::panic, reason = "helpers of a test file fail the test by panicking")]
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -32,7 +33,14 @@ fn otel_env(otlp: &OtlpReceiver, batch_delay_ms: u32, metric_interval_ms: u32) -
 /// A signed chat turn with a request id and (optionally) the user's Nextcloud bearer.
 async fn chat(orch: &Orchestrator, uid: &str, conversation: &str, text: &str, request_id: &str, bearer: Option<&str>) -> Vec<Value> {
     let response = orch
-        .request(&client(), Method::POST, "/v1/chat", uid, &user_turn(conversation, "m1", text), bearer)
+        .request(
+            &client(),
+            Method::POST,
+            "/v1/chat",
+            uid,
+            &user_turn(conversation, "m1", text),
+            bearer,
+        )
         .header("x-request-id", request_id)
         .send()
         .await
@@ -91,19 +99,34 @@ async fn a_turn_is_one_trace_and_the_supervision_tree_is_visible() {
     let alice_bearer = nc.app_password("alice").to_string();
 
     // A turn that calls a tool.
-    let answer = chat(&orch, "alice", "otel-conv-1", "please read my secret file", "req-otel-1", Some(&alice_bearer)).await;
+    let answer = chat(
+        &orch,
+        "alice",
+        "otel-conv-1",
+        "please read my secret file",
+        "req-otel-1",
+        Some(&alice_bearer),
+    )
+    .await;
     let output = answer
         .iter()
         .find(|p| p["type"] == "tool-output-available")
         .unwrap_or_else(|| panic!("the tool ran: {answer:#?}"));
-    assert!(output.to_string().contains("payroll figures"), "the tool output is what the test later searches for");
+    assert!(
+        output.to_string().contains("payroll figures"),
+        "the tool output is what the test later searches for"
+    );
 
     let spans = otlp.wait_for_spans(WAIT, |spans| {
         turn_span(spans, "req-otel-1").is_some_and(|t| {
             spans
                 .iter()
                 .any(|s| s.service == "mcp-nextcloud" && s.name.starts_with("GET ") && s.trace_id == t.trace_id)
-                && spans.iter().filter(|s| s.trace_id == t.trace_id && s.name.starts_with("chat ")).count() >= 2
+                && spans
+                    .iter()
+                    .filter(|s| s.trace_id == t.trace_id && s.name.starts_with("chat "))
+                    .count()
+                    >= 2
         })
     });
     assert_eq!(otlp.undecodable(), 0, "every export is valid OTLP protobuf");
@@ -149,7 +172,11 @@ async fn a_turn_is_one_trace_and_the_supervision_tree_is_visible() {
         .iter()
         .filter(|s| s.service == "mcp-nextcloud" && s.name == "POST /mcp" && s.parent_span_id == mcp_call[0].span_id)
         .collect();
-    assert!(!server_requests.is_empty(), "mcp-nextcloud continued the traceparent: {:#?}", names(&spans));
+    assert!(
+        !server_requests.is_empty(),
+        "mcp-nextcloud continued the traceparent: {:#?}",
+        names(&spans)
+    );
     let mcp_tool = in_trace("mcp-nextcloud", "tools/call files_read");
     assert_eq!(mcp_tool.len(), 1, "{:#?}", names(&spans));
     assert!(server_requests.iter().any(|s| s.span_id == mcp_tool[0].parent_span_id));
@@ -177,7 +204,10 @@ async fn a_turn_is_one_trace_and_the_supervision_tree_is_visible() {
     assert_eq!(turn.links.len(), 1, "the turn links to its actor");
     let actor = span_by_id(&spans, &turn.links[0].1);
     assert_eq!(actor.name, "start conversation");
-    assert_eq!(actor.parent_span_id, sup[0].span_id, "the conversation actor starts under the conversations supervisor");
+    assert_eq!(
+        actor.parent_span_id, sup[0].span_id,
+        "the conversation actor starts under the conversations supervisor"
+    );
     assert_eq!(actor.trace_id, roots[0].trace_id);
     assert!(actor.attr("tamebi.actor.id").is_some());
     assert!(actor.events.iter().any(|(name, _)| name == "spawned"));
@@ -189,7 +219,11 @@ async fn a_turn_is_one_trace_and_the_supervision_tree_is_visible() {
     let crash = by_name(&spans, "tamebi", "crashed conversation");
     assert_eq!(crash.len(), 1, "{:#?}", names(&spans));
     assert_eq!(crash[0].attr("tamebi.supervision.event"), Some("crashed"));
-    assert!(crash[0].attr("tamebi.supervision.reason").unwrap_or("").contains("fault injection"), "{:#?}", crash[0]);
+    assert!(
+        crash[0].attr("tamebi.supervision.reason").unwrap_or("").contains("fault injection"),
+        "{:#?}",
+        crash[0]
+    );
     assert!(crash[0].events.iter().any(|(name, _)| name == "crashed"));
     assert_eq!(crash[0].status_code, 2);
     let bobs_actor = span_by_id(&spans, &crash[0].parent_span_id);
@@ -215,12 +249,18 @@ async fn a_turn_is_one_trace_and_the_supervision_tree_is_visible() {
         wanted.iter().all(|w| metrics.iter().any(|m| m.service == "tamebi" && m.name == *w))
             && metrics.iter().any(|m| {
                 m.name == "tamebi.supervision.events"
-                    && m.points.iter().any(|p| p.get("tamebi.supervision.event").map(String::as_str) == Some("crashed"))
+                    && m.points
+                        .iter()
+                        .any(|p| p.get("tamebi.supervision.event").map(String::as_str) == Some("crashed"))
             })
     });
-    let metric_names: std::collections::BTreeSet<String> = otlp.metrics().into_iter().map(|m| format!("{}:{}", m.service, m.name)).collect();
+    let metric_names: std::collections::BTreeSet<String> =
+        otlp.metrics().into_iter().map(|m| format!("{}:{}", m.service, m.name)).collect();
     assert!(arrived, "metrics missing; got {metric_names:#?}");
-    assert!(metric_names.contains("mcp-nextcloud:http.server.request.duration"), "{metric_names:#?}");
+    assert!(
+        metric_names.contains("mcp-nextcloud:http.server.request.duration"),
+        "{metric_names:#?}"
+    );
 
     // Nothing exported carries a credential, the uid (not enabled), the message or the tool output.
     let forbidden = [
@@ -257,7 +297,10 @@ async fn sigterm_flushes_the_last_turns_spans_and_metrics() {
     });
     let answer = chat(&orch, "alice", "last-words", "last words", "req-otel-last", None).await;
     assert!(answer.iter().any(|p| p["type"] == "finish"));
-    assert!(turn_span(&otlp.spans(), "req-otel-last").is_none(), "nothing is exported before the batch is due");
+    assert!(
+        turn_span(&otlp.spans(), "req-otel-last").is_none(),
+        "nothing is exported before the batch is due"
+    );
     assert_eq!(orch.process().terminate(Duration::from_secs(30)), Some(0), "a clean exit");
     // The process has exited: whatever it flushed has been received.
     let spans = otlp.spans();
@@ -265,7 +308,9 @@ async fn sigterm_flushes_the_last_turns_spans_and_metrics() {
     assert!(spans.iter().any(|s| s.name == "chat scripted" && s.parent_span_id == last.span_id));
     let metrics = otlp.metrics();
     assert!(
-        metrics.iter().any(|m| m.service == "tamebi" && m.name == "gen_ai.client.operation.duration"),
+        metrics
+            .iter()
+            .any(|m| m.service == "tamebi" && m.name == "gen_ai.client.operation.duration"),
         "metrics were flushed too"
     );
     assert_eq!(otlp.undecodable(), 0);

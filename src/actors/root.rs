@@ -65,7 +65,9 @@ impl Actor for RootSupervisor {
     ) -> Result<(), ActorProcessingErr> {
         let (cell, why, exit) = match event {
             SupervisionEvent::ActorFailed(cell, e) => (cell, e.to_string(), Supervision::Crashed),
-            SupervisionEvent::ActorTerminated(cell, _, reason) => (cell, reason.unwrap_or_else(|| "terminated".into()), Supervision::Stopped),
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                (cell, reason.unwrap_or_else(|| "terminated".into()), Supervision::Stopped)
+            }
             SupervisionEvent::ActorStarted(_) | SupervisionEvent::ProcessGroupChanged(_) => return Ok(()),
         };
         let name = cell.get_name().unwrap_or_default();

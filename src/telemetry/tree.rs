@@ -51,7 +51,11 @@ impl Supervision {
 
     /// How a stop reason given to `ActorRef::stop` reads as an event.
     pub fn from_stop_reason(reason: Option<&str>) -> Supervision {
-        if reason == Some("idle") { Supervision::IdleStopped } else { Supervision::Stopped }
+        if reason == Some("idle") {
+            Supervision::IdleStopped
+        } else {
+            Supervision::Stopped
+        }
     }
 }
 

@@ -285,33 +285,53 @@ fn is_protobuf(headers: &HeaderMap) -> bool {
 }
 
 async fn traces(State(state): State<Shared>, headers: HeaderMap, body: Bytes) -> (StatusCode, [(&'static str, &'static str); 1], Vec<u8>) {
-    let decoded = is_protobuf(&headers).then(|| ExportTraceServiceRequest::decode(body.as_ref()).ok()).flatten();
+    let decoded = is_protobuf(&headers)
+        .then(|| ExportTraceServiceRequest::decode(body.as_ref()).ok())
+        .flatten();
     let mut received = state.lock().unwrap_or_else(|e| e.into_inner());
     received.raw.push(body.to_vec());
     match decoded {
         Some(request) => {
             received.traces.push(request);
-            (StatusCode::OK, [("content-type", PROTOBUF)], ExportTraceServiceResponse::default().encode_to_vec())
+            (
+                StatusCode::OK,
+                [("content-type", PROTOBUF)],
+                ExportTraceServiceResponse::default().encode_to_vec(),
+            )
         }
         None => {
             received.undecodable += 1;
-            (StatusCode::BAD_REQUEST, [("content-type", "text/plain")], b"not an OTLP protobuf trace export".to_vec())
+            (
+                StatusCode::BAD_REQUEST,
+                [("content-type", "text/plain")],
+                b"not an OTLP protobuf trace export".to_vec(),
+            )
         }
     }
 }
 
 async fn metrics(State(state): State<Shared>, headers: HeaderMap, body: Bytes) -> (StatusCode, [(&'static str, &'static str); 1], Vec<u8>) {
-    let decoded = is_protobuf(&headers).then(|| ExportMetricsServiceRequest::decode(body.as_ref()).ok()).flatten();
+    let decoded = is_protobuf(&headers)
+        .then(|| ExportMetricsServiceRequest::decode(body.as_ref()).ok())
+        .flatten();
     let mut received = state.lock().unwrap_or_else(|e| e.into_inner());
     received.raw.push(body.to_vec());
     match decoded {
         Some(request) => {
             received.metrics.push(request);
-            (StatusCode::OK, [("content-type", PROTOBUF)], ExportMetricsServiceResponse::default().encode_to_vec())
+            (
+                StatusCode::OK,
+                [("content-type", PROTOBUF)],
+                ExportMetricsServiceResponse::default().encode_to_vec(),
+            )
         }
         None => {
             received.undecodable += 1;
-            (StatusCode::BAD_REQUEST, [("content-type", "text/plain")], b"not an OTLP protobuf metrics export".to_vec())
+            (
+                StatusCode::BAD_REQUEST,
+                [("content-type", "text/plain")],
+                b"not an OTLP protobuf metrics export".to_vec(),
+            )
         }
     }
 }

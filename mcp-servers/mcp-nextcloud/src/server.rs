@@ -105,7 +105,8 @@ impl ServerHandler for Handler {
         let name: &str = &request.name;
         tracing::info!(tool = name, uid = caller.uid(), "tool call");
         let span = tool_span(&context, name);
-        let result = tracing::Instrument::instrument(tools::call(&self.nextcloud, &self.index, &caller, name, arguments), span.clone()).await;
+        let result =
+            tracing::Instrument::instrument(tools::call(&self.nextcloud, &self.index, &caller, name, arguments), span.clone()).await;
         if result.is_error == Some(true) {
             span.record("error.type", "tool_error");
         }

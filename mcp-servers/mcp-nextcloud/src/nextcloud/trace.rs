@@ -138,15 +138,27 @@ mod tests {
     fn user_data_never_reaches_the_template() {
         let b = "https://cloud.example.com/nextcloud";
         assert_eq!(
-            template(b, "https://cloud.example.com/nextcloud/remote.php/dav/files/alice/Salary%20review/2026.docx", Some("alice")),
+            template(
+                b,
+                "https://cloud.example.com/nextcloud/remote.php/dav/files/alice/Salary%20review/2026.docx",
+                Some("alice")
+            ),
             "/remote.php/dav/files/{user}/{path}"
         );
         assert_eq!(
-            template(b, "https://cloud.example.com/nextcloud/remote.php/dav/calendars/alice/personal/", Some("alice")),
+            template(
+                b,
+                "https://cloud.example.com/nextcloud/remote.php/dav/calendars/alice/personal/",
+                Some("alice")
+            ),
             "/remote.php/dav/calendars/{user}/{name}/"
         );
         assert_eq!(
-            template(b, "https://cloud.example.com/nextcloud/index.php/apps/deck/api/v1.0/boards/12/stacks/3/cards/99", Some("bob")),
+            template(
+                b,
+                "https://cloud.example.com/nextcloud/index.php/apps/deck/api/v1.0/boards/12/stacks/3/cards/99",
+                Some("bob")
+            ),
             "/index.php/apps/deck/api/v1.0/boards/{id}/stacks/{id}/cards/{id}"
         );
         assert_eq!(
@@ -154,7 +166,11 @@ mod tests {
             "/ocs/v2.php/cloud/user"
         );
         assert_eq!(
-            template("http://nc", "http://nc/remote.php/dav/addressbooks/users/al%20ice/contacts/x.vcf", Some("al ice")),
+            template(
+                "http://nc",
+                "http://nc/remote.php/dav/addressbooks/users/al%20ice/contacts/x.vcf",
+                Some("al ice")
+            ),
             "/remote.php/dav/addressbooks/users/{user}/{path}"
         );
     }
