@@ -25,11 +25,25 @@ use crate::wait_until;
 
 #[derive(Default)]
 struct Received {
+    /// False for a sink that only counts (benchmarks): nothing is kept.
+    keep: bool,
     traces: Vec<ExportTraceServiceRequest>,
     metrics: Vec<ExportMetricsServiceRequest>,
     /// Every request body as received, for searching what left a process byte for byte.
     raw: Vec<Vec<u8>>,
     undecodable: usize,
+    span_count: usize,
+    metric_exports: usize,
+    bytes: usize,
+}
+
+impl Received {
+    fn body(&mut self, body: &[u8]) {
+        self.bytes += body.len();
+        if self.keep {
+            self.raw.push(body.to_vec());
+        }
+    }
 }
 
 type Shared = Arc<Mutex<Received>>;
@@ -76,9 +90,19 @@ pub struct ReceivedMetric {
 }
 
 impl OtlpReceiver {
+    /// A receiver on a free loopback port that keeps everything it decodes.
     pub fn start() -> OtlpReceiver {
-        let received: Shared = Arc::default();
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the OTLP receiver");
+        Self::start_on("127.0.0.1:0", true)
+    }
+
+    /// A receiver on `bind`; with `keep` false it decodes and counts but keeps nothing (a
+    /// sink for benchmarks, see `otlp-sink`).
+    pub fn start_on(bind: &str, keep: bool) -> OtlpReceiver {
+        let received: Shared = Arc::new(Mutex::new(Received {
+            keep,
+            ..Received::default()
+        }));
+        let listener = std::net::TcpListener::bind(bind).expect("bind the OTLP receiver");
         let endpoint = format!("http://{}", listener.local_addr().expect("receiver address"));
         listener.set_nonblocking(true).expect("nonblocking listener");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -116,6 +140,12 @@ impl OtlpReceiver {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Received> {
         self.received.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// (spans, metric exports, bytes) received so far, kept or not.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let r = self.lock();
+        (r.span_count, r.metric_exports, r.bytes)
     }
 
     /// Bodies that were not valid OTLP protobuf.
@@ -289,10 +319,18 @@ async fn traces(State(state): State<Shared>, headers: HeaderMap, body: Bytes) ->
         .then(|| ExportTraceServiceRequest::decode(body.as_ref()).ok())
         .flatten();
     let mut received = state.lock().unwrap_or_else(|e| e.into_inner());
-    received.raw.push(body.to_vec());
+    received.body(&body);
     match decoded {
         Some(request) => {
-            received.traces.push(request);
+            received.span_count += request
+                .resource_spans
+                .iter()
+                .flat_map(|r| &r.scope_spans)
+                .map(|s| s.spans.len())
+                .sum::<usize>();
+            if received.keep {
+                received.traces.push(request);
+            }
             (
                 StatusCode::OK,
                 [("content-type", PROTOBUF)],
@@ -315,10 +353,13 @@ async fn metrics(State(state): State<Shared>, headers: HeaderMap, body: Bytes) -
         .then(|| ExportMetricsServiceRequest::decode(body.as_ref()).ok())
         .flatten();
     let mut received = state.lock().unwrap_or_else(|e| e.into_inner());
-    received.raw.push(body.to_vec());
+    received.body(&body);
     match decoded {
         Some(request) => {
-            received.metrics.push(request);
+            received.metric_exports += 1;
+            if received.keep {
+                received.metrics.push(request);
+            }
             (
                 StatusCode::OK,
                 [("content-type", PROTOBUF)],
