@@ -159,11 +159,7 @@ impl OtlpReceiver {
         let mut out = Vec::new();
         for request in &received.traces {
             for rs in &request.resource_spans {
-                let service = rs
-                    .resource
-                    .as_ref()
-                    .and_then(|r| flatten(&r.attributes).remove("service.name"))
-                    .unwrap_or_default();
+                let service = service_name(rs.resource.as_ref());
                 for ss in &rs.scope_spans {
                     for s in &ss.spans {
                         out.push(ReceivedSpan {
@@ -196,11 +192,7 @@ impl OtlpReceiver {
         let mut out = Vec::new();
         for request in &received.metrics {
             for rm in &request.resource_metrics {
-                let service = rm
-                    .resource
-                    .as_ref()
-                    .and_then(|r| flatten(&r.attributes).remove("service.name"))
-                    .unwrap_or_default();
+                let service = service_name(rm.resource.as_ref());
                 for sm in &rm.scope_metrics {
                     for m in &sm.metrics {
                         let points = match &m.data {
@@ -280,6 +272,12 @@ impl Drop for OtlpReceiver {
     }
 }
 
+fn service_name(resource: Option<&opentelemetry_proto::tonic::resource::v1::Resource>) -> String {
+    resource
+        .and_then(|r| flatten(&r.attributes).remove("service.name"))
+        .unwrap_or_default()
+}
+
 fn flatten(attributes: &[KeyValue]) -> BTreeMap<String, String> {
     attributes
         .iter()
@@ -314,64 +312,52 @@ fn is_protobuf(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.starts_with(PROTOBUF))
 }
 
-async fn traces(State(state): State<Shared>, headers: HeaderMap, body: Bytes) -> (StatusCode, [(&'static str, &'static str); 1], Vec<u8>) {
-    let decoded = is_protobuf(&headers)
-        .then(|| ExportTraceServiceRequest::decode(body.as_ref()).ok())
-        .flatten();
-    let mut received = state.lock().unwrap_or_else(|e| e.into_inner());
-    received.body(&body);
-    match decoded {
-        Some(request) => {
-            received.span_count += request
-                .resource_spans
-                .iter()
-                .flat_map(|r| &r.scope_spans)
-                .map(|s| s.spans.len())
-                .sum::<usize>();
-            if received.keep {
-                received.traces.push(request);
-            }
-            (
-                StatusCode::OK,
-                [("content-type", PROTOBUF)],
-                ExportTraceServiceResponse::default().encode_to_vec(),
-            )
+type Answer = (StatusCode, [(&'static str, &'static str); 1], Vec<u8>);
+
+async fn traces(State(state): State<Shared>, headers: HeaderMap, body: Bytes) -> Answer {
+    accept::<ExportTraceServiceRequest, ExportTraceServiceResponse>(&state, &headers, &body, |received, request| {
+        received.span_count += request
+            .resource_spans
+            .iter()
+            .flat_map(|r| &r.scope_spans)
+            .map(|s| s.spans.len())
+            .sum::<usize>();
+        if received.keep {
+            received.traces.push(request);
         }
-        None => {
-            received.undecodable += 1;
-            (
-                StatusCode::BAD_REQUEST,
-                [("content-type", "text/plain")],
-                b"not an OTLP protobuf trace export".to_vec(),
-            )
-        }
-    }
+    })
 }
 
-async fn metrics(State(state): State<Shared>, headers: HeaderMap, body: Bytes) -> (StatusCode, [(&'static str, &'static str); 1], Vec<u8>) {
-    let decoded = is_protobuf(&headers)
-        .then(|| ExportMetricsServiceRequest::decode(body.as_ref()).ok())
-        .flatten();
+async fn metrics(State(state): State<Shared>, headers: HeaderMap, body: Bytes) -> Answer {
+    accept::<ExportMetricsServiceRequest, ExportMetricsServiceResponse>(&state, &headers, &body, |received, request| {
+        received.metric_exports += 1;
+        if received.keep {
+            received.metrics.push(request);
+        }
+    })
+}
+
+/// Decodes one export as `Req` and answers as a collector does (an empty `Resp`), or 400.
+fn accept<Req: Message + Default, Resp: Message + Default>(
+    state: &Shared,
+    headers: &HeaderMap,
+    body: &[u8],
+    store: impl FnOnce(&mut Received, Req),
+) -> Answer {
+    let decoded = is_protobuf(headers).then(|| Req::decode(body).ok()).flatten();
     let mut received = state.lock().unwrap_or_else(|e| e.into_inner());
-    received.body(&body);
+    received.body(body);
     match decoded {
         Some(request) => {
-            received.metric_exports += 1;
-            if received.keep {
-                received.metrics.push(request);
-            }
-            (
-                StatusCode::OK,
-                [("content-type", PROTOBUF)],
-                ExportMetricsServiceResponse::default().encode_to_vec(),
-            )
+            store(&mut received, request);
+            (StatusCode::OK, [("content-type", PROTOBUF)], Resp::default().encode_to_vec())
         }
         None => {
             received.undecodable += 1;
             (
                 StatusCode::BAD_REQUEST,
                 [("content-type", "text/plain")],
-                b"not an OTLP protobuf metrics export".to_vec(),
+                b"not an OTLP protobuf export".to_vec(),
             )
         }
     }
