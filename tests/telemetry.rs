@@ -317,11 +317,12 @@ async fn sigterm_flushes_the_last_turns_spans_and_metrics() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_uid_is_an_attribute_only_when_the_operator_enables_it() {
+async fn the_uid_only_when_enabled_and_an_idle_stop_is_an_event() {
     let otlp = OtlpReceiver::start();
     let model = ScriptedModel::start();
     let mut env = otel_env(&otlp, 100, 60_000);
     env.push(("TAMEBI_TRACE_USER_ID".into(), "1".into()));
+    env.push(("TAMEBI_IDLE_SECS".into(), "1".into()));
     let orch = Orchestrator::start(Options {
         model_url: model.url(),
         mcp_servers: String::new(),
@@ -331,4 +332,15 @@ async fn the_uid_is_an_attribute_only_when_the_operator_enables_it() {
     let spans = otlp.wait_for_spans(WAIT, |s| turn_span(s, "req-otel-uid").is_some());
     let t = turn_span(&spans, "req-otel-uid").expect("turn span");
     assert_eq!(t.attr("enduser.id"), Some("carol"));
+    // The actor stops after a second without a turn: an event under its start span.
+    let actor = t.links[0].1.clone();
+    let spans = otlp.wait_for_spans(WAIT, |s| {
+        s.iter().any(|s| s.parent_span_id == actor && s.name == "idle-stopped conversation")
+    });
+    let idle = spans
+        .iter()
+        .find(|s| s.parent_span_id == actor && s.name == "idle-stopped conversation")
+        .unwrap_or_else(|| panic!("no idle stop under {actor}: {:#?}", names(&spans)));
+    assert_eq!(idle.attr("tamebi.supervision.event"), Some("idle-stopped"));
+    assert!(idle.events.iter().any(|(name, _)| name == "idle-stopped"));
 }
