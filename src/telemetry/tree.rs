@@ -168,3 +168,28 @@ impl Starting {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_reasons_name_their_event() {
+        assert_eq!(Supervision::from_stop_reason(Some("idle")), Supervision::IdleStopped);
+        assert_eq!(Supervision::from_stop_reason(Some("deleted")), Supervision::Stopped);
+        assert_eq!(Supervision::from_stop_reason(None), Supervision::Stopped);
+        assert_eq!(Supervision::RestartLimitReached.as_str(), "restart-limit-reached");
+    }
+
+    #[test]
+    fn without_an_exporter_nothing_is_built() {
+        let starting = ActorTrace::start_root("root", "root");
+        assert!(starting.span.is_none());
+        let child = starting.trace.start_child("conversation", "conversation");
+        assert!(child.span.is_none());
+        assert!(child.trace.start.is_none());
+        // Events and links on an empty trace are no-ops.
+        child.trace.event(Supervision::Crashed, Some("Bearer abc"));
+        child.trace.link(&tracing::Span::none());
+    }
+}
