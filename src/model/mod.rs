@@ -198,7 +198,13 @@ impl ModelClient {
     }
 
     /// Tries the endpoints in the breaker's order until one starts answering.
-    async fn try_endpoints(&self, model: &str, messages: &[ChatMessage], tools: &[ToolSpec], span: &tracing::Span) -> Result<ModelStream, ModelError> {
+    async fn try_endpoints(
+        &self,
+        model: &str,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
+        span: &tracing::Span,
+    ) -> Result<ModelStream, ModelError> {
         let mut last = ModelError::Connect("no endpoint configured".into());
         for i in self.endpoints.order(std::time::Instant::now()) {
             let url = self.endpoints.label(i);
