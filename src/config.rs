@@ -115,7 +115,12 @@ pub struct Config {
     pub data_dir: PathBuf,
     pub mcp_servers: Vec<McpServer>,
     pub max_steps: u32,
+    /// Base URL of an OTLP/HTTP receiver (`OTEL_EXPORTER_OTLP_ENDPOINT`); none: no export.
     pub otlp_endpoint: Option<String>,
+    /// Put the caller's uid on turn spans (`enduser.id`). Off unless the operator opts in.
+    pub trace_user_id: bool,
+    /// The stderr log filter (`RUST_LOG`).
+    pub log_filter: String,
     /// A conversation actor with no turn running stops after this long; chat.db revives it.
     pub idle_timeout: Duration,
     pub tool_timeout: Duration,
@@ -183,7 +188,9 @@ impl Config {
             data_dir: PathBuf::from(get("TAMEBI_DATA_DIR").unwrap_or_else(|| "./data".into())),
             mcp_servers: mcp_servers(get("TAMEBI_MCP_SERVERS").as_deref().unwrap_or(""))?,
             max_steps,
-            otlp_endpoint: get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            otlp_endpoint: otlp_endpoint(get("OTEL_EXPORTER_OTLP_ENDPOINT"))?,
+            trace_user_id: flag(get("TAMEBI_TRACE_USER_ID"), "TAMEBI_TRACE_USER_ID")?,
+            log_filter: get("RUST_LOG").unwrap_or_else(|| DEFAULT_LOG_FILTER.into()),
             idle_timeout: secs(get("TAMEBI_IDLE_SECS"), "TAMEBI_IDLE_SECS", "300")?,
             tool_timeout: secs(get("TAMEBI_TOOL_TIMEOUT_SECS"), "TAMEBI_TOOL_TIMEOUT_SECS", "60")?,
             shutdown_timeout: secs(get("TAMEBI_SHUTDOWN_SECS"), "TAMEBI_SHUTDOWN_SECS", "10")?,
@@ -265,6 +272,33 @@ fn auto_or_off(value: Option<String>, var: &'static str) -> Result<bool, ConfigE
         Some(other) => Err(ConfigError::Invalid {
             var,
             why: format!("`{other}` is not `auto` or `off`"),
+        }),
+    }
+}
+
+/// Logs on stderr when `RUST_LOG` is not set: ours at info, chatty dependencies quieter.
+pub const DEFAULT_LOG_FILTER: &str = "info,ractor=warn,rmcp=warn,hyper=warn,reqwest=warn";
+
+fn otlp_endpoint(value: Option<String>) -> Result<Option<String>, ConfigError> {
+    let var = "OTEL_EXPORTER_OTLP_ENDPOINT";
+    let Some(raw) = value else { return Ok(None) };
+    let url = url::Url::parse(&raw).map_err(|e| ConfigError::Invalid { var, why: e.to_string() })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(ConfigError::Invalid {
+            var,
+            why: "must be the http(s) base URL of an OTLP/HTTP receiver, e.g. http://127.0.0.1:4318".into(),
+        });
+    }
+    Ok(Some(raw))
+}
+
+fn flag(value: Option<String>, var: &'static str) -> Result<bool, ConfigError> {
+    match value.as_deref() {
+        None | Some("0" | "false") => Ok(false),
+        Some("1" | "true") => Ok(true),
+        Some(other) => Err(ConfigError::Invalid {
+            var,
+            why: format!("must be 1 or 0, got {other:?}"),
         }),
     }
 }
@@ -572,6 +606,18 @@ mod tests {
                 .to_string()
                 .contains("reserved")
         );
+    }
+
+    #[test]
+    fn telemetry_settings() {
+        let c = Config::from_vars(&base()).unwrap();
+        assert_eq!(c.otlp_endpoint, None);
+        assert!(!c.trace_user_id, "the uid is never traced unless the operator opts in");
+        let c = with("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318").unwrap();
+        assert_eq!(c.otlp_endpoint.as_deref(), Some("http://127.0.0.1:4318"));
+        assert!(with("OTEL_EXPORTER_OTLP_ENDPOINT", "127.0.0.1:4318").is_err());
+        assert!(with("TAMEBI_TRACE_USER_ID", "1").unwrap().trace_user_id);
+        assert!(with("TAMEBI_TRACE_USER_ID", "yes please").is_err());
     }
 
     #[test]

@@ -60,17 +60,18 @@ pub fn run_from_env() -> anyhow::Result<()> {
             std::process::exit(EXIT_CONFIG);
         }
     };
+    let telemetry = telemetry::init(config.otlp_endpoint.as_deref(), &config.log_filter)?;
+    let flush_timeout = config.shutdown_timeout;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(async move {
-        let telemetry = telemetry::init(config.otlp_endpoint.as_deref())?;
+    let result = runtime.block_on(async move {
         let listener = TcpListener::bind(config.bind).await?;
         let shutdown = CancellationToken::new();
         tokio::spawn(watch_signals(shutdown.clone()));
-        let result = serve(config, listener, shutdown).await;
-        // Last step of shutdown: flush the trace exporter.
-        telemetry.shutdown();
-        result.map_err(anyhow::Error::from)
-    })
+        serve(config, listener, shutdown).await.map_err(anyhow::Error::from)
+    });
+    // Last step of shutdown, outside the runtime (it blocks): flush spans and metrics.
+    telemetry.shutdown(flush_timeout);
+    result
 }
 
 async fn watch_signals(shutdown: CancellationToken) {
@@ -140,7 +141,13 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
     let addr = listener.local_addr().map_err(|e| Error::Internal(e.to_string()))?;
     tracing::info!(%addr, "tamebi listening");
     println!("listening on http://{addr}");
-    http::server::serve(listener, http::app(state), shutdown.clone(), config.shutdown_timeout).await;
+    http::server::serve(
+        listener,
+        telemetry::http_layer(http::app(state)),
+        shutdown.clone(),
+        config.shutdown_timeout,
+    )
+    .await;
     // Streams have ended (they watch the same token); give running turns a bounded time.
     shutdown.cancel();
     tasks.close();

@@ -110,18 +110,20 @@ pub struct Turn {
     pub cancel: CancellationToken,
 }
 
-/// Runs the turn to its end and tells the actor it ended.
+/// Runs the turn to its end and tells the actor it ended. The caller runs it inside the turn
+/// span (`telemetry::turn_span`), which never carries the uid unless the operator opted in.
 pub async fn run(turn: Turn) {
-    let span = tracing::info_span!("turn", request_id = %turn.caller.request_id, uid = %turn.caller.uid);
+    let _in_flight = crate::telemetry::metrics::turn_in_flight();
     let emitter = turn.emitter.clone();
     let cancel = turn.cancel.clone();
     let request_id = turn.caller.request_id.clone();
     let mut state = TurnState::new(turn);
     // A bug that panics inside the turn must still end it: otherwise the conversation would
     // wait forever for a turn that is gone (every later message answered 409).
-    let drive = std::panic::AssertUnwindSafe(state.drive().instrument(span)).catch_unwind();
+    let drive = std::panic::AssertUnwindSafe(state.drive()).catch_unwind();
     let outcome = tokio::select! {
         o = drive => o.unwrap_or_else(|_| {
+            crate::telemetry::metrics::error("turn.panic");
             tracing::error!(request_id = %request_id, "the turn panicked");
             Err(messages::INTERNAL)
         }),
@@ -610,7 +612,10 @@ impl TurnState {
         let started = std::time::Instant::now();
         let args_hash = arguments_hash(&input);
         let category = self.registry.find(server, tool).map_or("action", |d| d.policy.category.as_str());
-        let part = self.execute_inner(server, tool, tool_call_id, input).await;
+        let part = self
+            .execute_inner(server, tool, tool_call_id, input)
+            .instrument(crate::telemetry::tool_span(server, tool, approval))
+            .await;
         let outcome = match &part {
             StreamPart::ToolOutputAvailable { .. } => "ok",
             _ => "error",
@@ -638,7 +643,6 @@ impl TurnState {
             Value::Object(map) => map,
             _ => serde_json::Map::new(),
         };
-        let span = tracing::info_span!("tool", server = %server, tool = %tool);
         let result = self
             .t
             .services
@@ -651,7 +655,6 @@ impl TurnState {
                     arguments,
                 },
             )
-            .instrument(span)
             .await;
         let resource_uri = self.registry.find(server, tool).and_then(|d| d.resource_uri.clone());
         match result {

@@ -12,6 +12,7 @@ cd "$TAMEBI_ROOT"
 mode=${1:?usage: bench.sh turns|streams|fairness|proxy [loadgen flags...]}; shift
 
 cargo build -q --release -p tamebi -p scripted-model -p loadgen
+if [ -n "${BENCH_OTLP:-}" ]; then cargo build -q --release -p test-harness --bin otlp-sink; fi
 bin=${CARGO_TARGET_DIR:-$TAMEBI_ROOT/target}/release
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
@@ -24,6 +25,16 @@ model_port=$(free_port)
 "$bin/scripted-model" --bind "127.0.0.1:$model_port" >"$work/model.log" 2>&1 &
 pids+=($!)
 wait_http "http://127.0.0.1:$model_port/v1/models" 30
+
+# BENCH_OTLP=1: tracing on, exporting spans and metrics to a local OTLP receiver (otlp-sink).
+if [ -n "${BENCH_OTLP:-}" ]; then
+  otlp_port=$(free_port)
+  "$bin/otlp-sink" --bind "127.0.0.1:$otlp_port" >"$work/otlp.log" 2>&1 &
+  otlp_pid=$!
+  pids+=($otlp_pid)
+  for _ in $(seq 100); do grep -q listening "$work/otlp.log" 2>/dev/null && break; sleep 0.1; done
+  export OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$otlp_port"
+fi
 
 export TAMEBI_PROXY_SECRET=bench-proxy-secret-0123456789abcdef0123456789
 export TAMEBI_SIGNING_SECRET=bench-signing-secret-0123456789abcdef01234567
@@ -51,4 +62,9 @@ case "$mode" in
   *) echo "unknown mode $mode (turns|streams|fairness|proxy)" >&2; exit 2 ;;
 esac
 echo "--- orchestrator log (last lines)"; tail -n 5 "$work/orchestrator.log"
+if [ -n "${BENCH_OTLP:-}" ]; then
+  kill "$orch_pid" 2>/dev/null && wait "$orch_pid" 2>/dev/null || true   # SIGTERM flushes the last spans
+  kill "$otlp_pid" 2>/dev/null && wait "$otlp_pid" 2>/dev/null || true
+  tail -n 1 "$work/otlp.log"
+fi
 if [ -n "${BENCH_KEEP_LOGS:-}" ]; then cp "$work"/*.log "$BENCH_KEEP_LOGS"/; fi

@@ -79,6 +79,8 @@ pub struct ConversationActor {
 pub struct Args {
     pub uid: String,
     pub conversation_id: String,
+    /// This actor's place in the trace (its start span); turns link to it.
+    pub trace: crate::telemetry::tree::ActorTrace,
 }
 
 pub struct State {
@@ -93,6 +95,7 @@ pub struct State {
     turns: u64,
     in_flight: Option<InFlight>,
     idle_generation: u64,
+    trace: crate::telemetry::tree::ActorTrace,
 }
 
 struct InFlight {
@@ -132,6 +135,7 @@ impl Actor for ConversationActor {
             turns: 0,
             in_flight: None,
             idle_generation: 0,
+            trace: args.trace,
         };
         schedule_idle_check(&myself, &self.services, 0);
         Ok(state)
@@ -247,6 +251,15 @@ impl ConversationActor {
         let subscription = in_flight.subscribe();
         state.in_flight = Some(in_flight);
         let emitter = Emitter::new(myself.clone(), state.turns);
+        // A child of the HTTP request that asked (ractor carries the sender's span into this
+        // handler), linked to this actor's start span.
+        let span = crate::telemetry::turn_span(
+            &caller.request_id,
+            &state.cid,
+            &state.uid,
+            &state.trace,
+            self.services.config.trace_user_id,
+        );
         let run = turn::Turn {
             services: self.services.clone(),
             caller,
@@ -259,7 +272,7 @@ impl ConversationActor {
             emitter,
             cancel,
         };
-        self.services.tasks.spawn(turn::run(run));
+        self.services.tasks.spawn(tracing::Instrument::instrument(turn::run(run), span));
         Ok(subscription)
     }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::Services;
 use super::conversation::{Args, ConversationActor, ConversationMsg};
+use crate::telemetry::tree::{ActorTrace, Supervision};
 
 pub enum ConversationsMsg {
     /// The actor for this conversation, started if needed.
@@ -35,12 +36,16 @@ pub enum ConversationsMsg {
 
 pub struct ConversationsSupervisor {
     pub services: Arc<Services>,
+    /// This supervisor's place in the trace (children's start spans go under it).
+    pub trace: ActorTrace,
 }
 
 #[derive(Default)]
 pub struct State {
     by_key: HashMap<(String, String), ActorRef<ConversationMsg>>,
     key_of: HashMap<ractor::ActorId, (String, String)>,
+    /// Each child's place in the trace; empty when spans are not exported.
+    traces: HashMap<ractor::ActorId, ActorTrace>,
     crashes: u64,
 }
 
@@ -104,12 +109,18 @@ impl Actor for ConversationsSupervisor {
                 if let Some(key) = state.key_of.remove(&cell.get_id()) {
                     state.by_key.remove(&key);
                 }
+                if let Some(trace) = state.traces.remove(&cell.get_id()) {
+                    trace.event(Supervision::from_stop_reason(reason.as_deref()), reason.as_deref());
+                }
                 tracing::debug!(actor = ?cell.get_name(), reason = ?reason, "conversation actor exited");
             }
             SupervisionEvent::ActorFailed(cell, error) => {
                 state.crashes += 1;
                 if let Some(key) = state.key_of.remove(&cell.get_id()) {
                     state.by_key.remove(&key);
+                }
+                if let Some(trace) = state.traces.remove(&cell.get_id()) {
+                    trace.event(Supervision::Crashed, Some(&error.to_string()));
                 }
                 // Not restarted here: the next request for it revives it from chat.db.
                 tracing::error!(actor = ?cell.get_name(), error = %error, crashes = state.crashes, "conversation actor crashed; it will be revived on next use");
@@ -130,15 +141,25 @@ impl ConversationsSupervisor {
         let actor = ConversationActor {
             services: self.services.clone(),
         };
+        let starting = self.trace.start_child("conversation", "conversation");
         let args = Args {
             uid: key.0.clone(),
             conversation_id: key.1.clone(),
+            trace: starting.trace.clone(),
         };
         // Actor names are not registered globally (None): two users' conversation ids may be
         // equal, and the name must not leak ids into a global registry.
-        let (actor_ref, _handle) = Actor::spawn_linked(None, actor, args, myself.get_cell())
-            .await
-            .map_err(|e| e.to_string())?;
+        let (actor_ref, _handle) = match Actor::spawn_linked(None, actor, args, myself.get_cell()).await {
+            Ok(spawned) => spawned,
+            Err(e) => {
+                starting.failed(&e.to_string());
+                return Err(e.to_string());
+            }
+        };
+        let trace = starting.spawned(&actor_ref.get_id());
+        if crate::telemetry::exporting() {
+            state.traces.insert(actor_ref.get_id(), trace);
+        }
         tracing::debug!(actor_id = %actor_ref.get_id(), "conversation actor spawned");
         state.key_of.insert(actor_ref.get_id(), key.clone());
         state.by_key.insert(key, actor_ref.clone());

@@ -114,7 +114,8 @@ impl ToolServers {
             url: cfg.url.clone(),
             bearer,
             request_id: caller.request_id.clone(),
-            traceparent: crate::telemetry::current_traceparent(),
+            // Set by the tool-server actor from its `mcp.call` span.
+            traceparent: None,
             timeout: self.timeout,
         };
         let cell = ractor::registry::where_is(tool_server_actor_name(server))

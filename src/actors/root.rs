@@ -2,13 +2,14 @@
 //! configured MCP server, and restarts a failed child within explicit limits.
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Services;
 use super::conversations::ConversationsSupervisor;
 use super::tool_server::ToolServerActor;
+use crate::telemetry::tree::{ActorTrace, Supervision};
 
 /// At most this many restarts of one child within [`RESTART_WINDOW`]; beyond it the root
 /// stops, and the process exits with an error rather than limping on.
@@ -25,6 +26,9 @@ pub struct RootSupervisor {
 #[derive(Default)]
 pub struct State {
     restarts: VecDeque<Instant>,
+    /// This actor's and each child's place in the trace (by child name).
+    trace: ActorTrace,
+    children: HashMap<String, ActorTrace>,
 }
 
 pub enum RootMsg {}
@@ -35,12 +39,18 @@ impl Actor for RootSupervisor {
     type Arguments = ();
 
     async fn pre_start(&self, myself: ActorRef<Self::Msg>, _: ()) -> Result<State, ActorProcessingErr> {
-        self.start_conversations(&myself).await?;
+        let starting = ActorTrace::start_root("root", "root");
+        let mut state = State {
+            trace: starting.trace.clone(),
+            ..State::default()
+        };
+        self.start_conversations(&myself, &mut state).await?;
         for server in self.services.tool_servers.names() {
-            self.start_tool_server(&myself, &server).await?;
+            self.start_tool_server(&myself, &mut state, &server).await?;
         }
+        starting.spawned(&myself.get_id());
         tracing::info!("root supervisor started");
-        Ok(State::default())
+        Ok(state)
     }
 
     async fn handle(&self, _myself: ActorRef<Self::Msg>, msg: Self::Msg, _state: &mut State) -> Result<(), ActorProcessingErr> {
@@ -53,48 +63,79 @@ impl Actor for RootSupervisor {
         event: SupervisionEvent,
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
-        let (cell, why) = match event {
-            SupervisionEvent::ActorFailed(cell, e) => (cell, e.to_string()),
-            SupervisionEvent::ActorTerminated(cell, _, reason) => (cell, reason.unwrap_or_else(|| "terminated".into())),
+        let (cell, why, exit) = match event {
+            SupervisionEvent::ActorFailed(cell, e) => (cell, e.to_string(), Supervision::Crashed),
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                (cell, reason.unwrap_or_else(|| "terminated".into()), Supervision::Stopped)
+            }
             SupervisionEvent::ActorStarted(_) | SupervisionEvent::ProcessGroupChanged(_) => return Ok(()),
         };
         let name = cell.get_name().unwrap_or_default();
+        let child = state.children.remove(&name).unwrap_or_default();
         if self.services.shutdown.is_cancelled() {
+            child.event(Supervision::Stopped, Some(&why));
             return Ok(());
         }
+        child.event(exit, Some(&why));
         let now = Instant::now();
         state.restarts.retain(|t| now.duration_since(*t) < RESTART_WINDOW);
         if state.restarts.len() >= MAX_RESTARTS {
             tracing::error!(child = %name, "restart limit reached; stopping the root supervisor");
+            state.trace.event(Supervision::RestartLimitReached, Some(&name));
             myself.stop(Some("restart limit".into()));
             return Ok(());
         }
         state.restarts.push_back(now);
         tracing::warn!(child = %name, reason = %why, "child exited; restarting it");
+        child.event(Supervision::Restarted, None);
         if name == CONVERSATIONS_NAME {
-            self.start_conversations(&myself).await?;
+            self.start_conversations(&myself, state).await?;
         } else if let Some(server) = name.strip_prefix("tool-server:") {
-            self.start_tool_server(&myself, server).await?;
+            self.start_tool_server(&myself, state, server).await?;
         }
         Ok(())
     }
 }
 
 impl RootSupervisor {
-    async fn start_conversations(&self, myself: &ActorRef<RootMsg>) -> Result<(), ActorProcessingErr> {
+    async fn start_conversations(&self, myself: &ActorRef<RootMsg>, state: &mut State) -> Result<(), ActorProcessingErr> {
+        let starting = state.trace.start_child("conversations", CONVERSATIONS_NAME);
         let sup = ConversationsSupervisor {
             services: self.services.clone(),
+            trace: starting.trace.clone(),
         };
-        Actor::spawn_linked(Some(CONVERSATIONS_NAME.into()), sup, (), myself.get_cell()).await?;
-        Ok(())
+        let spawned = Actor::spawn_linked(Some(CONVERSATIONS_NAME.into()), sup, (), myself.get_cell()).await;
+        self.started(state, CONVERSATIONS_NAME, starting, spawned.map(|(a, _)| a.get_id()))
     }
 
-    async fn start_tool_server(&self, myself: &ActorRef<RootMsg>, server: &str) -> Result<(), ActorProcessingErr> {
+    async fn start_tool_server(&self, myself: &ActorRef<RootMsg>, state: &mut State, server: &str) -> Result<(), ActorProcessingErr> {
+        let name = super::tool_server_actor_name(server);
+        let starting = state.trace.start_child("tool-server", &name);
         let actor = ToolServerActor {
             http: self.http.clone(),
             tasks: self.services.tasks.clone(),
         };
-        Actor::spawn_linked(Some(super::tool_server_actor_name(server)), actor, (), myself.get_cell()).await?;
-        Ok(())
+        let spawned = Actor::spawn_linked(Some(name.clone()), actor, (), myself.get_cell()).await;
+        self.started(state, &name, starting, spawned.map(|(a, _)| a.get_id()))
+    }
+
+    /// Records a child's start (or its failure) in the trace and keeps its place.
+    fn started(
+        &self,
+        state: &mut State,
+        name: &str,
+        starting: crate::telemetry::tree::Starting,
+        spawned: Result<ractor::ActorId, ractor::SpawnErr>,
+    ) -> Result<(), ActorProcessingErr> {
+        match spawned {
+            Ok(id) => {
+                state.children.insert(name.to_string(), starting.spawned(&id));
+                Ok(())
+            }
+            Err(e) => {
+                starting.failed(&e.to_string());
+                Err(e.into())
+            }
+        }
     }
 }

@@ -53,19 +53,72 @@ impl Actor for ToolServerActor {
         Ok(())
     }
 
-    async fn handle(&self, _myself: ActorRef<Self::Msg>, msg: Self::Msg, _state: &mut ()) -> Result<(), ActorProcessingErr> {
-        let ToolServerMsg::Call { ctx, op, reply } = msg;
+    async fn handle(&self, myself: ActorRef<Self::Msg>, msg: Self::Msg, _state: &mut ()) -> Result<(), ActorProcessingErr> {
+        let ToolServerMsg::Call { mut ctx, op, reply } = msg;
         let http = self.http.clone();
-        let span = tracing::info_span!("mcp.call", request_id = %ctx.request_id, op = op_name(&op));
+        let server = myself.get_name().unwrap_or_default();
+        let method = op_name(&op);
+        // A child of the tool span that asked (ractor carries the sender's span here).
+        let span = tracing::info_span!(
+            "mcp.call",
+            request_id = %ctx.request_id,
+            op = method,
+            otel.name = tracing::field::Empty,
+            otel.kind = tracing::field::Empty,
+            mcp.method.name = tracing::field::Empty,
+            gen_ai.tool.name = tracing::field::Empty,
+            server.address = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        if crate::telemetry::exporting() {
+            record_call(&span, &ctx, &op, method);
+            // The MCP server's spans continue this one.
+            ctx.traceparent = crate::telemetry::traceparent(&span);
+        }
         // A task per call: one user's slow tool never delays another's.
         self.tasks.spawn(tracing::Instrument::instrument(
             async move {
+                let started = std::time::Instant::now();
                 let result = run(&http, &ctx, op).await;
+                let error = result.as_ref().err().map(error_type);
+                if let Some(e) = error {
+                    let span = tracing::Span::current();
+                    span.record("error.type", e);
+                    span.record("otel.status_code", "ERROR");
+                    crate::telemetry::metrics::error(e);
+                }
+                let server = server.strip_prefix("tool-server:").unwrap_or(&server);
+                crate::telemetry::metrics::tool_call(server, method, started.elapsed(), error);
                 let _ = reply.send(result);
             },
             span,
         ));
         Ok(())
+    }
+}
+
+/// MCP semantic-convention attributes of one call. Never the arguments or the bearer.
+fn record_call(span: &tracing::Span, ctx: &CallContext, op: &ToolOp, method: &'static str) {
+    span.record("otel.kind", "client");
+    span.record("mcp.method.name", method);
+    if let ToolOp::CallTool { name, .. } = op {
+        span.record("otel.name", format!("{method} {name}"));
+        span.record("gen_ai.tool.name", name.as_str());
+    } else {
+        span.record("otel.name", method);
+    }
+    if let Some(host) = ctx.url.host_str() {
+        span.record("server.address", host);
+    }
+}
+
+fn error_type(e: &McpError) -> &'static str {
+    match e {
+        McpError::Transport(_) => "tool.transport",
+        McpError::Timeout => "tool.timeout",
+        McpError::Refused(_) => "tool.refused",
+        McpError::NoCredential => "tool.no_credential",
     }
 }
 

@@ -22,6 +22,7 @@ pub fn response(sub: Subscription, request_id: String, shutdown: CancellationTok
     let Subscription { replay, mut live } = sub;
     let body = async_stream::stream! {
         let _guard = guard;
+        let _open = crate::telemetry::metrics::sse_stream_open();
         for frame in replay {
             yield Ok::<_, Infallible>(frame.to_string());
         }

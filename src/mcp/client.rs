@@ -2,8 +2,9 @@
 //!
 //! rmcp's transport fixes its Authorization header per client, so a client is built for
 //! each operation with the bearer meant for that server (or none) and dropped right after:
-//! the pool is shared, the credential is not. The W3C `traceparent` and the request id travel
-//! with every call.
+//! the pool is shared, the credential is not. The request id travels with every call, and the
+//! W3C `traceparent` of the `mcp.call` span does too when spans are exported (see
+//! `crate::telemetry`).
 
 use http::{HeaderName, HeaderValue};
 use rmcp::ServiceExt;

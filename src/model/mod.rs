@@ -181,16 +181,39 @@ impl ModelClient {
         }
     }
 
-    /// Tries the endpoints in the breaker's order until one starts answering.
-    #[tracing::instrument(name = "model.call", skip_all, fields(model = %model, messages = messages.len(), tools = tools.len(), endpoint = tracing::field::Empty))]
+    /// One call to `model`, inside its `model.call` span (which lives as long as the stream).
     async fn start(&self, model: &str, messages: &[ChatMessage], tools: &[ToolSpec]) -> Result<ModelStream, ModelError> {
+        let span = call_span(model, messages.len(), tools.len());
+        let started = std::time::Instant::now();
+        match tracing::Instrument::instrument(self.try_endpoints(model, messages, tools, &span), span.clone()).await {
+            Ok(stream) => {
+                if crate::telemetry::exporting() {
+                    span.record("tamebi.model.time_to_first_token_ms", started.elapsed().as_secs_f64() * 1000.0);
+                }
+                Ok(observed(stream, span, model.to_string(), started))
+            }
+            Err(e) => {
+                record_failure(&span, model, started, &e);
+                Err(e)
+            }
+        }
+    }
+
+    /// Tries the endpoints in the breaker's order until one starts answering.
+    async fn try_endpoints(
+        &self,
+        model: &str,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
+        span: &tracing::Span,
+    ) -> Result<ModelStream, ModelError> {
         let mut last = ModelError::Connect("no endpoint configured".into());
         for i in self.endpoints.order(std::time::Instant::now()) {
             let url = self.endpoints.label(i);
-            match self.start_at(self.endpoints.url(i), model, messages, tools).await {
+            match self.start_at(self.endpoints.url(i), model, messages, tools, span.clone()).await {
                 Ok(stream) => {
                     self.endpoints.served(i);
-                    tracing::Span::current().record("endpoint", url.as_str());
+                    span.record("endpoint", url.as_str());
                     tracing::info!(endpoint = %url, model = %model, "model endpoint serves this call");
                     return Ok(stream);
                 }
@@ -211,6 +234,7 @@ impl ModelClient {
         model: &str,
         messages: &[ChatMessage],
         tools: &[ToolSpec],
+        span: tracing::Span,
     ) -> Result<ModelStream, ModelError> {
         let url = format!("{}/chat/completions", base.as_str().trim_end_matches('/'));
         let mut req = self
@@ -222,8 +246,10 @@ impl ModelClient {
                 tools,
                 stream: true,
                 max_tokens: self.config.max_tokens_per_call,
-                // Usage is only needed to bound a turn; not every server knows the option.
-                stream_options: self.config.max_tokens_per_turn.map(|_| StreamOptions { include_usage: true }),
+                // Usage bounds a turn and goes on the call's span; not every server knows the
+                // option, so it is only asked for when one of those needs it.
+                stream_options: (self.config.max_tokens_per_turn.is_some() || crate::telemetry::exporting())
+                    .then_some(StreamOptions { include_usage: true }),
             })
             .timeout(self.config.call_timeout);
         if let Some(key) = &self.config.api_key {
@@ -243,7 +269,7 @@ impl ModelClient {
         if !response.status().is_success() {
             return Err(ModelError::Status(response.status().as_u16()));
         }
-        let mut events = Box::pin(parse(response.bytes_stream().eventsource()));
+        let mut events = Box::pin(parse(response.bytes_stream().eventsource(), span));
         // Wait for the first event here, so that "silent before the first chunk" is a
         // fallback case rather than a broken turn.
         let first = tokio::time::timeout(first_chunk, events.next())
@@ -261,6 +287,7 @@ impl ModelClient {
 struct Chunk {
     #[serde(default)]
     choices: Vec<Choice>,
+    /// Only on the last chunk, when `stream_options.include_usage` was asked for.
     #[serde(default)]
     usage: Option<ChunkUsage>,
 }
@@ -270,6 +297,8 @@ struct ChunkUsage {
     #[serde(default)]
     total_tokens: u64,
     prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: u64,
 }
 
 #[derive(Deserialize)]
@@ -300,8 +329,9 @@ struct FunctionDelta {
     arguments: Option<String>,
 }
 
-/// Turns provider SSE events into [`ModelEvent`]s.
-fn parse<S, E>(events: S) -> impl Stream<Item = Result<ModelEvent, ModelError>> + Send
+/// Turns provider SSE events into [`ModelEvent`]s. Token usage and the finish reason are also
+/// recorded on `span` (the call's span).
+fn parse<S, E>(events: S, span: tracing::Span) -> impl Stream<Item = Result<ModelEvent, ModelError>> + Send
 where
     S: Stream<Item = Result<eventsource_stream::Event, E>> + Send + 'static,
     E: std::fmt::Display + Send,
@@ -322,6 +352,10 @@ where
                 Err(e) => { yield Err(ModelError::Protocol(format!("chunk: {e}"))); return; }
             };
             if let Some(usage) = chunk.usage {
+                if let Some(prompt_tokens) = usage.prompt_tokens {
+                    span.record("gen_ai.usage.input_tokens", prompt_tokens);
+                }
+                span.record("gen_ai.usage.output_tokens", usage.completion_tokens);
                 yield Ok(ModelEvent::Usage { total_tokens: usage.total_tokens, prompt_tokens: usage.prompt_tokens });
             }
             for choice in chunk.choices {
@@ -340,6 +374,7 @@ where
                 }
                 if let Some(reason) = choice.finish_reason {
                     finished = true;
+                    span.record("gen_ai.response.finish_reasons", reason.as_str());
                     yield Ok(ModelEvent::Finished { reason });
                 }
             }
@@ -349,6 +384,77 @@ where
             yield Err(ModelError::Protocol("stream ended without a finish reason".into()));
         }
     }
+}
+
+/// The span of one model call, with the OpenTelemetry `gen_ai.*` attributes when spans are
+/// exported. Never the messages or the answer: only counts, names and token usage.
+fn call_span(model: &str, messages: usize, tools: usize) -> tracing::Span {
+    let span = tracing::info_span!(
+        "model.call",
+        model = %model,
+        messages,
+        tools,
+        otel.name = tracing::field::Empty,
+        otel.kind = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        gen_ai.operation.name = tracing::field::Empty,
+        gen_ai.provider.name = tracing::field::Empty,
+        gen_ai.request.model = tracing::field::Empty,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+        gen_ai.response.finish_reasons = tracing::field::Empty,
+        tamebi.model.time_to_first_token_ms = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+        endpoint = tracing::field::Empty,
+    );
+    if crate::telemetry::exporting() {
+        span.record("otel.name", format!("chat {model}"));
+        span.record("otel.kind", "client");
+        span.record("gen_ai.operation.name", "chat");
+        span.record("gen_ai.provider.name", "openai");
+        span.record("gen_ai.request.model", model);
+    }
+    span
+}
+
+fn error_type(e: &ModelError) -> &'static str {
+    match e {
+        ModelError::Connect(_) => "model.connect",
+        ModelError::Timeout => "model.timeout",
+        ModelError::Status(_) => "model.status",
+        ModelError::Protocol(_) => "model.protocol",
+    }
+}
+
+fn record_failure(span: &tracing::Span, model: &str, started: std::time::Instant, e: &ModelError) {
+    let kind = error_type(e);
+    span.record("error.type", kind);
+    span.record("otel.status_code", "ERROR");
+    crate::telemetry::metrics::error(kind);
+    crate::telemetry::metrics::model_call(model, started.elapsed(), Some(kind));
+}
+
+/// Keeps the call's span open until the stream is dropped, and records the call's duration
+/// (and a mid-stream failure) when it ends.
+fn observed(stream: ModelStream, span: tracing::Span, model: String, started: std::time::Instant) -> ModelStream {
+    if !crate::telemetry::exporting() {
+        // The span still closes with the stream: `parse` holds it.
+        return stream;
+    }
+    Box::pin(async_stream::stream! {
+        let mut stream = stream;
+        let mut failed = None;
+        while let Some(event) = stream.next().await {
+            if let Err(e) = &event {
+                failed = Some(error_type(e));
+                record_failure(&span, &model, started, e);
+            }
+            yield event;
+        }
+        if failed.is_none() {
+            crate::telemetry::metrics::model_call(&model, started.elapsed(), None);
+        }
+    })
 }
 
 /// A default per-request timeout for the shared HTTP client.
@@ -370,7 +476,7 @@ mod tests {
                 })
             })
             .collect();
-        futures::executor::block_on(parse(futures::stream::iter(evs)).collect())
+        futures::executor::block_on(parse(futures::stream::iter(evs), tracing::Span::none()).collect())
     }
 
     #[test]

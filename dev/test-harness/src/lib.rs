@@ -11,6 +11,7 @@
 pub mod island;
 pub mod mcp_nextcloud;
 pub mod orchestrator;
+pub mod otlp;
 pub mod probe_mcp;
 pub mod process;
 pub mod scripted_model;

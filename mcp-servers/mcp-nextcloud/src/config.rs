@@ -29,6 +29,9 @@ pub struct Config {
     pub webhook_secret: Option<String>,
     /// Log filter (`RUST_LOG`), default `info`.
     pub log_filter: String,
+    /// Base URL of an OTLP/HTTP receiver (`OTEL_EXPORTER_OTLP_ENDPOINT`): spans and metrics
+    /// are exported there; none, nothing is.
+    pub otlp_endpoint: Option<Url>,
 }
 
 impl Config {
@@ -73,6 +76,9 @@ impl Config {
         let index_path = get("MCP_INDEX_PATH").map_or_else(|| PathBuf::from("./data/index.db"), PathBuf::from);
         let webhook_secret = get("MCP_WEBHOOK_SECRET");
         let log_filter = get("RUST_LOG").unwrap_or_else(|| "info".to_string());
+        let otlp_endpoint = get("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .map(|raw| parse_http_url("OTEL_EXPORTER_OTLP_ENDPOINT", &raw))
+            .transpose()?;
 
         Ok(Config {
             nc_url,
@@ -82,6 +88,7 @@ impl Config {
             index_path,
             webhook_secret,
             log_filter,
+            otlp_endpoint,
         })
     }
 
@@ -158,6 +165,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("MCP_ALLOWED_HOSTS"), "{e}");
+    }
+
+    #[test]
+    fn otlp_endpoint_is_optional_and_checked() {
+        assert_eq!(load(&[("NC_URL", "http://x")]).unwrap().otlp_endpoint, None);
+        let c = load(&[("NC_URL", "http://x"), ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")]).unwrap();
+        assert_eq!(c.otlp_endpoint.map(String::from).as_deref(), Some("http://127.0.0.1:4318/"));
+        let e = load(&[("NC_URL", "http://x"), ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("OTEL_EXPORTER_OTLP_ENDPOINT"), "{e}");
     }
 
     #[test]

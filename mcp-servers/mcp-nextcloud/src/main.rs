@@ -13,7 +13,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    init_tracing(&config.log_filter);
+    let telemetry = match telemetry_otlp::init(telemetry_otlp::Settings {
+        service_name: "mcp-nextcloud",
+        endpoint: config.otlp_endpoint.as_ref().map(url::Url::as_str),
+        log_filter: &config.log_filter,
+        export_targets: &["mcp_nextcloud"],
+    }) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("mcp-nextcloud: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -21,7 +32,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(config)) {
+    let result = runtime.block_on(run(config));
+    // Last, outside the runtime (it blocks): flush spans and metrics.
+    telemetry.shutdown(std::time::Duration::from_secs(5));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("mcp-nextcloud: {e:#}");
@@ -64,12 +78,4 @@ async fn wait_for_signal(shutdown: CancellationToken) {
     }
     tracing::info!("shutdown requested");
     shutdown.cancel();
-}
-
-fn init_tracing(filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
 }

@@ -104,7 +104,13 @@ impl ServerHandler for Handler {
         let arguments = request.arguments.unwrap_or_default();
         let name: &str = &request.name;
         tracing::info!(tool = name, uid = caller.uid(), "tool call");
-        Ok(tools::call(&self.nextcloud, &self.index, &caller, name, arguments).await.into())
+        let span = tool_span(&context, name);
+        let result =
+            tracing::Instrument::instrument(tools::call(&self.nextcloud, &self.index, &caller, name, arguments), span.clone()).await;
+        if result.is_error == Some(true) {
+            span.record("error.type", "tool_error");
+        }
+        Ok(result.into())
     }
 
     async fn list_resources(
@@ -129,6 +135,32 @@ impl ServerHandler for Handler {
     fn supported_protocol_versions(&self) -> Cow<'static, [rmcp::model::ProtocolVersion]> {
         Cow::Owned(rmcp::model::ProtocolVersion::KNOWN_VERSIONS.to_vec())
     }
+}
+
+/// The span of one tool call, a child of the HTTP request's span (rmcp runs the handler
+/// outside the request's task, so the parent is taken from the request's extensions). Carries
+/// the tool name only: never the arguments, the result or the caller's bearer.
+fn tool_span(context: &RequestContext<RoleServer>, name: &str) -> tracing::Span {
+    if !telemetry_otlp::exporting() {
+        return tracing::Span::none();
+    }
+    let parent = context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<telemetry_otlp::RequestSpan>())
+        .map(|r| r.0.clone());
+    let span = tracing::info_span!(
+        "mcp.tool",
+        otel.name = %format!("tools/call {name}"),
+        mcp.method.name = "tools/call",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %name,
+        error.type = tracing::field::Empty,
+    );
+    if let Some(parent) = parent {
+        telemetry_otlp::set_parent_span(&span, &parent);
+    }
+    span
 }
 
 /// The HTTP router: `/mcp` (behind the auth layer), the RFC 9728 document, `/healthz`,
@@ -156,7 +188,7 @@ pub fn app(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
     let mcp_routes = Router::new()
         .nest_service("/mcp", mcp)
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_caller));
-    Router::new()
+    let router = Router::new()
         .route("/.well-known/oauth-protected-resource", get(protected_resource))
         .route("/.well-known/oauth-protected-resource/{*rest}", get(protected_resource))
         .route("/healthz", get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }))
@@ -165,7 +197,13 @@ pub fn app(state: Arc<AppState>, shutdown: CancellationToken) -> Router {
             index: state.index.clone(),
             secret: state.config.webhook_secret.as_deref().map(Into::into),
         }))
-        .with_state(state)
+        .with_state(state);
+    // A server span per request, continuing the caller's `traceparent` (only when exporting).
+    if telemetry_otlp::exporting() {
+        router.layer(axum::middleware::from_fn(telemetry_otlp::trace_http))
+    } else {
+        router
+    }
 }
 
 async fn protected_resource(State(state): State<Arc<AppState>>) -> impl IntoResponse {

@@ -10,6 +10,7 @@
 pub mod dav;
 pub mod paths;
 pub mod session_cookies;
+pub mod trace;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,8 +63,8 @@ impl Nextcloud {
     }
 
     /// Sends a request made with `bearer` and lets the session map learn from the answer.
-    async fn send_as(&self, bearer: &Bearer, request: RequestBuilder, what: &str) -> Result<Response, Error> {
-        let response = request.send().await.map_err(|e| Error::from_transport(&e, what))?;
+    async fn send_as(&self, bearer: &Bearer, uid: Option<&str>, request: RequestBuilder, what: &str) -> Result<Response, Error> {
+        let response = trace::send_builder(request, &self.base, uid, what).await?;
         self.sessions.observe(bearer, response.status(), response.headers());
         Ok(response)
     }
@@ -86,7 +87,7 @@ impl Nextcloud {
             .headers(self.credential_headers(bearer))
             .header("OCS-APIRequest", "true")
             .header(http::header::ACCEPT, "application/json");
-        let response = self.send_as(bearer, request, "identifying the caller").await?;
+        let response = self.send_as(bearer, None, request, "identifying the caller").await?;
         if let Some(e) = Error::from_status(response.status(), "identifying the caller") {
             return Err(e);
         }
@@ -167,7 +168,7 @@ impl Session<'_> {
 
     /// Sends `request`; transport failures and non-2xx statuses become [`Error`]s.
     pub async fn send(&self, request: RequestBuilder, what: &str) -> Result<Response, Error> {
-        let response = self.nc.send_as(self.caller.bearer(), request, what).await?;
+        let response = self.nc.send_as(self.caller.bearer(), Some(self.uid()), request, what).await?;
         if let Some(e) = Error::from_status(response.status(), what) {
             tracing::debug!(status = %response.status(), what, "nextcloud refused");
             return Err(e);
