@@ -362,7 +362,10 @@ fn mcp_servers(raw: &str) -> Result<Vec<McpServer>, ConfigError> {
             return Err(invalid_server(format!("server name `{}` appears twice", server.name)));
         }
         if server.name == crate::memory::LOCAL_SERVER {
-            return Err(invalid_server(format!("server name `{}` is reserved for the orchestrator's own tools", server.name)));
+            return Err(invalid_server(format!(
+                "server name `{}` is reserved for the orchestrator's own tools",
+                server.name
+            )));
         }
         servers.push(server);
     }
