@@ -88,7 +88,7 @@ async fn a_300_turn_conversation_stays_in_budget_summarises_once_per_event_and_s
     ]));
     let mut orch = Orchestrator::start(Options {
         model_url: model.url(),
-        mcp_servers: format!("nextcloud={}", probe.url()),
+        mcp_servers: format!("nextcloud={};auth=nextcloud", probe.url()),
         extra_env: vec![("TAMEBI_CONTEXT_TOKENS".into(), WINDOW.to_string())],
     });
     let c = client();
@@ -198,7 +198,7 @@ async fn a_failing_summary_call_leaves_the_turn_on_rung_one() {
     ]));
     let mut orch = Orchestrator::start(Options {
         model_url: model.url(),
-        mcp_servers: format!("nextcloud={}", probe.url()),
+        mcp_servers: format!("nextcloud={};auth=nextcloud", probe.url()),
         extra_env: vec![("TAMEBI_CONTEXT_TOKENS".into(), "4096".into())],
     });
     let c = client();

@@ -92,7 +92,7 @@ fn system_prompt_of(request: &Value) -> String {
 fn start(model: &ScriptedModel, probe: &ProbeMcp, extra_env: Vec<(String, String)>) -> Orchestrator {
     Orchestrator::start(Options {
         model_url: model.url(),
-        mcp_servers: format!("nextcloud={}", probe.url()),
+        mcp_servers: format!("nextcloud={};auth=nextcloud", probe.url()),
         extra_env,
     })
 }

@@ -93,7 +93,7 @@ async fn a_turn_is_one_trace_and_the_supervision_tree_is_visible() {
     ]));
     let mut orch = Orchestrator::start(Options {
         model_url: model.url(),
-        mcp_servers: format!("nextcloud={}", mcp.url()),
+        mcp_servers: format!("nextcloud={};auth=nextcloud", mcp.url()),
         extra_env: otel_env(&otlp, 200, 500),
     });
     let alice_bearer = nc.app_password("alice").to_string();
