@@ -3,4 +3,4 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 cd "$TAMEBI_ROOT"
-cargo test --workspace --features tamebi/fault-injection
+cargo test --workspace --no-fail-fast --features tamebi/fault-injection
