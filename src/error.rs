@@ -20,6 +20,12 @@ pub enum Error {
     NotFound,
     #[error("conflict: {0}")]
     Conflict(String),
+    /// A conversation keeps the assistant it was created with.
+    #[error("conversation is bound to assistant {0}")]
+    AssistantBound(String),
+    /// The conversation's assistant is no longer in the operator's file.
+    #[error("assistant {0} is no longer configured")]
+    AssistantGone(String),
     #[error("payload too large")]
     TooLarge,
     #[error("the request body did not arrive in time")]
@@ -62,6 +68,9 @@ pub mod messages {
     pub const FORBIDDEN: &str = "This action is not allowed.";
     pub const NOT_FOUND: &str = "Not found.";
     pub const CONFLICT: &str = "A reply is already being written in this conversation.";
+    pub const ASSISTANT_BOUND: &str =
+        "This conversation belongs to another assistant. Start a new conversation to talk to a different one.";
+    pub const ASSISTANT_GONE: &str = "The assistant of this conversation is no longer offered. Start a new conversation.";
     pub const TOO_LARGE: &str = "The request is too large.";
     pub const METHOD_NOT_ALLOWED: &str = "This method is not allowed here.";
     pub const TIMEOUT: &str = "The request took too long to arrive.";
@@ -79,7 +88,7 @@ impl Error {
             Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Error::Forbidden(_) => StatusCode::FORBIDDEN,
             Error::NotFound => StatusCode::NOT_FOUND,
-            Error::Conflict(_) => StatusCode::CONFLICT,
+            Error::Conflict(_) | Error::AssistantBound(_) | Error::AssistantGone(_) => StatusCode::CONFLICT,
             Error::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Error::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::Overloaded | Error::UserTurnLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -95,6 +104,8 @@ impl Error {
             Error::Forbidden(_) => messages::FORBIDDEN,
             Error::NotFound => messages::NOT_FOUND,
             Error::Conflict(_) => messages::CONFLICT,
+            Error::AssistantBound(_) => messages::ASSISTANT_BOUND,
+            Error::AssistantGone(_) => messages::ASSISTANT_GONE,
             Error::TooLarge => messages::TOO_LARGE,
             Error::BodyTimeout => messages::TIMEOUT,
             Error::Overloaded => messages::OVERLOADED,

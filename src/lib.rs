@@ -15,6 +15,7 @@
 //! - [`context`]: what the model sees; [`untrusted`]: the G2 envelope.
 //! - [`compaction`]: keeping that inside the context budget (tool-result clearing, summaries).
 //! - [`memory`]: the orchestrator's own memory tools (memory.db, writes through G3).
+//! - [`assistants`]: the operator's assistants (instructions, model role, tool allow-list).
 //! - [`approval`]: G3 policy from MCP annotations; [`mcp`]: MCP client and tool registry.
 //! - [`model`]: the OpenAI-compatible streaming client.
 //! - [`store`]: chat.db; [`ui_stream`]: the AI SDK UI message stream.
@@ -23,6 +24,7 @@
 pub mod actors;
 pub mod approval;
 pub mod apps;
+pub mod assistants;
 pub mod auth;
 pub mod compaction;
 pub mod config;

@@ -108,6 +108,9 @@ pub struct Turn {
     pub calibration: Calibration,
     pub emitter: Emitter,
     pub cancel: CancellationToken,
+    /// The conversation's assistant: its allow-list filters the tools offered, its
+    /// instructions follow the system prompt, its model role picks the model.
+    pub loadout: Arc<crate::assistants::Assistant>,
 }
 
 /// Runs the turn to its end and tells the actor it ended. The caller runs it inside the turn
@@ -217,6 +220,9 @@ impl TurnState {
         let mut defs = self.load_workspace_tools().await;
         self.has_workspace = !defs.is_empty();
         defs.extend(crate::memory::tool_defs());
+        // The assistant's allow-list: a tool outside it is never offered, and a call naming it
+        // anyway finds no tool (an error result, like any unknown name).
+        defs.retain(|d| self.t.loadout.allows(&d.server, &d.name));
         self.registry = Registry::new(defs);
         self.specs = self.registry.model_tools().map(ToolDef::spec).collect();
     }
@@ -338,7 +344,8 @@ impl TurnState {
         self.emit(StreamPart::StartStep)?;
         let view = self.compacted_view().await?;
         let messages = view.messages;
-        let mut stream = self.t.services.model.stream(&messages, &self.specs).await.map_err(|e| {
+        let model = &self.t.services.model;
+        let mut stream = model.stream_as(self.t.loadout.model, &messages, &self.specs).await.map_err(|e| {
             tracing::error!(error = %crate::auth::redact::redact(&e.to_string()), "model call failed");
             messages::INTERNAL
         })?;
@@ -402,7 +409,8 @@ impl TurnState {
     /// a new summary first when the view passed half the window (rung 2, once per turn).
     async fn compacted_view(&mut self) -> Result<compaction::View, &'static str> {
         let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
-        let system = context::system_with_context(context::system_prompt(&today, self.has_workspace), &self.facts, None);
+        let fixed = self.t.loadout.system_prompt(context::system_prompt(&today, self.has_workspace));
+        let system = context::system_with_context(fixed, &self.facts, None);
         // The history with this turn's message at its end, borrowed rather than copied (a long
         // conversation's history is megabytes); put back on every path.
         let mut history = std::mem::take(&mut self.t.history);

@@ -42,6 +42,8 @@ pub enum ConversationMsg {
     StartTurn {
         caller: Caller,
         input: TurnInput,
+        /// The conversation's assistant (resolved and checked by `http::assistants`).
+        assistant: Arc<crate::assistants::Assistant>,
         reply: RpcReplyPort<Result<Subscription, Error>>,
     },
     Subscribe {
@@ -151,8 +153,13 @@ impl Actor for ConversationActor {
 
     async fn handle(&self, myself: ActorRef<Self::Msg>, msg: Self::Msg, state: &mut State) -> Result<(), ActorProcessingErr> {
         match msg {
-            ConversationMsg::StartTurn { caller, input, reply } => {
-                let result = self.start_turn(&myself, state, caller, input).await;
+            ConversationMsg::StartTurn {
+                caller,
+                input,
+                assistant,
+                reply,
+            } => {
+                let result = self.start_turn(&myself, state, caller, input, assistant).await;
                 let _ = reply.send(result);
             }
             ConversationMsg::Subscribe { reply } => {
@@ -196,6 +203,7 @@ impl ConversationActor {
         state: &mut State,
         caller: Caller,
         input: TurnInput,
+        loadout: Arc<crate::assistants::Assistant>,
     ) -> Result<Subscription, Error> {
         if state.in_flight.is_some() {
             return Err(Error::Conflict("a turn is already running".into()));
@@ -212,7 +220,7 @@ impl ConversationActor {
         let (assistant, decisions) = match input {
             TurnInput::User(message) => {
                 // A new user message supersedes any approval still waiting (same transaction).
-                if let Err(e) = store.save_user_message(&state.uid, &state.cid, &message).await {
+                if let Err(e) = store.save_user_message(&state.uid, &state.cid, &message, &loadout.name).await {
                     state.history = Some(history);
                     return Err(e);
                 }
@@ -271,6 +279,7 @@ impl ConversationActor {
             calibration: state.calibration,
             emitter,
             cancel,
+            loadout,
         };
         self.services.tasks.spawn(tracing::Instrument::instrument(turn::run(run), span));
         Ok(subscription)

@@ -38,6 +38,11 @@ pub const HEADER_CREDENTIALS: &str = "x-tamebi-credentials";
 /// exactly what per-audience credentials replace, so an outdated app fails loudly.
 pub const HEADER_LEGACY_NC_AUTHORIZATION: &str = "x-tamebi-nc-authorization";
 pub const HEADER_REQUEST_ID: &str = "x-request-id";
+/// On admin routes only: the app's second signature, made after Nextcloud said the signed
+/// user is an admin (see [`Verifier::check_admin`]).
+pub const HEADER_ADMIN_SIGNATURE: &str = "x-tamebi-admin-signature";
+/// The purpose that separates an admin signature from every user signature.
+pub const ADMIN_PURPOSE: &str = "tamebi-admin-v1";
 
 /// Largest clock difference accepted between the PHP app and us.
 pub const MAX_SKEW_SECS: i64 = 60;
@@ -150,6 +155,8 @@ pub enum IdentityError {
     Replayed,
     #[error("too many signed requests in the replay window")]
     ReplayWindowFull,
+    #[error("missing or wrong admin signature")]
+    NotAdmin,
 }
 
 impl IdentityError {
@@ -261,6 +268,26 @@ impl Verifier {
         self.check_body(signed, body, request_id)
     }
 
+    /// Admin routes, after [`Verifier::verify`] accepted the request as `uid`'s: the app also
+    /// signs `tamebi-admin-v1 \n uid \n ts \n nonce` (the same ts and nonce), and only after
+    /// Nextcloud's group manager said `uid` is an admin. A user signature can never stand in
+    /// for it (a different string, never produced for a user route), and it is bound to this
+    /// one request by the nonce. An admin route reveals configuration, never users' content.
+    pub fn check_admin(&self, headers: &HeaderMap, uid: &str) -> Result<(), IdentityError> {
+        let ts = single(headers, HEADER_TS)?.ok_or(IdentityError::NotAdmin)?;
+        let nonce = single(headers, HEADER_NONCE)?.ok_or(IdentityError::NotAdmin)?;
+        let given = single(headers, HEADER_ADMIN_SIGNATURE)?
+            .filter(|s| s.len() == 64)
+            .and_then(|s| hex::decode(s).ok())
+            .ok_or(IdentityError::NotAdmin)?;
+        let expected = sign_admin(self.signing_secret.expose(), uid, ts, nonce);
+        if expected.as_slice().ct_eq(given.as_slice()).unwrap_u8() == 1 {
+            Ok(())
+        } else {
+            Err(IdentityError::NotAdmin)
+        }
+    }
+
     fn check_proxy_bearer(&self, headers: &HeaderMap) -> Result<(), IdentityError> {
         let given = header(headers, "authorization")
             .and_then(|v| v.strip_prefix("Bearer "))
@@ -311,6 +338,15 @@ fn signature_with_credentials_hash(signing_secret: &str, fields: &SignedFields<'
         return Vec::new();
     };
     mac.update(signed_string_with_hash(fields, credentials_sha256).as_bytes());
+    mac.finalize().into_bytes().to_vec()
+}
+
+/// HMAC-SHA256 over `tamebi-admin-v1 \n uid \n ts \n nonce` (see [`Verifier::check_admin`]).
+pub fn sign_admin(signing_secret: &str, uid: &str, ts: &str, nonce: &str) -> Vec<u8> {
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(signing_secret.as_bytes()) else {
+        return Vec::new();
+    };
+    mac.update(format!("{ADMIN_PURPOSE}\n{uid}\n{ts}\n{nonce}").as_bytes());
     mac.finalize().into_bytes().to_vec()
 }
 
@@ -677,6 +713,42 @@ mod tests {
         h.insert(HEADER_REQUEST_ID, HeaderValue::from_static("has space"));
         assert_ne!(request_id(&h), "has space");
     }
+
+    /// The admin signature: a distinct purpose over the same uid, ts and nonce. The PHP app's
+    /// SignerTest checks the same vector.
+    #[test]
+    fn admin_signatures_are_separate_from_user_signatures() {
+        let v = vectors();
+        let mut h = signed(&v, "alice", 1000, "");
+        assert!(verifier(&v).verify(&h, b"", 1000, "r".into()).is_ok());
+        assert_eq!(
+            verifier(&v).check_admin(&h, "alice"),
+            Err(IdentityError::NotAdmin),
+            "a user signature is not an admin one"
+        );
+        let user_sig = h.get(HEADER_SIGNATURE).unwrap().clone();
+        h.insert(HEADER_ADMIN_SIGNATURE, user_sig);
+        assert_eq!(verifier(&v).check_admin(&h, "alice"), Err(IdentityError::NotAdmin));
+        let admin = hex::encode(sign_admin(&v.signing_secret, "alice", "1000", NONCE));
+        h.insert(HEADER_ADMIN_SIGNATURE, HeaderValue::from_str(&admin).unwrap());
+        assert_eq!(verifier(&v).check_admin(&h, "alice"), Ok(()));
+        // Bound to the uid and the nonce of this request.
+        assert_eq!(verifier(&v).check_admin(&h, "bob"), Err(IdentityError::NotAdmin));
+        h.insert(HEADER_NONCE, HeaderValue::from_static("another-nonce-0123456789"));
+        assert_eq!(verifier(&v).check_admin(&h, "alice"), Err(IdentityError::NotAdmin));
+        assert_eq!(
+            hex::encode(sign_admin(
+                "s".repeat(32).as_str(),
+                "admin",
+                "1700000000",
+                "0123456789abcdef0123456789abcdef"
+            )),
+            ADMIN_VECTOR
+        );
+    }
+
+    /// HMAC-SHA256("s" x 32, "tamebi-admin-v1\nadmin\n1700000000\n0123456789abcdef0123456789abcdef").
+    const ADMIN_VECTOR: &str = "033e5ec3af54100345548cd39dbb91a66c22e0e207e231e9441b1176b9c36370";
 
     #[test]
     fn tokens_never_print() {

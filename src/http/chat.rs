@@ -28,11 +28,26 @@ struct ChatRequest {
     messages: Vec<Value>,
     #[serde(default)]
     trigger: Option<String>,
+    /// The assistant to talk to: binds a new conversation; must match an existing one's.
+    #[serde(default)]
+    assistant: Option<String>,
+}
+
+/// What one valid chat request asks for.
+struct Parsed {
+    id: String,
+    input: TurnInput,
+    assistant: Option<String>,
 }
 
 pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
     let rid = caller.request_id.clone();
-    let (id, input) = parse(&body).map_err(|e| e.with_request(&rid))?;
+    let Parsed { id, input, assistant } = parse(&body).map_err(|e| e.with_request(&rid))?;
+    // Which assistant: refused (400 unknown, 409 another one's conversation) before any quota is used.
+    let services = &state.services;
+    let assistant = super::assistants::resolve(&services.config.assistants, &services.store, &caller.uid, &id, assistant.as_deref())
+        .await
+        .map_err(|e| e.with_request(&rid))?;
     // B6: the user's own share first, so one person's flood is refused before it can take
     // the machine-wide permits from everyone else.
     let admitted = state.fairness.admit(&caller.uid).map_err(|refusal| {
@@ -60,6 +75,7 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     let subscription = ask(&actor, |reply| ConversationMsg::StartTurn {
         caller: turn_caller,
         input,
+        assistant,
         reply,
     })
     .await
@@ -96,7 +112,7 @@ pub async fn resume(
 }
 
 /// Validates the request and extracts what this turn acts on.
-fn parse(body: &[u8]) -> Result<(String, TurnInput), Error> {
+fn parse(body: &[u8]) -> Result<Parsed, Error> {
     let req: ChatRequest = serde_json::from_slice(body).map_err(|e| Error::BadRequest(format!("chat body: {e}")))?;
     if !valid_conversation_id(&req.id) {
         return Err(Error::BadRequest("conversation id must be 1-64 characters of [A-Za-z0-9_-]".into()));
@@ -115,7 +131,11 @@ fn parse(body: &[u8]) -> Result<(String, TurnInput), Error> {
         Role::Assistant => TurnInput::Approvals(approval_decisions(&message)?),
         Role::System => return Err(Error::BadRequest("a system message cannot start a turn".into())),
     };
-    Ok((req.id, input))
+    Ok(Parsed {
+        id: req.id,
+        input,
+        assistant: req.assistant,
+    })
 }
 
 fn user_message(message: UiMessage) -> Result<UiMessage, Error> {
@@ -174,12 +194,13 @@ mod tests {
 
     #[test]
     fn only_the_last_user_message_is_taken() {
-        let (id, input) = parse(&body(json!({"id": "c1", "messages": [
+        let Parsed { id, input, assistant } = parse(&body(json!({"id": "c1", "assistant": "cal", "messages": [
             {"id": "old", "role": "user", "parts": [{"type": "text", "text": "old"}]},
             {"id": "m2", "role": "user", "parts": [{"type": "text", "text": "new"}, {"type": "file", "url": "x"}]}
         ]})))
         .unwrap();
         assert_eq!(id, "c1");
+        assert_eq!(assistant.as_deref(), Some("cal"));
         let TurnInput::User(m) = input else { panic!() };
         assert_eq!(m.text(), "new");
         assert_eq!(m.parts.len(), 1);
@@ -187,7 +208,7 @@ mod tests {
 
     #[test]
     fn approvals_take_only_the_decision() {
-        let (_, input) = parse(&body(json!({"id": "c1", "messages": [
+        let Parsed { input, .. } = parse(&body(json!({"id": "c1", "messages": [
             {"id": "a1", "role": "assistant", "parts": [
                 {"type": "dynamic-tool", "toolName": "files_move", "toolCallId": "call_1", "state": "approval-responded",
                  "input": {"from": "TAMPERED"}, "approval": {"id": "ap_1", "approved": true}}

@@ -7,13 +7,17 @@
 //!   request id, whoever produced it (a handler, an extractor's rejection, a 404 or 405).
 //! - [`chat`]: `POST /v1/chat` and `GET /v1/chat/{id}/stream` (SSE, AI SDK UI message stream).
 //! - [`conversations`]: list, read, delete.
+//! - [`assistants`]: the assistants a user may pick, and the conversation binding rule.
+//! - [`admin`]: configuration status for Nextcloud admins (admin-signed, never users' content).
 //! - [`apps`]: MCP App documents and the relay for frames and the island.
 //! - [`memory`]: the user's memory facts, and the erasure of all their data.
 //! - `GET /healthz`, unauthenticated.
 //!
 //! Handlers return `ApiError` for every failure, so users only ever see fixed messages.
 
+pub mod admin;
 pub mod apps;
+pub mod assistants;
 pub mod chat;
 pub mod conversations;
 pub mod fairness;
@@ -68,6 +72,8 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/memory", get(memory::list))
         .route("/v1/memory/{id}", delete(memory::forget))
         .route("/v1/me/data", delete(memory::erase_me))
+        .route("/v1/assistants", get(assistants::list))
+        .route("/v1/admin/status", get(admin::status))
         .layer(middleware::from_fn_with_state(state.clone(), identity_layer));
     Router::new()
         .route("/healthz", get(health))

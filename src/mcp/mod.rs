@@ -2,7 +2,9 @@
 //!
 //! - [`client`]: one short-lived rmcp client per call, carrying the caller's bearer. No
 //!   client outlives the call, so no bearer outlives the turn that brought it.
+//! - [`probe`]: whether a configured server answers, asked with no credential (admin status).
 //! - [`registry`]: a turn's view of the tools: visibility split, policy, fingerprints.
 
 pub mod client;
+pub mod probe;
 pub mod registry;

@@ -191,6 +191,18 @@ impl AuditLog {
             .await
     }
 
+    /// Every (server, tool) whose definition was ever listed to a user, by server and name:
+    /// what the admin status shows for a server it cannot list itself.
+    pub async fn known_tools(&self) -> Result<Vec<(String, String)>, Error> {
+        self.db
+            .read(|c| {
+                let mut st = c.prepare("SELECT server, name FROM fingerprints ORDER BY server, name")?;
+                let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<Vec<_>, _>>()?;
+                Ok(rows)
+            })
+            .await
+    }
+
     /// Every row, oldest first (for operators' exports and tests).
     pub async fn entries(&self) -> Result<Vec<Entry>, Error> {
         self.db

@@ -75,6 +75,10 @@ pub struct ConversationSummary {
 pub struct Conversation {
     pub id: String,
     pub title: String,
+    /// The assistant it was created with; none for conversations from before assistants
+    /// (they belong to the default assistant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assistant: Option<String>,
     pub messages: Vec<UiMessage>,
 }
 
@@ -102,6 +106,7 @@ fn now_ms() -> i64 {
 
 impl ChatStore {
     pub fn open(path: &Path) -> Result<ChatStore, Error> {
+        migrate(path)?;
         Ok(ChatStore {
             db: Db::open(path, SCHEMA)?,
         })
@@ -116,13 +121,38 @@ impl ChatStore {
         message: &UiMessage,
         title_hint: Option<String>,
     ) -> Result<(), Error> {
-        self.save(uid, conversation_id, message, title_hint, Vec::new(), false).await
+        self.save(uid, conversation_id, message, title_hint, Vec::new(), None).await
     }
 
-    /// Saves a new user message (titling a new conversation from it) and drops any approval
-    /// still pending in the conversation, in one transaction: a new message supersedes them.
-    pub async fn save_user_message(&self, uid: &str, conversation_id: &str, message: &UiMessage) -> Result<(), Error> {
-        self.save(uid, conversation_id, message, Some(message.text()), Vec::new(), true)
+    /// Saves a new user message (titling a new conversation from it and binding it to
+    /// `assistant`) and drops any approval still pending in the conversation, in one
+    /// transaction: a new message supersedes them. A conversation bound to another assistant
+    /// is refused ([`Error::AssistantBound`]) and nothing is written.
+    pub async fn save_user_message(&self, uid: &str, conversation_id: &str, message: &UiMessage, assistant: &str) -> Result<(), Error> {
+        self.save(
+            uid,
+            conversation_id,
+            message,
+            Some(message.text()),
+            Vec::new(),
+            Some(assistant.to_string()),
+        )
+        .await
+    }
+
+    /// The assistant a conversation is bound to: `None` when the conversation does not exist,
+    /// `Some(None)` when it predates assistants (it belongs to the default one).
+    pub async fn assistant_of(&self, uid: &str, conversation_id: &str) -> Result<Option<Option<String>>, Error> {
+        let (uid, cid) = (uid.to_string(), conversation_id.to_string());
+        self.db
+            .read(move |c| {
+                Ok(c.query_row(
+                    "SELECT assistant FROM conversations WHERE uid = ?1 AND id = ?2",
+                    params![uid, cid],
+                    |r| r.get::<_, Option<String>>(0),
+                )
+                .optional()?)
+            })
             .await
     }
 
@@ -135,7 +165,7 @@ impl ChatStore {
         message: &UiMessage,
         approvals: Vec<PendingApproval>,
     ) -> Result<(), Error> {
-        self.save(uid, conversation_id, message, None, approvals, false).await
+        self.save(uid, conversation_id, message, None, approvals, None).await
     }
 
     async fn save(
@@ -145,7 +175,8 @@ impl ChatStore {
         message: &UiMessage,
         title_hint: Option<String>,
         approvals: Vec<PendingApproval>,
-        supersede_approvals: bool,
+        // A user message: binds a new conversation to this assistant, supersedes approvals.
+        user_assistant: Option<String>,
     ) -> Result<(), Error> {
         let (uid, cid) = (uid.to_string(), conversation_id.to_string());
         let json = serde_json::to_string(message).map_err(|e| Error::Internal(e.to_string()))?;
@@ -153,13 +184,13 @@ impl ChatStore {
         self.db
             .write(move |c| {
                 let now = now_ms();
-                upsert_conversation(c, &uid, &cid, title_hint.as_deref(), now)?;
+                upsert_conversation(c, &uid, &cid, title_hint.as_deref(), user_assistant.as_deref(), now)?;
                 c.execute(
                     "INSERT INTO messages (uid, conversation_id, id, role, message, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                      ON CONFLICT (uid, conversation_id, id) DO UPDATE SET message = excluded.message",
                     params![uid, cid, mid, role, json, now],
                 )?;
-                if supersede_approvals {
+                if user_assistant.is_some() {
                     c.execute("DELETE FROM pending_approvals WHERE uid = ?1 AND conversation_id = ?2", params![uid, cid])?;
                 }
                 for a in approvals {
@@ -238,11 +269,11 @@ impl ChatStore {
         let (uid, cid) = (uid.to_string(), conversation_id.to_string());
         self.db
             .read(move |c| {
-                let Some(title) = c
+                let Some((title, assistant)) = c
                     .query_row(
-                        "SELECT title FROM conversations WHERE uid = ?1 AND id = ?2",
+                        "SELECT title, assistant FROM conversations WHERE uid = ?1 AND id = ?2",
                         params![uid, cid],
-                        |r| r.get::<_, String>(0),
+                        |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)),
                     )
                     .optional()?
                 else {
@@ -254,7 +285,12 @@ impl ChatStore {
                     let msg: UiMessage = serde_json::from_str(&json?).map_err(|e| Error::Internal(format!("stored message: {e}")))?;
                     messages.push(msg);
                 }
-                Ok(Some(Conversation { id: cid, title, messages }))
+                Ok(Some(Conversation {
+                    id: cid,
+                    title,
+                    assistant,
+                    messages,
+                }))
             })
             .await
     }
@@ -330,14 +366,51 @@ impl ChatStore {
     }
 }
 
-fn upsert_conversation(c: &Connection, uid: &str, cid: &str, title_hint: Option<&str>, now: i64) -> Result<(), Error> {
+/// Creates or touches the conversation. The assistant is set when the row is created and never
+/// changed: a user message naming another one is refused before anything is written.
+fn upsert_conversation(
+    c: &Connection,
+    uid: &str,
+    cid: &str,
+    title_hint: Option<&str>,
+    assistant: Option<&str>,
+    now: i64,
+) -> Result<(), Error> {
+    if let Some(wanted) = assistant {
+        let bound: Option<Option<String>> = c
+            .query_row(
+                "SELECT assistant FROM conversations WHERE uid = ?1 AND id = ?2",
+                params![uid, cid],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(Some(bound)) = bound.filter(|b| b.as_deref().is_some_and(|b| b != wanted)) {
+            return Err(Error::AssistantBound(bound));
+        }
+    }
     let title = title_hint.map(title_from).unwrap_or_default();
     c.execute(
-        "INSERT INTO conversations (uid, id, title, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
+        "INSERT INTO conversations (uid, id, title, assistant, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
          ON CONFLICT (uid, id) DO UPDATE SET updated_at = excluded.updated_at,
            title = CASE WHEN conversations.title = '' THEN excluded.title ELSE conversations.title END",
-        params![uid, cid, title, now],
+        params![uid, cid, title, assistant, now],
     )?;
+    Ok(())
+}
+
+/// Schema changes after the first release, each guarded so it runs once: `conversations.assistant`
+/// (NULL for conversations created before assistants existed).
+fn migrate(path: &Path) -> Result<(), Error> {
+    let c = Connection::open(path)?;
+    c.execute_batch(SCHEMA)?;
+    let has_assistant: bool = c.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info('conversations') WHERE name = 'assistant'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_assistant {
+        c.execute_batch("ALTER TABLE conversations ADD COLUMN assistant TEXT")?;
+    }
     Ok(())
 }
 
@@ -401,6 +474,41 @@ mod tests {
         assert!(s.delete("bob", "c1").await.unwrap());
         assert!(!s.delete("bob", "c1").await.unwrap());
         assert_eq!(s.load("alice", "c1").await.unwrap().unwrap().messages.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_conversation_keeps_its_assistant() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chat.db");
+        // A chat.db from before assistants: the column is added, old rows have none.
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE conversations (uid TEXT NOT NULL, id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '',
+                 created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (uid, id));
+                 INSERT INTO conversations VALUES ('alice', 'old', 'Old', 1, 1);",
+            )
+            .unwrap();
+        }
+        let s = ChatStore::open(&path).unwrap();
+        drop(ChatStore::open(&path).unwrap()); // the guarded ALTER runs once
+        assert_eq!(s.assistant_of("alice", "old").await.unwrap(), Some(None));
+        assert_eq!(s.assistant_of("alice", "new").await.unwrap(), None);
+        s.save_user_message("alice", "new", &user("m1", "hi"), "planner").await.unwrap();
+        assert_eq!(s.assistant_of("alice", "new").await.unwrap(), Some(Some("planner".into())));
+        assert_eq!(s.assistant_of("bob", "new").await.unwrap(), None, "per user");
+        s.save_user_message("alice", "new", &user("m2", "again"), "planner").await.unwrap();
+        let refused = s.save_user_message("alice", "new", &user("m3", "switch"), "writer").await;
+        assert!(
+            matches!(refused, Err(Error::AssistantBound(ref b)) if b == "planner"),
+            "{refused:?}"
+        );
+        let c = s.load("alice", "new").await.unwrap().unwrap();
+        assert_eq!(c.messages.len(), 2, "nothing of the refused message was written");
+        assert_eq!(c.assistant.as_deref(), Some("planner"));
+        // An assistant message never sets or changes the binding.
+        s.save_message("alice", "new", &user("a1", "reply"), None).await.unwrap();
+        assert_eq!(s.assistant_of("alice", "new").await.unwrap(), Some(Some("planner".into())));
     }
 
     #[tokio::test]

@@ -1,0 +1,155 @@
+//! `GET /v1/admin/status`: the configuration an admin sees on Nextcloud's settings page.
+//!
+//! Signed like every route (G1), plus the app's admin signature ([`Verifier::check_admin`]),
+//! which it makes only after Nextcloud's group manager said the signed user is an admin. A
+//! Nextcloud admin is not an admin of anyone's data: this route reveals configuration (the
+//! assistants, the MCP servers, whether they answer, how many tools they offer), never a user's
+//! conversations, memory or audit rows, and it uses no user's credential.
+//!
+//! Tool counts: an `auth=none` server is listed on the spot; an `auth=nextcloud` server only
+//! ever lists tools to a user, so its count is what users' listings showed (the tool
+//! fingerprints every listing records), labelled as such.
+//!
+//! [`Verifier::check_admin`]: crate::auth::identity::Verifier::check_admin
+
+use axum::Json;
+use axum::extract::{Extension, State};
+use http::HeaderMap;
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+use super::AppState;
+use crate::auth::Caller;
+use crate::config::{McpServer, ModelRole, ServerAuth};
+use crate::error::{ApiError, Error};
+use crate::mcp::probe::{self, Reachability};
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminStatus {
+    pub assistants: Vec<AssistantStatus>,
+    pub servers: Vec<ServerStatus>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantStatus {
+    pub name: String,
+    pub description: String,
+    pub model: ModelRole,
+    pub tools: Vec<String>,
+    /// Whether the operator gave it instructions (their text stays in the file).
+    pub has_instructions: bool,
+    /// Servers (and the orchestrator's own `tamebi`) at least one known tool of which it may offer.
+    pub servers: Vec<String>,
+    /// How many of the known tools it may offer.
+    pub tool_count: usize,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerStatus {
+    pub name: String,
+    pub auth: &'static str,
+    pub answers: bool,
+    /// `listed`, `sign-in-required`, `answered` or `unreachable`.
+    pub state: &'static str,
+    /// The HTTP status of an unexpected answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// Whether a 401 named RFC 9728 protected-resource metadata.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_metadata: Option<bool>,
+    /// Tools offered: listed now (`listed`) or seen in users' listings (`seen`); none known: null.
+    pub tool_count: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_count_source: Option<&'static str>,
+}
+
+pub async fn status(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+) -> Result<Json<AdminStatus>, ApiError> {
+    let rid = caller.request_id.clone();
+    if state.verifier.check_admin(&headers, &caller.uid).is_err() {
+        return Err(Error::Forbidden("admin route without an admin signature".into()).with_request(&rid));
+    }
+    let services = &state.services;
+    let known = services.audit.known_tools().await.map_err(|e| e.with_request(&rid))?;
+    // A client of its own: no pool shared with users' calls, nothing that could carry a token.
+    let http = reqwest::Client::builder()
+        .connect_timeout(probe::PROBE_TIMEOUT)
+        .build()
+        .map_err(|e| Error::Internal(format!("probe client: {e}")).with_request(&rid))?;
+    let probes = futures::future::join_all(services.config.mcp_servers.iter().map(|s| probe::probe(&http, s, &rid))).await;
+    let mut tools: Vec<(String, String)> = Vec::new();
+    let mut servers = Vec::new();
+    for (server, found) in services.config.mcp_servers.iter().zip(probes) {
+        let seen: Vec<String> = known.iter().filter(|(s, _)| *s == server.name).map(|(_, t)| t.clone()).collect();
+        let status = server_status(server, &found, seen.len());
+        let names = match found {
+            Reachability::Listed(names) => names,
+            _ => seen,
+        };
+        tools.extend(names.into_iter().map(|t| (server.name.clone(), t)));
+        servers.push(status);
+    }
+    tools.extend(
+        crate::memory::tool_defs()
+            .into_iter()
+            .map(|d| (crate::memory::LOCAL_SERVER.to_string(), d.name)),
+    );
+    let assistants = services
+        .config
+        .assistants
+        .all()
+        .iter()
+        .map(|a| {
+            let allowed: Vec<&(String, String)> = tools.iter().filter(|(s, t)| a.allows(s, t)).collect();
+            AssistantStatus {
+                name: a.name.clone(),
+                description: a.description.clone(),
+                model: a.model,
+                tools: a.tools.iter().map(ToString::to_string).collect(),
+                has_instructions: !a.instructions.trim().is_empty(),
+                servers: allowed
+                    .iter()
+                    .map(|(s, _)| s.clone())
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect(),
+                tool_count: allowed.len(),
+            }
+        })
+        .collect();
+    tracing::info!(request_id = %rid, "admin status served");
+    Ok(Json(AdminStatus { assistants, servers }))
+}
+
+fn server_status(server: &McpServer, found: &Reachability, seen: usize) -> ServerStatus {
+    let (state, http_status, resource_metadata) = match found {
+        Reachability::Listed(_) => ("listed", None, None),
+        Reachability::SignInRequired { metadata } => ("sign-in-required", None, Some(*metadata)),
+        Reachability::Answered(code) => ("answered", Some(*code), None),
+        Reachability::Unreachable => ("unreachable", None, None),
+    };
+    let (tool_count, tool_count_source) = match found {
+        Reachability::Listed(names) => (Some(names.len()), Some("listed")),
+        _ if seen > 0 => (Some(seen), Some("seen")),
+        _ => (None, None),
+    };
+    ServerStatus {
+        name: server.name.clone(),
+        auth: match server.auth {
+            ServerAuth::Nextcloud => "nextcloud",
+            ServerAuth::None => "none",
+        },
+        answers: found.answers(),
+        state,
+        http_status,
+        resource_metadata,
+        tool_count,
+        tool_count_source,
+    }
+}

@@ -1,0 +1,120 @@
+//! `GET /v1/assistants`, and the one rule that binds a conversation to its assistant.
+//!
+//! The list shows what a user may pick: name, description and tool patterns, never the
+//! operator's instructions. The binding rule: a new conversation takes the assistant the
+//! request names (or the default one); an existing conversation keeps the one it was created
+//! with, and a request naming another is refused with 409. An unknown name is a 400.
+
+use axum::Json;
+use axum::extract::{Extension, State};
+use serde::Serialize;
+use std::sync::Arc;
+
+use super::AppState;
+use crate::assistants::{Assistant, AssistantInfo, Assistants};
+use crate::auth::Caller;
+use crate::error::{ApiError, Error};
+use crate::store::chat::ChatStore;
+
+#[derive(Serialize)]
+pub struct AssistantList {
+    pub assistants: Vec<AssistantInfo>,
+    /// The assistant a new conversation gets when the request names none.
+    pub default: String,
+}
+
+pub async fn list(State(state): State<AppState>, Extension(_caller): Extension<Caller>) -> Result<Json<AssistantList>, ApiError> {
+    let assistants = &state.services.config.assistants;
+    Ok(Json(AssistantList {
+        assistants: assistants.all().iter().map(|a| AssistantInfo::from(a.as_ref())).collect(),
+        default: assistants.default_assistant().name.clone(),
+    }))
+}
+
+/// The assistant this request's turn runs with. `requested` is the body's `assistant` field.
+pub async fn resolve(
+    assistants: &Assistants,
+    store: &ChatStore,
+    uid: &str,
+    conversation_id: &str,
+    requested: Option<&str>,
+) -> Result<Arc<Assistant>, Error> {
+    let wanted = match requested {
+        Some(name) => Some(
+            assistants
+                .get(name)
+                .ok_or_else(|| Error::BadRequest(format!("unknown assistant {name:?}")))?,
+        ),
+        None => None,
+    };
+    let bound = match store.assistant_of(uid, conversation_id).await? {
+        // A new conversation: what was asked for, or the default.
+        None => return Ok(wanted.unwrap_or(assistants.default_assistant()).clone()),
+        Some(Some(name)) => assistants.get(&name).ok_or(Error::AssistantGone(name))?,
+        // Created before assistants existed: it belongs to the default one.
+        Some(None) => assistants.default_assistant(),
+    };
+    match wanted {
+        Some(w) if w.name != bound.name => Err(Error::AssistantBound(bound.name.clone())),
+        _ => Ok(bound.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assistants::Known;
+    use crate::ui_stream::{Role, UiMessage, UiPart};
+
+    fn two() -> Assistants {
+        let servers = vec!["nextcloud".to_string()];
+        let known = Known {
+            servers: &servers,
+            primary_model: "m",
+            fallback_model: None,
+        };
+        Assistants::parse(
+            "[[assistant]]\nname = \"default\"\ndescription = \"all\"\ntools = [\"*/*\"]\n\
+             [[assistant]]\nname = \"cal\"\ndescription = \"calendar\"\ntools = [\"nextcloud/calendar_*\"]\n",
+            &known,
+        )
+        .unwrap()
+    }
+
+    fn msg(text: &str) -> UiMessage {
+        UiMessage {
+            id: text.into(),
+            role: Role::User,
+            parts: vec![UiPart::Text {
+                text: text.into(),
+                state: None,
+            }],
+        }
+    }
+
+    #[tokio::test]
+    async fn binding_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ChatStore::open(&dir.path().join("chat.db")).unwrap();
+        let a = two();
+        assert_eq!(resolve(&a, &store, "u", "c", None).await.unwrap().name, "default");
+        assert_eq!(resolve(&a, &store, "u", "c", Some("cal")).await.unwrap().name, "cal");
+        assert!(matches!(
+            resolve(&a, &store, "u", "c", Some("nope")).await,
+            Err(Error::BadRequest(_))
+        ));
+        store.save_user_message("u", "c", &msg("hi"), "cal").await.unwrap();
+        assert_eq!(
+            resolve(&a, &store, "u", "c", None).await.unwrap().name,
+            "cal",
+            "the binding, not the default"
+        );
+        assert_eq!(resolve(&a, &store, "u", "c", Some("cal")).await.unwrap().name, "cal");
+        assert!(matches!(resolve(&a, &store, "u", "c", Some("default")).await, Err(Error::AssistantBound(ref b)) if b == "cal"));
+        // The same conversation id of another user is another conversation.
+        assert_eq!(resolve(&a, &store, "v", "c", Some("default")).await.unwrap().name, "default");
+        // An assistant removed from the file: refused, never silently swapped for another.
+        store.save_user_message("u", "gone", &msg("hi"), "retired").await.unwrap();
+        assert!(matches!(resolve(&a, &store, "u", "gone", None).await, Err(Error::AssistantGone(_))));
+    }
+}

@@ -1,0 +1,82 @@
+//! Whether a configured MCP server answers, asked without any user's credential.
+//!
+//! For the admin status page. The orchestrator holds no credential of its own for Nextcloud
+//! and must not grow one, so the probe sends none: an `auth=none` server is listed as any
+//! caller would list it; an `auth=nextcloud` server gets one unauthenticated `initialize`, and
+//! its RFC 9728 `401` (with `resource_metadata`) is the proof that it answers. Its tools are
+//! only ever listed with a user's own token, inside that user's turn.
+
+use std::time::Duration;
+
+use crate::config::{McpServer, ServerAuth};
+use crate::mcp::client::{self, CallContext};
+
+/// How long one probe may take.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a probe found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reachability {
+    /// Listed without a credential (an `auth=none` server): its tool names.
+    Listed(Vec<String>),
+    /// Answered 401 asking for a user's sign-in; `metadata` when the challenge names RFC 9728
+    /// protected-resource metadata.
+    SignInRequired { metadata: bool },
+    /// Answered something else (an HTTP status): it is there, but not well.
+    Answered(u16),
+    /// No answer: connection refused, timeout, TLS failure.
+    Unreachable,
+}
+
+impl Reachability {
+    pub fn answers(&self) -> bool {
+        !matches!(self, Reachability::Unreachable)
+    }
+}
+
+/// Probes `server` as described in the module doc. Never sends a credential.
+pub async fn probe(http: &reqwest::Client, server: &McpServer, request_id: &str) -> Reachability {
+    if server.auth == ServerAuth::None {
+        let ctx = CallContext {
+            url: server.url.clone(),
+            bearer: None,
+            request_id: request_id.to_string(),
+            traceparent: None,
+            timeout: PROBE_TIMEOUT,
+        };
+        if let Ok(tools) = client::list_tools(http, &ctx).await {
+            return Reachability::Listed(tools.iter().map(|t| t.name.to_string()).collect());
+        }
+    }
+    initialize_without_credential(http, &server.url, request_id).await
+}
+
+/// One `initialize` with no `Authorization` header; the status says whether anyone is there.
+async fn initialize_without_credential(http: &reqwest::Client, url: &url::Url, request_id: &str) -> Reachability {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "tamebi-probe", "version": "1"}}
+    });
+    let sent = http
+        .post(url.clone())
+        .header(http::header::ACCEPT, "application/json, text/event-stream")
+        .header("x-request-id", request_id)
+        .json(&body)
+        .timeout(PROBE_TIMEOUT)
+        .send()
+        .await;
+    let Ok(response) = sent else {
+        return Reachability::Unreachable;
+    };
+    match response.status().as_u16() {
+        401 => Reachability::SignInRequired {
+            metadata: response
+                .headers()
+                .get_all(http::header::WWW_AUTHENTICATE)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .any(|v| v.contains("resource_metadata=")),
+        },
+        status => Reachability::Answered(status),
+    }
+}
