@@ -20,5 +20,7 @@ return [
 		['name' => 'api#memory', 'url' => '/api/memory', 'verb' => 'GET'],
 		['name' => 'api#forgetMemory', 'url' => '/api/memory/{id}', 'verb' => 'DELETE'],
 		['name' => 'api#eraseMyData', 'url' => '/api/me/data', 'verb' => 'DELETE'],
+		['name' => 'api#assistants', 'url' => '/api/assistants', 'verb' => 'GET'],
+		['name' => 'admin#status', 'url' => '/api/admin/status', 'verb' => 'GET'],
 	],
 ];

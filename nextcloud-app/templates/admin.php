@@ -21,4 +21,65 @@ declare(strict_types=1);
 				<?php p($check['name']); ?> — <?php p($check['detail']); ?></li>
 		<?php endforeach; ?>
 	</ul>
+	<?php $orch = $_['orchestrator']; ?>
+	<h3><?php p($l->t('Assistants')); ?></h3>
+	<?php if (!$orch['ok']): ?>
+		<p class="tamebi-admin-error"><?php p($orch['error']); ?></p>
+	<?php else: ?>
+		<p><?php p($l->t('Defined by the orchestrator\'s TAMEBI_ASSISTANTS file; shown here read-only.')); ?></p>
+		<table class="grid tamebi-assistants">
+			<thead><tr>
+				<th><?php p($l->t('Name')); ?></th><th><?php p($l->t('Description')); ?></th>
+				<th><?php p($l->t('Model')); ?></th><th><?php p($l->t('Tool patterns')); ?></th>
+				<th><?php p($l->t('Servers')); ?></th><th><?php p($l->t('Tools')); ?></th>
+			</tr></thead>
+			<tbody>
+			<?php foreach ($orch['status']['assistants'] as $a): ?>
+				<tr>
+					<td><?php p($a['name']); ?></td>
+					<td><?php p($a['description']); ?></td>
+					<td><?php p($a['model']); ?></td>
+					<td><?php p(implode(', ', $a['tools'])); ?></td>
+					<td><?php p(implode(', ', $a['servers'])); ?></td>
+					<td><?php p((string)$a['toolCount']); ?></td>
+				</tr>
+			<?php endforeach; ?>
+			</tbody>
+		</table>
+		<h3><?php p($l->t('MCP servers')); ?></h3>
+		<table class="grid tamebi-servers">
+			<thead><tr>
+				<th><?php p($l->t('Server')); ?></th><th><?php p($l->t('Credential')); ?></th>
+				<th><?php p($l->t('Answers')); ?></th><th><?php p($l->t('Tools')); ?></th>
+			</tr></thead>
+			<tbody>
+			<?php foreach ($orch['status']['servers'] as $s): ?>
+				<tr>
+					<td><?php p($s['name']); ?></td>
+					<td><?php p($s['auth'] === 'nextcloud' ? $l->t('the user\'s own Nextcloud token') : $l->t('none')); ?></td>
+					<td><?php
+						if (!$s['answers']) {
+							p($l->t('no answer'));
+						} elseif ($s['state'] === 'sign-in-required') {
+							p($l->t('yes (asks for the user\'s sign-in)'));
+						} elseif ($s['state'] === 'answered') {
+							p($l->t('yes, but with HTTP %s', [(string)($s['httpStatus'] ?? '?')]));
+						} else {
+							p($l->t('yes'));
+						}
+					?></td>
+					<td><?php
+						if ($s['toolCount'] === null) {
+							p($l->t('not known yet (listed only with a user\'s token)'));
+						} elseif (($s['toolCountSource'] ?? '') === 'seen') {
+							p($l->t('%s (seen in users\' listings)', [(string)$s['toolCount']]));
+						} else {
+							p((string)$s['toolCount']);
+						}
+					?></td>
+				</tr>
+			<?php endforeach; ?>
+			</tbody>
+		</table>
+	<?php endif; ?>
 </div>

@@ -103,6 +103,13 @@ class ApiController extends Controller {
 		return $this->relay->forward('DELETE', '/v1/me/data');
 	}
 
+	/** The assistants the user may pick for a new conversation (name, description, tool patterns). */
+	#[NoAdminRequired]
+	#[UseSession]
+	public function assistants(): Response {
+		return $this->relay->forward('GET', '/v1/assistants');
+	}
+
 	private function forwardBody(string $path): Response {
 		$body = '';
 		return $this->relay->guard(function () use (&$body): void {

@@ -46,9 +46,28 @@ class Orchestrator {
 	 * @throws ProxyError when the orchestrator cannot be reached or the app is not set up
 	 */
 	public function send(string $method, string $path, string $uid, string $body, array $tokens, string $requestId): UpstreamReply {
+		return $this->exchange($method, $path, $this->headers($uid, $body, $tokens, $requestId, $body === '' ? '' : 'application/json'), $body);
+	}
+
+	/**
+	 * A GET of an admin route (`/v1/admin/...`): the G1 headers for `$uid` without any token, plus
+	 * the admin signature. Callers must have asked IGroupManager::isAdmin($uid) first; the
+	 * orchestrator cannot ask Nextcloud, so this signature is the app's word for it.
+	 * @throws ProxyError when the orchestrator cannot be reached or the app is not set up
+	 */
+	public function sendAdmin(string $path, string $uid, string $requestId): UpstreamReply {
+		$headers = $this->settings->signer()->adminHeaders($uid, $this->time->getTime());
+		if ($requestId !== '') {
+			$headers['X-Request-Id'] = $requestId;
+		}
+		return $this->exchange('GET', $path, $headers, '');
+	}
+
+	/** @param array<string, string> $headers */
+	private function exchange(string $method, string $path, array $headers, string $body): UpstreamReply {
 		$url = $this->settings->orchestratorUrl() . $path;
 		$options = [
-			'headers' => $this->headers($uid, $body, $tokens, $requestId, $body === '' ? '' : 'application/json'),
+			'headers' => $headers,
 			'http_errors' => false,
 			'timeout' => self::TIMEOUT_S,
 			'allow_redirects' => false,

@@ -14,6 +14,8 @@ namespace OCA\Tamebi\Service;
  * Byte-compatible with the Rust verifier; both are checked against testdata/g1-vectors.json.
  */
 final class Signer {
+	public const ADMIN_PURPOSE = 'tamebi-admin-v1';
+
 	public function __construct(
 		private string $proxySecret,
 		private string $signingSecret,
@@ -46,6 +48,27 @@ final class Signer {
 		if ($credentials !== '') {
 			$headers['X-Tamebi-Credentials'] = $credentials;
 		}
+		return $headers;
+	}
+
+	/**
+	 * lowercase hex HMAC-SHA256(signing secret, "tamebi-admin-v1" "\n" uid "\n" ts "\n" nonce): the
+	 * app's statement that `$uid` is a Nextcloud admin, for admin routes only. A distinct purpose
+	 * string, so no user signature can ever stand in for it.
+	 */
+	public function adminSignature(string $uid, int $ts, string $nonce): string {
+		return hash_hmac('sha256', self::ADMIN_PURPOSE . "\n" . $uid . "\n" . $ts . "\n" . $nonce, $this->signingSecret);
+	}
+
+	/**
+	 * The G1 headers of an admin request (no body, no user token) with the admin signature over
+	 * the same uid, ts and nonce. Only for a uid IGroupManager::isAdmin() confirmed.
+	 * @return array<string, string>
+	 */
+	public function adminHeaders(string $uid, int $ts, ?string $nonce = null): array {
+		$nonce ??= bin2hex(random_bytes(16));
+		$headers = $this->headers($uid, $ts, '', '', $nonce);
+		$headers['X-Tamebi-Admin-Signature'] = $this->adminSignature($uid, $ts, $nonce);
 		return $headers;
 	}
 

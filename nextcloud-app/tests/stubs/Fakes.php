@@ -16,6 +16,7 @@ use OCP\Http\Client\IClientService;
 use OCP\Http\Client\IResponse;
 use OCP\IAppConfig;
 use OCP\IConfig;
+use OCP\IGroupManager;
 use OCP\IRequest;
 use OCP\ISession;
 use OCP\IURLGenerator;
@@ -59,6 +60,21 @@ final class FakeUserSession implements IUserSession {
 }
 
 /** Like Nextcloud's session: writing while closed is an error, so a missing reopen() shows up. */
+/** Nextcloud's admin group, as a list of uids; records who was asked about. */
+final class FakeGroupManager implements IGroupManager {
+	/** @var list<string> */
+	public array $asked = [];
+
+	/** @param list<string> $admins */
+	public function __construct(private array $admins = []) {
+	}
+
+	public function isAdmin(string $userId): bool {
+		$this->asked[] = $userId;
+		return in_array($userId, $this->admins, true);
+	}
+}
+
 final class FakeSession implements ISession {
 	public array $data = [];
 	public bool $open = true;

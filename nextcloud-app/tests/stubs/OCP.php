@@ -21,6 +21,10 @@ namespace OCP {
 		public function getUser();
 	}
 
+	interface IGroupManager {
+		public function isAdmin(string $userId): bool;
+	}
+
 	interface ISession {
 		public function set(string $key, $value);
 		public function get(string $key);

@@ -1,0 +1,253 @@
+//! End to end: assistants (issue #17). The real `tamebi` with a `TAMEBI_ASSISTANTS` file, the
+//! scripted model and probe-mcp (which records every call it receives).
+//!
+//! - an invalid file stops the binary at start: exit code 2, a message naming the line;
+//! - `GET /v1/assistants` lists what a user may pick, never the operator's instructions;
+//! - a conversation is bound to its assistant: another one later is 409, an unknown one 400;
+//! - an assistant restricted to calendar tools is never offered files tools, and a call naming
+//!   one anyway (natively or written as text) is an error result, never a call;
+//! - its instructions come after the fixed system prompt, its model role picks the model;
+//! - `GET /v1/admin/status` needs the app's admin signature and reveals configuration only.
+#![expect(clippy::unwrap_used, reason = "a test fails by panicking")]
+
+use hmac::{Hmac, KeyInit, Mac};
+use reqwest::Method;
+use serde_json::{Value, json};
+use sha2::Sha256;
+use std::time::Duration;
+use test_harness::orchestrator::{Options, Orchestrator, SIGNING_SECRET, Signing, fresh_nonce, parts, read_sse, unix_now, user_turn};
+use test_harness::probe_mcp::ProbeMcp;
+use test_harness::scripted_model::ScriptedModel;
+
+const FILE: &str = r#"
+[[assistant]]
+name = "default"
+description = "Everything you can reach."
+tools = ["*/*"]
+
+[[assistant]]
+name = "planner"
+description = "Calendar only."
+instructions = "PLANNER-MARKER: answer in one sentence."
+model = "small"
+tools = ["probe/calendar_*"]
+"#;
+
+#[test]
+fn an_invalid_assistants_file_stops_the_process_with_exit_code_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("assistants.toml");
+    std::fs::write(
+        &file,
+        "[[assistant]]\nname = \"a\"\ndescription = \"d\"\ntools = [\n  \"probe/ok_*\",\n  \"no-slash\",\n]\n",
+    )
+    .unwrap();
+    let bin = test_harness::workspace_bin("tamebi", "tamebi", &["fault-injection"]);
+    let output = std::process::Command::new(bin)
+        .env_clear()
+        .env("TAMEBI_PROXY_SECRET", "p".repeat(40))
+        .env("TAMEBI_SIGNING_SECRET", "s".repeat(40))
+        .env("TAMEBI_MODEL_URL", "http://127.0.0.1:9/v1")
+        .env("TAMEBI_MODEL", "m")
+        .env("TAMEBI_MCP_SERVERS", "probe=http://127.0.0.1:9/mcp")
+        .env("TAMEBI_DATA_DIR", dir.path())
+        .env("TAMEBI_BIND", "127.0.0.1:0")
+        .env("TAMEBI_ASSISTANTS", &file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("TAMEBI_ASSISTANTS"), "{stderr}");
+    assert!(stderr.contains("assistants.toml line 6"), "the message names the line: {stderr}");
+    assert!(stderr.contains("no-slash"), "{stderr}");
+}
+
+struct Stack {
+    orch: Orchestrator,
+    model: ScriptedModel,
+    probe: ProbeMcp,
+    http: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+async fn stack() -> Stack {
+    let (model, probe) = tokio::task::spawn_blocking(|| {
+        let probe = ProbeMcp::start();
+        probe.set_tools(json!([
+            {"name": "calendar_list_events", "description": "Lists events.", "inputSchema": {"type": "object"},
+             "annotations": {"readOnlyHint": true}, "reply": {"text": "no events"}},
+            {"name": "files_list", "description": "Lists files.", "inputSchema": {"type": "object"},
+             "annotations": {"readOnlyHint": true}, "reply": {"text": "secret.txt"}},
+            {"name": "files_delete", "description": "Deletes a file.", "inputSchema": {"type": "object"},
+             "annotations": {"readOnlyHint": false, "destructiveHint": true}}
+        ]));
+        (ScriptedModel::start(), probe)
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("assistants.toml");
+    std::fs::write(&file, FILE).unwrap();
+    let options = Options {
+        model_url: model.url(),
+        mcp_servers: format!("probe={}", probe.url()),
+        extra_env: vec![
+            ("TAMEBI_ASSISTANTS".into(), file.display().to_string()),
+            ("TAMEBI_FALLBACK_MODEL".into(), "small".into()),
+            ("TAMEBI_TOOL_CALL_TEXT".into(), "auto".into()),
+            ("TAMEBI_FALLBACK_TOOL_CALL_TEXT".into(), "auto".into()),
+        ],
+    };
+    let orch = tokio::task::spawn_blocking(move || Orchestrator::start(options)).await.unwrap();
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    Stack {
+        orch,
+        model,
+        probe,
+        http,
+        _dir: dir,
+    }
+}
+
+impl Stack {
+    async fn post(&self, cid: &str, mid: &str, assistant: Option<&str>) -> reqwest::Response {
+        let mut body: Value = serde_json::from_slice(&user_turn(cid, mid, &format!("{cid} go"))).unwrap();
+        if let Some(a) = assistant {
+            body["assistant"] = json!(a);
+        }
+        let body = serde_json::to_vec(&body).unwrap();
+        self.orch
+            .request(&self.http, Method::POST, "/v1/chat", "alice", &body, None)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// A GET of the admin route, with the app's admin signature when `admin`.
+    async fn admin_status(&self, admin: bool) -> reqwest::Response {
+        let (ts, nonce) = (unix_now(), fresh_nonce());
+        let mut rb = self.http.get(format!("{}/v1/admin/status", self.orch.url()));
+        for (k, v) in Orchestrator::sign(&Signing {
+            uid: "admin",
+            body: b"",
+            ts,
+            nonce: &nonce,
+            credentials: "",
+            signing_secret: SIGNING_SECRET,
+        }) {
+            rb = rb.header(k, v);
+        }
+        if admin {
+            let mut mac = Hmac::<Sha256>::new_from_slice(SIGNING_SECRET.as_bytes()).unwrap();
+            mac.update(format!("tamebi-admin-v1\nadmin\n{ts}\n{nonce}").as_bytes());
+            rb = rb.header("x-tamebi-admin-signature", hex::encode(mac.finalize().into_bytes()));
+        }
+        rb.send().await.unwrap()
+    }
+}
+
+fn of_type<'a>(parts: &'a [Value], t: &str) -> Vec<&'a Value> {
+    parts.iter().filter(|p| p["type"] == t).collect()
+}
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|t| t.iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect())
+        .unwrap_or_default()
+}
+
+async fn error_shape(r: reqwest::Response, status: u16) -> Value {
+    assert_eq!(r.status(), status);
+    let body: Value = r.json().await.unwrap();
+    assert!(body["error"]["message"].is_string() && body["error"]["requestId"].is_string(), "{body}");
+    body
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assistants_bind_conversations_and_filter_tools() {
+    let s = stack().await;
+
+    let listed = s.orch.get_json(&s.http, "/v1/assistants", "alice").await;
+    assert_eq!(listed["default"], "default");
+    let names: Vec<&str> = listed["assistants"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["default", "planner"]);
+    assert_eq!(listed["assistants"][1]["tools"], json!(["probe/calendar_*"]));
+    assert!(!listed.to_string().contains("PLANNER-MARKER"), "instructions are the operator's: {listed}");
+
+    // The planner is offered calendar tools only. The model names files tools anyway, natively
+    // and written as text: each is an error result, nothing reaches the server.
+    s.model.add_rules(json!([{"match": "asst-cal", "steps": [
+        {"tool_calls": [{"name": "files_list", "arguments": {}}, {"name": "calendar_list_events", "arguments": {}}]},
+        {"tool_calls": [{"name": "files_delete", "arguments": {"path": "/secret.txt"}}], "as_text": "hermes"},
+        {"text": "Your calendar is empty."}
+    ]}]));
+    let r = s.post("asst-cal", "m1", Some("planner")).await;
+    assert_eq!(r.status(), 200);
+    let p = parts(&read_sse(r).await);
+    let sent = s.model.requests();
+    assert_eq!(sent.len(), 3, "{p:?}");
+    for request in &sent {
+        assert_eq!(tool_names(request), vec!["calendar_list_events"], "only the allow-list is offered");
+        assert_eq!(request["model"], "small", "the planner's model role");
+        let system = request["messages"][0]["content"].as_str().unwrap();
+        let marker = system.find("PLANNER-MARKER").expect("the instructions are in the system prompt");
+        assert!(system.find("data_handling").is_some_and(|d| d < marker), "instructions come after the fixed rules");
+    }
+    let errors = of_type(&p, "tool-output-error");
+    assert_eq!(errors.len(), 2, "{p:?}");
+    assert!(errors.iter().any(|e| e["errorText"].as_str().unwrap().contains("no tool named files_list")));
+    assert!(errors.iter().any(|e| e["errorText"].as_str().unwrap().contains("no tool named files_delete")));
+    assert!(of_type(&p, "tool-approval-request").is_empty(), "nothing to approve: {p:?}");
+    assert!(s.probe.calls_of("files_list").is_empty() && s.probe.calls_of("files_delete").is_empty());
+    assert_eq!(s.probe.calls_of("calendar_list_events").len(), 1);
+
+    // Bound: another assistant later is refused (409, nothing written); the same one or none is fine.
+    let refused = error_shape(s.post("asst-cal", "m2", Some("default")).await, 409).await;
+    assert!(refused["error"]["message"].as_str().unwrap().contains("another assistant"), "{refused}");
+    let stored = s.orch.get_json(&s.http, "/v1/conversations/asst-cal", "alice").await;
+    assert_eq!(stored["assistant"], "planner");
+    assert!(!stored.to_string().contains("\"m2\""), "the refused message was not stored: {stored}");
+    s.model.clear_requests();
+    s.model.add_rules(json!([{"match": "asst-cal", "steps": [{"text": "Still the planner."}]}]));
+    let r = s.post("asst-cal", "m3", None).await;
+    assert_eq!(r.status(), 200);
+    read_sse(r).await;
+    assert_eq!(tool_names(&s.model.requests()[0]), vec!["calendar_list_events"], "the binding outlives the request");
+
+    // Unknown: 400 in the error shape. The default assistant: every tool, the primary model.
+    error_shape(s.post("asst-x", "m1", Some("no-such-assistant")).await, 400).await;
+    s.model.clear_requests();
+    s.model.add_rules(json!([{"match": "asst-all", "steps": [{"text": "Everything."}]}]));
+    let r = s.post("asst-all", "m1", None).await;
+    assert_eq!(r.status(), 200);
+    read_sse(r).await;
+    let request = &s.model.requests()[0];
+    let mut offered = tool_names(request);
+    offered.retain(|t| !t.starts_with("memory_"));
+    assert_eq!(offered, vec!["calendar_list_events", "files_list", "files_delete"]);
+    assert_eq!(request["model"], "scripted");
+    assert!(!request["messages"][0]["content"].as_str().unwrap().contains("PLANNER-MARKER"));
+    let stored = s.orch.get_json(&s.http, "/v1/conversations/asst-all", "alice").await;
+    assert_eq!(stored["assistant"], "default");
+
+    // Admin status: refused without the admin signature, configuration only with it.
+    error_shape(s.admin_status(false).await, 403).await;
+    let r = s.admin_status(true).await;
+    assert_eq!(r.status(), 200);
+    let status: Value = r.json().await.unwrap();
+    let server = &status["servers"][0];
+    assert_eq!(server["name"], "probe");
+    assert_eq!(server["answers"], true);
+    assert_eq!(server["state"], "listed");
+    assert_eq!(server["toolCount"], 3);
+    let planner = status["assistants"].as_array().unwrap().iter().find(|a| a["name"] == "planner").unwrap();
+    assert_eq!(planner["toolCount"], 1);
+    assert_eq!(planner["servers"], json!(["probe"]));
+    assert_eq!(planner["model"], "fallback");
+    assert_eq!(planner["hasInstructions"], true);
+    let text = status.to_string();
+    for private in ["PLANNER-MARKER", "asst-cal", "alice", "calendar is empty"] {
+        assert!(!text.contains(private), "the admin route revealed {private}: {text}");
+    }
+}
