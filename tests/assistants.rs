@@ -43,7 +43,7 @@ fn an_invalid_assistants_file_stops_the_process_with_exit_code_2() {
     )
     .unwrap();
     let bin = test_harness::workspace_bin("tamebi", "tamebi", &["fault-injection"]);
-    let output = std::process::Command::new(bin)
+    let mut output = std::process::Command::new(bin)
         .env_clear()
         .env("TAMEBI_PROXY_SECRET", "p".repeat(40))
         .env("TAMEBI_SIGNING_SECRET", "s".repeat(40))
@@ -53,9 +53,18 @@ fn an_invalid_assistants_file_stops_the_process_with_exit_code_2() {
         .env("TAMEBI_DATA_DIR", dir.path())
         .env("TAMEBI_BIND", "127.0.0.1:0")
         .env("TAMEBI_ASSISTANTS", &file)
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    // A binary that accepted the file would serve forever: bounded wait, then kill.
+    let exited = test_harness::wait_until(Duration::from_secs(30), || output.try_wait().unwrap().is_some());
+    if !exited {
+        output.kill().unwrap();
+    }
+    let output = output.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(exited, "the process did not stop at start: {stderr}");
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("TAMEBI_ASSISTANTS"), "{stderr}");
     assert!(stderr.contains("assistants.toml line 6"), "the message names the line: {stderr}");
@@ -160,7 +169,10 @@ fn tool_names(request: &Value) -> Vec<String> {
 async fn error_shape(r: reqwest::Response, status: u16) -> Value {
     assert_eq!(r.status(), status);
     let body: Value = r.json().await.unwrap();
-    assert!(body["error"]["message"].is_string() && body["error"]["requestId"].is_string(), "{body}");
+    assert!(
+        body["error"]["message"].is_string() && body["error"]["requestId"].is_string(),
+        "{body}"
+    );
     body
 }
 
@@ -170,14 +182,24 @@ async fn assistants_bind_conversations_and_filter_tools() {
 
     let listed = s.orch.get_json(&s.http, "/v1/assistants", "alice").await;
     assert_eq!(listed["default"], "default");
-    let names: Vec<&str> = listed["assistants"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = listed["assistants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, vec!["default", "planner"]);
     assert_eq!(listed["assistants"][1]["tools"], json!(["probe/calendar_*"]));
-    assert!(!listed.to_string().contains("PLANNER-MARKER"), "instructions are the operator's: {listed}");
+    assert!(
+        !listed.to_string().contains("PLANNER-MARKER"),
+        "instructions are the operator's: {listed}"
+    );
 
     // The planner is offered calendar tools only. The model names files tools anyway, natively
     // and written as text: each is an error result, nothing reaches the server.
-    s.model.add_rules(json!([{"match": "asst-cal", "steps": [
+    // The planner's model role is the fallback model, "small" (the scripted model serves the
+    // names its rules give).
+    s.model.add_rules(json!([{"match": "asst-cal", "model": "small", "steps": [
         {"tool_calls": [{"name": "files_list", "arguments": {}}, {"name": "calendar_list_events", "arguments": {}}]},
         {"tool_calls": [{"name": "files_delete", "arguments": {"path": "/secret.txt"}}], "as_text": "hermes"},
         {"text": "Your calendar is empty."}
@@ -192,33 +214,56 @@ async fn assistants_bind_conversations_and_filter_tools() {
         assert_eq!(request["model"], "small", "the planner's model role");
         let system = request["messages"][0]["content"].as_str().unwrap();
         let marker = system.find("PLANNER-MARKER").expect("the instructions are in the system prompt");
-        assert!(system.find("data_handling").is_some_and(|d| d < marker), "instructions come after the fixed rules");
+        assert!(
+            system.find("data_handling").is_some_and(|d| d < marker),
+            "instructions come after the fixed rules"
+        );
     }
     let errors = of_type(&p, "tool-output-error");
     assert_eq!(errors.len(), 2, "{p:?}");
-    assert!(errors.iter().any(|e| e["errorText"].as_str().unwrap().contains("no tool named files_list")));
-    assert!(errors.iter().any(|e| e["errorText"].as_str().unwrap().contains("no tool named files_delete")));
+    assert!(
+        errors
+            .iter()
+            .any(|e| e["errorText"].as_str().unwrap().contains("no tool named files_list"))
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e["errorText"].as_str().unwrap().contains("no tool named files_delete"))
+    );
     assert!(of_type(&p, "tool-approval-request").is_empty(), "nothing to approve: {p:?}");
     assert!(s.probe.calls_of("files_list").is_empty() && s.probe.calls_of("files_delete").is_empty());
     assert_eq!(s.probe.calls_of("calendar_list_events").len(), 1);
 
     // Bound: another assistant later is refused (409, nothing written); the same one or none is fine.
     let refused = error_shape(s.post("asst-cal", "m2", Some("default")).await, 409).await;
-    assert!(refused["error"]["message"].as_str().unwrap().contains("another assistant"), "{refused}");
+    assert!(
+        refused["error"]["message"].as_str().unwrap().contains("another assistant"),
+        "{refused}"
+    );
     let stored = s.orch.get_json(&s.http, "/v1/conversations/asst-cal", "alice").await;
     assert_eq!(stored["assistant"], "planner");
-    assert!(!stored.to_string().contains("\"m2\""), "the refused message was not stored: {stored}");
+    assert!(
+        !stored.to_string().contains("\"m2\""),
+        "the refused message was not stored: {stored}"
+    );
     s.model.clear_requests();
-    s.model.add_rules(json!([{"match": "asst-cal", "steps": [{"text": "Still the planner."}]}]));
+    s.model
+        .add_rules(json!([{"match": "asst-cal", "model": "small", "steps": [{"text": "Still the planner."}]}]));
     let r = s.post("asst-cal", "m3", None).await;
     assert_eq!(r.status(), 200);
     read_sse(r).await;
-    assert_eq!(tool_names(&s.model.requests()[0]), vec!["calendar_list_events"], "the binding outlives the request");
+    assert_eq!(
+        tool_names(&s.model.requests()[0]),
+        vec!["calendar_list_events"],
+        "the binding outlives the request"
+    );
 
     // Unknown: 400 in the error shape. The default assistant: every tool, the primary model.
     error_shape(s.post("asst-x", "m1", Some("no-such-assistant")).await, 400).await;
     s.model.clear_requests();
-    s.model.add_rules(json!([{"match": "asst-all", "steps": [{"text": "Everything."}]}]));
+    s.model
+        .add_rules(json!([{"match": "asst-all", "steps": [{"text": "Everything."}]}]));
     let r = s.post("asst-all", "m1", None).await;
     assert_eq!(r.status(), 200);
     read_sse(r).await;
@@ -241,7 +286,12 @@ async fn assistants_bind_conversations_and_filter_tools() {
     assert_eq!(server["answers"], true);
     assert_eq!(server["state"], "listed");
     assert_eq!(server["toolCount"], 3);
-    let planner = status["assistants"].as_array().unwrap().iter().find(|a| a["name"] == "planner").unwrap();
+    let planner = status["assistants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "planner")
+        .unwrap();
     assert_eq!(planner["toolCount"], 1);
     assert_eq!(planner["servers"], json!(["probe"]));
     assert_eq!(planner["model"], "fallback");

@@ -96,6 +96,7 @@ function apiRoute(method, sub) {
   const only = (allowed, target) => (allowed.includes(method) ? target : 'bad-method');
   if (sub === '/chat') return only(['POST'], sub);
   if (sub === '/conversations') return only(['GET'], sub);
+  if (sub === '/assistants') return only(['GET'], sub);
   if (sub === '/apps/tools/call' || sub === '/apps/tools/dispatch') return only(['POST'], sub);
   const stream = /^\/chat\/([^/]+)\/stream$/.exec(sub);
   if (stream) return ID.test(stream[1]) ? only(['GET'], sub) : 'bad-id';

@@ -17,6 +17,19 @@ export interface ConversationSummary {
   updatedAt: string;
 }
 
+/** An assistant the operator set up (name, description, tool patterns; never its instructions). */
+export interface AssistantInfo {
+  name: string;
+  description: string;
+  tools: string[];
+}
+
+export interface AssistantList {
+  assistants: AssistantInfo[];
+  /** What a new conversation gets when the request names no assistant. */
+  default: string;
+}
+
 /** A fact the person let Tamebi remember (memory.db). */
 export interface MemoryFact {
   id: number;
@@ -43,8 +56,14 @@ export class Api {
     return Array.isArray(body.conversations) ? body.conversations : [];
   }
 
-  async getConversation(id: string): Promise<{ id: string; title: string; messages: unknown[] }> {
-    return (await this.request('GET', `/conversations/${encodeURIComponent(id)}`)) as { id: string; title: string; messages: unknown[] };
+  /** `assistant` is the one the conversation is bound to (absent: it predates assistants, so the default). */
+  async getConversation(id: string): Promise<{ id: string; title: string; assistant?: string; messages: unknown[] }> {
+    return (await this.request('GET', `/conversations/${encodeURIComponent(id)}`)) as { id: string; title: string; assistant?: string; messages: unknown[] };
+  }
+
+  async listAssistants(): Promise<AssistantList> {
+    const body = (await this.request('GET', '/assistants')) as Partial<AssistantList>;
+    return { assistants: Array.isArray(body.assistants) ? body.assistants : [], default: typeof body.default === 'string' ? body.default : '' };
   }
 
   async deleteConversation(id: string): Promise<void> {

@@ -4,7 +4,8 @@
  * Owns: the transport (POST `<apiBase>/chat`, resume via GET `<apiBase>/chat/<id>/stream`,
  * the `requesttoken` header), sending only the last message (the server's chat.db is the
  * truth, see docs/api.md), sending automatically once every approval is answered, and
- * reconnecting after a dropped connection.
+ * reconnecting after a dropped connection, and naming the conversation's assistant (the server
+ * binds a new conversation to it and refuses another one later).
  *
  * Must never: decide anything about approvals itself (G3 is the orchestrator's; the card only
  * reports the person's click).
@@ -21,14 +22,15 @@ export function newConversationId(): string {
   return crypto.randomUUID();
 }
 
-export function useTamebiChat(config: IslandConfig) {
-  const init = shallowRef(chatInit(config, newConversationId(), []));
+/** `assistant` says which assistant the current conversation talks to (null: the server's default). */
+export function useTamebiChat(config: IslandConfig, assistant: () => string | null = () => null) {
+  const init = shallowRef(chatInit(config, newConversationId(), [], assistant));
   const chat = useChat(init);
   let resumeAttempts = 0;
 
   /** Switches to a conversation (its stored messages), reattaching to a reply in flight. */
   function open(id: string, messages: UIMessage[]): void {
-    init.value = chatInit(config, id, messages);
+    init.value = chatInit(config, id, messages, assistant);
     resumeAttempts = 0;
     void chat.resumeStream();
   }
@@ -44,7 +46,7 @@ export function useTamebiChat(config: IslandConfig) {
   return { ...chat, open };
 }
 
-function chatInit(config: IslandConfig, id: string, messages: UIMessage[]) {
+function chatInit(config: IslandConfig, id: string, messages: UIMessage[], assistant: () => string | null) {
   return {
     id,
     messages,
@@ -52,9 +54,10 @@ function chatInit(config: IslandConfig, id: string, messages: UIMessage[]) {
       api: `${config.apiBase}/chat`,
       credentials: 'same-origin',
       headers: () => ({ requesttoken: config.requestToken }),
-      prepareSendMessagesRequest: ({ id: chatId, messages: all, trigger, messageId }) => ({
-        body: { id: chatId, messages: all.slice(-1), trigger, messageId },
-      }),
+      prepareSendMessagesRequest: ({ id: chatId, messages: all, trigger, messageId }) => {
+        const name = assistant();
+        return { body: { id: chatId, messages: all.slice(-1), trigger, messageId, ...(name ? { assistant: name } : {}) } };
+      },
       prepareReconnectToStreamRequest: ({ id: chatId }) => ({
         api: `${config.apiBase}/chat/${encodeURIComponent(chatId)}/stream`,
         credentials: 'same-origin',
