@@ -23,6 +23,18 @@ use test_harness::workspace_root;
 
 const APPROVED_NOTE: &str = "Written after a person approved it.";
 
+const ASSISTANTS: &str = r#"
+[[assistant]]
+name = "default"
+description = "Files, calendar, contacts and boards."
+tools = ["*/*"]
+
+[[assistant]]
+name = "planner"
+description = "Your calendar only."
+tools = ["nextcloud/calendar_*"]
+"#;
+
 fn rules() -> Value {
     json!([
         {"match": "week of 12 January 2026", "steps": [
@@ -36,6 +48,10 @@ fn rules() -> Value {
         {"match": "write the approved note", "steps": [
             {"tool_calls": [{"name": "files_write", "arguments": {"path": "/approved-note.txt", "content": APPROVED_NOTE}}]},
             {"text": "Saved the note.", "chunk_chars": 8}
+        ]},
+        {"match": "planner check", "steps": [
+            {"tool_calls": [{"name": "files_list", "arguments": {"path": "/"}}]},
+            {"text": "Only your calendar is mine to read.", "chunk_chars": 8}
         ]},
         {"match": "write the denied note", "steps": [
             {"tool_calls": [{"name": "files_write", "arguments": {"path": "/denied-note.txt", "content": "This must never be written."}}]},
@@ -82,10 +98,15 @@ async fn the_island_and_its_apps_in_chromium() {
     let mcp = McpNextcloud::start(standin.url());
     let model = ScriptedModel::start();
     model.add_rules(rules());
+    // Two assistants, so the island shows its picker: the default with every tool, and a
+    // planner restricted to calendar tools.
+    let assistants_dir = tempfile::tempdir().expect("assistants dir");
+    let assistants_file = assistants_dir.path().join("assistants.toml");
+    std::fs::write(&assistants_file, ASSISTANTS).expect("assistants file");
     let orch = Orchestrator::start(Options {
         model_url: model.url(),
         mcp_servers: format!("nextcloud={};auth=nextcloud", mcp.url()),
-        ..Options::default()
+        extra_env: vec![("TAMEBI_ASSISTANTS".into(), assistants_file.display().to_string())],
     });
     let host = DevHost::start(
         &orch.url(),
@@ -268,5 +289,33 @@ async fn the_island_and_its_apps_in_chromium() {
         404,
         "a frame's tools/call wrote a file"
     );
+    // 8. The picker: offered with two assistants, fixed once the conversation has a message;
+    //    the planner's conversation was offered calendar tools only, and the files tool the
+    //    model named anyway is an error in the trace, not a call.
+    let c = check(&report, "assistant_picker_binds_the_conversation");
+    assert_eq!(c["options"], json!(["default", "planner"]), "{c}");
+    assert_eq!(c["initial"], "default");
+    assert_eq!(c["enabledBefore"], true);
+    assert_eq!(c["after"], json!({"value": "planner", "enabled": false}), "{c}");
+    assert_eq!(c["fresh"], json!({"value": "default", "enabled": true}), "{c}");
+    assert!(c["trace"].as_str().is_some_and(|t| t.contains("no tool named files_list")), "{c}");
+    let planner_calls: Vec<Value> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.to_string().contains("planner check"))
+        .collect();
+    assert_eq!(planner_calls.len(), 2, "two model calls in the planner's turn");
+    for r in &planner_calls {
+        let offered: Vec<&str> = r["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["function"]["name"].as_str())
+            .collect();
+        assert!(
+            !offered.is_empty() && offered.iter().all(|t| t.starts_with("calendar_")),
+            "{offered:?}"
+        );
+    }
     assert_eq!(report["pageErrors"], json!([]), "uncaught errors in the island");
 }

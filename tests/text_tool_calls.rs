@@ -82,13 +82,15 @@ fn visible_text(parts: &[Value]) -> String {
 async fn text_tool_calls_take_the_native_path() {
     let s = stack().await;
 
-    // Every form: an effect tool written as text stops at approval and does not run.
+    // Every form: an effect tool written as text stops at approval and does not run. The
+    // scripted reply arrives one character per chunk, so every position is a chunk boundary
+    // on the wire (model::text_calls' unit tests split each form in two at every position).
     for form in FORMS {
         let cid = format!("text-{}", form.replace('_', "-"));
         let p = s
             .turn(
                 &cid,
-                json!([{"text": "I will remove it.\n", "tool_calls": [{"name": "probe_destroy", "arguments": {"target": cid}}], "as_text": form},
+                json!([{"text": "I will remove it.\n", "tool_calls": [{"name": "probe_destroy", "arguments": {"target": cid}}], "as_text": form, "chunk_chars": 1},
                        {"text": "Done."}]),
             )
             .await;

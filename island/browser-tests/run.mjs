@@ -73,6 +73,7 @@ async function main() {
     await run('files_table_renders', () => filesTable(page));
     await run('approve_runs_the_recorded_call', () => approval(page, 'approve'));
     await run('deny_runs_nothing', () => approval(page, 'deny'));
+    await run('assistant_picker_binds_the_conversation', () => assistantPicker(page));
   } finally {
     await context.close();
     await rm(userDataDir, { recursive: true, force: true });
@@ -385,6 +386,34 @@ async function approval(page, decision) {
   const cardsLeft = await page.getByTestId('approval-card').count();
   await page.screenshot({ path: join(ARTIFACTS, `chat-${decision}.png`), fullPage: true });
   return { cardText, state: await tool.getAttribute('data-state'), status: await tool.locator('.tool__status').innerText(), trace, cardsLeft };
+}
+
+// --- 8. The assistant picker: chosen before the first message, fixed after it ---------------
+
+async function assistantPicker(page) {
+  await page.getByTestId('new-conversation').click();
+  await page.locator('.message').first().waitFor({ state: 'detached' });
+  const picker = page.getByTestId('assistant-picker');
+  await picker.waitFor();
+  const options = await picker.locator('option').evaluateAll((os) => os.map((o) => o.value));
+  const initial = await picker.inputValue();
+  const enabledBefore = await picker.isEnabled();
+  await picker.selectOption('planner');
+  // The planner may only use calendar tools; the script makes the model name files_list anyway.
+  await say(page, 'planner check: show my documents');
+  const tool = page.locator('.tool[data-tool="files_list"][data-state="output-error"]');
+  await tool.waitFor();
+  await page.getByText('Only your calendar is mine to read.').waitFor();
+  await replyDone(page);
+  await page.screenshot({ path: join(ARTIFACTS, 'assistant-picker.png'), fullPage: true });
+  const after = { value: await picker.inputValue(), enabled: await picker.isEnabled() };
+  await tool.locator('summary').click();
+  const trace = await tool.innerText();
+  // A new conversation offers the choice again, starting from the default.
+  await page.getByTestId('new-conversation').click();
+  await page.locator('.message').first().waitFor({ state: 'detached' });
+  const fresh = { value: await picker.inputValue(), enabled: await picker.isEnabled() };
+  return { options, initial, enabledBefore, after, trace, fresh };
 }
 
 main().catch((error) => {
