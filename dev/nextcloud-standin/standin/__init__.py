@@ -1,4 +1,5 @@
-"""A Nextcloud stand-in for tests: real DAV servers (WsgiDAV, Radicale), a real SMTP sink with Nextcloud's layout.
+"""A Nextcloud stand-in for tests: real DAV servers (WsgiDAV, Radicale) with Nextcloud's layout,
+Maildirs behind the tamebi app's mail bridge, and a real SMTP sink (aiosmtpd).
 
 Modules:
 - ``config``     the typed command line (the only place that reads arguments)

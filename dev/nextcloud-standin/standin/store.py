@@ -3,7 +3,8 @@
 Owns: the schema of ``standin.db`` in the state directory and every SQL statement run on it.
 File *contents* live on disk under ``files/`` (served by WsgiDAV) and calendars/contacts
 under ``caldav/`` and ``carddav/`` (owned by Radicale); this module only records what
-Nextcloud keeps beside them: a stable id per node, shares, and Deck boards.
+Nextcloud keeps beside them: a stable id per node, shares, Deck boards, and Nextcloud Mail's
+integer ids of accounts, mailboxes and messages (the mail itself is in Maildirs under ``mail/``).
 
 Must never: decide who may do what (callers pass the acting user and check ownership
 through the functions here), or build SQL from strings (all values are bound parameters).
