@@ -38,7 +38,7 @@ PREFIX = "apps/tamebi/api/v1/mail"
 FOLDERS = {"INBOX": [], "Sent": ["sent"], "Drafts": ["drafts"]}  # name -> Mail's special_use
 DEFAULT_LIMIT, MAX_LIMIT = 20, 50
 MAX_RECIPIENTS = 100
-MAX_SUBJECT, MAX_BODY = 998, 1_000_000
+MAX_SUBJECT, MAX_BODY = 998, 100_000
 UNAVAILABLE = "Mail is not set up on this Nextcloud"
 # One address, no display name: the shape the contract allows (docs/mail-bridge-api.md).
 ADDRESS = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
@@ -93,9 +93,9 @@ def attachments(msg: EmailMessage) -> list[dict[str, object]]:
 
 
 def body_of(msg: EmailMessage) -> dict[str, str]:
-    """The text part if there is one, else the HTML part, as the sender wrote it (the bridge
-    converts nothing: mcp-mail turns HTML into text)."""
-    part = msg.get_body(preferencelist=("plain", "html"))
+    """The HTML part if there is one (as Nextcloud Mail prefers it), else the text part, as the
+    sender wrote it (the bridge converts nothing: mcp-mail turns HTML into text)."""
+    part = msg.get_body(preferencelist=("html", "plain"))
     if part is None:
         return {"format": "text", "content": ""}
     fmt = "html" if part.get_content_subtype() == "html" else "text"
@@ -136,6 +136,15 @@ def _unread(raw: str | None) -> bool | None:
     if raw not in ("true", "false"):
         raise invalid("unread must be true or false")
     return raw == "true"
+
+
+def _word(raw: str | None, name: str) -> str:
+    """from/to: one word (part of a name or an address), as Mail's filter syntax takes it."""
+    if raw is None:
+        return ""
+    if len(raw) > 254 or any(c.isspace() for c in raw) or ":" in raw:
+        raise invalid(f"{name} must be one word (part of a name or address): no spaces, no ':'")
+    return raw.lower()
 
 
 def _int_id(raw: str | None, name: str) -> int | None:
@@ -337,8 +346,9 @@ class Mail:
         since, until = _when(p.get("since"), "since", False), _when(p.get("until"), "until", True)
         unread = _unread(p.get("unread"))
         wanted = _int_id(p.get("mailbox_id"), "mailbox_id")
+        sender, rcpt = (_word(p.get(k), k) for k in ("from", "to"))
+        words = p.get("query", "").replace(":", " ").lower().split()
         folders = [self.store.own_mailbox(uid, wanted)] if wanted is not None else list(FOLDERS)
-        text, sender, rcpt = (p.get(k, "").lower() for k in ("query", "from", "to"))
         hits = []
         for folder in folders:
             mailbox_id = self.store.mailbox_id(uid, folder)
@@ -353,8 +363,10 @@ class Mail:
                     continue
                 if rcpt and rcpt not in " ".join(str(msg[h] or "") for h in ("To", "Cc")).lower():
                     continue
-                if text and text not in f"{msg['Subject'] or ''}\n{body_of(msg)['content']}".lower():
-                    continue
+                if words:
+                    haystack = f"{msg['Subject'] or ''}\n{body_of(msg)['content']}".lower()
+                    if not all(w in haystack for w in words):
+                        continue
                 hits.append((when, message_id, self.summary(uid, message_id, mailbox_id, msg, is_unread)))
         hits.sort(key=lambda h: (h[0], h[1]), reverse=True)
         return [h[2] for h in hits[:limit]]

@@ -94,11 +94,13 @@ class Ocs:
         try:
             status, data = self.mail.route(req, uid, rest)  # type: ignore[union-attr]
             return envelope(req, start_response, status, data)
+        # An error is a DataResponse with a status: Nextcloud's V2Response leaves meta.message
+        # empty for those (only an OCSException fills it), so the message is in data only.
         except MailError as e:
-            return envelope(req, start_response, e.status, {"error": e.code, "message": e.message}, e.message)
+            return envelope(req, start_response, e.status, {"error": e.code, "message": e.message}, "")
         except HttpError as e:  # body too large and the like, from the request plumbing
             code = "invalid_request" if e.status < 500 else "mail_backend"
-            return envelope(req, start_response, e.status, {"error": code, "message": e.message}, e.message)
+            return envelope(req, start_response, e.status, {"error": code, "message": e.message}, "")
 
     def user(self, uid: str) -> dict[str, object]:
         return {"enabled": True, "storageLocation": f"/var/www/html/data/{uid}", "id": uid,
