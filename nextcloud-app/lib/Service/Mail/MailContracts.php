@@ -53,11 +53,11 @@ final class MailContracts {
 
 	/** Mail is installed, enabled for the session user, and has the contracts we call. */
 	public function available(): bool {
-		return interface_exists(IMailManager::class)
+		return $this->apps->isEnabledForUser('mail') === true
+			&& interface_exists(IMailManager::class)
 			&& interface_exists(IMailSearch::class)
 			&& interface_exists(IMailTransmission::class)
-			&& class_exists(AccountService::class)
-			&& $this->apps->isEnabledForUser('mail') === true;
+			&& class_exists(AccountService::class);
 	}
 
 	/** @return list<array{id: int, name: string, email: string}> */
