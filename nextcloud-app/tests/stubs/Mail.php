@@ -157,7 +157,7 @@ namespace OCA\Mail\Db {
 			private int $id,
 			private int $uid,
 			private int $mailboxId,
-			private string $messageId,
+			private ?string $messageId,
 			private string $subject,
 			private int $sentAt,
 			private bool $flagSeen,
@@ -180,7 +180,7 @@ namespace OCA\Mail\Db {
 			return $this->mailboxId;
 		}
 
-		public function getMessageId(): string {
+		public function getMessageId(): ?string {
 			return $this->messageId;
 		}
 
@@ -192,7 +192,7 @@ namespace OCA\Mail\Db {
 			return $this->sentAt;
 		}
 
-		public function getFlagSeen(): bool {
+		public function getFlagSeen(): ?bool {
 			return $this->flagSeen;
 		}
 
