@@ -11,6 +11,7 @@
 //! - [`auth`]: G1 identity (`auth::identity`) and log redaction.
 //! - [`http`]: the axum routes (chat over SSE, conversations, apps, health).
 //! - [`actors`]: the ractor supervision tree (conversations, tool servers).
+//! - [`services`]: what every actor and turn may use (stores, model, tool servers).
 //! - [`turn`]: one agent turn (model → tools → model), G3 approvals.
 //! - [`context`]: what the model sees; [`untrusted`]: the G2 envelope.
 //! - [`compaction`]: keeping that inside the context budget (tool-result clearing, summaries).
@@ -32,6 +33,7 @@ pub mod http;
 pub mod mcp;
 pub mod memory;
 pub mod model;
+pub mod services;
 pub mod store;
 pub mod telemetry;
 pub mod turn;
@@ -44,9 +46,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use actors::root::RootSupervisor;
-use actors::{Services, ToolServers};
+use actors::tool_server::ToolServers;
 use config::Config;
 use error::Error;
+use services::Services;
 
 /// Exit code for an invalid configuration.
 pub const EXIT_CONFIG: i32 = 2;

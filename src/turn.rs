@@ -1,21 +1,20 @@
 //! One agent turn: model stream → tool calls → model, up to the step cap.
 //!
-//! Runs as a task owned by a `ConversationActor` and reports every stream part back to it
-//! through an [`Emitter`]; it never writes to storage or to a client itself. It is the only
-//! holder of the caller's bearer, for exactly as long as the turn runs.
+//! Runs as a task and reports everything that happens as a typed [`TurnEvent`] into the
+//! channel it is given (the conversation actor consumes it; this module knows nothing of
+//! actors). It never writes to storage or to a client itself. It is the only holder of the
+//! caller's bearer, for exactly as long as the turn runs.
 //! G3 lives here: a call whose policy needs approval is not executed; the turn records the
 //! exact call, asks, and ends. An approved call runs as recorded, never as echoed back.
 
 use futures::{FutureExt, StreamExt};
-use ractor::ActorRef;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::actors::Services;
-use crate::actors::conversation::ConversationMsg;
 use crate::actors::tool_server::{ToolOp, ToolOpResult};
 use crate::auth::Caller;
 use crate::compaction::{self, Calibration, Limits, Summary};
@@ -24,6 +23,7 @@ use crate::error::{messages, stream_error_text};
 use crate::mcp::registry::{Registry, ToolDef, canonical_json};
 use crate::model::tool_calls::{AssembledCall, Started, StepCalls};
 use crate::model::{ModelError, ModelEvent, ToolSpec};
+use crate::services::Services;
 use crate::store::audit::{ApprovalState, Entry, Kind};
 use crate::store::chat::PendingApproval;
 use crate::ui_stream::{StreamPart, UiMessage};
@@ -44,53 +44,64 @@ pub struct ApprovalDecision {
     pub reason: Option<String>,
 }
 
-/// Sends a turn's parts to its conversation actor, in order.
+/// Everything a turn reports, in the order it happened. Whoever runs the turn consumes these
+/// (the conversation actor folds, stores and fans them out); the turn never learns who.
+#[derive(Debug)]
+pub enum TurnEvent {
+    /// A stream part, with the approval it asks for when it is an approval request (G3: the
+    /// consumer records the exact call in the same commit as the part).
+    Part {
+        part: StreamPart,
+        approval: Option<Box<PendingApproval>>,
+    },
+    /// The turn summarised the earlier part of the conversation.
+    Summarised(Summary),
+    /// The provider's count of the last request, against our estimate.
+    Calibrated(Calibration),
+    /// The turn is over; nothing follows.
+    Ended,
+}
+
+/// Sends a turn's events into its channel, in order.
 #[derive(Clone)]
 pub struct Emitter {
-    actor: ActorRef<ConversationMsg>,
-    turn: u64,
+    events: mpsc::UnboundedSender<TurnEvent>,
 }
 
 impl Emitter {
-    pub fn new(actor: ActorRef<ConversationMsg>, turn: u64) -> Self {
-        Emitter { actor, turn }
+    pub fn new(events: mpsc::UnboundedSender<TurnEvent>) -> Self {
+        Emitter { events }
     }
 
-    /// False when the actor is gone (it crashed or was deleted): the turn should stop.
+    /// False when nobody consumes the events any more (the conversation crashed or was
+    /// deleted): the turn should stop.
+    fn send(&self, event: TurnEvent) -> bool {
+        self.events.send(event).is_ok()
+    }
+
     fn emit(&self, part: StreamPart) -> bool {
-        self.actor
-            .send_message(ConversationMsg::Emit {
-                turn: self.turn,
-                part,
-                approvals: Vec::new(),
-            })
-            .is_ok()
+        self.send(TurnEvent::Part { part, approval: None })
     }
 
     fn emit_with_approval(&self, part: StreamPart, approval: PendingApproval) -> bool {
-        self.actor
-            .send_message(ConversationMsg::Emit {
-                turn: self.turn,
-                part,
-                approvals: vec![approval],
-            })
-            .is_ok()
+        self.send(TurnEvent::Part {
+            part,
+            approval: Some(Box::new(approval)),
+        })
     }
 
-    /// Hands a new summary to the actor, which stores it and keeps it for later turns.
+    /// Hands a new summary over, to be stored and kept for later turns.
     fn summarised(&self, summary: Summary) -> bool {
-        self.actor
-            .send_message(ConversationMsg::Summarised { turn: self.turn, summary })
-            .is_ok()
+        self.send(TurnEvent::Summarised(summary))
     }
 
-    /// Tells the actor how the provider's count compares with our estimate.
+    /// Reports how the provider's count compares with our estimate.
     fn calibrated(&self, calibration: Calibration) {
-        let _ = self.actor.send_message(ConversationMsg::Calibrated { calibration });
+        self.send(TurnEvent::Calibrated(calibration));
     }
 
     fn end(&self) {
-        let _ = self.actor.send_message(ConversationMsg::TurnEnded { turn: self.turn });
+        self.send(TurnEvent::Ended);
     }
 }
 
@@ -102,7 +113,7 @@ pub struct Turn {
     /// The assistant message this turn writes (new, or the one awaiting approval).
     pub assistant: UiMessage,
     pub decisions: Vec<(ApprovalDecision, PendingApproval)>,
-    /// The conversation's latest summary (the actor's state, from chat.db).
+    /// The conversation's latest summary (kept by the conversation, from chat.db).
     pub summary: Option<Summary>,
     /// How the provider counted this conversation's last request against our estimate.
     pub calibration: Calibration,
@@ -110,7 +121,7 @@ pub struct Turn {
     pub cancel: CancellationToken,
 }
 
-/// Runs the turn to its end and tells the actor it ended. The caller runs it inside the turn
+/// Runs the turn to its end and reports that it ended. The caller runs it inside the turn
 /// span (`telemetry::turn_span`), which never carries the uid unless the operator opted in.
 pub async fn run(turn: Turn) {
     let _in_flight = crate::telemetry::metrics::turn_in_flight();
@@ -167,7 +178,7 @@ impl TurnState {
         }
     }
 
-    /// Emits a part and folds it into our copy of the message. Err when the actor is gone.
+    /// Emits a part and folds it into our copy of the message. Err when nobody listens any more.
     fn emit(&mut self, part: StreamPart) -> Result<(), &'static str> {
         self.t.assistant.apply(&part);
         if self.t.emitter.emit(part) {

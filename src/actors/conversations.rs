@@ -8,8 +8,8 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::Services;
 use super::conversation::{Args, ConversationActor, ConversationMsg};
+use crate::services::Services;
 use crate::telemetry::tree::{ActorTrace, Supervision};
 
 pub enum ConversationsMsg {

@@ -6,9 +6,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::Services;
 use super::conversations::ConversationsSupervisor;
 use super::tool_server::ToolServerActor;
+use crate::services::Services;
 use crate::telemetry::tree::{ActorTrace, Supervision};
 
 /// At most this many restarts of one child within [`RESTART_WINDOW`]; beyond it the root
@@ -109,7 +109,7 @@ impl RootSupervisor {
     }
 
     async fn start_tool_server(&self, myself: &ActorRef<RootMsg>, state: &mut State, server: &str) -> Result<(), ActorProcessingErr> {
-        let name = super::tool_server_actor_name(server);
+        let name = super::tool_server::tool_server_actor_name(server);
         let starting = state.trace.start_child("tool-server", &name);
         let actor = ToolServerActor {
             http: self.http.clone(),

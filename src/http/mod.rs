@@ -30,12 +30,12 @@ use axum::{Json, Router};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
-use crate::actors::Services;
 use crate::actors::conversation::ConversationMsg;
 use crate::actors::conversations::ConversationsMsg;
 use crate::auth::identity::{self, IdentityError, Verifier};
 use crate::auth::replay::ReplayGuard;
 use crate::error::{Error, error_response};
+use crate::services::Services;
 
 /// Largest request body accepted (the AI SDK client may send the whole history).
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
