@@ -19,10 +19,10 @@ use crate::actors::tool_server::{ToolOp, ToolOpResult};
 use crate::auth::Caller;
 use crate::compaction::{self, Calibration, Limits, Summary};
 use crate::context;
-use crate::error::{messages, stream_error_text};
+use crate::error::{TurnError, stream_error_text};
 use crate::mcp::registry::{Registry, ToolDef, canonical_json};
 use crate::model::tool_calls::{AssembledCall, Started, StepCalls};
-use crate::model::{ModelError, ModelEvent, ToolSpec};
+use crate::model::{ModelEvent, ToolSpec};
 use crate::services::Services;
 use crate::store::audit::{ApprovalState, Entry, Kind};
 use crate::store::chat::PendingApproval;
@@ -135,17 +135,31 @@ pub async fn run(turn: Turn) {
     let outcome = tokio::select! {
         o = drive => o.unwrap_or_else(|_| {
             crate::telemetry::metrics::error("turn.panic");
-            tracing::error!(request_id = %request_id, "the turn panicked");
-            Err(messages::INTERNAL)
+            Err(TurnError::Panicked)
         }),
-        _ = cancel.cancelled() => Err(messages::UNAVAILABLE),
+        _ = cancel.cancelled() => Err(TurnError::Cancelled),
     };
-    if let Err(message) = outcome {
+    if let Err(error) = outcome {
+        report(&error, &request_id);
         emitter.emit(StreamPart::Error {
-            error_text: stream_error_text(message, &request_id),
+            error_text: stream_error_text(error.public_message(), &request_id),
         });
     }
     emitter.end();
+}
+
+/// The one place a turn's failure is logged and put on its span, cause and all (redacted);
+/// what the user sees is only its fixed message.
+fn report(error: &TurnError, request_id: &str) {
+    let span = tracing::Span::current();
+    span.record("error.type", error.kind());
+    let cause = crate::auth::redact::redact(&error.to_string());
+    if error.is_incident() {
+        span.record("otel.status_code", "ERROR");
+        tracing::error!(request_id = %request_id, error.type = error.kind(), error = %cause, "turn failed");
+    } else {
+        tracing::info!(request_id = %request_id, error.type = error.kind(), reason = %cause, "turn stopped");
+    }
 }
 
 struct TurnState {
@@ -162,9 +176,6 @@ struct TurnState {
     tokens_used: u64,
 }
 
-/// Shown when a turn stops at the operator's token bound.
-const TOKEN_BOUND_REACHED: &str = "This answer stopped here: it reached the token limit set for one turn. Ask again to continue.";
-
 impl TurnState {
     fn new(t: Turn) -> Self {
         TurnState {
@@ -179,16 +190,16 @@ impl TurnState {
     }
 
     /// Emits a part and folds it into our copy of the message. Err when nobody listens any more.
-    fn emit(&mut self, part: StreamPart) -> Result<(), &'static str> {
+    fn emit(&mut self, part: StreamPart) -> Result<(), TurnError> {
         self.t.assistant.apply(&part);
         if self.t.emitter.emit(part) {
             Ok(())
         } else {
-            Err(messages::INTERNAL)
+            Err(TurnError::Abandoned)
         }
     }
 
-    async fn drive(&mut self) -> Result<(), &'static str> {
+    async fn drive(&mut self) -> Result<(), TurnError> {
         self.emit(StreamPart::Start {
             message_id: self.t.assistant.id.clone(),
         })?;
@@ -198,15 +209,13 @@ impl TurnState {
         let max_steps = self.t.services.config.max_steps;
         for _ in 0..max_steps {
             // The operator's bound: no further model call once the turn used its tokens.
-            if self
-                .t
-                .services
-                .config
-                .model
-                .max_tokens_per_turn
-                .is_some_and(|max| self.tokens_used >= max)
+            if let Some(max) = self.t.services.config.model.max_tokens_per_turn
+                && self.tokens_used >= max
             {
-                return Err(TOKEN_BOUND_REACHED);
+                return Err(TurnError::TokenBound {
+                    used: self.tokens_used,
+                    max,
+                });
             }
             let calls = self.model_step().await?;
             if calls.is_empty() {
@@ -309,7 +318,7 @@ impl TurnState {
     }
 
     /// Runs approved calls (as recorded) and reports denied ones.
-    async fn apply_decisions(&mut self) -> Result<(), &'static str> {
+    async fn apply_decisions(&mut self) -> Result<(), TurnError> {
         let decisions = std::mem::take(&mut self.t.decisions);
         for (decision, pending) in decisions {
             if decision.approved {
@@ -345,22 +354,22 @@ impl TurnState {
     }
 
     /// One model call. Streams its text; returns the tool calls it made.
-    async fn model_step(&mut self) -> Result<Vec<AssembledCall>, &'static str> {
+    async fn model_step(&mut self) -> Result<Vec<AssembledCall>, TurnError> {
         self.emit(StreamPart::StartStep)?;
         let view = self.compacted_view().await?;
         let messages = view.messages;
-        let mut stream = self.t.services.model.stream(&messages, &self.specs).await.map_err(|e| {
-            tracing::error!(error = %crate::auth::redact::redact(&e.to_string()), "model call failed");
-            messages::INTERNAL
-        })?;
+        let mut stream = self
+            .t
+            .services
+            .model
+            .stream(&messages, &self.specs)
+            .await
+            .map_err(TurnError::ModelCall)?;
         let mut text_id: Option<String> = None;
         // Issue #10: the provider's ids and indexes are not trusted; calls get our ids and
         // what one step can make us hold is bounded (see model::tool_calls).
         let mut calls = StepCalls::default();
-        let model_error = |e: ModelError| {
-            tracing::error!(error = %crate::auth::redact::redact(&e.to_string()), "model stream failed");
-            messages::INTERNAL
-        };
+        let model_error = TurnError::ModelStream;
         while let Some(event) = stream.next().await {
             match event.map_err(model_error)? {
                 ModelEvent::TextDelta(delta) => {
@@ -411,7 +420,7 @@ impl TurnState {
 
     /// What this step sends the model: within the budget (rung 1 and the floor always), with
     /// a new summary first when the view passed half the window (rung 2, once per turn).
-    async fn compacted_view(&mut self) -> Result<compaction::View, &'static str> {
+    async fn compacted_view(&mut self) -> Result<compaction::View, TurnError> {
         let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
         let system = context::system_with_context(context::system_prompt(&today, self.has_workspace), &self.facts, None);
         // The history with this turn's message at its end, borrowed rather than copied (a long
@@ -424,7 +433,7 @@ impl TurnState {
         view
     }
 
-    async fn fit(&mut self, system: &str, history: &[UiMessage]) -> Result<compaction::View, &'static str> {
+    async fn fit(&mut self, system: &str, history: &[UiMessage]) -> Result<compaction::View, TurnError> {
         let limits = Limits::for_window(self.t.services.config.model.context_budget());
         let tools_tokens = compaction::tools_tokens(&self.specs);
         let view = compaction::build_view(system, self.t.summary.as_ref(), history, tools_tokens, &limits, self.t.calibration);
@@ -442,7 +451,7 @@ impl TurnState {
                     "throughMessageId": summary.covers_until_id,
                 });
                 if !self.t.emitter.summarised(summary.clone()) {
-                    return Err(messages::INTERNAL);
+                    return Err(TurnError::Abandoned);
                 }
                 self.t.summary = Some(summary);
                 self.emit(StreamPart::DataCompaction { data })?;
@@ -497,7 +506,7 @@ impl TurnState {
     }
 
     /// Handles one step's calls. Returns true when at least one waits for approval.
-    async fn handle_calls(&mut self, calls: Vec<AssembledCall>) -> Result<bool, &'static str> {
+    async fn handle_calls(&mut self, calls: Vec<AssembledCall>) -> Result<bool, TurnError> {
         let mut awaiting = false;
         for call in calls {
             let input: Value = match serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }) {
@@ -587,7 +596,7 @@ impl TurnState {
                 };
                 self.t.assistant.apply(&part);
                 if !self.t.emitter.emit_with_approval(part, approval) {
-                    return Err(messages::INTERNAL);
+                    return Err(TurnError::Abandoned);
                 }
                 awaiting = true;
                 continue;
