@@ -115,7 +115,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
         store: store.clone(),
         audit: audit.clone(),
         memory: memory.clone(),
-        model: model::ModelClient::new(http_client.clone(), config.model.clone()),
+        model: model::ModelClient::new(http_client, config.model.clone()),
         tool_servers: ToolServers::new(&config.mcp_servers, config.tool_timeout),
         tasks: tasks.clone(),
         shutdown: shutdown.clone(),
@@ -124,7 +124,6 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
         Some("root".into()),
         RootSupervisor {
             services: services.clone(),
-            http: http_client,
         },
         (),
     )

@@ -15,7 +15,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::actors::tool_server::{ToolOp, ToolOpResult};
 use crate::auth::Caller;
 use crate::compaction::{self, Calibration, Limits, Summary};
 use crate::context;
@@ -245,17 +244,11 @@ impl TurnState {
         // Each server is listed with the credential it is configured for; no token for a
         // Nextcloud-facing server: no tools from it.
         let servers = self.t.services.tool_servers.reachable(&self.t.caller);
-        let lists = futures::future::join_all(
-            servers
-                .iter()
-                .map(|s| self.t.services.tool_servers.call(s, &self.t.caller, ToolOp::ListTools)),
-        )
-        .await;
+        let lists = futures::future::join_all(servers.iter().map(|s| self.t.services.tool_servers.list_tools(s, &self.t.caller))).await;
         let mut defs = Vec::new();
         for (server, result) in servers.iter().zip(lists) {
             match result {
-                Ok(ToolOpResult::Tools(tools)) => defs.extend(self.t.services.tool_servers.tool_defs(server, &tools)),
-                Ok(_) => {}
+                Ok(listed) => defs.extend(listed),
                 Err(e) => {
                     tracing::warn!(server = %server, error = %crate::auth::redact::redact(&e.to_string()), "could not list tools; offering none from this server")
                 }
@@ -667,18 +660,11 @@ impl TurnState {
             .t
             .services
             .tool_servers
-            .call(
-                server,
-                &self.t.caller,
-                ToolOp::CallTool {
-                    name: tool.to_string(),
-                    arguments,
-                },
-            )
+            .call_tool(server, &self.t.caller, tool, arguments)
             .await;
         let resource_uri = self.registry.find(server, tool).and_then(|d| d.resource_uri.clone());
         match result {
-            Ok(ToolOpResult::Called(r)) => {
+            Ok(r) => {
                 let is_error = r.is_error == Some(true);
                 let mut output = serde_json::to_value(&r).unwrap_or(Value::Null);
                 if is_error {
@@ -702,11 +688,6 @@ impl TurnState {
                     dynamic: true,
                 }
             }
-            Ok(_) => StreamPart::ToolOutputError {
-                tool_call_id: tool_call_id.to_string(),
-                error_text: "The tool server answered unexpectedly.".into(),
-                dynamic: true,
-            },
             Err(e) => {
                 tracing::warn!(error = %crate::auth::redact::redact(&e.to_string()), "tool call failed");
                 StreamPart::ToolOutputError {

@@ -20,7 +20,6 @@ pub const CONVERSATIONS_NAME: &str = "conversations";
 
 pub struct RootSupervisor {
     pub services: Arc<Services>,
-    pub http: reqwest::Client,
 }
 
 #[derive(Default)]
@@ -111,8 +110,13 @@ impl RootSupervisor {
     async fn start_tool_server(&self, myself: &ActorRef<RootMsg>, state: &mut State, server: &str) -> Result<(), ActorProcessingErr> {
         let name = super::tool_server::tool_server_actor_name(server);
         let starting = state.trace.start_child("tool-server", &name);
+        let config = self
+            .services
+            .tool_servers
+            .config(server)
+            .ok_or_else(|| format!("no configured server {server}"))?;
         let actor = ToolServerActor {
-            http: self.http.clone(),
+            server: config.clone(),
             tasks: self.services.tasks.clone(),
         };
         let spawned = Actor::spawn_linked(Some(name.clone()), actor, (), myself.get_cell()).await;
