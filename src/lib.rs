@@ -120,10 +120,13 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
         tasks: tasks.clone(),
         shutdown: shutdown.clone(),
     });
+    // No actor is registered under a global name: references live in the state below.
+    let directory = actors::Directory::default();
     let (root, root_handle) = ractor::Actor::spawn(
-        Some("root".into()),
+        None,
         RootSupervisor {
             services: services.clone(),
+            directory: directory.clone(),
         },
         (),
     )
@@ -131,6 +134,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
     .map_err(|e| Error::Internal(format!("start actors: {e}")))?;
     let state = http::AppState {
         services: services.clone(),
+        actors: directory,
         verifier: auth::identity::Verifier::new(config.proxy_secret.clone(), config.signing_secret.clone()),
         turn_permits: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_turns)),
         fairness: http::fairness::Fairness::new(http::fairness::Limits {

@@ -18,7 +18,34 @@ pub mod conversations;
 pub mod root;
 pub mod tool_server;
 
+use ractor::ActorRef;
+use std::sync::{Arc, RwLock};
+
 use crate::error::Error;
+use conversations::ConversationsMsg;
+
+/// Where the application finds the conversations supervisor. Kept in the application state,
+/// never in ractor's process-global registry (so two orchestrators can share a process); the
+/// root supervisor fills it at start and after every restart.
+#[derive(Clone, Default)]
+pub struct Directory {
+    conversations: Arc<RwLock<Option<ActorRef<ConversationsMsg>>>>,
+}
+
+impl Directory {
+    /// The running conversations supervisor.
+    pub fn conversations(&self) -> Result<ActorRef<ConversationsMsg>, Error> {
+        self.conversations
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| Error::Internal("conversations supervisor not running".into()))
+    }
+
+    pub(crate) fn set_conversations(&self, actor: ActorRef<ConversationsMsg>) {
+        *self.conversations.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(actor);
+    }
+}
 
 impl From<ractor::MessagingErr<conversation::ConversationMsg>> for Error {
     fn from(e: ractor::MessagingErr<conversation::ConversationMsg>) -> Self {

@@ -24,7 +24,7 @@ use rmcp::model::{CallToolResult, ReadResourceResult, Tool};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use tokio_util::task::TaskTracker;
 
@@ -441,14 +441,17 @@ fn error_type(e: &McpError) -> &'static str {
     }
 }
 
-/// How to reach the tool-server actors by server name: the typed door every caller uses.
+/// How to reach the tool-server actors by server name: the typed door every caller uses. It
+/// holds the actors' references itself (the root supervisor registers each one at start and
+/// after a restart), never a process-global name.
 #[derive(Clone)]
 pub struct ToolServers {
     servers: Arc<HashMap<String, McpServer>>,
+    actors: Arc<RwLock<HashMap<String, ActorRef<ToolServerMsg>>>>,
     timeout: Duration,
 }
 
-/// Registry name of a server's actor (so a restarted actor is found again).
+/// A server's actor's name in traces and logs (never a registry name).
 pub fn tool_server_actor_name(server: &str) -> String {
     format!("tool-server:{server}")
 }
@@ -458,6 +461,7 @@ impl ToolServers {
     pub fn new(servers: &[McpServer], timeout: Duration) -> Self {
         ToolServers {
             servers: Arc::new(servers.iter().map(|s| (s.name.clone(), s.clone())).collect()),
+            actors: Arc::default(),
             timeout,
         }
     }
@@ -547,8 +551,20 @@ impl ToolServers {
             .collect()
     }
 
+    /// Records the running actor of `server` (the root supervisor, at start and on restart).
+    pub(crate) fn register(&self, server: &str, actor: ActorRef<ToolServerMsg>) {
+        self.actors
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(server.to_string(), actor);
+    }
+
     fn actor(&self, server: &str) -> Option<ActorRef<ToolServerMsg>> {
-        ractor::registry::where_is(tool_server_actor_name(server)).map(Into::into)
+        self.actors
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(server)
+            .cloned()
     }
 
     /// The actor of `server` and the context of one call on it as `caller`, with exactly the
