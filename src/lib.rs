@@ -69,6 +69,12 @@ pub fn run_from_env() -> anyhow::Result<()> {
     let result = runtime.block_on(async move {
         let listener = TcpListener::bind(config.bind).await?;
         let shutdown = CancellationToken::new();
+        // Waits for a signal that may never come: it must not hold up the end of the runtime,
+        // and nothing waits for it; it only ever cancels the shutdown token.
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the signal watcher may outlive shutdown (no signal ever arrives)"
+        )]
         tokio::spawn(watch_signals(shutdown.clone()));
         serve(config, listener, shutdown).await.map_err(anyhow::Error::from)
     });
