@@ -2,6 +2,8 @@
 //!
 //! Users see one of a few fixed messages plus the request id (seed decision: a deny-list
 //! filter of "technical" strings always misses one). Internals go to the logs, redacted.
+//! [`Error`] is a request's failure; [`TurnError`] is why a running turn stopped (it keeps the
+//! cause for the logs and the turn span; `TurnError::public_message` is what the user sees).
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode};

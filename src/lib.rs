@@ -7,12 +7,14 @@
 //! credential beyond the request (or the turn) that carries it.
 //!
 //! Modules:
-//! - [`config`]: the one typed configuration, read from the environment at start.
+//! - [`config`]: the one typed configuration, read from the environment at start (secrets
+//!   in a type that never prints).
 //! - [`auth`]: G1 identity (`auth::identity`) and log redaction.
 //! - [`http`]: the axum routes (chat over SSE, conversations, apps, health).
 //! - [`actors`]: the ractor supervision tree (conversations, tool servers).
 //! - [`services`]: what every actor and turn may use (stores, model, tool servers).
-//! - [`turn`]: one agent turn (model → tools → model), G3 approvals.
+//! - [`turn`]: one agent turn (model → tools → model), G3 approvals; it reports typed events
+//!   into a channel and its failures as `error::TurnError`.
 //! - [`context`]: what the model sees; [`untrusted`]: the G2 envelope.
 //! - [`compaction`]: keeping that inside the context budget (tool-result clearing, summaries).
 //! - [`memory`]: the orchestrator's own memory tools (memory.db, writes through G3).

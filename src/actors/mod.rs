@@ -3,15 +3,24 @@
 //! ```text
 //! RootSupervisor
 //! ├── ConversationsSupervisor ── ConversationActor (one per (uid, conversation))
-//! └── ToolServersSupervisor   ── ToolServerActor (one per configured MCP server)
+//! └── ToolServerActor (one per configured MCP server)
 //! ```
 //!
 //! A conversation actor owns its turn loop, the running turn's stream and its approval
-//! waits; it holds the caller's bearer only inside the turn that brought it. Idle actors
-//! stop and are revived from chat.db. A crash is a supervision event: traced, the client
-//! gets an error part with its request id, every other conversation carries on. Every
-//! supervisor handles every supervision event explicitly (ractor's default would stop the
-//! parent when a child exits).
+//! waits; it never holds the caller's bearer (only the turn task does, for the turn). The
+//! turn (`crate::turn`) knows nothing of actors: it sends `TurnEvent`s into a channel, and
+//! the conversation actor consumes them. Idle actors stop and are revived from chat.db. A
+//! crash is a supervision event: traced, the client gets an error part with its request id,
+//! every other conversation carries on. Every supervisor handles every supervision event
+//! explicitly (ractor's default would stop the parent when a child exits).
+//!
+//! A tool-server actor owns what belongs to its server — connection pool, health and circuit,
+//! converted tool definitions — and never a credential; `tool_server::ToolServers` is the
+//! typed door to it (one method per operation, each a bounded ractor `call`).
+//!
+//! No actor has a process-global name: the root supervisor hands each child's reference to
+//! the application state ([`Directory`] for the conversations supervisor, `ToolServers` for
+//! the tool-server actors), so two orchestrators can run in one process.
 
 pub mod conversation;
 pub mod conversations;
