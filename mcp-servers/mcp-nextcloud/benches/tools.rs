@@ -281,6 +281,7 @@ async fn measure_mcp(
         let client = connect(url, token).await?;
         let (name, args): (String, JsonObject) = (name.to_string(), args.clone());
         let per = calls / clients;
+        #[expect(clippy::disallowed_methods, reason = "every handle is awaited below")]
         tasks.push(tokio::spawn(async move {
             let call = || CallToolRequestParams::new(name.clone()).with_arguments(args.clone());
             for _ in 0..WARMUP.min(per) {
@@ -320,6 +321,7 @@ async fn measure_direct(http: &reqwest::Client, nc: &Arc<Standin>, op: Op, clien
     for _ in 0..clients {
         let (http, nc) = (http.clone(), nc.clone());
         let per = calls / clients;
+        #[expect(clippy::disallowed_methods, reason = "every handle is awaited below")]
         tasks.push(tokio::spawn(async move {
             let mut out = Vec::with_capacity(per);
             for i in 0..(per + WARMUP.min(per)) {
