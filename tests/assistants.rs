@@ -286,6 +286,8 @@ async fn assistants_bind_conversations_and_filter_tools() {
     assert_eq!(server["answers"], true);
     assert_eq!(server["state"], "listed");
     assert_eq!(server["toolCount"], 3);
+    assert_eq!(server["calls"]["reachable"], true, "{server}");
+    assert_eq!(server["calls"]["circuit"], "closed", "{server}");
     let planner = status["assistants"]
         .as_array()
         .unwrap()

@@ -51,6 +51,7 @@ declare(strict_types=1);
 			<thead><tr>
 				<th><?php p($l->t('Server')); ?></th><th><?php p($l->t('Credential')); ?></th>
 				<th><?php p($l->t('Answers')); ?></th><th><?php p($l->t('Tools')); ?></th>
+				<th><?php p($l->t('Users\' recent calls')); ?></th>
 			</tr></thead>
 			<tbody>
 			<?php foreach ($orch['status']['servers'] as $s): ?>
@@ -71,10 +72,22 @@ declare(strict_types=1);
 					<td><?php
 						if ($s['toolCount'] === null) {
 							p($l->t('not known yet (listed only with a user\'s token)'));
+						} elseif (($s['toolCountSource'] ?? '') === 'last-listing') {
+							p($l->t('%s (in the latest user\'s listing)', [(string)$s['toolCount']]));
 						} elseif (($s['toolCountSource'] ?? '') === 'seen') {
 							p($l->t('%s (seen in users\' listings)', [(string)$s['toolCount']]));
 						} else {
 							p((string)$s['toolCount']);
+						}
+					?></td>
+					<td><?php
+						$calls = $s['calls'] ?? null;
+						if ($calls === null) {
+							p('—');
+						} elseif ($calls['reachable'] && $calls['circuit'] === 'closed') {
+							p($l->t('fine'));
+						} else {
+							p($l->t('failing (%s), circuit %s', [(string)($calls['lastError'] ?? '?'), (string)$calls['circuit']]));
 						}
 					?></td>
 				</tr>

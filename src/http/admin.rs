@@ -7,8 +7,10 @@
 //! conversations, memory or audit rows, and it uses no user's credential.
 //!
 //! Tool counts: an `auth=none` server is listed on the spot; an `auth=nextcloud` server only
-//! ever lists tools to a user, so its count is what users' listings showed (the tool
-//! fingerprints every listing records), labelled as such.
+//! ever lists tools to a user, so its count is what the latest user's listing showed (the
+//! tool-server actor's health) or, after a restart, every tool users' listings ever recorded
+//! (the fingerprints), labelled as such. What users' calls found (reachable, circuit, the
+//! kind of the last error) comes from the same health, never with a message or a user.
 //!
 //! [`Verifier::check_admin`]: crate::auth::identity::Verifier::check_admin
 
@@ -19,6 +21,7 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 
 use super::AppState;
+use crate::actors::tool_server::Health;
 use crate::auth::Caller;
 use crate::config::{McpServer, ModelRole, ServerAuth};
 use crate::error::{ApiError, Error};
@@ -60,10 +63,24 @@ pub struct ServerStatus {
     /// Whether a 401 named RFC 9728 protected-resource metadata.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_metadata: Option<bool>,
-    /// Tools offered: listed now (`listed`) or seen in users' listings (`seen`); none known: null.
+    /// Tools offered: listed now (`listed`), in the latest user's listing (`last-listing`), or
+    /// ever seen in users' listings (`seen`); none known: null.
     pub tool_count: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_count_source: Option<&'static str>,
+    /// What users' recent calls found, from the server's actor (no network, no user).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calls: Option<CallHealth>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallHealth {
+    pub reachable: bool,
+    pub circuit: crate::actors::tool_server::Circuit,
+    pub consecutive_unreachable: u32,
+    /// The kind of the last failure (`tool.timeout`, …); its message stays in the logs.
+    pub last_error: Option<&'static str>,
 }
 
 pub async fn status(
@@ -83,11 +100,13 @@ pub async fn status(
         .build()
         .map_err(|e| Error::Internal(format!("probe client: {e}")).with_request(&rid))?;
     let probes = futures::future::join_all(services.config.mcp_servers.iter().map(|s| probe::probe(&http, s, &rid))).await;
+    let health = services.tool_servers.health_all().await;
     let mut tools: Vec<(String, String)> = Vec::new();
     let mut servers = Vec::new();
     for (server, found) in services.config.mcp_servers.iter().zip(probes) {
         let seen: Vec<String> = known.iter().filter(|(s, _)| *s == server.name).map(|(_, t)| t.clone()).collect();
-        let status = server_status(server, &found, seen.len());
+        let last = health.iter().find(|h| h.server == server.name);
+        let status = server_status(server, &found, seen.len(), last);
         let names = match found {
             Reachability::Listed(names) => names,
             _ => seen,
@@ -127,7 +146,7 @@ pub async fn status(
     Ok(Json(AdminStatus { assistants, servers }))
 }
 
-fn server_status(server: &McpServer, found: &Reachability, seen: usize) -> ServerStatus {
+fn server_status(server: &McpServer, found: &Reachability, seen: usize, health: Option<&Health>) -> ServerStatus {
     let (state, http_status, resource_metadata) = match found {
         Reachability::Listed(_) => ("listed", None, None),
         Reachability::SignInRequired { metadata } => ("sign-in-required", None, Some(*metadata)),
@@ -136,6 +155,7 @@ fn server_status(server: &McpServer, found: &Reachability, seen: usize) -> Serve
     };
     let (tool_count, tool_count_source) = match found {
         Reachability::Listed(names) => (Some(names.len()), Some("listed")),
+        _ if health.is_some_and(|h| h.tool_count.is_some()) => (health.and_then(|h| h.tool_count), Some("last-listing")),
         _ if seen > 0 => (Some(seen), Some("seen")),
         _ => (None, None),
     };
@@ -151,5 +171,11 @@ fn server_status(server: &McpServer, found: &Reachability, seen: usize) -> Serve
         resource_metadata,
         tool_count,
         tool_count_source,
+        calls: health.map(|h| CallHealth {
+            reachable: h.reachable,
+            circuit: h.circuit,
+            consecutive_unreachable: h.consecutive_unreachable,
+            last_error: h.last_error.as_ref().map(|e| e.kind),
+        }),
     }
 }

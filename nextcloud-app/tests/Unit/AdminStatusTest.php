@@ -79,6 +79,7 @@ final class AdminStatusTest extends AppTestCase {
 		self::assertStringContainsString('yes (asks for the user&#039;s sign-in)', $html);
 		self::assertStringContainsString('21 (seen in users&#039; listings)', $html);
 		self::assertStringContainsString('no answer', $html);
+		self::assertStringContainsString('failing (tool.timeout), circuit open', $html);
 		self::assertStringNotContainsString('<input', $html, 'read-only');
 		$html = $this->render(['orchestrator' => $this->status('alice', ['root'])->fetch()]);
 		self::assertStringContainsString('Only administrators', $html);
