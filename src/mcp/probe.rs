@@ -80,3 +80,69 @@ async fn initialize_without_credential(http: &reqwest::Client, url: &url::Url, r
         status => Reachability::Answered(status),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::{HeaderMap, StatusCode};
+    use std::sync::{Arc, Mutex};
+
+    /// A server that answers every POST like mcp-nextcloud without a token (RFC 9728), and
+    /// records whether any request carried an Authorization header.
+    async fn needs_sign_in() -> (url::Url, Arc<Mutex<Vec<bool>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        let app = axum::Router::new().route(
+            "/mcp",
+            axum::routing::post(move |headers: HeaderMap| {
+                let record = record.clone();
+                async move {
+                    record.lock().unwrap().push(headers.contains_key(http::header::AUTHORIZATION));
+                    (
+                        StatusCode::UNAUTHORIZED,
+                        [(
+                            http::header::WWW_AUTHENTICATE,
+                            r#"Bearer resource_metadata="http://x/.well-known/oauth-protected-resource/mcp""#,
+                        )],
+                    )
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        #[expect(clippy::disallowed_methods, reason = "the test's server lives as long as the test's runtime")]
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url::Url::parse(&format!("http://{addr}/mcp")).unwrap(), seen)
+    }
+
+    fn server(url: url::Url, auth: ServerAuth) -> McpServer {
+        McpServer {
+            name: "s".into(),
+            url,
+            auth,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_nextcloud_server_proves_it_answers_without_any_credential() {
+        let (url, seen) = needs_sign_in().await;
+        let http = reqwest::Client::new();
+        let found = probe(&http, &server(url.clone(), ServerAuth::Nextcloud), "r").await;
+        assert_eq!(found, Reachability::SignInRequired { metadata: true });
+        assert!(found.answers());
+        assert_eq!(*seen.lock().unwrap(), vec![false], "one request, without Authorization");
+        // An auth=none server that will not list without a token: tried, then told apart.
+        let found = probe(&http, &server(url, ServerAuth::None), "r").await;
+        assert_eq!(found, Reachability::SignInRequired { metadata: true });
+        assert!(seen.lock().unwrap().iter().all(|auth| !auth));
+    }
+
+    #[tokio::test]
+    async fn nobody_there_is_unreachable() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let url = url::Url::parse(&format!("http://127.0.0.1:{port}/mcp")).unwrap();
+        let found = probe(&reqwest::Client::new(), &server(url, ServerAuth::Nextcloud), "r").await;
+        assert_eq!(found, Reachability::Unreachable);
+        assert!(!found.answers());
+    }
+}
