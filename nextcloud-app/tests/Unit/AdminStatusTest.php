@@ -71,6 +71,15 @@ final class AdminStatusTest extends AppTestCase {
 		self::assertSame('nextcloud', $response->getData()['servers'][0]['name']);
 	}
 
+	public function testTheIslandsAssistantListIsRelayedForTheSignedUser(): void {
+		$body = json_decode($this->api()->assistants()->render(), true);
+		self::assertSame('default', $body['default']);
+		$sent = $this->orchestratorRequests();
+		self::assertSame('GET /v1/assistants', $sent[0]['method'] . ' ' . $sent[0]['uri']);
+		self::assertSame('alice', $sent[0]['headers']['x-tamebi-uid']);
+		self::assertArrayNotHasKey('x-tamebi-admin-signature', $sent[0]['headers']);
+	}
+
 	public function testTheSettingsPageListsAssistantsAndServersReadOnly(): void {
 		$html = $this->render(['orchestrator' => $this->status('root', ['root'])->fetch()]);
 		self::assertStringContainsString('planner', $html);
