@@ -49,6 +49,8 @@ use test_harness::{Process, free_port, workspace_root};
 type Client = RunningService<RoleClient, ()>;
 
 const WARMUP: usize = 5;
+/// A call that takes longer is reported as a failure of that server, and the run goes on.
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Copy, PartialEq)]
 enum Op {
@@ -248,7 +250,7 @@ fn main() -> anyhow::Result<()> {
     };
 
     rt.block_on(async {
-        let mut rows = Vec::new();
+        print_header();
         let mut levels = vec![(1, o.calls)];
         if o.clients > 1 {
             levels.push((o.clients, o.concurrent_calls()));
@@ -269,7 +271,8 @@ fn main() -> anyhow::Result<()> {
                     Some((_, url)) => Some(measure_mcp(url, None, &theirs(&o)?, op, clients, calls).await?),
                     None => None,
                 };
-                rows.push(Row {
+                // Each row as soon as it is measured: a slow peer must not hide the others.
+                print_row(&Row {
                     label: o.label(op),
                     clients,
                     cold,
@@ -279,7 +282,6 @@ fn main() -> anyhow::Result<()> {
                 });
             }
         }
-        print_table(&rows);
         anyhow::Ok(())
     })?;
     let _ = our_proc.terminate(Duration::from_secs(10));
@@ -470,7 +472,11 @@ async fn measure_mcp(
     };
     let mut tasks = Vec::new();
     for _ in 0..clients {
-        let client = connect(url, token).await?;
+        // A server that stops accepting sessions is that server's failure, not the bench's.
+        let client = match tokio::time::timeout(CALL_TIMEOUT, connect(url, token)).await {
+            Ok(client) => client?,
+            Err(_) => return Ok(Err(format!("no session within {} s", CALL_TIMEOUT.as_secs()))),
+        };
         let call = call.clone();
         let per = calls / clients;
         #[expect(clippy::disallowed_methods, reason = "every handle is awaited below")]
@@ -478,17 +484,20 @@ async fn measure_mcp(
             let mut out = Vec::with_capacity(per);
             for i in 0..(per + WARMUP.min(per)) {
                 let t = Instant::now();
-                let failure = one_call(&client, call.as_ref()).await?;
+                let failure = match tokio::time::timeout(CALL_TIMEOUT, one_call(&client, call.as_ref())).await {
+                    Ok(outcome) => outcome?,
+                    Err(_) => Some(format!("no answer within {} s", CALL_TIMEOUT.as_secs())),
+                };
                 let elapsed = t.elapsed();
                 if let Some(text) = failure {
-                    let _ = client.cancel().await;
+                    close(client).await;
                     return anyhow::Ok(Err(text));
                 }
                 if i >= WARMUP.min(per) {
                     out.push(elapsed);
                 }
             }
-            let _ = client.cancel().await;
+            close(client).await;
             anyhow::Ok(Ok(out))
         }));
     }
@@ -502,10 +511,16 @@ async fn measure_mcp(
     Ok(Ok(figures(all)))
 }
 
+/// Ends a session; a server that does not let go within a few seconds is left behind.
+async fn close(client: Client) {
+    let _ = tokio::time::timeout(Duration::from_secs(5), client.cancel()).await;
+}
+
 /// One MCP call: the tool, or `tools/list`. `Some(text)` when the tool reported an error.
 async fn one_call(client: &Client, call: Option<&(String, JsonObject)>) -> anyhow::Result<Option<String>> {
     let Some((name, args)) = call else {
-        client.list_all_tools().await?;
+        // One page, as a client asks before its first call.
+        client.list_tools(None).await?;
         return Ok(None);
     };
     let r = client
@@ -613,13 +628,16 @@ struct Row {
     theirs: Option<Result<Figures, String>>,
 }
 
-fn print_table(rows: &[Row]) {
+fn print_header() {
     println!(
         "\n| operation | clients | direct, no cookie p50 / p99 (ms) | direct, session p50 / p99 | mcp-nextcloud p50 / p99 | its overhead (p50) | nextcloud-mcp-server p50 / p99 | its overhead (p50) | ratio |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
+}
+
+fn print_row(r: &Row) {
     let pair = |f: &Option<Figures>| f.map_or("—".to_string(), |f| format!("{} / {}", ms(f.p50), ms(f.p99)));
-    for r in rows {
+    {
         // Overhead over the request mcp-nextcloud now makes (with the session); a call that
         // makes no request is all overhead.
         let base = r.session.map_or(Duration::ZERO, |f| f.p50);
