@@ -91,6 +91,8 @@ pub async fn serve_h2c(listener: TcpListener, rules: Vec<Rule>, shutdown: Cancel
     use hyper_util::service::TowerToHyperService;
     let router = app(AppState::new(rules, shutdown.clone()));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    // Every connection's task, so the drain below waits for the tasks themselves.
+    let connections = tokio_util::task::TaskTracker::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http2().max_concurrent_streams(max_streams);
     loop {
@@ -112,15 +114,20 @@ pub async fn serve_h2c(listener: TcpListener, rules: Vec<Rule>, shutdown: Cancel
             .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(router.clone()))
             .into_owned();
         let watched = graceful.watch(connection);
-        tokio::spawn(async move {
+        connections.spawn(async move {
             if let Err(e) = watched.await {
                 tracing::debug!("connection ended: {e}");
             }
         });
     }
     drop(listener);
+    connections.close();
     // Streaming answers watch the token and end; give them a moment to say so.
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), graceful.shutdown()).await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        graceful.shutdown().await;
+        connections.wait().await;
+    })
+    .await;
     Ok(())
 }
 
