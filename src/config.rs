@@ -93,6 +93,21 @@ pub struct ModelConfig {
     /// The fallback model's context window (`TAMEBI_FALLBACK_CONTEXT_TOKENS`, default: the
     /// primary's).
     pub fallback_context_tokens: u64,
+    /// `TAMEBI_MODEL_HTTP2`: how model streams travel (see `model::connections`).
+    pub http2: ModelHttp2,
+    /// `TAMEBI_MODEL_STREAMS_PER_CONNECTION` (100): most model streams multiplexed on one
+    /// HTTP/2 connection before another is opened; at or below the provider's own limit.
+    pub streams_per_connection: usize,
+}
+
+/// `TAMEBI_MODEL_HTTP2`: `auto` (default: HTTP/2 when the provider offers it over TLS, else
+/// HTTP/1.1), `prior-knowledge` (HTTP/2 without negotiation, also over plain HTTP: h2c) or
+/// `off` (HTTP/1.1 only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelHttp2 {
+    Auto,
+    PriorKnowledge,
+    Off,
 }
 
 impl ModelConfig {
@@ -271,6 +286,22 @@ fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, Co
             get("TAMEBI_FALLBACK_CONTEXT_TOKENS"),
             "TAMEBI_FALLBACK_CONTEXT_TOKENS",
             context_tokens,
+        )?,
+        http2: match get("TAMEBI_MODEL_HTTP2").as_deref().map(str::trim) {
+            None | Some("" | "auto") => ModelHttp2::Auto,
+            Some("prior-knowledge") => ModelHttp2::PriorKnowledge,
+            Some("off") => ModelHttp2::Off,
+            Some(_) => {
+                return Err(ConfigError::Invalid {
+                    var: "TAMEBI_MODEL_HTTP2",
+                    why: "must be auto, prior-knowledge or off".into(),
+                });
+            }
+        },
+        streams_per_connection: positive(
+            get("TAMEBI_MODEL_STREAMS_PER_CONNECTION"),
+            "TAMEBI_MODEL_STREAMS_PER_CONNECTION",
+            "100",
         )?,
     })
 }

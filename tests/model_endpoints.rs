@@ -133,3 +133,51 @@ async fn a_turn_stops_at_the_operators_token_bound() {
     let error = p.iter().find(|x| x["type"] == "error").unwrap();
     assert!(error["errorText"].as_str().unwrap().contains("token limit"), "{error}");
 }
+
+/// Issue #16: with `TAMEBI_MODEL_HTTP2=prior-knowledge` model streams travel over HTTP/2 (h2c),
+/// several on one connection, and more connections are opened when the provider's per-connection
+/// stream limit is reached (here 2, with 5 streams open at once): every turn completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_streams_are_multiplexed_over_http2() {
+    let model = tokio::task::spawn_blocking(|| ScriptedModel::start_h2c(2)).await.unwrap();
+    // Slow enough that all five streams are open at the same time.
+    model
+        .add_rules(json!([{"match": "multiplexed", "steps": [{"text": "over one of few connections", "chunk_chars": 4, "delay_ms": 50}]}]));
+    let options = Options {
+        model_url: model.url(),
+        extra_env: vec![
+            ("TAMEBI_MODEL_HTTP2".into(), "prior-knowledge".into()),
+            ("TAMEBI_MODEL_STREAMS_PER_CONNECTION".into(), "2".into()),
+        ],
+        ..Options::default()
+    };
+    let orch = Arc::new(tokio::task::spawn_blocking(move || Orchestrator::start(options)).await.unwrap());
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    let mut turns = tokio::task::JoinSet::new();
+    for i in 0..5 {
+        let (orch, http) = (orch.clone(), http.clone());
+        turns.spawn(async move {
+            let cid = format!("h2-{i}");
+            let body = user_turn(&cid, &format!("m-{cid}"), "multiplexed please");
+            let r = orch
+                .request(&http, Method::POST, "/v1/chat", "alice", &body, None)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            parts(&read_sse(r).await)
+        });
+    }
+    while let Some(p) = turns.join_next().await {
+        let p = p.unwrap();
+        let text: String = p
+            .iter()
+            .filter(|x| x["type"] == "text-delta")
+            .map(|x| x["delta"].as_str().unwrap_or("").to_string())
+            .collect();
+        assert_eq!(text, "over one of few connections", "{p:?}");
+    }
+    let log = model.request_log();
+    assert_eq!(log.len(), 5);
+    assert!(log.iter().all(|e| e["httpVersion"] == "HTTP/2.0"), "{log:?}");
+}

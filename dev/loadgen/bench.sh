@@ -6,14 +6,23 @@
 #   dev/loadgen/bench.sh proxy [loadgen flags…]          the same turns through bare-proxy (the reference)
 # Starts a fresh scripted model and orchestrator (temporary data dir), runs loadgen once
 # against them, prints its figures, and stops both. Nothing leaves 127.0.0.1.
+# BENCH_MODEL_HTTP2=N: the scripted model also speaks h2c (at most N streams per connection)
+# and tamebi multiplexes its model streams over HTTP/2 (TAMEBI_MODEL_HTTP2=prior-knowledge,
+# TAMEBI_MODEL_STREAMS_PER_CONNECTION=N).
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 cd "$TAMEBI_ROOT"
 mode=${1:?usage: bench.sh turns|streams|fairness|proxy [loadgen flags...]}; shift
 
-cargo build -q --release -p tamebi -p scripted-model -p loadgen
-if [ -n "${BENCH_OTLP:-}" ]; then cargo build -q --release -p test-harness --bin otlp-sink; fi
-bin=${CARGO_TARGET_DIR:-$TAMEBI_ROOT/target}/release
+# BENCH_BIN=DIR: use the binaries in DIR as they are (e.g. a copy of an earlier build, for a
+# before/after comparison in one sitting); otherwise build them.
+if [ -n "${BENCH_BIN:-}" ]; then
+  bin=$BENCH_BIN
+else
+  cargo build -q --release -p tamebi -p scripted-model -p loadgen
+  if [ -n "${BENCH_OTLP:-}" ]; then cargo build -q --release -p test-harness --bin otlp-sink; fi
+  bin=${CARGO_TARGET_DIR:-$TAMEBI_ROOT/target}/release
+fi
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 work=$(mktemp -d)
@@ -22,7 +31,12 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 
 model_port=$(free_port)
-"$bin/scripted-model" --bind "127.0.0.1:$model_port" >"$work/model.log" 2>&1 &
+model_args=()
+if [ -n "${BENCH_MODEL_HTTP2:-}" ]; then
+  model_args=(--http2-max-streams "$BENCH_MODEL_HTTP2")
+  export TAMEBI_MODEL_HTTP2=prior-knowledge TAMEBI_MODEL_STREAMS_PER_CONNECTION=$BENCH_MODEL_HTTP2
+fi
+"$bin/scripted-model" --bind "127.0.0.1:$model_port" "${model_args[@]}" >"$work/model.log" 2>&1 &
 pids+=($!)
 wait_http "http://127.0.0.1:$model_port/v1/models" 30
 
@@ -39,6 +53,8 @@ fi
 export TAMEBI_PROXY_SECRET=bench-proxy-secret-0123456789abcdef0123456789
 export TAMEBI_SIGNING_SECRET=bench-signing-secret-0123456789abcdef01234567
 orch_port=$(free_port)
+# Open streams measures memory, not fairness: a loadgen user holds many streams there.
+max_turns=8; if [ "$mode" = streams ]; then max_turns=20000; fi
 if [ "$mode" = proxy ]; then
   "$bin/bare-proxy" --bind "127.0.0.1:$orch_port" --model-url "http://127.0.0.1:$model_port/v1" >"$work/orchestrator.log" 2>&1 &
   orch_pid=$!
@@ -47,7 +63,7 @@ if [ "$mode" = proxy ]; then
 else
   TAMEBI_MODEL_URL="http://127.0.0.1:$model_port/v1" TAMEBI_MODEL=scripted \
   TAMEBI_BIND="127.0.0.1:$orch_port" TAMEBI_DATA_DIR="$work/data" RUST_LOG=${RUST_LOG:-warn} \
-  TAMEBI_USER_TURNS_PER_MIN=${TAMEBI_USER_TURNS_PER_MIN:-0} \
+  TAMEBI_USER_TURNS_PER_MIN=${TAMEBI_USER_TURNS_PER_MIN:-0} TAMEBI_USER_MAX_TURNS=${TAMEBI_USER_MAX_TURNS:-$max_turns} \
     "$bin/tamebi" >"$work/orchestrator.log" 2>&1 &
   orch_pid=$!
   pids+=($orch_pid)

@@ -27,7 +27,8 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationTok
     let graceful = GracefulShutdown::new();
     // Every connection's task, so the drain below can wait for the tasks themselves.
     let connections = TaskTracker::new();
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // HTTP/1.1 only: the PHP app and the island speak it, and no other protocol is offered.
+    let mut builder = auto::Builder::new(TokioExecutor::new()).http1_only();
     // A client that never finishes its headers does not hold a connection forever.
     builder
         .http1()

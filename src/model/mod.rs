@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::config::ModelConfig;
 
+pub mod connections;
 pub mod endpoints;
 pub mod text_calls;
 pub mod tool_calls;
@@ -134,7 +135,8 @@ pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>>
 
 #[derive(Clone)]
 pub struct ModelClient {
-    http: reqwest::Client,
+    /// HTTP/1.1 through the shared client, or a pool of HTTP/2 connections.
+    connections: std::sync::Arc<connections::Connections>,
     config: ModelConfig,
     /// Shared by every clone: the circuit breaker is per process, not per turn.
     endpoints: std::sync::Arc<endpoints::Endpoints>,
@@ -162,7 +164,12 @@ struct StreamOptions {
 impl ModelClient {
     pub fn new(http: reqwest::Client, config: ModelConfig) -> Self {
         let endpoints = std::sync::Arc::new(endpoints::Endpoints::new(config.base_urls.clone(), config.endpoint_backoff));
-        ModelClient { http, config, endpoints }
+        let connections = std::sync::Arc::new(connections::Connections::new(http, &config));
+        ModelClient {
+            connections,
+            config,
+            endpoints,
+        }
     }
 
     /// Starts a streamed completion. Falls back once to the fallback model when the primary
@@ -253,8 +260,9 @@ impl ModelClient {
         span: tracing::Span,
     ) -> Result<ModelStream, ModelError> {
         let url = format!("{}/chat/completions", base.as_str().trim_end_matches('/'));
-        let mut req = self
-            .http
+        // The lease counts this stream on its connection for as long as the stream lives.
+        let (http, lease) = self.connections.checkout().map_err(ModelError::Connect)?;
+        let mut req = http
             .post(url)
             .json(&Request {
                 model,
@@ -285,7 +293,11 @@ impl ModelClient {
         if !response.status().is_success() {
             return Err(ModelError::Status(response.status().as_u16()));
         }
-        let mut events = Box::pin(parse(response.bytes_stream().eventsource(), span));
+        let bytes = response.bytes_stream().map(move |chunk| {
+            let _held = &lease;
+            chunk
+        });
+        let mut events = Box::pin(parse(bytes.eventsource(), span));
         // Wait for the first event here, so that "silent before the first chunk" is a
         // fallback case rather than a broken turn.
         let first = tokio::time::timeout(first_chunk, events.next())

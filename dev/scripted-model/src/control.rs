@@ -70,6 +70,8 @@ pub struct LoggedRequest {
     pub received_at: String,
     /// The body as JSON, or as a string when it was not JSON.
     pub body: serde_json::Value,
+    /// `HTTP/1.1` or `HTTP/2.0`: how the client reached us.
+    pub http_version: String,
 }
 
 #[derive(Default)]
@@ -78,14 +80,18 @@ pub struct RequestLog {
 }
 
 impl RequestLog {
-    pub fn record(&self, raw: &[u8]) {
+    pub fn record(&self, raw: &[u8], version: axum::http::Version) {
         let body = serde_json::from_slice(raw).unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(raw).into_owned()));
         let received_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         if entries.len() == LOG_CAPACITY {
             entries.pop_front();
         }
-        entries.push_back(LoggedRequest { received_at, body });
+        entries.push_back(LoggedRequest {
+            received_at,
+            body,
+            http_version: format!("{version:?}"),
+        });
     }
 
     /// Oldest first.
@@ -154,13 +160,15 @@ mod tests {
     fn the_log_keeps_the_last_thousand() {
         let log = RequestLog::default();
         for i in 0..LOG_CAPACITY + 5 {
-            log.record(json!({"n": i}).to_string().as_bytes());
+            log.record(json!({"n": i}).to_string().as_bytes(), axum::http::Version::HTTP_11);
         }
-        log.record(b"not json");
+        log.record(b"not json", axum::http::Version::HTTP_2);
         let all = log.snapshot();
         assert_eq!(all.len(), LOG_CAPACITY);
         assert_eq!(all[0].body["n"], 6);
         assert_eq!(all[LOG_CAPACITY - 1].body, json!("not json"));
+        assert_eq!(all[0].http_version, "HTTP/1.1");
+        assert_eq!(all[LOG_CAPACITY - 1].http_version, "HTTP/2.0");
         log.clear();
         assert!(log.snapshot().is_empty());
     }

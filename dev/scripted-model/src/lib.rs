@@ -10,7 +10,7 @@
 //! - `text_form`: tool calls written into the text, as models without a tool-call parser do.
 //! - `reply`: the answer as a paced SSE stream or a whole completion.
 //! - `control`: the test-only rule store and request log behind `/__scripts`, `/__requests`.
-//! - `server`: the router and `serve`.
+//! - `server`: the router, `serve` (HTTP/1.1) and `serve_h2c` (also HTTP/2 prior knowledge).
 //! - `error`: the one error type, always sent in OpenAI's error shape.
 //!
 //! It never calls out to any network and never holds a credential: it is a test tool.
@@ -24,7 +24,7 @@ pub mod server;
 pub mod text_form;
 
 pub use error::Error;
-pub use server::{AppState, app, serve};
+pub use server::{AppState, app, serve, serve_h2c};
 
 /// Reads `{"rules": [...]}` from a `--scripts` file.
 pub fn load_rules_file(path: &std::path::Path) -> Result<Vec<script::Rule>, Error> {

@@ -1,4 +1,4 @@
-//! `scripted-model --bind ADDR [--scripts FILE.json]`: parses flags, binds, prints
+//! `scripted-model --bind ADDR [--scripts FILE.json] [--http2-max-streams N]`: parses flags, binds, prints
 //! `listening on http://ADDR` once bound, serves until SIGTERM or Ctrl-C.
 
 use std::io::Write;
@@ -19,6 +19,10 @@ struct Args {
     /// A JSON file `{"rules": [...]}` loaded at start.
     #[arg(long)]
     scripts: Option<PathBuf>,
+    /// Also speak HTTP/2 without negotiation (h2c prior knowledge) on the same port, with at
+    /// most this many concurrent streams per connection. HTTP/1.1 only when absent.
+    #[arg(long)]
+    http2_max_streams: Option<u32>,
 }
 
 #[tokio::main]
@@ -48,7 +52,10 @@ async fn main() -> anyhow::Result<()> {
         reason = "the signal watcher may outlive shutdown (no signal ever arrives); it only cancels the token"
     )]
     tokio::spawn(watch_signals(shutdown.clone()));
-    scripted_model::serve(listener, rules, shutdown).await?;
+    match args.http2_max_streams {
+        Some(n) => scripted_model::serve_h2c(listener, rules, shutdown, n).await?,
+        None => scripted_model::serve(listener, rules, shutdown).await?,
+    }
     Ok(())
 }
 

@@ -81,8 +81,58 @@ pub async fn serve(listener: TcpListener, rules: Vec<Rule>, shutdown: Cancellati
         .await
 }
 
-async fn chat_completions(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    state.log.record(&body);
+/// Like [`serve`], and on the same port also HTTP/2 without negotiation (h2c, "prior
+/// knowledge"), as vLLM or Ollama behind an HTTP/2 proxy do; at most `max_streams` concurrent
+/// streams per HTTP/2 connection (the SETTINGS a client must respect by opening more
+/// connections). HTTP/1.1 clients are served as before.
+pub async fn serve_h2c(listener: TcpListener, rules: Vec<Rule>, shutdown: CancellationToken, max_streams: u32) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::server::conn::auto;
+    use hyper_util::service::TowerToHyperService;
+    let router = app(AppState::new(rules, shutdown.clone()));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    // Every connection's task, so the drain below waits for the tasks themselves.
+    let connections = tokio_util::task::TaskTracker::new();
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http2().max_concurrent_streams(max_streams);
+    loop {
+        let stream = tokio::select! {
+            a = listener.accept() => match a {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.cancelled() => break,
+        };
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY not set: {e}");
+        }
+        let connection = builder
+            .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(router.clone()))
+            .into_owned();
+        let watched = graceful.watch(connection);
+        connections.spawn(async move {
+            if let Err(e) = watched.await {
+                tracing::debug!("connection ended: {e}");
+            }
+        });
+    }
+    drop(listener);
+    connections.close();
+    // Streaming answers watch the token and end; give them a moment to say so.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        graceful.shutdown().await;
+        connections.wait().await;
+    })
+    .await;
+    Ok(())
+}
+
+async fn chat_completions(State(state): State<Arc<AppState>>, version: axum::http::Version, body: Bytes) -> Response {
+    state.log.record(&body, version);
     match answer(&state, &body).await {
         Ok(response) => response,
         Err(e) => e.into_response(),

@@ -19,20 +19,29 @@ pub struct ScriptedModel {
 impl ScriptedModel {
     /// Starts the server with no rules (it answers `You said: <last user text>`).
     pub fn start() -> ScriptedModel {
-        Self::spawn(None)
+        Self::spawn(None, None)
     }
 
     /// Starts the server with `--scripts FILE` (e.g. the shipped `demo.json`).
     pub fn start_with_scripts(file: &Path) -> ScriptedModel {
-        Self::spawn(Some(file))
+        Self::spawn(Some(file), None)
     }
 
-    fn spawn(scripts: Option<&Path>) -> ScriptedModel {
+    /// Starts the server speaking HTTP/2 without negotiation (h2c) as well as HTTP/1.1, with at
+    /// most `max_streams` concurrent streams per HTTP/2 connection (`--http2-max-streams`).
+    pub fn start_h2c(max_streams: u32) -> ScriptedModel {
+        Self::spawn(None, Some(max_streams))
+    }
+
+    fn spawn(scripts: Option<&Path>, http2_max_streams: Option<u32>) -> ScriptedModel {
         let port = free_port();
         let mut cmd = Command::new(workspace_bin("scripted-model", "scripted-model", &[]));
         cmd.arg("--bind").arg(format!("127.0.0.1:{port}"));
         if let Some(file) = scripts {
             cmd.arg("--scripts").arg(file);
+        }
+        if let Some(n) = http2_max_streams {
+            cmd.arg("--http2-max-streams").arg(n.to_string());
         }
         let base = format!("http://127.0.0.1:{port}");
         let mut process = Process::spawn("scripted-model", cmd);
@@ -78,7 +87,7 @@ impl ScriptedModel {
             .collect()
     }
 
-    /// The raw log entries `{"receivedAt", "body"}`, oldest first.
+    /// The raw log entries `{"receivedAt", "body", "httpVersion"}`, oldest first.
     pub fn request_log(&self) -> Vec<serde_json::Value> {
         let mut answer = self.call(reqwest::Method::GET, "/__requests", None);
         match answer.get_mut("requests").map(serde_json::Value::take) {

@@ -31,6 +31,7 @@ pub struct StandinBuilder {
     webhook: Option<(String, String)>,
     seeded: bool,
     jwt_bearer_refused: bool,
+    login_delay_ms: u64,
 }
 
 impl StandinBuilder {
@@ -50,6 +51,13 @@ impl StandinBuilder {
     /// `oidc_provider_bearer_validation`); app passwords still work.
     pub fn without_oidc_bearer_validation(mut self) -> StandinBuilder {
         self.jwt_bearer_refused = true;
+        self
+    }
+
+    /// Charge every login from a credential (a request without a valid session cookie) this
+    /// many milliseconds, as a real Nextcloud does (benchmarks; tests leave it at 0).
+    pub fn login_delay_ms(mut self, ms: u64) -> StandinBuilder {
+        self.login_delay_ms = ms;
         self
     }
 
@@ -74,6 +82,9 @@ impl StandinBuilder {
         }
         if !self.jwt_bearer_refused {
             cmd.arg("--oidc-provider-bearer-validation");
+        }
+        if self.login_delay_ms > 0 {
+            cmd.arg("--login-delay-ms").arg(self.login_delay_ms.to_string());
         }
         if let Some((hook, secret)) = &self.webhook {
             cmd.arg("--webhook-url").arg(hook).arg("--webhook-secret").arg(secret);

@@ -1,23 +1,41 @@
-//! Benchmark: tool latency through mcp-nextcloud and through `nextcloud-mcp-server` (PyPI),
-//! against the same seeded Nextcloud stand-in on loopback, next to the direct HTTP request
-//! each tool makes (the same request bodies, from the library). Prints figures; asserts
-//! nothing about time.
+//! Benchmark: tool latency through mcp-nextcloud and through `nextcloud-mcp-server` (PyPI, the
+//! peer), next to the direct HTTP request each tool makes with the same headers, against any
+//! Nextcloud: the seeded stand-in on loopback by default (CI), or a real instance by hand.
+//! Prints figures; asserts nothing about time.
 //!
-//!     bash scripts/install.d/25-mcp-python.sh --bench   # the other server, in its own venv
-//!     cargo bench -p mcp-nextcloud --bench tools
-//!     cargo bench -p mcp-nextcloud --bench tools -- --ours-only
+//!     bash scripts/install.d/25-mcp-python.sh --bench   # the peer, in its own venv
+//!     cargo bench -p mcp-nextcloud --bench tools                           # stand-in
+//!     cargo bench -p mcp-nextcloud --bench tools -- --login-delay-ms 300   # stand-in, logins cost like OIDC
+//!     NC_BENCH_CREDENTIAL=<app password or access token> \
+//!       cargo bench -p mcp-nextcloud --bench tools -- --nc-url https://cloud.example.org --user alice --seed
 //!
-//! Operations: list a folder of 200 files, read a 100 KB text file, one month of calendar
-//! events, list Deck boards. Each at 1 client (100 calls) and 50 concurrent clients (500
-//! calls), after a warm-up; p50 and p99 per target, and the overhead of each MCP server over
-//! the direct request (p50 minus the direct p50). Every MCP call goes through rmcp's client
-//! over Streamable HTTP, for both servers. mcp-nextcloud runs as a release build.
+//! Against a real instance the credential is read from `NC_BENCH_CREDENTIAL` (so it stays out
+//! of the process list and shell history) and sent as `Authorization: Bearer`, exactly as
+//! mcp-nextcloud sends a caller's token. The peer holds one configured account (its design):
+//! it gets `--user` and `NC_BENCH_PEER_PASSWORD`, or the credential itself when that is not a
+//! JWT (an app password works for both). `--seed` writes the bench data into that account
+//! (folder `bench200/`, `bench100k.txt`, 40 events in March 2026 in calendar `personal`); without
+//! it, point the operations at existing data: `--folder`, `--file`, `--calendar`, `--month`.
+//!
+//! Operations: list a folder (200 files when seeded), read a text file (100 KB), one month of
+//! calendar events, list Deck boards, and `tools/list` (an MCP call that makes no Nextcloud
+//! request). Each at 1 client (`--calls` calls, 100) and at `--clients` concurrent clients (50,
+//! each with its own connection; 10 calls per client, at least `--calls` in all; 0 or 1 skips
+//! it), after 5 warm-up calls per client; p50 and p99 per target. Two direct columns, both with mcp-nextcloud's exact headers:
+//! "no cookie" (bearer only: every request is a login, what mcp-nextcloud sent before it kept
+//! sessions) and "session" (bearer plus the session cookies Nextcloud handed back, kept by
+//! mcp-nextcloud's own `SessionCookies`: what it sends now). The overhead of each MCP server is
+//! its p50 minus the "session" direct p50. Every MCP call goes through rmcp's client over
+//! Streamable HTTP, for both servers. mcp-nextcloud runs as a release build.
 
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use http::{HeaderMap, HeaderValue};
+use mcp_nextcloud::auth::Bearer;
+use mcp_nextcloud::nextcloud::session_cookies::SessionCookies;
 use mcp_nextcloud::nextcloud::{dav, dav_headers};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, JsonObject};
@@ -30,77 +48,181 @@ use test_harness::{Process, free_port, workspace_root};
 
 type Client = RunningService<RoleClient, ()>;
 
-const SINGLE_CALLS: usize = 100;
-const CONCURRENT_CLIENTS: usize = 50;
-const CONCURRENT_CALLS: usize = 500;
 const WARMUP: usize = 5;
+/// A call that takes longer is reported as a failure of that server, and the run goes on.
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Copy, PartialEq)]
 enum Op {
-    List200,
-    Read100k,
+    List,
+    Read,
     Month,
     Boards,
+    NoRequest,
 }
 
-const OPS: [Op; 4] = [Op::List200, Op::Read100k, Op::Month, Op::Boards];
+const OPS: [Op; 5] = [Op::List, Op::Read, Op::Month, Op::Boards, Op::NoRequest];
 
-impl Op {
-    fn label(self) -> &'static str {
-        match self {
-            Op::List200 => "list a folder of 200 files",
-            Op::Read100k => "read a 100 KB text file",
-            Op::Month => "one month of calendar events",
-            Op::Boards => "list Deck boards",
+/// What to run against, from the command line.
+struct Options {
+    nc_url: Option<String>,
+    user: String,
+    seed: bool,
+    ours_only: bool,
+    login_delay_ms: u64,
+    calls: usize,
+    clients: usize,
+    folder: String,
+    file: String,
+    calendar: String,
+    /// `YYYY-MM`.
+    month: String,
+}
+
+impl Options {
+    fn parse() -> anyhow::Result<Options> {
+        let mut o = Options {
+            nc_url: None,
+            user: "alice".into(),
+            seed: false,
+            ours_only: false,
+            login_delay_ms: 0,
+            calls: 100,
+            clients: 50,
+            folder: "bench200".into(),
+            file: "bench100k.txt".into(),
+            calendar: "personal".into(),
+            month: "2026-03".into(),
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(a) = args.next() {
+            let mut value = || args.next().with_context(|| format!("{a} needs a value"));
+            match a.as_str() {
+                "--nc-url" => o.nc_url = Some(value()?.trim_end_matches('/').to_string()),
+                "--user" => o.user = value()?,
+                "--seed" => o.seed = true,
+                "--ours-only" => o.ours_only = true,
+                "--login-delay-ms" => o.login_delay_ms = value()?.parse().context("--login-delay-ms")?,
+                "--calls" => o.calls = value()?.parse().context("--calls")?,
+                "--clients" => o.clients = value()?.parse().context("--clients")?,
+                "--folder" => o.folder = value()?,
+                "--file" => o.file = value()?,
+                "--calendar" => o.calendar = value()?,
+                "--month" => o.month = value()?,
+                "--bench" => {} // cargo bench passes it to every bench target
+                other => bail!("unknown argument {other} (see the comment at the top of benches/tools.rs)"),
+            }
+        }
+        if o.calls == 0 {
+            bail!("--calls must be at least 1");
+        }
+        if o.nc_url.is_some() && o.login_delay_ms > 0 {
+            bail!("--login-delay-ms applies to the stand-in only");
+        }
+        month_range(&o.month)?;
+        Ok(o)
+    }
+
+    /// Calls made at `clients` concurrent clients: 10 per client, at least `calls` in all.
+    fn concurrent_calls(&self) -> usize {
+        (self.clients * 10).max(self.calls).div_ceil(self.clients.max(1)) * self.clients.max(1)
+    }
+
+    fn label(&self, op: Op) -> String {
+        match op {
+            Op::List => format!("list folder {}", self.folder),
+            Op::Read => format!("read {}", self.file),
+            Op::Month => format!("{} events of calendar {}", self.month, self.calendar),
+            Op::Boards => "list Deck boards".into(),
+            Op::NoRequest => "tools/list (no Nextcloud request)".into(),
         }
     }
 }
 
-/// How one MCP server names each operation.
-struct Flavor {
-    calls: Vec<(Op, &'static str, Value)>,
+/// `YYYY-MM` → the first day of it and of the next month, as `YYYY-MM-DD`.
+fn month_range(month: &str) -> anyhow::Result<(String, String)> {
+    let (y, m) = month.split_once('-').context("--month is YYYY-MM")?;
+    let (y, m): (u32, u32) = (y.parse().context("--month year")?, m.parse().context("--month month")?);
+    if !(1..=12).contains(&m) {
+        bail!("--month: no month {m}");
+    }
+    let (ny, nm) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+    Ok((format!("{y:04}-{m:02}-01"), format!("{ny:04}-{nm:02}-01")))
 }
 
-fn ours() -> Flavor {
-    Flavor {
-        calls: vec![
-            (Op::List200, "files_list", json!({"path": "bench200"})),
-            (Op::Read100k, "files_read", json!({"path": "bench100k.txt", "limit": 100000})),
-            (
-                Op::Month,
-                "calendar_events",
-                json!({"from": "2026-03-01", "to": "2026-03-31", "calendar": "personal"}),
-            ),
-            (Op::Boards, "deck_boards", json!({})),
-        ],
+/// The Nextcloud under test and the account used on it.
+struct Target {
+    url: String,
+    user: String,
+    /// Sent as `Authorization: Bearer` by mcp-nextcloud's clients and the direct requests.
+    credential: String,
+    /// What the peer logs in with (it takes a user and a password), if anything fits.
+    peer_password: Option<String>,
+    _standin: Option<Standin>,
+}
+
+impl Target {
+    fn dav_url(&self, path: &str) -> String {
+        format!("{}/remote.php/dav/files/{}/{}", self.url, self.user, path.trim_start_matches('/'))
+    }
+
+    fn calendar_url(&self, calendar: &str) -> String {
+        format!("{}/remote.php/dav/calendars/{}/{calendar}/", self.url, self.user)
+    }
+
+    fn bearer_headers(&self) -> anyhow::Result<HeaderMap> {
+        let mut h = HeaderMap::new();
+        let mut v = HeaderValue::from_str(&format!("Bearer {}", self.credential)).context("the credential is not a header value")?;
+        v.set_sensitive(true);
+        h.insert(http::header::AUTHORIZATION, v);
+        Ok(h)
     }
 }
 
-fn theirs() -> Flavor {
-    Flavor {
-        calls: vec![
-            (Op::List200, "nc_webdav_list_directory", json!({"path": "bench200"})),
-            (Op::Read100k, "nc_webdav_read_file", json!({"path": "bench100k.txt"})),
-            (
-                Op::Month,
-                "nc_calendar_list_events",
-                json!({"calendar_name": "personal", "start_date": "2026-03-01", "end_date": "2026-03-31", "limit": 100}),
-            ),
-            (Op::Boards, "deck_get_boards", json!({})),
-        ],
+fn target(o: &Options) -> anyhow::Result<Target> {
+    match &o.nc_url {
+        None => {
+            println!("== starting the seeded stand-in (login delay {} ms)", o.login_delay_ms);
+            let nc = Standin::builder().seeded().login_delay_ms(o.login_delay_ms).start();
+            let credential = nc.app_password(&o.user).to_string();
+            Ok(Target {
+                url: nc.url().to_string(),
+                user: o.user.clone(),
+                peer_password: Some(credential.clone()),
+                credential,
+                _standin: Some(nc),
+            })
+        }
+        Some(url) => {
+            let credential = std::env::var("NC_BENCH_CREDENTIAL").context("set NC_BENCH_CREDENTIAL to the credential for --user")?;
+            let looks_like_jwt = credential.split('.').count() == 3;
+            let peer_password = std::env::var("NC_BENCH_PEER_PASSWORD")
+                .ok()
+                .or_else(|| (!looks_like_jwt).then(|| credential.clone()));
+            println!("== against {url} as {}", o.user);
+            Ok(Target {
+                url: url.clone(),
+                user: o.user.clone(),
+                credential,
+                peer_password,
+                _standin: None,
+            })
+        }
     }
 }
 
 fn main() -> anyhow::Result<()> {
-    let ours_only = std::env::args().any(|a| a == "--ours-only");
-    println!("== starting the seeded stand-in and adding the bench data");
-    let nc = Standin::start_seeded();
+    let o = Arc::new(Options::parse()?);
+    let nc = Arc::new(target(&o)?);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
         .pool_max_idle_per_host(64)
         .build()?;
-    rt.block_on(seed(&http, &nc))?;
+    if o.nc_url.is_none() || o.seed {
+        println!("== adding the bench data");
+        rt.block_on(seed(&http, &nc))?;
+    }
 
     println!("== building mcp-nextcloud (release)");
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
@@ -110,43 +232,111 @@ fn main() -> anyhow::Result<()> {
     if !status.success() {
         bail!("release build failed");
     }
-    let (mut our_proc, our_url, _data) = start_ours(&nc)?;
+    let (mut our_proc, our_url, _data) = start_ours(&nc.url)?;
 
-    let their = if ours_only { None } else { start_theirs(&nc)? };
-    if their.is_none() && !ours_only {
-        println!("   nextcloud-mcp-server is not installed (scripts/install.d/25-mcp-python.sh --bench); measuring mcp-nextcloud only");
-    }
+    let their = match (&nc.peer_password, o.ours_only) {
+        (_, true) => None,
+        (None, false) => {
+            println!("   the credential is a JWT and NC_BENCH_PEER_PASSWORD is not set: measuring without the peer");
+            None
+        }
+        (Some(pw), false) => {
+            let started = start_theirs(&nc.url, &nc.user, pw)?;
+            if started.is_none() {
+                println!("   nextcloud-mcp-server is not installed (scripts/install.d/25-mcp-python.sh --bench); measuring without it");
+            }
+            started
+        }
+    };
 
-    let nc = Arc::new(nc);
     rt.block_on(async {
-        let mut rows = Vec::new();
+        print_header();
+        let mut levels = vec![(1, o.calls)];
+        if o.clients > 1 {
+            levels.push((o.clients, o.concurrent_calls()));
+        }
         for op in OPS {
-            for clients in [1, CONCURRENT_CLIENTS] {
-                let calls = if clients == 1 { SINGLE_CALLS } else { CONCURRENT_CALLS };
-                let direct = measure_direct(&http, &nc, op, clients, calls).await?;
-                let o = measure_mcp(&our_url, Some(nc.app_password("alice")), &ours(), op, clients, calls)
+            for &(clients, calls) in &levels {
+                let (cold, session) = if op == Op::NoRequest {
+                    (None, None)
+                } else {
+                    let cold = measure_direct(&http, &nc, &o, op, clients, calls, Cookies::Never).await?;
+                    let session = measure_direct(&http, &nc, &o, op, clients, calls, Cookies::Kept(Arc::default())).await?;
+                    (Some(cold), Some(session))
+                };
+                let ours = measure_mcp(&our_url, Some(&nc.credential), &ours(&o)?, op, clients, calls)
                     .await?
                     .map_err(anyhow::Error::msg)?;
-                let t = match &their {
-                    Some((_, url)) => Some(measure_mcp(url, None, &theirs(), op, clients, calls).await?),
+                let theirs = match &their {
+                    Some((_, url)) => Some(measure_mcp(url, None, &theirs(&o)?, op, clients, calls).await?),
                     None => None,
                 };
-                rows.push((op, clients, direct, o, t));
+                // Each row as soon as it is measured: a slow peer must not hide the others.
+                print_row(&Row {
+                    label: o.label(op),
+                    clients,
+                    cold,
+                    session,
+                    ours,
+                    theirs,
+                });
             }
         }
-        print_table(&rows);
         anyhow::Ok(())
     })?;
     let _ = our_proc.terminate(Duration::from_secs(10));
     Ok(())
 }
 
+/// How one MCP server names each operation (`None`: `tools/list`).
+type Calls = Vec<(Op, Option<(&'static str, Value)>)>;
+
+fn ours(o: &Options) -> anyhow::Result<Calls> {
+    let (from, to) = month_range(&o.month)?;
+    Ok(vec![
+        (Op::List, Some(("files_list", json!({"path": o.folder})))),
+        (Op::Read, Some(("files_read", json!({"path": o.file, "limit": 100000})))),
+        (
+            Op::Month,
+            Some((
+                "calendar_events",
+                json!({"from": from, "to": last_day(&to)?, "calendar": o.calendar}),
+            )),
+        ),
+        (Op::Boards, Some(("deck_boards", json!({})))),
+        (Op::NoRequest, None),
+    ])
+}
+
+fn theirs(o: &Options) -> anyhow::Result<Calls> {
+    let (from, to) = month_range(&o.month)?;
+    Ok(vec![
+        (Op::List, Some(("nc_webdav_list_directory", json!({"path": o.folder})))),
+        (Op::Read, Some(("nc_webdav_read_file", json!({"path": o.file})))),
+        (
+            Op::Month,
+            Some((
+                "nc_calendar_list_events",
+                json!({"calendar_name": o.calendar, "start_date": from, "end_date": last_day(&to)?, "limit": 100}),
+            )),
+        ),
+        (Op::Boards, Some(("deck_get_boards", json!({})))),
+        (Op::NoRequest, None),
+    ])
+}
+
+/// The day before `YYYY-MM-01` (both tools take an inclusive last day).
+fn last_day(next_first: &str) -> anyhow::Result<String> {
+    let d = chrono::NaiveDate::parse_from_str(next_first, "%Y-%m-%d")?;
+    Ok(d.pred_opt().context("date")?.format("%Y-%m-%d").to_string())
+}
+
 /// 200 small files in `bench200/`, a 100 KB text file, 40 events in March 2026.
-async fn seed(http: &reqwest::Client, nc: &Standin) -> anyhow::Result<()> {
-    let auth = nc.bearer("alice");
+async fn seed(http: &reqwest::Client, nc: &Target) -> anyhow::Result<()> {
+    let auth = nc.bearer_headers()?;
     let mkcol = http
-        .request(reqwest::Method::from_bytes(b"MKCOL")?, nc.dav_url("alice", "bench200"))
-        .header("Authorization", &auth)
+        .request(reqwest::Method::from_bytes(b"MKCOL")?, nc.dav_url("bench200"))
+        .headers(auth.clone())
         .send()
         .await?;
     if !mkcol.status().is_success() && mkcol.status().as_u16() != 405 {
@@ -154,8 +344,8 @@ async fn seed(http: &reqwest::Client, nc: &Standin) -> anyhow::Result<()> {
     }
     for i in 0..200 {
         let r = http
-            .put(nc.dav_url("alice", &format!("bench200/file-{i:03}.txt")))
-            .header("Authorization", &auth)
+            .put(nc.dav_url(&format!("bench200/file-{i:03}.txt")))
+            .headers(auth.clone())
             .body(format!("file {i}\n"))
             .send()
             .await?;
@@ -167,8 +357,8 @@ async fn seed(http: &reqwest::Client, nc: &Standin) -> anyhow::Result<()> {
         .map(|i| format!("{i:06} The quick brown fox jumps over the lazy dog.\n"))
         .collect();
     let r = http
-        .put(nc.dav_url("alice", "bench100k.txt"))
-        .header("Authorization", &auth)
+        .put(nc.dav_url("bench100k.txt"))
+        .headers(auth.clone())
         .body(text[..100_000].to_string())
         .send()
         .await?;
@@ -183,8 +373,8 @@ async fn seed(http: &reqwest::Client, nc: &Standin) -> anyhow::Result<()> {
             hour + 1
         );
         let r = http
-            .put(format!("{}/remote.php/dav/calendars/alice/personal/bench-{i}.ics", nc.url()))
-            .header("Authorization", &auth)
+            .put(format!("{}bench-{i}.ics", nc.calendar_url("personal")))
+            .headers(auth.clone())
             .header("Content-Type", "text/calendar; charset=utf-8")
             .body(ics)
             .send()
@@ -196,7 +386,7 @@ async fn seed(http: &reqwest::Client, nc: &Standin) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn start_ours(nc: &Standin) -> anyhow::Result<(Process, String, tempfile::TempDir)> {
+fn start_ours(nc_url: &str) -> anyhow::Result<(Process, String, tempfile::TempDir)> {
     let bin = std::env::var("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| workspace_root().join("target"))
@@ -205,7 +395,7 @@ fn start_ours(nc: &Standin) -> anyhow::Result<(Process, String, tempfile::TempDi
     let data = tempfile::tempdir()?;
     let mut cmd = Command::new(bin);
     cmd.env_clear()
-        .env("NC_URL", nc.url())
+        .env("NC_URL", nc_url)
         .env("MCP_BIND", format!("127.0.0.1:{port}"))
         .env("MCP_INDEX_PATH", data.path().join("index.db"))
         .env("RUST_LOG", "warn");
@@ -214,9 +404,9 @@ fn start_ours(nc: &Standin) -> anyhow::Result<(Process, String, tempfile::TempDi
     Ok((p, format!("http://127.0.0.1:{port}/mcp"), data))
 }
 
-/// Starts nextcloud-mcp-server from its venv, if installed. It holds alice's app password
-/// (that is its design: one configured account), so the bench client sends no bearer.
-fn start_theirs(nc: &Standin) -> anyhow::Result<Option<(Process, String)>> {
+/// Starts nextcloud-mcp-server from its venv, if installed. It holds one account's password
+/// (that is its design: one configured account), so the bench client sends it no bearer.
+fn start_theirs(nc_url: &str, user: &str, password: &str) -> anyhow::Result<Option<(Process, String)>> {
     let venv = workspace_root().join("mcp-servers/mcp-nextcloud/benches/python/.venv");
     let exe = venv.join("bin/nextcloud-mcp-server");
     if !exe.exists() {
@@ -233,9 +423,9 @@ fn start_theirs(nc: &Standin) -> anyhow::Result<Option<(Process, String)>> {
         "--port",
         &port.to_string(),
     ])
-    .env("NEXTCLOUD_HOST", nc.url())
-    .env("NEXTCLOUD_USERNAME", "alice")
-    .env("NEXTCLOUD_PASSWORD", nc.app_password("alice"));
+    .env("NEXTCLOUD_HOST", nc_url)
+    .env("NEXTCLOUD_USERNAME", user)
+    .env("NEXTCLOUD_PASSWORD", password);
     let mut p = Process::spawn("nextcloud-mcp-server", cmd);
     p.wait_http(&format!("http://127.0.0.1:{port}/mcp"), Duration::from_secs(120));
     Ok(Some((p, format!("http://127.0.0.1:{port}/mcp"))))
@@ -269,39 +459,45 @@ fn figures(mut samples: Vec<Duration>) -> Figures {
 async fn measure_mcp(
     url: &str,
     token: Option<&str>,
-    flavor: &Flavor,
+    calls_of: &Calls,
     op: Op,
     clients: usize,
     calls: usize,
 ) -> anyhow::Result<Result<Figures, String>> {
-    let (_, name, args) = flavor.calls.iter().find(|(o, _, _)| *o == op).context("operation")?;
-    let Value::Object(args) = args.clone() else { bail!("arguments") };
+    let (_, call) = calls_of.iter().find(|(o, _)| *o == op).context("operation")?;
+    let call: Option<(String, JsonObject)> = match call {
+        Some((name, Value::Object(args))) => Some((name.to_string(), args.clone())),
+        Some(_) => bail!("arguments"),
+        None => None,
+    };
     let mut tasks = Vec::new();
     for _ in 0..clients {
-        let client = connect(url, token).await?;
-        let (name, args): (String, JsonObject) = (name.to_string(), args.clone());
+        // A server that stops accepting sessions is that server's failure, not the bench's.
+        let client = match tokio::time::timeout(CALL_TIMEOUT, connect(url, token)).await {
+            Ok(client) => client?,
+            Err(_) => return Ok(Err(format!("no session within {} s", CALL_TIMEOUT.as_secs()))),
+        };
+        let call = call.clone();
         let per = calls / clients;
         #[expect(clippy::disallowed_methods, reason = "every handle is awaited below")]
         tasks.push(tokio::spawn(async move {
-            let call = || CallToolRequestParams::new(name.clone()).with_arguments(args.clone());
-            for _ in 0..WARMUP.min(per) {
-                let r = client.call_tool(call()).await?;
-                if r.is_error == Some(true) {
-                    let _ = client.cancel().await;
-                    let text: String = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
-                    return anyhow::Ok(Err(format!("{name} fails: {}", text.chars().take(120).collect::<String>())));
-                }
-            }
             let mut out = Vec::with_capacity(per);
-            for _ in 0..per {
+            for i in 0..(per + WARMUP.min(per)) {
                 let t = Instant::now();
-                let r = client.call_tool(call()).await?;
-                out.push(t.elapsed());
-                if r.is_error == Some(true) {
-                    bail!("{name} failed after warm-up: {:?}", r.content);
+                let failure = match tokio::time::timeout(CALL_TIMEOUT, one_call(&client, call.as_ref())).await {
+                    Ok(outcome) => outcome?,
+                    Err(_) => Some(format!("no answer within {} s", CALL_TIMEOUT.as_secs())),
+                };
+                let elapsed = t.elapsed();
+                if let Some(text) = failure {
+                    close(client).await;
+                    return anyhow::Ok(Err(text));
+                }
+                if i >= WARMUP.min(per) {
+                    out.push(elapsed);
                 }
             }
-            let _ = client.cancel().await;
+            close(client).await;
             anyhow::Ok(Ok(out))
         }));
     }
@@ -315,18 +511,56 @@ async fn measure_mcp(
     Ok(Ok(figures(all)))
 }
 
-/// The Nextcloud request(s) behind each operation, made directly as alice.
-async fn measure_direct(http: &reqwest::Client, nc: &Arc<Standin>, op: Op, clients: usize, calls: usize) -> anyhow::Result<Figures> {
+/// Ends a session; a server that does not let go within a few seconds is left behind.
+async fn close(client: Client) {
+    let _ = tokio::time::timeout(Duration::from_secs(5), client.cancel()).await;
+}
+
+/// One MCP call: the tool, or `tools/list`. `Some(text)` when the tool reported an error.
+async fn one_call(client: &Client, call: Option<&(String, JsonObject)>) -> anyhow::Result<Option<String>> {
+    let Some((name, args)) = call else {
+        // One page, as a client asks before its first call.
+        client.list_tools(None).await?;
+        return Ok(None);
+    };
+    let r = client
+        .call_tool(CallToolRequestParams::new(name.clone()).with_arguments(args.clone()))
+        .await?;
+    if r.is_error == Some(true) {
+        let text: String = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+        return Ok(Some(format!("{name} fails: {}", text.chars().take(120).collect::<String>())));
+    }
+    Ok(None)
+}
+
+/// Whether the direct requests keep Nextcloud's session cookies (as mcp-nextcloud does, with
+/// its own code) or send the bearer alone, so that every request is a login.
+#[derive(Clone)]
+enum Cookies {
+    Never,
+    Kept(Arc<SessionCookies>),
+}
+
+/// The Nextcloud request(s) behind each operation, made directly with mcp-nextcloud's headers.
+async fn measure_direct(
+    http: &reqwest::Client,
+    nc: &Arc<Target>,
+    o: &Arc<Options>,
+    op: Op,
+    clients: usize,
+    calls: usize,
+    cookies: Cookies,
+) -> anyhow::Result<Figures> {
     let mut tasks = Vec::new();
     for _ in 0..clients {
-        let (http, nc) = (http.clone(), nc.clone());
+        let (http, nc, o, cookies) = (http.clone(), nc.clone(), o.clone(), cookies.clone());
         let per = calls / clients;
         #[expect(clippy::disallowed_methods, reason = "every handle is awaited below")]
         tasks.push(tokio::spawn(async move {
             let mut out = Vec::with_capacity(per);
             for i in 0..(per + WARMUP.min(per)) {
                 let t = Instant::now();
-                direct(&http, &nc, op).await?;
+                direct(&http, &nc, &o, op, &cookies).await?;
                 if i >= WARMUP.min(per) {
                     out.push(t.elapsed());
                 }
@@ -341,27 +575,37 @@ async fn measure_direct(http: &reqwest::Client, nc: &Arc<Standin>, op: Op, clien
     Ok(figures(all))
 }
 
-async fn direct(http: &reqwest::Client, nc: &Standin, op: Op) -> anyhow::Result<()> {
-    let auth = nc.bearer("alice");
+async fn direct(http: &reqwest::Client, nc: &Target, o: &Options, op: Op, cookies: &Cookies) -> anyhow::Result<()> {
     let req = match op {
-        Op::List200 => http
-            .request(reqwest::Method::from_bytes(b"PROPFIND")?, nc.dav_url("alice", "bench200"))
+        Op::List => http
+            .request(reqwest::Method::from_bytes(b"PROPFIND")?, nc.dav_url(&o.folder))
             .headers(dav_headers(Some("1")))
             .body(dav::propfind_files()),
-        Op::Read100k => http.get(nc.dav_url("alice", "bench100k.txt")),
-        Op::Month => http
-            .request(
-                reqwest::Method::from_bytes(b"REPORT")?,
-                format!("{}/remote.php/dav/calendars/alice/personal/", nc.url()),
-            )
-            .headers(dav_headers(Some("1")))
-            .body(dav::calendar_query("20260301T000000Z", "20260401T000000Z")),
+        Op::Read => http.get(nc.dav_url(&o.file)),
+        Op::Month => {
+            let (from, to) = month_range(&o.month)?;
+            let stamp = |d: &str| format!("{}T000000Z", d.replace('-', ""));
+            http.request(reqwest::Method::from_bytes(b"REPORT")?, nc.calendar_url(&o.calendar))
+                .headers(dav_headers(Some("1")))
+                .body(dav::calendar_query(&stamp(&from), &stamp(&to)))
+        }
         Op::Boards => http
-            .get(format!("{}/index.php/apps/deck/api/v1.0/boards", nc.url()))
+            .get(format!("{}/index.php/apps/deck/api/v1.0/boards", nc.url))
             .header("OCS-APIRequest", "true")
             .header("Accept", "application/json"),
+        Op::NoRequest => return Ok(()),
     };
-    let r = req.header("Authorization", auth).send().await?;
+    let mut headers = nc.bearer_headers()?;
+    let bearer = Bearer::from_headers(&headers).context("bearer")?;
+    if let Cookies::Kept(jar) = cookies
+        && let Some(cookie) = jar.cookie(&bearer)
+    {
+        headers.insert(http::header::COOKIE, cookie);
+    }
+    let r = req.headers(headers).send().await?;
+    if let Cookies::Kept(jar) = cookies {
+        jar.observe(&bearer, r.status(), r.headers());
+    }
     if !r.status().is_success() {
         bail!("direct request: {}", r.status());
     }
@@ -373,20 +617,35 @@ fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1000.0)
 }
 
-/// One table row: operation, clients, direct, ours, theirs (absent, failed, or measured).
-type Row = (Op, usize, Figures, Figures, Option<Result<Figures, String>>);
+struct Row {
+    label: String,
+    clients: usize,
+    /// Direct, bearer only, and direct with the session cookies (`None` for `tools/list`).
+    cold: Option<Figures>,
+    session: Option<Figures>,
+    ours: Figures,
+    /// Absent, failed, or measured.
+    theirs: Option<Result<Figures, String>>,
+}
 
-fn print_table(rows: &[Row]) {
+fn print_header() {
     println!(
-        "\n| operation | clients | direct p50 / p99 (ms) | mcp-nextcloud p50 / p99 | its overhead (p50) | nextcloud-mcp-server p50 / p99 | its overhead (p50) | ratio |"
+        "\n| operation | clients | direct, no cookie p50 / p99 (ms) | direct, session p50 / p99 | mcp-nextcloud p50 / p99 | its overhead (p50) | nextcloud-mcp-server p50 / p99 | its overhead (p50) | ratio |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
-    for (op, clients, d, o, t) in rows {
-        let ours_over = o.p50.saturating_sub(d.p50);
-        let (theirs, their_over, ratio) = match t {
+    println!("|---|---|---|---|---|---|---|---|---|");
+}
+
+fn print_row(r: &Row) {
+    let pair = |f: &Option<Figures>| f.map_or("—".to_string(), |f| format!("{} / {}", ms(f.p50), ms(f.p99)));
+    {
+        // Overhead over the request mcp-nextcloud now makes (with the session); a call that
+        // makes no request is all overhead.
+        let base = r.session.map_or(Duration::ZERO, |f| f.p50);
+        let ours_over = r.ours.p50.saturating_sub(base);
+        let (theirs, their_over, ratio) = match &r.theirs {
             Some(Err(failure)) => (failure.clone(), "—".into(), "—".into()),
             Some(Ok(t)) => {
-                let over = t.p50.saturating_sub(d.p50);
+                let over = t.p50.saturating_sub(base);
                 let ratio = if ours_over.is_zero() {
                     "ours ≈ 0".to_string()
                 } else {
@@ -397,12 +656,13 @@ fn print_table(rows: &[Row]) {
             None => ("—".into(), "—".into(), "—".into()),
         };
         println!(
-            "| {} | {clients} | {} / {} | {} / {} | {} | {theirs} | {their_over} | {ratio} |",
-            op.label(),
-            ms(d.p50),
-            ms(d.p99),
-            ms(o.p50),
-            ms(o.p99),
+            "| {} | {} | {} | {} | {} / {} | {} | {theirs} | {their_over} | {ratio} |",
+            r.label,
+            r.clients,
+            pair(&r.cold),
+            pair(&r.session),
+            ms(r.ours.p50),
+            ms(r.ours.p99),
             ms(ours_over)
         );
     }

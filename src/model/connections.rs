@@ -1,0 +1,189 @@
+//! How model streams reach the provider: HTTP/1.1 connections, or a small pool of HTTP/2
+//! connections each multiplexing many streams.
+//!
+//! Over HTTP/1.1 every open model stream holds a connection of its own: a socket, hyper's
+//! read and write buffers and its dispatch channel, about 25 KiB per trickling stream. Over
+//! HTTP/2 a stream is a few hundred bytes of state on a shared connection. One HTTP/2
+//! connection is not enough: the provider caps concurrent streams per connection
+//! (SETTINGS_MAX_CONCURRENT_STREAMS, commonly 100–256) and a request beyond it waits for a
+//! free slot. So the pool holds several `reqwest::Client`s (each keeps one HTTP/2 connection
+//! per host), counts the streams open on each and hands a new stream to the least busy one,
+//! opening another connection when every one carries `streams_per_connection`.
+//!
+//! `TAMEBI_MODEL_HTTP2` picks the mode: `auto` uses the pool for `https` providers (HTTP/2 is
+//! negotiated with ALPN; a provider that only speaks HTTP/1.1 gets HTTP/1.1 through the same
+//! clients) and the shared client for plain `http`; `prior-knowledge` speaks HTTP/2 without
+//! negotiation (h2c on plain HTTP: vLLM or Ollama behind an HTTP/2 proxy); `off` never
+//! speaks HTTP/2. This module owns connections only: it never sees a request's content.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::config::{ModelConfig, ModelHttp2};
+
+/// Upper bound on pooled connections; past it streams go to the least busy connection and
+/// may wait there for a slot, rather than opening connections without bound.
+const MAX_CONNECTIONS: usize = 512;
+
+/// The clients model requests are sent with.
+pub enum Connections {
+    /// One client (HTTP/1.1, or whatever reqwest negotiates); reqwest pools its connections.
+    Shared(reqwest::Client),
+    Pool(Pool),
+}
+
+pub struct Pool {
+    http2_prior_knowledge: bool,
+    per_connection: usize,
+    connections: Mutex<Vec<Connection>>,
+}
+
+struct Connection {
+    client: reqwest::Client,
+    open_streams: Arc<AtomicUsize>,
+}
+
+/// Counts one open stream on its connection until dropped (with the stream).
+pub struct Lease {
+    open_streams: Option<Arc<AtomicUsize>>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(n) = &self.open_streams {
+            n.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Connections {
+    /// `shared` is the process's general HTTP client, used as is when no pool is needed.
+    pub fn new(shared: reqwest::Client, config: &ModelConfig) -> Connections {
+        let any_tls = config.base_urls.iter().any(|u| u.scheme() == "https");
+        match config.http2 {
+            ModelHttp2::Off => Connections::Shared(shared),
+            ModelHttp2::Auto if !any_tls => Connections::Shared(shared),
+            mode => Connections::Pool(Pool {
+                http2_prior_knowledge: mode == ModelHttp2::PriorKnowledge,
+                per_connection: config.streams_per_connection.max(1),
+                connections: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The client for one more stream, and the lease that counts it while it is open.
+    pub fn checkout(&self) -> Result<(reqwest::Client, Lease), String> {
+        match self {
+            Connections::Shared(c) => Ok((c.clone(), Lease { open_streams: None })),
+            Connections::Pool(p) => p.checkout(),
+        }
+    }
+
+    /// How many pooled connections exist (0 without a pool); for tests.
+    pub fn pooled(&self) -> usize {
+        match self {
+            Connections::Shared(_) => 0,
+            Connections::Pool(p) => p.connections.lock().map(|c| c.len()).unwrap_or(0),
+        }
+    }
+}
+
+impl Pool {
+    fn checkout(&self) -> Result<(reqwest::Client, Lease), String> {
+        let mut connections = self.connections.lock().map_err(|_| "model connection pool poisoned".to_string())?;
+        let least = connections
+            .iter()
+            .min_by_key(|c| c.open_streams.load(Ordering::Relaxed))
+            .filter(|c| c.open_streams.load(Ordering::Relaxed) < self.per_connection || connections.len() >= MAX_CONNECTIONS);
+        let chosen = match least {
+            Some(c) => (c.client.clone(), c.open_streams.clone()),
+            None => {
+                let client = self.client()?;
+                let open_streams = Arc::new(AtomicUsize::new(0));
+                connections.push(Connection {
+                    client: client.clone(),
+                    open_streams: open_streams.clone(),
+                });
+                (client, open_streams)
+            }
+        };
+        chosen.1.fetch_add(1, Ordering::Relaxed);
+        Ok((
+            chosen.0,
+            Lease {
+                open_streams: Some(chosen.1),
+            },
+        ))
+    }
+
+    /// One client: one HTTP/2 connection per provider host once it is used.
+    fn client(&self) -> Result<reqwest::Client, String> {
+        let mut b = reqwest::Client::builder()
+            .connect_timeout(super::CONNECT_TIMEOUT)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .tcp_nodelay(true)
+            // A dead connection is noticed while streams on it are idle, not only on the
+            // next write (each stream still has the call's own timeouts).
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .http2_keep_alive_timeout(Duration::from_secs(10))
+            .http2_keep_alive_while_idle(false);
+        if self.http2_prior_knowledge {
+            b = b.http2_prior_knowledge();
+        }
+        b.build().map_err(|e| format!("model http client: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(http2: ModelHttp2, urls: &[&str], per: usize) -> ModelConfig {
+        let env: std::collections::HashMap<String, String> = [
+            ("TAMEBI_PROXY_SECRET", "p".repeat(40)),
+            ("TAMEBI_SIGNING_SECRET", "s".repeat(40)),
+            ("TAMEBI_MODEL_URL", urls.join(",")),
+            ("TAMEBI_MODEL", "m".into()),
+            ("TAMEBI_MODEL_STREAMS_PER_CONNECTION", per.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let mut c = crate::config::Config::from_vars(&env).unwrap().model;
+        c.http2 = http2;
+        c
+    }
+
+    #[test]
+    fn plain_http_in_auto_mode_and_off_use_the_shared_client() {
+        let shared = reqwest::Client::new();
+        assert!(matches!(
+            Connections::new(shared.clone(), &config(ModelHttp2::Auto, &["http://a/v1"], 100)),
+            Connections::Shared(_)
+        ));
+        assert!(matches!(
+            Connections::new(shared.clone(), &config(ModelHttp2::Off, &["https://a/v1"], 100)),
+            Connections::Shared(_)
+        ));
+        assert!(matches!(
+            Connections::new(shared, &config(ModelHttp2::Auto, &["http://a/v1", "https://b/v1"], 100)),
+            Connections::Pool(_)
+        ));
+    }
+
+    #[test]
+    fn a_connection_is_added_only_when_every_one_is_full_and_leases_free_slots() {
+        let c = Connections::new(reqwest::Client::new(), &config(ModelHttp2::PriorKnowledge, &["http://a/v1"], 2));
+        let a = c.checkout().unwrap();
+        let b = c.checkout().unwrap();
+        assert_eq!(c.pooled(), 1, "two streams fit on one connection");
+        let third = c.checkout().unwrap();
+        assert_eq!(c.pooled(), 2, "the third opens a second connection");
+        drop((a, b));
+        // The first connection is free again: the next streams go there, no third connection.
+        let _more = (c.checkout().unwrap(), c.checkout().unwrap());
+        assert_eq!(c.pooled(), 2);
+        drop(third);
+    }
+}
