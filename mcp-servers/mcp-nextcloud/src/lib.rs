@@ -8,8 +8,9 @@
 //! Module map:
 //! - [`config`]: the one typed configuration, read from the environment at startup.
 //! - [`error`]: the crate's error enum and the wire kinds the orchestrator relies on.
-//! - [`auth`]: bearer extraction, the JWT audience check, uid resolution (cached by token
-//!   hash), and the axum layer that answers 401 with the RFC 9728 challenge.
+//! - [`mcp_resource_server`] (a workspace crate, shared with mcp-mail): the caller's bearer
+//!   and uid, the JWT audience check, the 401 + RFC 9728 gate, the shared env settings and
+//!   the serve loop.
 //! - [`nextcloud`]: the shared HTTP client, caller-scoped requests, DAV XML and path rules.
 //! - [`extract`]: turning file bytes (HTML, PDF, DOCX, ODT, text) into text.
 //! - [`tools`]: the tool catalogue and dispatch (the one place tools are registered).
@@ -17,7 +18,6 @@
 //! - [`server`]: the rmcp handler, the axum router and the serve loop with graceful shutdown.
 
 pub mod apps;
-pub mod auth;
 pub mod config;
 pub mod error;
 pub mod extract;

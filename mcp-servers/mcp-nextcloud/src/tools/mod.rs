@@ -27,10 +27,10 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, To
 use serde::Serialize;
 
 use crate::apps;
-use crate::auth::Caller;
 use crate::error::Error;
 use crate::index::Index;
 use crate::nextcloud::Nextcloud;
+use mcp_resource_server::Caller;
 
 /// A successful tool answer: a short human-readable text and the structured rows.
 pub struct Output {
