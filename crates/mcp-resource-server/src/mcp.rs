@@ -5,14 +5,18 @@
 //!   request can go to any instance.
 //! - [`caller`]: the [`Caller`] the auth layer attached, read from a request context (rmcp
 //!   hands the HTTP request's `Parts`, extensions included, to the handler).
+//!   [`Caller`] is also an rmcp extractor: a `#[tool]` function takes `caller: Caller` as an
+//!   argument, beside `Parameters<T>`.
 //! - [`tool_span`]: the span of one tool call, parented to the HTTP request's span.
 
 use std::sync::Arc;
 
-use rmcp::ServerHandler;
+use rmcp::handler::server::common::FromContextPart;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
 use crate::caller::Caller;
@@ -50,6 +54,14 @@ pub fn caller(context: &RequestContext<RoleServer>) -> Option<Caller> {
         .get::<http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Caller>())
         .cloned()
+}
+
+/// A `#[tool]` function's `caller: Caller` argument. Refused at the protocol level when the
+/// gate did not run (a server should check [`caller`] first and answer with its own error).
+impl<S> FromContextPart<ToolCallContext<'_, S>> for Caller {
+    fn from_context_part(context: &mut ToolCallContext<'_, S>) -> Result<Self, ErrorData> {
+        caller(&context.request_context).ok_or_else(|| ErrorData::invalid_request("the request carries no authenticated caller", None))
+    }
 }
 
 /// The span of one tool call, a child of the HTTP request's span (rmcp runs the handler

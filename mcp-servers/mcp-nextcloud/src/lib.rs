@@ -23,6 +23,7 @@ pub mod error;
 pub mod extract;
 pub mod index;
 pub mod nextcloud;
+pub mod output;
 pub mod server;
 pub mod tools;
 

@@ -20,11 +20,13 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
+use crate::apps;
 use crate::config::Config;
 use crate::error::Error;
 use crate::index::Index;
 use crate::nextcloud::Nextcloud;
-use crate::{apps, tools};
+use crate::output::error_result;
+use crate::tools::{self, Tools};
 
 /// What every request shares. Holds no credential.
 pub struct AppState {
@@ -32,6 +34,8 @@ pub struct AppState {
     pub nextcloud: Arc<Nextcloud>,
     /// The document index behind files_grep (no user id in it; see crate::index).
     pub index: Index,
+    /// The tool catalogue, built once.
+    pub tools: Arc<Tools>,
 }
 
 impl AppState {
@@ -43,15 +47,20 @@ impl AppState {
                 config.index_path.display()
             ))
         })?;
-        Ok(AppState { index, nextcloud, config })
+        let tools = Arc::new(Tools::new(nextcloud.clone(), index.clone()));
+        Ok(AppState {
+            index,
+            nextcloud,
+            tools,
+            config,
+        })
     }
 }
 
 /// The rmcp handler. Stateless: built per request by the service factory.
 #[derive(Clone)]
 pub struct Handler {
-    nextcloud: Arc<Nextcloud>,
-    index: Index,
+    tools: Arc<Tools>,
 }
 
 impl ServerHandler for Handler {
@@ -65,24 +74,22 @@ impl ServerHandler for Handler {
     }
 
     async fn list_tools(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::definitions()))
+        Ok(ListToolsResult::with_all_items(self.tools.definitions()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools::definition(name)
+        self.tools.definition(name)
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         // The auth gate put the caller into the HTTP request; rmcp passes its parts along.
         let Some(caller) = mcp::caller(&context) else {
-            return Ok(tools::error_result(&Error::AuthExpired).into());
+            return Ok(error_result(&Error::AuthExpired).into());
         };
-        let arguments = request.arguments.unwrap_or_default();
-        let name: &str = &request.name;
-        tracing::info!(tool = name, uid = caller.uid(), "tool call");
-        let span = mcp::tool_span(&context, name);
-        let result =
-            tracing::Instrument::instrument(tools::call(&self.nextcloud, &self.index, &caller, name, arguments), span.clone()).await;
+        let name = request.name.clone();
+        tracing::info!(tool = %name, uid = caller.uid(), "tool call");
+        let span = mcp::tool_span(&context, &name);
+        let result = tracing::Instrument::instrument(self.tools.call(request, context), span.clone()).await;
         if result.is_error == Some(true) {
             span.record("error.type", "tool_error");
         }
@@ -118,15 +125,9 @@ impl ServerHandler for Handler {
 pub fn app(state: Arc<AppState>, shutdown: &CancellationToken) -> Router {
     // The gate asks Nextcloud through the same client, so session cookies are shared.
     let auth = Arc::new(AuthState::new(&state.config.base, (*state.nextcloud).clone()));
-    let nextcloud = state.nextcloud.clone();
-    let index = state.index.clone();
+    let tools = state.tools.clone();
     let service = mcp::stateless_service(
-        move || {
-            Ok(Handler {
-                nextcloud: nextcloud.clone(),
-                index: index.clone(),
-            })
-        },
+        move || Ok(Handler { tools: tools.clone() }),
         &state.config.base,
         // Room for files_write's largest content even when JSON escaping doubles it.
         4 * tools::files::MAX_WRITE_BYTES,

@@ -18,11 +18,70 @@ use futures::{StreamExt, TryStreamExt};
 use rmcp::schemars::JsonSchema;
 use serde::Serialize;
 
-use super::Output;
-use super::args::{self, CalendarCreateArgs, CalendarEventGetArgs, CalendarEventsArgs, When};
+use super::args::{self, CalendarCreateArgs, CalendarEventGetArgs, CalendarEventsArgs, NoArgs, When};
+use super::{Tools, app, input, output, visible_to};
+use crate::apps;
 use crate::error::Error;
 use crate::nextcloud::paths::{self, UserPath};
 use crate::nextcloud::{Session, dav, dav_headers, method};
+use crate::output::Output;
+use mcp_resource_server::Caller;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::{tool, tool_router};
+
+/// The calendar tools: one `#[tool]` function each (see [`super`] for how to add one).
+#[tool_router(router = calendar_router, vis = "pub(super)")]
+impl Tools {
+    #[tool(
+        name = "calendar_list",
+        title = "List calendars",
+        description = "List the user's calendars with their id, name and color. The id is what `calendar` takes in the other calendar tools.",
+        input_schema = input::<NoArgs>(),
+        output_schema = output::<CalendarList>(),
+        annotations(title = "List calendars", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn calendar_list(&self, caller: Caller, Parameters(_): Parameters<NoArgs>) -> Result<Output, Error> {
+        list(&self.session(&caller)).await
+    }
+
+    #[tool(
+        name = "calendar_events",
+        title = "Events in a range",
+        description = "Events between `from` and `to` (ISO dates or date-times; a date `to` includes that whole day), recurring events expanded. Times are UTC (RFC 3339) with the original time zone; anything that could not be handled is listed in `warnings`. Optional `calendar` limits to one calendar.",
+        input_schema = input::<CalendarEventsArgs>(),
+        output_schema = output::<EventList>(),
+        annotations(title = "Events in a range", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        meta = app(apps::CALENDAR_WEEK),
+    )]
+    async fn calendar_events(&self, caller: Caller, Parameters(args): Parameters<CalendarEventsArgs>) -> Result<Output, Error> {
+        events(&self.session(&caller), args).await
+    }
+
+    #[tool(
+        name = "calendar_event_get",
+        title = "Event details",
+        description = "One event's details by the `href` returned by calendar_events.",
+        input_schema = input::<CalendarEventGetArgs>(),
+        output_schema = output::<EventDetails>(),
+        annotations(title = "Event details", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        meta = visible_to(&["model", "app"]),
+    )]
+    async fn calendar_event_get(&self, caller: Caller, Parameters(args): Parameters<CalendarEventGetArgs>) -> Result<Output, Error> {
+        event_get(&self.session(&caller), args).await
+    }
+
+    #[tool(
+        name = "calendar_create_event",
+        title = "Create an event",
+        description = "Create an event in one of the user's calendars. `start` and `end` are ISO date-times (with offset, or UTC) or, for an all-day event, dates.",
+        input_schema = input::<CalendarCreateArgs>(),
+        output_schema = output::<Created>(),
+        annotations(title = "Create an event", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+    )]
+    async fn calendar_create_event(&self, caller: Caller, Parameters(args): Parameters<CalendarCreateArgs>) -> Result<Output, Error> {
+        create_event(&self.session(&caller), args).await
+    }
+}
 
 /// Occurrences expanded per calendar object at most; more is a warning.
 pub const MAX_OCCURRENCES: usize = 5000;

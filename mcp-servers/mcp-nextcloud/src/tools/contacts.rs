@@ -5,10 +5,30 @@ use calcard::vcard::{VCard, VCardProperty, VCardValue};
 use rmcp::schemars::JsonSchema;
 use serde::Serialize;
 
-use super::Output;
 use super::args::ContactsSearchArgs;
+use super::{Tools, input, output};
 use crate::error::Error;
 use crate::nextcloud::{Session, dav, dav_headers, method, paths};
+use crate::output::Output;
+use mcp_resource_server::Caller;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::{tool, tool_router};
+
+/// The contacts tools: one `#[tool]` function each (see [`super`] for how to add one).
+#[tool_router(router = contacts_router, vis = "pub(super)")]
+impl Tools {
+    #[tool(
+        name = "contacts_search",
+        title = "Search contacts",
+        description = "Search the user's address books: contacts whose name, email or organisation contains `query`.",
+        input_schema = input::<ContactsSearchArgs>(),
+        output_schema = output::<ContactList>(),
+        annotations(title = "Search contacts", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn contacts_search(&self, caller: Caller, Parameters(args): Parameters<ContactsSearchArgs>) -> Result<Output, Error> {
+        search(&self.session(&caller), args).await
+    }
+}
 
 #[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
 #[schemars(crate = "rmcp::schemars")]

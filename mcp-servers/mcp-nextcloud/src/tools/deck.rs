@@ -5,10 +5,66 @@
 use rmcp::schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Output;
-use super::args::{self, DeckBoardArgs, DeckCreateCardArgs, DeckMoveCardArgs, When};
+use super::args::{self, DeckBoardArgs, DeckCreateCardArgs, DeckMoveCardArgs, NoArgs, When};
+use super::{Tools, input, output};
 use crate::error::Error;
 use crate::nextcloud::Session;
+use crate::output::Output;
+use mcp_resource_server::Caller;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::{tool, tool_router};
+
+/// The deck tools: one `#[tool]` function each (see [`super`] for how to add one).
+#[tool_router(router = deck_router, vis = "pub(super)")]
+impl Tools {
+    #[tool(
+        name = "deck_boards",
+        title = "List Deck boards",
+        description = "List the Deck boards the user can see, with their ids.",
+        input_schema = input::<NoArgs>(),
+        output_schema = output::<BoardList>(),
+        annotations(title = "List Deck boards", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn deck_boards(&self, caller: Caller, Parameters(_): Parameters<NoArgs>) -> Result<Output, Error> {
+        boards(&self.session(&caller)).await
+    }
+
+    #[tool(
+        name = "deck_board",
+        title = "A Deck board",
+        description = "One Deck board's stacks with their cards (ids, titles, descriptions, due dates).",
+        input_schema = input::<DeckBoardArgs>(),
+        output_schema = output::<Board>(),
+        annotations(title = "A Deck board", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn deck_board(&self, caller: Caller, Parameters(args): Parameters<DeckBoardArgs>) -> Result<Output, Error> {
+        board(&self.session(&caller), args).await
+    }
+
+    #[tool(
+        name = "deck_create_card",
+        title = "Create a Deck card",
+        description = "Create a card in a stack of a Deck board.",
+        input_schema = input::<DeckCreateCardArgs>(),
+        output_schema = output::<CardCreated>(),
+        annotations(title = "Create a Deck card", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+    )]
+    async fn deck_create_card(&self, caller: Caller, Parameters(args): Parameters<DeckCreateCardArgs>) -> Result<Output, Error> {
+        create_card(&self.session(&caller), args).await
+    }
+
+    #[tool(
+        name = "deck_move_card",
+        title = "Move a Deck card",
+        description = "Move a card to another stack of the same board.",
+        input_schema = input::<DeckMoveCardArgs>(),
+        output_schema = output::<CardMoved>(),
+        annotations(title = "Move a Deck card", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn deck_move_card(&self, caller: Caller, Parameters(args): Parameters<DeckMoveCardArgs>) -> Result<Output, Error> {
+        move_card(&self.session(&caller), args).await
+    }
+}
 
 #[derive(Deserialize)]
 struct RawBoard {

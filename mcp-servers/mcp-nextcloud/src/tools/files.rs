@@ -5,12 +5,101 @@
 use rmcp::schemars::JsonSchema;
 use serde::Serialize;
 
-use super::Output;
 use super::args::{FilesFindArgs, FilesListArgs, FilesMoveArgs, FilesReadArgs, FilesWriteArgs};
+use super::{Tools, app, input, output};
+use crate::apps;
 use crate::error::Error;
 use crate::extract::{self, Extracted};
+use crate::index::tool::{self as index_tool, FilesGrepArgs, GrepOutput};
 use crate::nextcloud::paths::{self, UserPath};
 use crate::nextcloud::{self, Session, dav, dav_headers, method};
+use crate::output::Output;
+use mcp_resource_server::Caller;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::{tool, tool_router};
+
+/// The files tools: one `#[tool]` function each (see [`super`] for how to add one).
+#[tool_router(router = files_router, vis = "pub(super)")]
+impl Tools {
+    #[tool(
+        name = "files_list",
+        title = "List a folder",
+        description = "List the files and folders in one of the user's folders. `path` is relative to the user's own root ('' for the root). Each row carries the path and file_id the other file tools take.",
+        input_schema = input::<FilesListArgs>(),
+        output_schema = output::<Listing>(),
+        annotations(title = "List a folder", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        meta = app(apps::FILES_TABLE),
+    )]
+    async fn files_list(&self, caller: Caller, Parameters(args): Parameters<FilesListArgs>) -> Result<Output, Error> {
+        list(&self.session(&caller), args).await
+    }
+
+    #[tool(
+        name = "files_read",
+        title = "Read a file",
+        description = "Read a file's text by `path` or `file_id`. HTML, Markdown, plain text, PDF, DOCX and ODT come back as text; images and other binaries are described, not shown. Long files are paged: pass the returned `next_offset` as `offset`.",
+        input_schema = input::<FilesReadArgs>(),
+        output_schema = output::<ReadResult>(),
+        annotations(title = "Read a file", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn files_read(&self, caller: Caller, Parameters(args): Parameters<FilesReadArgs>) -> Result<Output, Error> {
+        read(&self.session(&caller), args).await
+    }
+
+    #[tool(
+        name = "files_find",
+        title = "Find files by name",
+        description = "Find files and folders whose name matches `pattern` (`*` is a wildcard; without one, names containing the pattern match). Optional `path` limits the search to a folder.",
+        input_schema = input::<FilesFindArgs>(),
+        output_schema = output::<Listing>(),
+        annotations(title = "Find files by name", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        meta = app(apps::FILES_TABLE),
+    )]
+    async fn files_find(&self, caller: Caller, Parameters(args): Parameters<FilesFindArgs>) -> Result<Output, Error> {
+        find(&self.session(&caller), args).await
+    }
+
+    #[tool(
+        name = "files_grep",
+        title = "Search inside documents",
+        description = "Search the text inside the user's documents (text, Markdown, HTML, PDF, DOCX, ODT) \
+for words, e.g. 'budget forty thousand'. Returns passages with the file's path and file_id, the heading path of the \
+section, a snippet with the matching words in **bold**, and an `offset`: call files_read with that path and offset to \
+read the whole section. Matching is by words, not meaning: if nothing is found, search again with other words \
+(synonyms, the vocabulary the document itself would likely use, another language). Optional `path` limits the \
+search to a folder. The index fills as people search, so the answer says how much of the user's documents it covers.",
+        input_schema = input::<FilesGrepArgs>(),
+        output_schema = output::<GrepOutput>(),
+        annotations(title = "Search inside documents", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn files_grep(&self, caller: Caller, Parameters(args): Parameters<FilesGrepArgs>) -> Result<Output, Error> {
+        index_tool::call(&self.session(&caller), &self.index, args).await
+    }
+
+    #[tool(
+        name = "files_write",
+        title = "Write a text file",
+        description = "Create a text file or replace its content. Replacing is destructive; pass `overwrite: false` to refuse when the file exists.",
+        input_schema = input::<FilesWriteArgs>(),
+        output_schema = output::<WriteResult>(),
+        annotations(title = "Write a text file", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn files_write(&self, caller: Caller, Parameters(args): Parameters<FilesWriteArgs>) -> Result<Output, Error> {
+        write(&self.session(&caller), args).await
+    }
+
+    #[tool(
+        name = "files_move",
+        title = "Move or rename",
+        description = "Move or rename a file or folder. Refuses to replace an existing target unless `overwrite: true`.",
+        input_schema = input::<FilesMoveArgs>(),
+        output_schema = output::<MoveResult>(),
+        annotations(title = "Move or rename", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+    )]
+    async fn files_move(&self, caller: Caller, Parameters(args): Parameters<FilesMoveArgs>) -> Result<Output, Error> {
+        move_item(&self.session(&caller), args).await
+    }
+}
 
 const DEFAULT_READ_CHARS: usize = 20_000;
 const MAX_READ_CHARS: usize = 100_000;
