@@ -49,6 +49,7 @@ async fn tools_list_is_unchanged() {
 }
 
 /// A `tools/list` result with its tools keyed by name (everything else as it is).
+#[expect(clippy::expect_used, reason = "test helper")]
 fn by_name(result: &Value) -> Value {
     let mut out = result.clone();
     let tools = result["tools"].as_array().expect("a tools array");

@@ -10,6 +10,7 @@ use super::{Tools, app, input, output};
 use crate::apps;
 use crate::error::Error;
 use crate::extract::{self, Extracted};
+use crate::index::extract::Format;
 use crate::index::tool::{self as index_tool, FilesGrepArgs, GrepOutput};
 use crate::nextcloud::paths::{self, UserPath};
 use crate::nextcloud::{self, Session, dav, dav_headers, method};
@@ -308,10 +309,10 @@ pub async fn read(s: &Session<'_>, args: FilesReadArgs) -> Result<Output, Error>
     }
     let declared = response.content_length();
     let name = path.name().to_string();
-    let (extracted, size) = if declared.is_some_and(|n| n > MAX_READ_BYTES) || extract::format_of(&mime, &name) == extract::Format::Other {
+    let (extracted, size) = if declared.is_some_and(|n| n > MAX_READ_BYTES) || Format::readable(&mime, &name).is_none() {
         // Not text, or too large to read: describe without downloading the body.
         drop(response);
-        let why = if extract::format_of(&mime, &name) == extract::Format::Other {
+        let why = if Format::readable(&mime, &name).is_none() {
             "not a text format"
         } else {
             "too large to read"
