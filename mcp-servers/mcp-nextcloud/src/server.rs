@@ -4,8 +4,9 @@
 //! HTTP service, the serve loop with graceful shutdown) come from [`mcp_resource_server`];
 //! this file wires this server's handler, state and webhook into them. The gate resolves the
 //! [`mcp_resource_server::Caller`]; rmcp hands the request's `http::request::Parts` (with
-//! that caller in its extensions) to the handler. Tools live in [`crate::tools`]; this file
-//! must not grow tool logic.
+//! that caller in its extensions) to the handler. Tools live in [`crate::tools`], built
+//! once into [`AppState::tools`] and shared by every request's handler; this file must not
+//! grow tool logic.
 
 use std::borrow::Cow;
 use std::sync::Arc;

@@ -6,6 +6,8 @@
 //! Statuses map to [`Error`] here, once. This module must never add a credential of its own,
 //! retry around a 403/404, or keep a bearer beyond the call. The session cookies Nextcloud
 //! hands back are kept per bearer by [`session_cookies`] and sent only with that bearer.
+//! [`Nextcloud`] also answers the auth gate's one question, whose bearer this is
+//! ([`mcp_resource_server::Identify`]), through the same client and cookies.
 
 pub mod dav;
 pub mod paths;
