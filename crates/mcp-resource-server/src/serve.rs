@@ -55,7 +55,8 @@ pub async fn serve(listener: TcpListener, router: Router, shutdown: Cancellation
 pub struct Binary {
     /// The binary and service name (`mcp-nextcloud`), the prefix of every message.
     pub name: &'static str,
-    /// The crate's tracing target (`mcp_nextcloud`): its spans are exported.
+    /// The crate's tracing target (`mcp_nextcloud`): its spans are exported (and this
+    /// crate's, whose tool span every server uses).
     pub log_target: &'static str,
 }
 
@@ -84,7 +85,8 @@ where
         service_name: name,
         endpoint: base.otlp_endpoint.as_ref().map(url::Url::as_str),
         log_filter: &base.log_filter,
-        export_targets: &[binary.log_target],
+        // The server's own spans and the shared ones (`mcp.tool`, made in this crate).
+        export_targets: &[binary.log_target, env!("CARGO_CRATE_NAME")],
     }) {
         Ok(t) => t,
         Err(e) => {
