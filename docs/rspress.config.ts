@@ -39,6 +39,7 @@ const AUDIENCES: { text: string; pages: Page[] }[] = [
       { file: 'api', text: 'Orchestrator HTTP API' },
       { file: 'island', text: 'The island' },
       { file: 'dev-standin', text: 'The Nextcloud stand-in' },
+      { file: 'mail-bridge-api', text: 'Mail bridge API' },
       { file: 'scripted-model', text: 'The scripted model' },
     ],
   },

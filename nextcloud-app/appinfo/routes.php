@@ -21,4 +21,13 @@ return [
 		['name' => 'api#forgetMemory', 'url' => '/api/memory/{id}', 'verb' => 'DELETE'],
 		['name' => 'api#eraseMyData', 'url' => '/api/me/data', 'verb' => 'DELETE'],
 	],
+	// The mail bridge, under /ocs/v2.php/apps/tamebi: a contract with mcp-mail (docs/mail-bridge-api.md).
+	'ocs' => [
+		['name' => 'mail#accounts', 'url' => '/api/v1/mail/accounts', 'verb' => 'GET'],
+		['name' => 'mail#mailboxes', 'url' => '/api/v1/mail/accounts/{accountId}/mailboxes', 'verb' => 'GET'],
+		['name' => 'mail#messages', 'url' => '/api/v1/mail/messages', 'verb' => 'GET'],
+		['name' => 'mail#message', 'url' => '/api/v1/mail/messages/{id}', 'verb' => 'GET'],
+		['name' => 'mail#send', 'url' => '/api/v1/mail/send', 'verb' => 'POST'],
+		['name' => 'mail#draft', 'url' => '/api/v1/mail/drafts', 'verb' => 'POST'],
+	],
 ];

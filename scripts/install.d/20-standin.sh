@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Nextcloud stand-in (dev/nextcloud-standin): a Python venv with the exact versions
-# pinned in its requirements.txt (WsgiDAV, Radicale, cheroot, PyJWT, pytest), plus curl, which the
+# pinned in its requirements.txt (WsgiDAV, Radicale, cheroot, PyJWT, aiosmtpd, pytest, jsonschema), plus curl, which the
 # shared conformance scripts use. Idempotent: skips pip when the venv already matches the pins.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"

@@ -1,4 +1,5 @@
-"""A Nextcloud stand-in for tests: real DAV servers (WsgiDAV, Radicale) with Nextcloud's layout.
+"""A Nextcloud stand-in for tests: real DAV servers (WsgiDAV, Radicale) with Nextcloud's layout,
+Maildirs behind the tamebi app's mail bridge, and a real SMTP sink (aiosmtpd).
 
 Modules:
 - ``config``     the typed command line (the only place that reads arguments)
@@ -8,7 +9,10 @@ Modules:
 - ``files``      the WsgiDAV provider that serves that tree with Nextcloud's properties
 - ``search``     WebDAV SEARCH (RFC 5323 basicsearch) over a user's tree
 - ``groupware``  Radicale behind /remote.php/dav/calendars and /addressbooks
-- ``ocs``        OCS: current user and the files_sharing API
+- ``ocs``        OCS: current user, the files_sharing API, and the mail bridge's envelope
+- ``mail``       the tamebi app's mail bridge over a Maildir per user (Nextcloud Mail's stand-in)
+- ``mail_fixture`` alice's and bob's fixture mail
+- ``smtp_sink``  the aiosmtpd SMTP server sends go to, delivering into a Maildir
 - ``deck``       the Deck REST API subset
 - ``webhooks``   webhook_listeners-shaped notifications after file changes
 - ``app``        the front WSGI router: authentication first, then the part that answers

@@ -20,28 +20,34 @@ from .auth import Authenticator
 from .config import Config, ConfigError, parse
 from .deck import Deck
 from .groupware import Groupware
+from .mail import Mail, MailStore
 from .namespace import Namespace
 from .ocs import Ocs
 from .sessions import Sessions
+from .smtp_sink import SmtpSink
 from .store import Store
 from .webhooks import Webhooks
 
 log = logging.getLogger("standin")
 
 
-def build(cfg: Config) -> tuple[StandinApp, Webhooks]:
+def build(cfg: Config, sink: SmtpSink) -> tuple[StandinApp, Webhooks]:
     state = cfg.state_dir
     (state / "files").mkdir(parents=True, exist_ok=True)
+    (state / "mail").mkdir(exist_ok=True)
     store = Store(state / "standin.db")
     ns = Namespace(state / "files", store)
     groupware = Groupware(state)
+    mail_store = MailStore(state / "mail", store)
     for uid in cfg.users:
+        mail_store.ensure_user(uid)
         ns.home(uid).mkdir(exist_ok=True)
         store.node_id(uid)
         groupware.ensure_defaults(uid)
     hooks = Webhooks(cfg.webhook_url, cfg.webhook_secret)
     parts = Parts(auth=Authenticator(cfg.users, cfg.oidc_provider_bearer_validation), ns=ns, groupware=groupware,
-                  ocs=Ocs(ns, list(cfg.users)), deck=Deck(store), hooks=hooks, sessions=Sessions(),
+                  ocs=Ocs(ns, list(cfg.users), Mail(mail_store, cfg.mail, (sink.host, sink.port))), deck=Deck(store),
+                  hooks=hooks, sessions=Sessions(), sink=sink,
                   login_delay=cfg.login_delay_ms / 1000)
     return StandinApp(parts), hooks
 
@@ -55,8 +61,20 @@ def main(argv: list[str]) -> int:
         print(f"nextcloud-standin: {e}", file=sys.stderr)
         return 2
     try:
-        app, hooks = build(cfg)
+        cfg.state_dir.mkdir(parents=True, exist_ok=True)
+        sink = SmtpSink(cfg.state_dir / "smtp-sink", cfg.smtp_host, cfg.smtp_port)
     except OSError as e:
+        print(f"nextcloud-standin: cannot use state directory {cfg.state_dir}: {e}", file=sys.stderr)
+        return 1
+    try:
+        sink.start()
+    except (OSError, RuntimeError) as e:
+        print(f"nextcloud-standin: cannot start the SMTP sink on {cfg.smtp_host}:{cfg.smtp_port}: {e}", file=sys.stderr)
+        return 1
+    try:
+        app, hooks = build(cfg, sink)
+    except OSError as e:
+        sink.stop()
         print(f"nextcloud-standin: cannot use state directory {cfg.state_dir}: {e}", file=sys.stderr)
         return 1
     server = wsgi.Server((cfg.host, cfg.port), app, numthreads=cfg.threads, request_queue_size=128,
@@ -65,6 +83,7 @@ def main(argv: list[str]) -> int:
         server.prepare()
     except OSError as e:
         print(f"nextcloud-standin: cannot listen on {cfg.host}:{cfg.port}: {e}", file=sys.stderr)
+        sink.stop()
         return 1
     host, port = server.bind_addr[:2]
     stop = threading.Event()
@@ -75,10 +94,12 @@ def main(argv: list[str]) -> int:
     print(f"ready http://{host}:{port}", flush=True)
     log.info("serving %s for %s; JWT bearer tokens %s", cfg.state_dir, ", ".join(cfg.users),
              "accepted" if cfg.oidc_provider_bearer_validation else "refused (no --oidc-provider-bearer-validation)")
+    log.info("mail bridge %s; SMTP sink on %s:%d", "on" if cfg.mail else "off (--without-mail: 501)", sink.host, sink.port)
     stop.wait()
     log.info("stopping")
     server.stop()
     hooks.stop()
+    sink.stop()
     return 0
 
 

@@ -26,6 +26,7 @@ from .namespace import BadPath, Namespace
 from .ocs import Ocs
 from .search import run as run_search
 from .sessions import Sessions
+from .smtp_sink import SmtpSink
 from .web import HttpError, Request, json_response, respond
 from . import webhooks
 from .webhooks import Webhooks
@@ -64,6 +65,7 @@ class Parts:
     deck: Deck
     hooks: Webhooks
     sessions: Sessions
+    sink: SmtpSink | None = None
     login_delay: float = 0.0
 
 
@@ -148,8 +150,13 @@ class StandinApp:
         return uid, with_cookies, None
 
     def standin_control(self, req: Request, start_response):
-        """Stand-in only: per-user session counters (GET ?uid=) and app-password revocation (POST
-        /standin/revoke-app-password with that password as Basic), as a test needs them."""
+        """Stand-in only: per-user session counters (GET ?uid=), app-password revocation (POST
+        /standin/revoke-app-password with that password as Basic), and what the SMTP sink
+        received (GET /standin/smtp-sink), as a test needs them."""
+        if req.path == "/standin/smtp-sink" and req.method == "GET" and self.p.sink is not None:
+            return json_response(start_response, 200, {"smtp": f"{self.p.sink.host}:{self.p.sink.port}",
+                                                       "maildir": str(self.p.sink.maildir),
+                                                       "messages": self.p.sink.messages()})
         if req.path == "/standin/sessions" and req.method == "GET":
             uid = req.query.get("uid", "")
             if uid not in self.p.auth.uids:

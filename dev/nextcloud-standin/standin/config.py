@@ -32,6 +32,11 @@ class Config:
     # What a login from a credential costs (a real Nextcloud 31: ~100 ms for an app password,
     # ~300 ms for an OIDC JWT); a request riding on its session cookie does not pay it.
     login_delay_ms: int = 0
+    # The mail bridge: off simulates a Nextcloud without the Mail app (every mail route is 501).
+    mail: bool = True
+    # Where the SMTP sink listens (port 0 picks a free one); the bridge sends there.
+    smtp_host: str = "127.0.0.1"
+    smtp_port: int = 0
 
 
 def _user(value: str) -> tuple[str, str]:
@@ -65,6 +70,10 @@ def parse(argv: list[str]) -> Config:
     p.add_argument("--login-delay-ms", type=int, default=0,
                    help="sleep this long on every login from a credential (not on requests with a session cookie), "
                         "to model what a cookie-less request costs on a real Nextcloud")
+    p.add_argument("--without-mail", action="store_true",
+                   help="simulate a Nextcloud without the Mail app: every mail bridge route answers 501 mail_unavailable")
+    p.add_argument("--smtp-bind", type=_bind, default=("127.0.0.1", 0),
+                   help="HOST:PORT of the SMTP sink the mail bridge sends to (default 127.0.0.1:0, a free port)")
     a = p.parse_args(argv)
     return validate(a)
 
@@ -93,7 +102,10 @@ def validate(a: argparse.Namespace) -> Config:
     if not 0 <= a.login_delay_ms <= 10_000:
         raise ConfigError("--login-delay-ms must be between 0 and 10000")
     host, port = a.bind
+    smtp_host, smtp_port = a.smtp_bind
+    if smtp_host not in ("127.0.0.1", "::1", "localhost"):
+        raise ConfigError(f"--smtp-bind must be a loopback address (the sink is for tests), got {smtp_host!r}")
     return Config(state_dir=a.state, host=host, port=port, users=users,
                   webhook_url=a.webhook_url, webhook_secret=a.webhook_secret, threads=a.threads,
                   oidc_provider_bearer_validation=a.oidc_provider_bearer_validation,
-                  login_delay_ms=a.login_delay_ms)
+                  login_delay_ms=a.login_delay_ms, mail=not a.without_mail, smtp_host=smtp_host, smtp_port=smtp_port)

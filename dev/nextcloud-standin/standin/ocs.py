@@ -1,4 +1,5 @@
-"""OCS endpoints: the current user and the files_sharing API (user shares, type 0).
+"""OCS endpoints: the current user, the files_sharing API (user shares, type 0) and the tamebi
+app's mail bridge (whose routes ``mail.py`` owns).
 
 Owns: ``/ocs/v{1,2}.php/cloud/user`` and ``/ocs/v{1,2}.php/apps/files_sharing/api/v1/shares``
 (list, ``shared_with_me=true``, create, get, update permissions, delete), the OCS envelope
@@ -15,6 +16,8 @@ from __future__ import annotations
 import mimetypes
 from xml.etree import ElementTree as ET
 
+from .mail import PREFIX as MAIL_PREFIX
+from .mail import Mail, MailError
 from .namespace import ALL, FILE_MASK, READ, BadPath, Namespace
 from .store import Share
 from .web import HttpError, Request, json_response, respond
@@ -50,14 +53,18 @@ def envelope(req: Request, start_response, status: int, data: object, message: s
 
 
 class Ocs:
-    def __init__(self, ns: Namespace, users: list[str]) -> None:
+    def __init__(self, ns: Namespace, users: list[str], mail: Mail | None = None) -> None:
         self.ns = ns
         self.users = users
+        self.mail = mail
 
     def handle(self, req: Request, uid: str, start_response):
         if (req.header("OCS-APIRequest") or "").lower() != "true":
             return envelope(req, start_response, 401, [], "CSRF check failed: send OCS-APIRequest: true")
         rest = req.path.split(".php/", 1)[1] if ".php/" in req.path else ""
+        if self.mail is not None and req.path.startswith("/ocs/v2.php/") and (
+                rest == MAIL_PREFIX or rest.startswith(MAIL_PREFIX + "/")):
+            return self.mail_route(req, uid, rest[len(MAIL_PREFIX):], start_response)
         try:
             if rest == "cloud/user" and req.method == "GET":
                 return envelope(req, start_response, 200, self.user(uid))
@@ -82,6 +89,18 @@ class Ocs:
                                 " http://www.freedesktop.org/wiki/Specifications/open-collaboration-services.")
         except HttpError as e:
             return envelope(req, start_response, e.status, [], e.message)
+
+    def mail_route(self, req: Request, uid: str, rest: str, start_response):
+        try:
+            status, data = self.mail.route(req, uid, rest)  # type: ignore[union-attr]
+            return envelope(req, start_response, status, data)
+        # An error is a DataResponse with a status: Nextcloud's V2Response leaves meta.message
+        # empty for those (only an OCSException fills it), so the message is in data only.
+        except MailError as e:
+            return envelope(req, start_response, e.status, {"error": e.code, "message": e.message}, "")
+        except HttpError as e:  # body too large and the like, from the request plumbing
+            code = "invalid_request" if e.status < 500 else "mail_backend"
+            return envelope(req, start_response, e.status, {"error": code, "message": e.message}, "")
 
     def user(self, uid: str) -> dict[str, object]:
         return {"enabled": True, "storageLocation": f"/var/www/html/data/{uid}", "id": uid,

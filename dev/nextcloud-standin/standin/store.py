@@ -1,9 +1,10 @@
-"""The stand-in's own persistent state: file ids, shares and Deck, in one SQLite file.
+"""The stand-in's own persistent state: file ids, shares, Deck and mail ids, in one SQLite file.
 
 Owns: the schema of ``standin.db`` in the state directory and every SQL statement run on it.
 File *contents* live on disk under ``files/`` (served by WsgiDAV) and calendars/contacts
 under ``caldav/`` and ``carddav/`` (owned by Radicale); this module only records what
-Nextcloud keeps beside them: a stable id per node, shares, and Deck boards.
+Nextcloud keeps beside them: a stable id per node, shares, Deck boards, and Nextcloud Mail's
+integer ids of accounts, mailboxes and messages (the mail itself is in Maildirs under ``mail/``).
 
 Must never: decide who may do what (callers pass the acting user and check ownership
 through the functions here), or build SQL from strings (all values are bound parameters).
@@ -49,6 +50,18 @@ CREATE TABLE IF NOT EXISTS deck_cards (
     description TEXT NOT NULL, type TEXT NOT NULL, "order" INTEGER NOT NULL,
     owner TEXT NOT NULL, duedate TEXT, archived INTEGER NOT NULL DEFAULT 0,
     created_at INTEGER NOT NULL, last_modified INTEGER NOT NULL, last_editor TEXT
+);
+CREATE TABLE IF NOT EXISTS mail_accounts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, uid TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS mail_mailboxes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, account_id INTEGER NOT NULL, name TEXT NOT NULL,
+    UNIQUE (account_id, name)
+);
+CREATE TABLE IF NOT EXISTS mail_messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, mailbox_id INTEGER NOT NULL,
+    msg_key TEXT NOT NULL,               -- the message's key in its Maildir folder
+    UNIQUE (mailbox_id, msg_key)
 );
 """
 
@@ -214,3 +227,42 @@ class Store:
     def execute(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
         """Deck's statements (deck.py owns their meaning); parameters are always bound."""
         return self._db().execute(sql, params)
+
+    # ---- mail ids (Nextcloud Mail's database ids; the mail itself is in Maildirs) ------
+
+    def _mail_id(self, select: str, insert: str, params: tuple) -> int:
+        row = self._db().execute(select, params).fetchone()
+        if row:
+            return int(row[0])
+        with self._write_lock:
+            db = self._db()
+            db.execute(insert, params)
+            return int(db.execute(select, params).fetchone()[0])
+
+    def mail_account_id(self, uid: str) -> int:
+        return self._mail_id("SELECT id FROM mail_accounts WHERE uid = ?",
+                             "INSERT OR IGNORE INTO mail_accounts (uid) VALUES (?)", (uid,))
+
+    def mail_mailbox_id(self, account_id: int, name: str) -> int:
+        return self._mail_id("SELECT id FROM mail_mailboxes WHERE account_id = ? AND name = ?",
+                             "INSERT OR IGNORE INTO mail_mailboxes (account_id, name) VALUES (?, ?)", (account_id, name))
+
+    def mail_message_id(self, mailbox_id: int, key: str) -> int:
+        return self._mail_id("SELECT id FROM mail_messages WHERE mailbox_id = ? AND msg_key = ?",
+                             "INSERT OR IGNORE INTO mail_messages (mailbox_id, msg_key) VALUES (?, ?)", (mailbox_id, key))
+
+    def mail_account_owner(self, account_id: int) -> str | None:
+        row = self._db().execute("SELECT uid FROM mail_accounts WHERE id = ?", (account_id,)).fetchone()
+        return str(row["uid"]) if row else None
+
+    def mail_mailbox(self, mailbox_id: int) -> tuple[str, int, str] | None:
+        """(owner uid, account id, folder name) of a mailbox id."""
+        row = self._db().execute(
+            "SELECT a.uid, b.account_id, b.name FROM mail_mailboxes b JOIN mail_accounts a ON a.id = b.account_id"
+            " WHERE b.id = ?", (mailbox_id,)).fetchone()
+        return (str(row[0]), int(row[1]), str(row[2])) if row else None
+
+    def mail_message(self, message_id: int) -> tuple[int, str] | None:
+        """(mailbox id, Maildir key) of a message id."""
+        row = self._db().execute("SELECT mailbox_id, msg_key FROM mail_messages WHERE id = ?", (message_id,)).fetchone()
+        return (int(row[0]), str(row[1])) if row else None

@@ -147,6 +147,13 @@ final class FakeAppManager implements IAppManager {
 	public function isInstalled($appId) {
 		return in_array($appId, $this->installed, true);
 	}
+
+	/** @param list<string> $enabled apps enabled for the (session) user; default: every installed one */
+	public ?array $enabled = null;
+
+	public function isEnabledForUser($appId, $user = null) {
+		return in_array($appId, $this->enabled ?? $this->installed, true);
+	}
 }
 
 /** Routes as a pretty-URL Nextcloud at $base would generate them. */

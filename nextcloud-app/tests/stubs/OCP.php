@@ -65,6 +65,12 @@ namespace OCP {
 namespace OCP\App {
 	interface IAppManager {
 		public function isInstalled($appId);
+		public function isEnabledForUser($appId, $user = null);
+	}
+}
+
+namespace OCP\AppFramework\Db {
+	class DoesNotExistException extends \Exception {
 	}
 }
 
@@ -243,6 +249,21 @@ namespace OCP\AppFramework\Http {
 		}
 	}
 
+	/** The data of an OCS answer; the OCS formatter (V2Response) wraps it in {"ocs":{"meta","data"}}. */
+	class DataResponse extends Response {
+		public function __construct(
+			protected $data = [],
+			int $statusCode = Http::STATUS_OK,
+			array $headers = [],
+		) {
+			parent::__construct($statusCode, $headers);
+		}
+
+		public function getData() {
+			return $this->data;
+		}
+	}
+
 	class DataDisplayResponse extends Response {
 		public function __construct(
 			protected string $data = '',
@@ -305,6 +326,18 @@ namespace OCP\AppFramework\Bootstrap {
 }
 
 namespace OCP\AppFramework {
+	abstract class OCSController extends Controller {
+		public const RESPOND_UNAUTHORISED = 997;
+		public const RESPOND_SERVER_ERROR = 996;
+		public const RESPOND_NOT_FOUND = 998;
+		public const RESPOND_UNKNOWN_ERROR = 999;
+
+		public function __construct(string $appName, \OCP\IRequest $request, string $corsMethods = 'PUT, POST, GET, DELETE, PATCH',
+			string $corsAllowedHeaders = 'Authorization, Content-Type, Accept, OCS-APIRequest', int $corsMaxAge = 1728000) {
+			parent::__construct($appName, $request);
+		}
+	}
+
 	class App {
 		public function __construct(string $appName, array $urlParams = []) {
 		}

@@ -2,8 +2,15 @@
 
 declare(strict_types=1);
 
-// Stub of psr/log's LoggerInterface (Nextcloud ships the real one).
-namespace Psr\Log;
+// Stubs of psr/log's LoggerInterface and psr/container's ContainerInterface (Nextcloud ships the real ones).
+namespace Psr\Container {
+	interface ContainerInterface {
+		public function get(string $id);
+		public function has(string $id): bool;
+	}
+}
+
+namespace Psr\Log {
 
 interface LoggerInterface {
 	public function emergency(string|\Stringable $message, array $context = []): void;
@@ -15,4 +22,5 @@ interface LoggerInterface {
 	public function info(string|\Stringable $message, array $context = []): void;
 	public function debug(string|\Stringable $message, array $context = []): void;
 	public function log($level, string|\Stringable $message, array $context = []): void;
+}
 }

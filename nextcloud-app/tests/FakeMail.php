@@ -1,0 +1,408 @@
+<?php
+
+declare(strict_types=1);
+
+namespace OCA\Tamebi\Tests;
+
+use Horde_Imap_Client_Socket;
+use OCA\Mail\Account;
+use OCA\Mail\Address;
+use OCA\Mail\AddressList;
+use OCA\Mail\Attachment;
+use OCA\Mail\Contracts\IMailManager;
+use OCA\Mail\Contracts\IMailSearch;
+use OCA\Mail\Contracts\IMailTransmission;
+use OCA\Mail\Db\LocalMessage;
+use OCA\Mail\Db\MailAccount;
+use OCA\Mail\Db\Mailbox;
+use OCA\Mail\Db\Message;
+use OCA\Mail\Db\Recipient;
+use OCA\Mail\Db\Tag;
+use OCA\Mail\Exception\ClientException;
+use OCA\Mail\IMAP\IMAPClientFactory;
+use OCA\Mail\Model\IMAPMessage;
+use OCA\Mail\Model\NewMessageData;
+use OCA\Mail\Service\AccountService;
+use OCA\Mail\Service\Quota;
+use OCA\Mail\Service\Search\SearchQuery;
+use OCP\AppFramework\Db\DoesNotExistException;
+use OCP\IUser;
+use Psr\Container\ContainerInterface;
+
+/**
+ * A fake Nextcloud Mail behind its contract interfaces, for the bridge's tests and for the bridge
+ * served by `php -S` (tests/mail-bridge-server.php) that the shared contract suite calls.
+ *
+ * Its mail is a JSON state file: the stand-in's fixture exported by dev/mail-contract/
+ * export_fixture.py (same accounts, mailboxes, messages and ids), so both implementations answer
+ * the same questions about the same mail. Each request reloads it (php -S runs each request
+ * afresh) and a change is written back under an exclusive lock.
+ *
+ * Behaviour mirrors Mail where the bridge depends on it: getMailbox/getMessage are scoped to the
+ * uid (another user's id: ClientException / DoesNotExistException), findMessages takes Mail's
+ * filter syntax, sendMessage reports SMTP failure through the LocalMessage status (a recipient at
+ * refused.example.net is refused, like the stand-in's SMTP sink does), saveDraft returns
+ * [account, drafts mailbox, new uid]. What the bridge never calls throws LogicException.
+ */
+final class FakeMail implements IMailManager, IMailSearch, IMailTransmission, ContainerInterface {
+	public const REFUSED_DOMAIN = 'refused.example.net';
+
+	private array $state;
+
+	public function __construct(private string $stateFile) {
+		$this->state = json_decode((string)file_get_contents($stateFile), true, 512, JSON_THROW_ON_ERROR);
+	}
+
+	// ---- the container: Mail's services resolve to this fake -----------------------------------
+
+	public function get(string $id) {
+		return match ($id) {
+			IMailManager::class, IMailSearch::class, IMailTransmission::class => $this,
+			AccountService::class => new FakeAccountService($this),
+			IMAPClientFactory::class => new IMAPClientFactory(),
+			default => throw new \LogicException("FakeMail container has no $id"),
+		};
+	}
+
+	public function has(string $id): bool {
+		return in_array($id, [IMailManager::class, IMailSearch::class, IMailTransmission::class, AccountService::class, IMAPClientFactory::class], true);
+	}
+
+	// ---- what tests read -------------------------------------------------------------------
+
+	/** @return list<array<string, mixed>> what "went out over SMTP", oldest first */
+	public function sent(): array {
+		return $this->state['sent'];
+	}
+
+	/** @return list<Account> */
+	public function accountsOf(string $uid): array {
+		$out = [];
+		foreach ($this->state['accounts'] as $a) {
+			if ($a['uid'] === $uid) {
+				$out[] = new Account(new MailAccount($a['id'], $a['uid'], $a['name'], $a['email']));
+			}
+		}
+		return $out;
+	}
+
+	// ---- IMailManager (the part the bridge uses) ---------------------------------------------
+
+	public function getMailbox(string $uid, int $id): Mailbox {
+		foreach ($this->state['mailboxes'] as $m) {
+			if ($m['id'] === $id && $this->ownerOfAccount($m['account_id']) === $uid) {
+				return $this->mailboxObject($m);
+			}
+		}
+		throw new ClientException("Mailbox $id does not exist");
+	}
+
+	public function getMailboxes(Account $account): array {
+		return array_values(array_map(fn (array $m) => $this->mailboxObject($m),
+			array_filter($this->state['mailboxes'], static fn (array $m) => $m['account_id'] === $account->getId())));
+	}
+
+	public function getMessageIdForUid(Mailbox $mailbox, $uid): ?int {
+		foreach ($this->state['messages'] as $m) {
+			if ($m['mailbox_id'] === $mailbox->getId() && $m['uid'] === $uid) {
+				return $m['id'];
+			}
+		}
+		return null;
+	}
+
+	public function getMessage(string $uid, int $id): Message {
+		$m = $this->messageRow($id);
+		if ($m === null || $this->ownerOfMailbox($m['mailbox_id']) !== $uid) {
+			throw new DoesNotExistException("message $id not found");
+		}
+		return $this->messageObject($m);
+	}
+
+	public function getImapMessage(Horde_Imap_Client_Socket $client, Account $account, Mailbox $mailbox, int $uid, bool $loadBody = false): IMAPMessage {
+		foreach ($this->state['messages'] as $m) {
+			if ($m['mailbox_id'] === $mailbox->getId() && $m['uid'] === $uid) {
+				return new IMAPMessage($m['plain'], $m['html'], $m['attachments']);
+			}
+		}
+		throw new \OCA\Mail\Exception\ServiceException("no IMAP message $uid");
+	}
+
+	public function createMailbox(Account $account, string $name): Mailbox {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function getSource(Horde_Imap_Client_Socket $client, Account $account, string $mailbox, int $uid): ?string {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function getThread(Account $account, string $threadRootId): array {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function moveMessage(Account $sourceAccount, string $sourceFolderId, int $uid, Account $destinationAccount, string $destFolderId): ?int {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function deleteMessage(Account $account, string $mailboxId, int $messageUid): void {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function deleteMessageWithClient(Account $account, Mailbox $mailbox, int $messageUid, Horde_Imap_Client_Socket $client): void {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function markFolderAsRead(Account $account, Mailbox $mailbox): void {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function flagMessage(Account $account, string $mailbox, int $uid, string $flag, bool $value): void {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function tagMessage(Account $account, string $mailbox, Message $message, Tag $tag, bool $value): void {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function getQuota(Account $account): ?Quota {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function renameMailbox(Account $account, Mailbox $mailbox, string $name): Mailbox {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function deleteMailbox(Account $account, Mailbox $mailbox): void {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function clearMailbox(Account $account, Mailbox $mailbox): void {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function updateSubscription(Account $account, Mailbox $mailbox, bool $subscribed): Mailbox {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function enableMailboxBackgroundSync(Mailbox $mailbox, bool $syncInBackground): Mailbox {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function getMailAttachments(Account $account, Mailbox $mailbox, Message $message) : array {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function getMailAttachment(Account $account, Mailbox $mailbox, Message $message, string $attachmentId): Attachment {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function getTagByImapLabel(string $imapLabel, string $userId): Tag {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function isPermflagsEnabled(Horde_Imap_Client_Socket $client, Account $account, string $mailbox): bool {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function createTag(string $displayName, string $color, string $userId): Tag {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function updateTag(int $id, string $displayName, string $color, string $userId): Tag {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function deleteTag(int $id, string $userId, array $accounts): Tag {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function deleteTagForAccount(int $id, string $userId, Tag $tag, Account $account): void {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function moveThread(Account $srcAccount, Mailbox $srcMailbox, Account $dstAccount, Mailbox $dstMailbox, string $threadRootId): array {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function deleteThread(Account $account, Mailbox $mailbox, string $threadRootId): void {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function getByMessageId(Account $account, string $messageId): array {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	// ---- IMailSearch ---------------------------------------------------------------------
+
+	public function findMessage(Account $account, Mailbox $mailbox, Message $message): Message {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	/** Mail's filter syntax: words (subject or body), from:, to: (To or Cc), is:unread/read, start:/end: (unix). */
+	public function findMessages(Account $account, Mailbox $mailbox, string $sortOrder, ?string $filter, ?int $cursor,
+		?int $limit, ?string $userId, ?string $view): array {
+		$hits = [];
+		foreach ($this->state['messages'] as $m) {
+			if ($m['mailbox_id'] === $mailbox->getId() && $this->matches($m, (string)$filter)) {
+				$hits[] = $m;
+			}
+		}
+		usort($hits, static fn (array $a, array $b): int => $sortOrder === self::ORDER_NEWEST_FIRST
+			? [$b['sent_at'], $b['id']] <=> [$a['sent_at'], $a['id']]
+			: [$a['sent_at'], $a['id']] <=> [$b['sent_at'], $b['id']]);
+		return array_map(fn (array $m) => $this->messageObject($m), array_slice($hits, 0, $limit ?? 20));
+	}
+
+	public function findMessagesGlobally(IUser $user, SearchQuery $query, ?int $limit): array {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	// ---- IMailTransmission -----------------------------------------------------------------
+
+	public function sendMessage(Account $account, LocalMessage $localMessage): void {
+		$byType = [Recipient::TYPE_TO => [], Recipient::TYPE_CC => [], Recipient::TYPE_BCC => []];
+		foreach ($localMessage->getRecipients() ?? [] as $r) {
+			if (str_ends_with(strtolower($r->getEmail()), '@' . self::REFUSED_DOMAIN)) {
+				$localMessage->setStatus(LocalMessage::STATUS_SMPT_SEND_FAIL); // as Mail does on an SMTP refusal
+				return;
+			}
+			$byType[$r->getType()][] = $r->getEmail();
+		}
+		$this->state['sent'][] = [
+			'from' => $account->getName() . ' <' . $account->getEMailAddress() . '>',
+			'to' => $byType[Recipient::TYPE_TO], 'cc' => $byType[Recipient::TYPE_CC], 'bcc' => $byType[Recipient::TYPE_BCC],
+			'subject' => $localMessage->getSubject(), 'body' => $localMessage->getBodyPlain(),
+			'html' => $localMessage->isHtml(), 'in_reply_to' => $localMessage->getInReplyToMessageId(),
+		];
+		$this->save();
+		$localMessage->setStatus(LocalMessage::STATUS_RAW);
+	}
+
+	public function saveLocalDraft(Account $account, LocalMessage $message): void {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	public function saveDraft(NewMessageData $message, ?Message $previousDraft = null): array {
+		$account = $message->getAccount();
+		$drafts = null;
+		foreach ($this->state['mailboxes'] as $m) {
+			if ($m['account_id'] === $account->getId() && in_array('drafts', $m['special_use'], true)) {
+				$drafts = $m;
+			}
+		}
+		if ($drafts === null) {
+			throw new ClientException('No drafts mailbox configured');
+		}
+		$id = $this->state['next_message_id']++;
+		$uid = 1000 + $id;
+		$list = static fn (AddressList $l): array => array_map(static fn (Address $a) => ['label' => $a->getLabel() === $a->getEmail() ? null : $a->getLabel(), 'email' => $a->getEmail()], iterator_to_array($l->iterate(), false));
+		$this->state['messages'][] = [
+			'id' => $id, 'uid' => $uid, 'mailbox_id' => $drafts['id'], 'message_id' => '<draft-' . $id . '@fake.invalid>',
+			'subject' => $message->getSubject(), 'sent_at' => time(), 'seen' => true,
+			'from' => [['label' => $account->getName(), 'email' => $account->getEMailAddress()]],
+			'to' => $list($message->getTo()), 'cc' => $list($message->getCc()), 'bcc' => $list($message->getBcc()),
+			'plain' => $message->getBody(), 'html' => null, 'attachments' => [],
+		];
+		$this->save();
+		return [$account, $this->mailboxObject($drafts), $uid];
+	}
+
+	public function sendMdn(Account $account, Mailbox $mailbox, Message $message): void {
+		throw new \LogicException(__FUNCTION__);
+	}
+
+	// ---- internals -----------------------------------------------------------------------
+
+	private function matches(array $m, string $filter): bool {
+		foreach (explode(' ', $filter) as $token) {
+			if ($token === '') {
+				continue;
+			}
+			[$type, $param] = str_contains($token, ':') ? explode(':', $token, 2) : ['', $token];
+			$ok = match (strtolower($type)) {
+				'from' => self::mentions($m['from'], $param),
+				'to' => self::mentions(array_merge($m['to'], $m['cc']), $param),
+				'is' => $param === 'unread' ? !$m['seen'] : ($param === 'read' ? $m['seen'] : true),
+				'start' => $m['sent_at'] >= (int)$param,
+				'end' => $m['sent_at'] <= (int)$param,
+				default => str_contains(mb_strtolower($m['subject'] . "\n" . $m['plain'] . "\n" . ($m['html'] ?? '')), mb_strtolower($token)),
+			};
+			if (!$ok) {
+				return false;
+			}
+		}
+		return true;
+	}
+
+	private static function mentions(array $addresses, string $word): bool {
+		foreach ($addresses as $a) {
+			if (str_contains(mb_strtolower(($a['label'] ?? '') . ' ' . $a['email']), mb_strtolower($word))) {
+				return true;
+			}
+		}
+		return false;
+	}
+
+	private function messageRow(int $id): ?array {
+		foreach ($this->state['messages'] as $m) {
+			if ($m['id'] === $id) {
+				return $m;
+			}
+		}
+		return null;
+	}
+
+	private function ownerOfAccount(int $accountId): ?string {
+		foreach ($this->state['accounts'] as $a) {
+			if ($a['id'] === $accountId) {
+				return $a['uid'];
+			}
+		}
+		return null;
+	}
+
+	private function ownerOfMailbox(int $mailboxId): ?string {
+		foreach ($this->state['mailboxes'] as $m) {
+			if ($m['id'] === $mailboxId) {
+				return $this->ownerOfAccount($m['account_id']);
+			}
+		}
+		return null;
+	}
+
+	private function mailboxObject(array $m): Mailbox {
+		$in = array_filter($this->state['messages'], static fn (array $x) => $x['mailbox_id'] === $m['id']);
+		$unseen = count(array_filter($in, static fn (array $x) => !$x['seen']));
+		return new Mailbox($m['id'], $m['account_id'], $m['name'], json_encode($m['special_use']), $unseen, count($in));
+	}
+
+	private function messageObject(array $m): Message {
+		$list = static fn (array $as): AddressList => new AddressList(array_map(
+			static fn (array $a) => Address::fromRaw($a['label'] ?? $a['email'], $a['email']), $as));
+		return new Message($m['id'], $m['uid'], $m['mailbox_id'], $m['message_id'], $m['subject'], $m['sent_at'],
+			$m['seen'], $m['attachments'] !== [], $list($m['from']), $list($m['to']), $list($m['cc']));
+	}
+
+	private function save(): void {
+		$handle = fopen($this->stateFile, 'c+');
+		if ($handle === false) {
+			throw new \RuntimeException("cannot write {$this->stateFile}");
+		}
+		flock($handle, LOCK_EX);
+		ftruncate($handle, 0);
+		fwrite($handle, json_encode($this->state, JSON_THROW_ON_ERROR | JSON_PRETTY_PRINT));
+		fflush($handle);
+		flock($handle, LOCK_UN);
+		fclose($handle);
+	}
+}
+
+/** Mail's AccountService over the fake's accounts: a user's own, nothing else. */
+final class FakeAccountService extends AccountService {
+	public function __construct(private FakeMail $mail) {
+	}
+
+	public function findByUserId(string $currentUserId): array {
+		return $this->mail->accountsOf($currentUserId);
+	}
+}
