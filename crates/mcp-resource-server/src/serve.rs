@@ -124,13 +124,15 @@ where
     let listener = TcpListener::bind(bind).await.map_err(|e| format!("cannot listen on {bind}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let shutdown = CancellationToken::new();
+    // Registered before the line below, so a SIGTERM sent as soon as we are up is ours to handle.
+    let signal = Signals::install();
     // The test harness and operators wait for this exact line.
     println!("listening on http://{addr}");
     let serving = run(listener, config, shutdown.clone());
     tokio::pin!(serving);
     tokio::select! {
         result = &mut serving => return result.map_err(|e| e.to_string()),
-        () = signal() => {
+        () = signal.received() => {
             tracing::info!("shutdown requested");
             shutdown.cancel();
         }
@@ -139,25 +141,31 @@ where
     serving.await.map_err(|e| e.to_string())
 }
 
-/// Resolves on SIGTERM or Ctrl-C.
-async fn signal() {
+/// SIGTERM (on Unix) and Ctrl-C, listened for from the moment of [`Signals::install`].
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn install() -> Self {
+        Signals {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
         }
     }
-    #[cfg(not(unix))]
-    {
+
+    /// Resolves on SIGTERM or Ctrl-C.
+    #[cfg_attr(not(unix), expect(unused_mut, reason = "only Unix has a SIGTERM stream"))]
+    async fn received(mut self) {
+        #[cfg(unix)]
+        if let Some(term) = self.term.as_mut() {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
         let _ = tokio::signal::ctrl_c().await;
     }
 }
