@@ -180,4 +180,43 @@ mod tests {
             "https://cloud.example.com/nextcloud/ocs/v2.php/cloud/user"
         );
     }
+
+    /// A real HTTP exchange with a small stand-in for the OCS endpoint: the bearer goes out
+    /// unchanged, 401 is a rejection, a redirect is not followed (it could carry the bearer
+    /// elsewhere), and a dead upstream is "unavailable", not "rejected".
+    #[tokio::test]
+    async fn ocs_identify_over_http() {
+        use axum::http::{HeaderMap, StatusCode};
+        use axum::response::IntoResponse;
+
+        async fn user(headers: HeaderMap) -> axum::response::Response {
+            match headers.get("authorization").and_then(|v| v.to_str().ok()) {
+                Some("Bearer alice-token") if headers.contains_key("ocs-apirequest") => {
+                    axum::Json(serde_json::json!({"ocs": {"data": {"id": "alice"}}})).into_response()
+                }
+                Some("Bearer moved") => (StatusCode::FOUND, [("location", "http://elsewhere.test/")]).into_response(),
+                _ => StatusCode::UNAUTHORIZED.into_response(),
+            }
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = axum::Router::new().route("/nc/ocs/v2.php/cloud/user", axum::routing::get(user));
+        let ocs = OcsIdentify::new(&Url::parse(&format!("http://{addr}/nc/")).unwrap()).unwrap();
+        let checks = async {
+            assert_eq!(ocs.whoami(&bearer("alice-token")).await.unwrap(), "alice");
+            assert!(matches!(ocs.whoami(&bearer("wrong")).await, Err(IdentifyError::Rejected)));
+            assert!(matches!(ocs.whoami(&bearer("moved")).await, Err(IdentifyError::Unavailable(_))));
+        };
+        // The stand-in serves beside the checks (no task to spawn) and stops with them.
+        tokio::select! {
+            result = axum::serve(listener, router) => panic!("the stand-in stopped: {result:?}"),
+            () = checks => {}
+        }
+
+        let dead = OcsIdentify::new(&Url::parse("http://127.0.0.1:9/").unwrap()).unwrap();
+        assert!(matches!(
+            dead.whoami(&bearer("alice-token")).await,
+            Err(IdentifyError::Unavailable(_))
+        ));
+    }
 }
