@@ -276,12 +276,12 @@ async fn measure_mcp(
 ) -> anyhow::Result<Result<Figures, String>> {
     let (_, name, args) = flavor.calls.iter().find(|(o, _, _)| *o == op).context("operation")?;
     let Value::Object(args) = args.clone() else { bail!("arguments") };
-    let mut tasks = Vec::new();
+    let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..clients {
         let client = connect(url, token).await?;
         let (name, args): (String, JsonObject) = (name.to_string(), args.clone());
         let per = calls / clients;
-        tasks.push(tokio::spawn(async move {
+        tasks.spawn(async move {
             let call = || CallToolRequestParams::new(name.clone()).with_arguments(args.clone());
             for _ in 0..WARMUP.min(per) {
                 let r = client.call_tool(call()).await?;
@@ -302,11 +302,11 @@ async fn measure_mcp(
             }
             let _ = client.cancel().await;
             anyhow::Ok(Ok(out))
-        }));
+        });
     }
     let mut all = Vec::new();
-    for t in tasks {
-        match t.await?? {
+    while let Some(t) = tasks.join_next().await {
+        match t?? {
             Ok(samples) => all.extend(samples),
             Err(failure) => return Ok(Err(failure)),
         }
@@ -316,11 +316,11 @@ async fn measure_mcp(
 
 /// The Nextcloud request(s) behind each operation, made directly as alice.
 async fn measure_direct(http: &reqwest::Client, nc: &Arc<Standin>, op: Op, clients: usize, calls: usize) -> anyhow::Result<Figures> {
-    let mut tasks = Vec::new();
+    let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..clients {
         let (http, nc) = (http.clone(), nc.clone());
         let per = calls / clients;
-        tasks.push(tokio::spawn(async move {
+        tasks.spawn(async move {
             let mut out = Vec::with_capacity(per);
             for i in 0..(per + WARMUP.min(per)) {
                 let t = Instant::now();
@@ -330,11 +330,11 @@ async fn measure_direct(http: &reqwest::Client, nc: &Arc<Standin>, op: Op, clien
                 }
             }
             anyhow::Ok(out)
-        }));
+        });
     }
     let mut all = Vec::new();
-    for t in tasks {
-        all.extend(t.await??);
+    while let Some(t) = tasks.join_next().await {
+        all.extend(t??);
     }
     Ok(figures(all))
 }
