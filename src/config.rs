@@ -7,28 +7,26 @@
 //! The orchestrator holds exactly two secrets of its own and a model key. It must never hold
 //! a Nextcloud credential: there is deliberately no variable for one.
 
+use secrecy::{ExposeSecret, SecretString};
 use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// A secret value that never prints itself.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+/// A secret of the configuration (the proxy and signing secrets, the model key). Its `Debug`
+/// is secrecy's `[REDACTED]`, so a stray `{:?}` of the config (or of anything holding one)
+/// cannot leak it, and it is zeroed when dropped. The value leaves only through [`Secret::expose`],
+/// at the one place that uses it.
+#[derive(Clone, Debug)]
+pub struct Secret(SecretString);
 
 impl Secret {
     pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
+        Secret(SecretString::from(value.into()))
     }
     pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
+        self.0.expose_secret()
     }
 }
 
@@ -166,7 +164,7 @@ impl Config {
         let signing_secret = secret(get("TAMEBI_SIGNING_SECRET"), "TAMEBI_SIGNING_SECRET")?;
         // G1: the two secrets prove different things; one value for both would let anything
         // that knows the proxy secret forge any user's signature.
-        if proxy_secret == signing_secret {
+        if proxy_secret.expose() == signing_secret.expose() {
             return Err(ConfigError::Invalid {
                 var: "TAMEBI_SIGNING_SECRET",
                 why: "must differ from TAMEBI_PROXY_SECRET".into(),
@@ -311,7 +309,7 @@ fn secret(value: Option<String>, var: &'static str) -> Result<Secret, ConfigErro
             why: format!("must be at least {MIN_SECRET_BYTES} bytes"),
         });
     }
-    Ok(Secret(value))
+    Ok(Secret::new(value))
 }
 
 fn parse_or<T: std::str::FromStr>(value: Option<String>, var: &'static str, default: &str) -> Result<T, ConfigError>
@@ -625,9 +623,24 @@ mod tests {
 
     #[test]
     fn secrets_do_not_print() {
-        let c = Config::from_vars(&base()).unwrap();
-        let shown = format!("{c:?}");
-        assert!(!shown.contains(&"p".repeat(32)));
-        assert!(shown.contains("Secret(***)"));
+        let mut vars = base();
+        let (proxy, signing, key) = (
+            "proxy-0123456789abcdef0123456789abcdef",
+            "sign-0123456789abcdef0123456789abcdef",
+            "sk-model-key-9f8e7d6c",
+        );
+        vars.insert("TAMEBI_PROXY_SECRET".into(), proxy.into());
+        vars.insert("TAMEBI_SIGNING_SECRET".into(), signing.into());
+        vars.insert("TAMEBI_MODEL_API_KEY".into(), key.into());
+        let c = Config::from_vars(&vars).unwrap();
+        for shown in [format!("{c:?}"), format!("{c:#?}"), format!("{:?}", c.model)] {
+            for secret in [proxy, signing, key] {
+                assert!(!shown.contains(secret), "{secret} printed in {shown}");
+            }
+            assert!(shown.contains("REDACTED"), "{shown}");
+        }
+        // The values are still there for the one place that uses each.
+        assert_eq!(c.proxy_secret.expose(), proxy);
+        assert_eq!(c.model.api_key.as_ref().map(Secret::expose), Some(key));
     }
 }

@@ -2,6 +2,8 @@
 //!
 //! Users see one of a few fixed messages plus the request id (seed decision: a deny-list
 //! filter of "technical" strings always misses one). Internals go to the logs, redacted.
+//! [`Error`] is a request's failure; [`TurnError`] is why a running turn stopped (it keeps the
+//! cause for the logs and the turn span; `TurnError::public_message` is what the user sees).
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode};
@@ -70,6 +72,58 @@ pub mod messages {
     pub const TOO_FAST: &str = "You are sending messages faster than allowed. Wait a moment, then send again.";
     pub const UNAVAILABLE: &str = "The service is restarting. Please try again in a moment.";
     pub const INTERNAL: &str = "Something went wrong. Please try again.";
+    /// A turn stopped at the operator's token bound (`TAMEBI_TURN_MAX_TOKENS`).
+    pub const TOKEN_BOUND: &str = "This answer stopped here: it reached the token limit set for one turn. Ask again to continue.";
+}
+
+/// Why a turn ended before its finish. The variant and its cause go to the logs and the turn
+/// span; the user sees only [`TurnError::public_message`] (with the request id).
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    #[error("the model call failed: {0}")]
+    ModelCall(crate::model::ModelError),
+    #[error("the model stream failed: {0}")]
+    ModelStream(crate::model::ModelError),
+    /// Nobody consumes the turn's events any more: its conversation crashed or was deleted.
+    #[error("the conversation stopped listening to this turn")]
+    Abandoned,
+    /// A bug; the turn still ends cleanly (the conversation is never left waiting).
+    #[error("the turn panicked")]
+    Panicked,
+    /// Shutdown began, or the conversation was deleted while the turn ran.
+    #[error("the turn was cancelled")]
+    Cancelled,
+    #[error("the turn used {used} tokens, its bound is {max}")]
+    TokenBound { used: u64, max: u64 },
+}
+
+impl TurnError {
+    /// The fixed message a user sees for this failure.
+    pub fn public_message(&self) -> &'static str {
+        match self {
+            TurnError::ModelCall(_) | TurnError::ModelStream(_) | TurnError::Abandoned | TurnError::Panicked => messages::INTERNAL,
+            TurnError::Cancelled => messages::UNAVAILABLE,
+            TurnError::TokenBound { .. } => messages::TOKEN_BOUND,
+        }
+    }
+
+    /// The `error.type` of the turn span.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TurnError::ModelCall(_) => "turn.model_call",
+            TurnError::ModelStream(_) => "turn.model_stream",
+            TurnError::Abandoned => "turn.abandoned",
+            TurnError::Panicked => "turn.panic",
+            TurnError::Cancelled => "turn.cancelled",
+            TurnError::TokenBound { .. } => "turn.token_bound",
+        }
+    }
+
+    /// Whether this is an incident (logged as an error) rather than an expected stop. A turn
+    /// abandoned by a crashed conversation is not one: the crash itself is reported.
+    pub fn is_incident(&self) -> bool {
+        matches!(self, TurnError::ModelCall(_) | TurnError::ModelStream(_) | TurnError::Panicked)
+    }
 }
 
 impl Error {
@@ -186,4 +240,28 @@ fn shaped(status: StatusCode, message: &str, request_id: &str, retry_after: Opti
 /// The text of an SSE `error` part: a fixed message and the request id, nothing else.
 pub fn stream_error_text(message: &str, request_id: &str) -> String {
     format!("{message} (request id: {request_id})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ModelError;
+
+    #[test]
+    fn turn_errors_keep_their_cause_but_show_only_fixed_messages() {
+        let failed = TurnError::ModelStream(ModelError::Protocol("bearer abc.def leaked in a chunk".into()));
+        assert_eq!(failed.public_message(), messages::INTERNAL);
+        assert!(failed.to_string().contains("malformed"), "the cause stays for the logs: {failed}");
+        assert!(failed.is_incident());
+        assert_eq!(TurnError::Cancelled.public_message(), messages::UNAVAILABLE);
+        assert_eq!(TurnError::TokenBound { used: 9, max: 5 }.public_message(), messages::TOKEN_BOUND);
+        for quiet in [
+            TurnError::Abandoned,
+            TurnError::Cancelled,
+            TurnError::TokenBound { used: 9, max: 5 },
+        ] {
+            assert!(!quiet.is_incident(), "{quiet}");
+        }
+        assert_eq!(TurnError::Panicked.kind(), "turn.panic");
+    }
 }

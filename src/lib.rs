@@ -7,11 +7,14 @@
 //! credential beyond the request (or the turn) that carries it.
 //!
 //! Modules:
-//! - [`config`]: the one typed configuration, read from the environment at start.
+//! - [`config`]: the one typed configuration, read from the environment at start (secrets
+//!   in a type that never prints).
 //! - [`auth`]: G1 identity (`auth::identity`) and log redaction.
 //! - [`http`]: the axum routes (chat over SSE, conversations, apps, health).
 //! - [`actors`]: the ractor supervision tree (conversations, tool servers).
-//! - [`turn`]: one agent turn (model → tools → model), G3 approvals.
+//! - [`services`]: what every actor and turn may use (stores, model, tool servers).
+//! - [`turn`]: one agent turn (model → tools → model), G3 approvals; it reports typed events
+//!   into a channel and its failures as `error::TurnError`.
 //! - [`context`]: what the model sees; [`untrusted`]: the G2 envelope.
 //! - [`compaction`]: keeping that inside the context budget (tool-result clearing, summaries).
 //! - [`memory`]: the orchestrator's own memory tools (memory.db, writes through G3).
@@ -32,6 +35,7 @@ pub mod http;
 pub mod mcp;
 pub mod memory;
 pub mod model;
+pub mod services;
 pub mod store;
 pub mod telemetry;
 pub mod turn;
@@ -44,9 +48,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use actors::root::RootSupervisor;
-use actors::{Services, ToolServers};
+use actors::tool_server::ToolServers;
 use config::Config;
 use error::Error;
+use services::Services;
 
 /// Exit code for an invalid configuration.
 pub const EXIT_CONFIG: i32 = 2;
@@ -66,6 +71,12 @@ pub fn run_from_env() -> anyhow::Result<()> {
     let result = runtime.block_on(async move {
         let listener = TcpListener::bind(config.bind).await?;
         let shutdown = CancellationToken::new();
+        // Waits for a signal that may never come: it must not hold up the end of the runtime,
+        // and nothing waits for it; it only ever cancels the shutdown token.
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the signal watcher may outlive shutdown (no signal ever arrives)"
+        )]
         tokio::spawn(watch_signals(shutdown.clone()));
         serve(config, listener, shutdown).await.map_err(anyhow::Error::from)
     });
@@ -112,16 +123,18 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
         store: store.clone(),
         audit: audit.clone(),
         memory: memory.clone(),
-        model: model::ModelClient::new(http_client.clone(), config.model.clone()),
+        model: model::ModelClient::new(http_client, config.model.clone()),
         tool_servers: ToolServers::new(&config.mcp_servers, config.tool_timeout),
         tasks: tasks.clone(),
         shutdown: shutdown.clone(),
     });
+    // No actor is registered under a global name: references live in the state below.
+    let directory = actors::Directory::default();
     let (root, root_handle) = ractor::Actor::spawn(
-        Some("root".into()),
+        None,
         RootSupervisor {
             services: services.clone(),
-            http: http_client,
+            directory: directory.clone(),
         },
         (),
     )
@@ -129,6 +142,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
     .map_err(|e| Error::Internal(format!("start actors: {e}")))?;
     let state = http::AppState {
         services: services.clone(),
+        actors: directory,
         verifier: auth::identity::Verifier::new(config.proxy_secret.clone(), config.signing_secret.clone()),
         turn_permits: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_turns)),
         fairness: http::fairness::Fairness::new(http::fairness::Limits {

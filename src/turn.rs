@@ -1,29 +1,28 @@
 //! One agent turn: model stream → tool calls → model, up to the step cap.
 //!
-//! Runs as a task owned by a `ConversationActor` and reports every stream part back to it
-//! through an [`Emitter`]; it never writes to storage or to a client itself. It is the only
-//! holder of the caller's bearer, for exactly as long as the turn runs.
+//! Runs as a task and reports everything that happens as a typed [`TurnEvent`] into the
+//! channel it is given (the conversation actor consumes it; this module knows nothing of
+//! actors). It never writes to storage or to a client itself. It is the only holder of the
+//! caller's bearer, for exactly as long as the turn runs.
 //! G3 lives here: a call whose policy needs approval is not executed; the turn records the
 //! exact call, asks, and ends. An approved call runs as recorded, never as echoed back.
 
 use futures::{FutureExt, StreamExt};
-use ractor::ActorRef;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::actors::Services;
-use crate::actors::conversation::ConversationMsg;
-use crate::actors::tool_server::{ToolOp, ToolOpResult};
 use crate::auth::Caller;
 use crate::compaction::{self, Calibration, Limits, Summary};
 use crate::context;
-use crate::error::{messages, stream_error_text};
+use crate::error::{TurnError, stream_error_text};
 use crate::mcp::registry::{Registry, ToolDef, canonical_json};
 use crate::model::tool_calls::{AssembledCall, Started, StepCalls};
-use crate::model::{ModelError, ModelEvent, ToolSpec};
+use crate::model::{ModelEvent, ToolSpec};
+use crate::services::Services;
 use crate::store::audit::{ApprovalState, Entry, Kind};
 use crate::store::chat::PendingApproval;
 use crate::ui_stream::{StreamPart, UiMessage};
@@ -44,53 +43,64 @@ pub struct ApprovalDecision {
     pub reason: Option<String>,
 }
 
-/// Sends a turn's parts to its conversation actor, in order.
+/// Everything a turn reports, in the order it happened. Whoever runs the turn consumes these
+/// (the conversation actor folds, stores and fans them out); the turn never learns who.
+#[derive(Debug)]
+pub enum TurnEvent {
+    /// A stream part, with the approval it asks for when it is an approval request (G3: the
+    /// consumer records the exact call in the same commit as the part).
+    Part {
+        part: StreamPart,
+        approval: Option<Box<PendingApproval>>,
+    },
+    /// The turn summarised the earlier part of the conversation.
+    Summarised(Summary),
+    /// The provider's count of the last request, against our estimate.
+    Calibrated(Calibration),
+    /// The turn is over; nothing follows.
+    Ended,
+}
+
+/// Sends a turn's events into its channel, in order.
 #[derive(Clone)]
 pub struct Emitter {
-    actor: ActorRef<ConversationMsg>,
-    turn: u64,
+    events: mpsc::UnboundedSender<TurnEvent>,
 }
 
 impl Emitter {
-    pub fn new(actor: ActorRef<ConversationMsg>, turn: u64) -> Self {
-        Emitter { actor, turn }
+    pub fn new(events: mpsc::UnboundedSender<TurnEvent>) -> Self {
+        Emitter { events }
     }
 
-    /// False when the actor is gone (it crashed or was deleted): the turn should stop.
+    /// False when nobody consumes the events any more (the conversation crashed or was
+    /// deleted): the turn should stop.
+    fn send(&self, event: TurnEvent) -> bool {
+        self.events.send(event).is_ok()
+    }
+
     fn emit(&self, part: StreamPart) -> bool {
-        self.actor
-            .send_message(ConversationMsg::Emit {
-                turn: self.turn,
-                part,
-                approvals: Vec::new(),
-            })
-            .is_ok()
+        self.send(TurnEvent::Part { part, approval: None })
     }
 
     fn emit_with_approval(&self, part: StreamPart, approval: PendingApproval) -> bool {
-        self.actor
-            .send_message(ConversationMsg::Emit {
-                turn: self.turn,
-                part,
-                approvals: vec![approval],
-            })
-            .is_ok()
+        self.send(TurnEvent::Part {
+            part,
+            approval: Some(Box::new(approval)),
+        })
     }
 
-    /// Hands a new summary to the actor, which stores it and keeps it for later turns.
+    /// Hands a new summary over, to be stored and kept for later turns.
     fn summarised(&self, summary: Summary) -> bool {
-        self.actor
-            .send_message(ConversationMsg::Summarised { turn: self.turn, summary })
-            .is_ok()
+        self.send(TurnEvent::Summarised(summary))
     }
 
-    /// Tells the actor how the provider's count compares with our estimate.
+    /// Reports how the provider's count compares with our estimate.
     fn calibrated(&self, calibration: Calibration) {
-        let _ = self.actor.send_message(ConversationMsg::Calibrated { calibration });
+        self.send(TurnEvent::Calibrated(calibration));
     }
 
     fn end(&self) {
-        let _ = self.actor.send_message(ConversationMsg::TurnEnded { turn: self.turn });
+        self.send(TurnEvent::Ended);
     }
 }
 
@@ -102,7 +112,7 @@ pub struct Turn {
     /// The assistant message this turn writes (new, or the one awaiting approval).
     pub assistant: UiMessage,
     pub decisions: Vec<(ApprovalDecision, PendingApproval)>,
-    /// The conversation's latest summary (the actor's state, from chat.db).
+    /// The conversation's latest summary (kept by the conversation, from chat.db).
     pub summary: Option<Summary>,
     /// How the provider counted this conversation's last request against our estimate.
     pub calibration: Calibration,
@@ -110,7 +120,7 @@ pub struct Turn {
     pub cancel: CancellationToken,
 }
 
-/// Runs the turn to its end and tells the actor it ended. The caller runs it inside the turn
+/// Runs the turn to its end and reports that it ended. The caller runs it inside the turn
 /// span (`telemetry::turn_span`), which never carries the uid unless the operator opted in.
 pub async fn run(turn: Turn) {
     let _in_flight = crate::telemetry::metrics::turn_in_flight();
@@ -124,17 +134,31 @@ pub async fn run(turn: Turn) {
     let outcome = tokio::select! {
         o = drive => o.unwrap_or_else(|_| {
             crate::telemetry::metrics::error("turn.panic");
-            tracing::error!(request_id = %request_id, "the turn panicked");
-            Err(messages::INTERNAL)
+            Err(TurnError::Panicked)
         }),
-        _ = cancel.cancelled() => Err(messages::UNAVAILABLE),
+        _ = cancel.cancelled() => Err(TurnError::Cancelled),
     };
-    if let Err(message) = outcome {
+    if let Err(error) = outcome {
+        report(&error, &request_id);
         emitter.emit(StreamPart::Error {
-            error_text: stream_error_text(message, &request_id),
+            error_text: stream_error_text(error.public_message(), &request_id),
         });
     }
     emitter.end();
+}
+
+/// The one place a turn's failure is logged and put on its span, cause and all (redacted);
+/// what the user sees is only its fixed message.
+fn report(error: &TurnError, request_id: &str) {
+    let span = tracing::Span::current();
+    span.record("error.type", error.kind());
+    let cause = crate::auth::redact::redact(&error.to_string());
+    if error.is_incident() {
+        span.record("otel.status_code", "ERROR");
+        tracing::error!(request_id = %request_id, error.type = error.kind(), error = %cause, "turn failed");
+    } else {
+        tracing::info!(request_id = %request_id, error.type = error.kind(), reason = %cause, "turn stopped");
+    }
 }
 
 struct TurnState {
@@ -151,9 +175,6 @@ struct TurnState {
     tokens_used: u64,
 }
 
-/// Shown when a turn stops at the operator's token bound.
-const TOKEN_BOUND_REACHED: &str = "This answer stopped here: it reached the token limit set for one turn. Ask again to continue.";
-
 impl TurnState {
     fn new(t: Turn) -> Self {
         TurnState {
@@ -167,17 +188,17 @@ impl TurnState {
         }
     }
 
-    /// Emits a part and folds it into our copy of the message. Err when the actor is gone.
-    fn emit(&mut self, part: StreamPart) -> Result<(), &'static str> {
+    /// Emits a part and folds it into our copy of the message. Err when nobody listens any more.
+    fn emit(&mut self, part: StreamPart) -> Result<(), TurnError> {
         self.t.assistant.apply(&part);
         if self.t.emitter.emit(part) {
             Ok(())
         } else {
-            Err(messages::INTERNAL)
+            Err(TurnError::Abandoned)
         }
     }
 
-    async fn drive(&mut self) -> Result<(), &'static str> {
+    async fn drive(&mut self) -> Result<(), TurnError> {
         self.emit(StreamPart::Start {
             message_id: self.t.assistant.id.clone(),
         })?;
@@ -187,15 +208,13 @@ impl TurnState {
         let max_steps = self.t.services.config.max_steps;
         for _ in 0..max_steps {
             // The operator's bound: no further model call once the turn used its tokens.
-            if self
-                .t
-                .services
-                .config
-                .model
-                .max_tokens_per_turn
-                .is_some_and(|max| self.tokens_used >= max)
+            if let Some(max) = self.t.services.config.model.max_tokens_per_turn
+                && self.tokens_used >= max
             {
-                return Err(TOKEN_BOUND_REACHED);
+                return Err(TurnError::TokenBound {
+                    used: self.tokens_used,
+                    max,
+                });
             }
             let calls = self.model_step().await?;
             if calls.is_empty() {
@@ -225,17 +244,11 @@ impl TurnState {
         // Each server is listed with the credential it is configured for; no token for a
         // Nextcloud-facing server: no tools from it.
         let servers = self.t.services.tool_servers.reachable(&self.t.caller);
-        let lists = futures::future::join_all(
-            servers
-                .iter()
-                .map(|s| self.t.services.tool_servers.call(s, &self.t.caller, ToolOp::ListTools)),
-        )
-        .await;
+        let lists = futures::future::join_all(servers.iter().map(|s| self.t.services.tool_servers.list_tools(s, &self.t.caller))).await;
         let mut defs = Vec::new();
         for (server, result) in servers.iter().zip(lists) {
             match result {
-                Ok(ToolOpResult::Tools(tools)) => defs.extend(self.t.services.tool_servers.tool_defs(server, &tools)),
-                Ok(_) => {}
+                Ok(listed) => defs.extend(listed),
                 Err(e) => {
                     tracing::warn!(server = %server, error = %crate::auth::redact::redact(&e.to_string()), "could not list tools; offering none from this server")
                 }
@@ -298,7 +311,7 @@ impl TurnState {
     }
 
     /// Runs approved calls (as recorded) and reports denied ones.
-    async fn apply_decisions(&mut self) -> Result<(), &'static str> {
+    async fn apply_decisions(&mut self) -> Result<(), TurnError> {
         let decisions = std::mem::take(&mut self.t.decisions);
         for (decision, pending) in decisions {
             if decision.approved {
@@ -334,22 +347,22 @@ impl TurnState {
     }
 
     /// One model call. Streams its text; returns the tool calls it made.
-    async fn model_step(&mut self) -> Result<Vec<AssembledCall>, &'static str> {
+    async fn model_step(&mut self) -> Result<Vec<AssembledCall>, TurnError> {
         self.emit(StreamPart::StartStep)?;
         let view = self.compacted_view().await?;
         let messages = view.messages;
-        let mut stream = self.t.services.model.stream(&messages, &self.specs).await.map_err(|e| {
-            tracing::error!(error = %crate::auth::redact::redact(&e.to_string()), "model call failed");
-            messages::INTERNAL
-        })?;
+        let mut stream = self
+            .t
+            .services
+            .model
+            .stream(&messages, &self.specs)
+            .await
+            .map_err(TurnError::ModelCall)?;
         let mut text_id: Option<String> = None;
         // Issue #10: the provider's ids and indexes are not trusted; calls get our ids and
         // what one step can make us hold is bounded (see model::tool_calls).
         let mut calls = StepCalls::default();
-        let model_error = |e: ModelError| {
-            tracing::error!(error = %crate::auth::redact::redact(&e.to_string()), "model stream failed");
-            messages::INTERNAL
-        };
+        let model_error = TurnError::ModelStream;
         while let Some(event) = stream.next().await {
             match event.map_err(model_error)? {
                 ModelEvent::TextDelta(delta) => {
@@ -400,7 +413,7 @@ impl TurnState {
 
     /// What this step sends the model: within the budget (rung 1 and the floor always), with
     /// a new summary first when the view passed half the window (rung 2, once per turn).
-    async fn compacted_view(&mut self) -> Result<compaction::View, &'static str> {
+    async fn compacted_view(&mut self) -> Result<compaction::View, TurnError> {
         let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
         let system = context::system_with_context(context::system_prompt(&today, self.has_workspace), &self.facts, None);
         // The history with this turn's message at its end, borrowed rather than copied (a long
@@ -413,7 +426,7 @@ impl TurnState {
         view
     }
 
-    async fn fit(&mut self, system: &str, history: &[UiMessage]) -> Result<compaction::View, &'static str> {
+    async fn fit(&mut self, system: &str, history: &[UiMessage]) -> Result<compaction::View, TurnError> {
         let limits = Limits::for_window(self.t.services.config.model.context_budget());
         let tools_tokens = compaction::tools_tokens(&self.specs);
         let view = compaction::build_view(system, self.t.summary.as_ref(), history, tools_tokens, &limits, self.t.calibration);
@@ -431,7 +444,7 @@ impl TurnState {
                     "throughMessageId": summary.covers_until_id,
                 });
                 if !self.t.emitter.summarised(summary.clone()) {
-                    return Err(messages::INTERNAL);
+                    return Err(TurnError::Abandoned);
                 }
                 self.t.summary = Some(summary);
                 self.emit(StreamPart::DataCompaction { data })?;
@@ -486,7 +499,7 @@ impl TurnState {
     }
 
     /// Handles one step's calls. Returns true when at least one waits for approval.
-    async fn handle_calls(&mut self, calls: Vec<AssembledCall>) -> Result<bool, &'static str> {
+    async fn handle_calls(&mut self, calls: Vec<AssembledCall>) -> Result<bool, TurnError> {
         let mut awaiting = false;
         for call in calls {
             let input: Value = match serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }) {
@@ -576,7 +589,7 @@ impl TurnState {
                 };
                 self.t.assistant.apply(&part);
                 if !self.t.emitter.emit_with_approval(part, approval) {
-                    return Err(messages::INTERNAL);
+                    return Err(TurnError::Abandoned);
                 }
                 awaiting = true;
                 continue;
@@ -647,18 +660,11 @@ impl TurnState {
             .t
             .services
             .tool_servers
-            .call(
-                server,
-                &self.t.caller,
-                ToolOp::CallTool {
-                    name: tool.to_string(),
-                    arguments,
-                },
-            )
+            .call_tool(server, &self.t.caller, tool, arguments)
             .await;
         let resource_uri = self.registry.find(server, tool).and_then(|d| d.resource_uri.clone());
         match result {
-            Ok(ToolOpResult::Called(r)) => {
+            Ok(r) => {
                 let is_error = r.is_error == Some(true);
                 let mut output = serde_json::to_value(&r).unwrap_or(Value::Null);
                 if is_error {
@@ -682,11 +688,6 @@ impl TurnState {
                     dynamic: true,
                 }
             }
-            Ok(_) => StreamPart::ToolOutputError {
-                tool_call_id: tool_call_id.to_string(),
-                error_text: "The tool server answered unexpectedly.".into(),
-                dynamic: true,
-            },
             Err(e) => {
                 tracing::warn!(error = %crate::auth::redact::redact(&e.to_string()), "tool call failed");
                 StreamPart::ToolOutputError {

@@ -122,6 +122,10 @@ async fn a_turn_is_one_trace_and_the_supervision_tree_is_visible() {
             spans
                 .iter()
                 .any(|s| s.service == "mcp-nextcloud" && s.name.starts_with("GET ") && s.trace_id == t.trace_id)
+                // The tool call's own server spans, not only the listing's (they may come in a later batch).
+                && spans
+                    .iter()
+                    .any(|s| s.service == "mcp-nextcloud" && s.name == "tools/call files_read" && s.trace_id == t.trace_id)
                 && spans
                     .iter()
                     .filter(|s| s.trace_id == t.trace_id && s.name.starts_with("chat "))

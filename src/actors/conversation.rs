@@ -1,8 +1,9 @@
 //! `ConversationActor`: one per (uid, conversation). Owns the running turn's stream, the
 //! replay buffer that lets a dropped client resume, and the approval waits.
 //!
-//! The turn itself runs in a task (so the mailbox stays free for resumes) and reports every
-//! stream part back here as a message; this actor is the single writer of the conversation:
+//! The turn itself runs in a task (so the mailbox stays free for resumes) and reports what
+//! happens as [`TurnEvent`]s into a channel; the same task forwards them into this actor's
+//! mailbox, tagged with the turn's number. This actor is the single writer of the conversation:
 //! it folds parts into the assistant message, commits to chat.db at every boundary BEFORE
 //! forwarding (a kill -9 never loses what a client saw finished), and fans frames out.
 //! It never stores the caller's bearer: only the turn task holds it, for the turn.
@@ -16,12 +17,12 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::Services;
 use crate::auth::Caller;
 use crate::compaction::{Calibration, Summary};
 use crate::error::Error;
+use crate::services::Services;
 use crate::store::chat::PendingApproval;
-use crate::turn::{self, ApprovalDecision, Emitter, TurnInput};
+use crate::turn::{self, ApprovalDecision, Emitter, TurnEvent, TurnInput};
 use crate::ui_stream::{StreamPart, UiMessage};
 
 /// What a subscriber receives: frames, then `End` when the turn finished normally. A
@@ -47,28 +48,16 @@ pub enum ConversationMsg {
     Subscribe {
         reply: RpcReplyPort<Option<Subscription>>,
     },
-    Emit {
+    /// What a running turn reported (see [`crate::turn::TurnEvent`]).
+    Turn {
         turn: u64,
-        part: StreamPart,
-        approvals: Vec<PendingApproval>,
-    },
-    TurnEnded {
-        turn: u64,
+        event: TurnEvent,
     },
     Delete {
         reply: RpcReplyPort<Result<bool, Error>>,
     },
     IdleCheck {
         generation: u64,
-    },
-    /// A turn summarised the earlier part of the conversation.
-    Summarised {
-        turn: u64,
-        summary: Summary,
-    },
-    /// The provider's count of the last request, against our estimate.
-    Calibrated {
-        calibration: Calibration,
     },
 }
 
@@ -158,12 +147,19 @@ impl Actor for ConversationActor {
             ConversationMsg::Subscribe { reply } => {
                 let _ = reply.send(state.in_flight.as_mut().map(InFlight::subscribe));
             }
-            ConversationMsg::Emit { turn, part, approvals } => self.emit(state, turn, part, approvals).await,
-            ConversationMsg::TurnEnded { turn } => {
-                self.end_turn(state, turn).await;
-                state.idle_generation += 1;
-                schedule_idle_check(&myself, &self.services, state.idle_generation);
-            }
+            ConversationMsg::Turn { turn, event } => match event {
+                TurnEvent::Part { part, approval } => {
+                    let approvals = approval.map(|a| vec![*a]).unwrap_or_default();
+                    self.emit(state, turn, part, approvals).await
+                }
+                TurnEvent::Summarised(summary) => self.store_summary(state, turn, summary).await,
+                TurnEvent::Calibrated(calibration) => state.calibration = calibration,
+                TurnEvent::Ended => {
+                    self.end_turn(state, turn).await;
+                    state.idle_generation += 1;
+                    schedule_idle_check(&myself, &self.services, state.idle_generation);
+                }
+            },
             ConversationMsg::Delete { reply } => {
                 if let Some(f) = state.in_flight.take() {
                     f.cancel.cancel();
@@ -173,8 +169,6 @@ impl Actor for ConversationActor {
                 let _ = reply.send(self.services.store.delete(&state.uid, &state.cid).await);
                 myself.stop(Some("deleted".into()));
             }
-            ConversationMsg::Summarised { turn, summary } => self.store_summary(state, turn, summary).await,
-            ConversationMsg::Calibrated { calibration } => state.calibration = calibration,
             ConversationMsg::IdleCheck { generation } => {
                 if state.in_flight.is_none() && generation == state.idle_generation {
                     myself.stop(Some("idle".into()));
@@ -250,7 +244,8 @@ impl ConversationActor {
         };
         let subscription = in_flight.subscribe();
         state.in_flight = Some(in_flight);
-        let emitter = Emitter::new(myself.clone(), state.turns);
+        let (events, received) = mpsc::unbounded_channel();
+        let emitter = Emitter::new(events);
         // A child of the HTTP request that asked (ractor carries the sender's span into this
         // handler), linked to this actor's start span.
         let span = crate::telemetry::turn_span(
@@ -272,7 +267,11 @@ impl ConversationActor {
             emitter,
             cancel,
         };
-        self.services.tasks.spawn(tracing::Instrument::instrument(turn::run(run), span));
+        let forward = forward_events(received, myself.clone(), state.turns);
+        // One task runs the turn and feeds its events into this mailbox.
+        self.services.tasks.spawn(async move {
+            futures::join!(tracing::Instrument::instrument(turn::run(run), span), forward);
+        });
         Ok(subscription)
     }
 
@@ -366,6 +365,16 @@ impl ConversationActor {
         }
         for s in &f.subscribers {
             let _ = s.send(Frame::End);
+        }
+    }
+}
+
+/// Moves a turn's events into the actor's mailbox until the turn ends or the actor is gone;
+/// then it drops the receiver, so the turn's next event fails and the turn stops.
+async fn forward_events(mut events: mpsc::UnboundedReceiver<TurnEvent>, actor: ActorRef<ConversationMsg>, turn: u64) {
+    while let Some(event) = events.recv().await {
+        if actor.send_message(ConversationMsg::Turn { turn, event }).is_err() {
+            break;
         }
     }
 }

@@ -8,8 +8,8 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::Services;
 use super::conversation::{Args, ConversationActor, ConversationMsg};
+use crate::services::Services;
 use crate::telemetry::tree::{ActorTrace, Supervision};
 
 pub enum ConversationsMsg {
@@ -147,8 +147,9 @@ impl ConversationsSupervisor {
             conversation_id: key.1.clone(),
             trace: starting.trace.clone(),
         };
-        // Actor names are not registered globally (None): two users' conversation ids may be
-        // equal, and the name must not leak ids into a global registry.
+        // No actor is registered under a global name (None): two users' conversation ids may
+        // be equal, the name must not leak ids into a global registry, and two orchestrators
+        // may share a process.
         let (actor_ref, _handle) = match Actor::spawn_linked(None, actor, args, myself.get_cell()).await {
             Ok(spawned) => spawned,
             Err(e) => {

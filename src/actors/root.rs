@@ -1,14 +1,20 @@
 //! `RootSupervisor`: starts the conversations supervisor and one `ToolServerActor` per
 //! configured MCP server, and restarts a failed child within explicit limits.
+//!
+//! No actor is registered under a process-global name: the root puts each child's reference
+//! where the application finds it — the conversations supervisor in the [`Directory`], each
+//! tool-server actor in `services.tool_servers` — at start and again after every restart.
+//! That is what lets two orchestrators share one process.
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::Services;
+use super::Directory;
 use super::conversations::ConversationsSupervisor;
-use super::tool_server::ToolServerActor;
+use super::tool_server::{ToolServerActor, tool_server_actor_name};
+use crate::services::Services;
 use crate::telemetry::tree::{ActorTrace, Supervision};
 
 /// At most this many restarts of one child within [`RESTART_WINDOW`]; beyond it the root
@@ -16,19 +22,38 @@ use crate::telemetry::tree::{ActorTrace, Supervision};
 pub const MAX_RESTARTS: usize = 5;
 pub const RESTART_WINDOW: Duration = Duration::from_secs(60);
 
+/// The conversations supervisor's name in traces and logs (never a registry name).
 pub const CONVERSATIONS_NAME: &str = "conversations";
 
 pub struct RootSupervisor {
     pub services: Arc<Services>,
-    pub http: reqwest::Client,
+    /// Where the application finds the conversations supervisor.
+    pub directory: Directory,
 }
 
 #[derive(Default)]
 pub struct State {
     restarts: VecDeque<Instant>,
-    /// This actor's and each child's place in the trace (by child name).
+    /// This actor's place in the trace.
     trace: ActorTrace,
-    children: HashMap<String, ActorTrace>,
+    /// Each running child: what it is, and its place in the trace.
+    children: HashMap<ractor::ActorId, (Child, ActorTrace)>,
+}
+
+/// What a child of the root is, so a restart starts the same thing again.
+#[derive(Clone)]
+enum Child {
+    Conversations,
+    ToolServer(String),
+}
+
+impl Child {
+    fn name(&self) -> String {
+        match self {
+            Child::Conversations => CONVERSATIONS_NAME.to_string(),
+            Child::ToolServer(server) => tool_server_actor_name(server),
+        }
+    }
 }
 
 pub enum RootMsg {}
@@ -70,8 +95,10 @@ impl Actor for RootSupervisor {
             }
             SupervisionEvent::ActorStarted(_) | SupervisionEvent::ProcessGroupChanged(_) => return Ok(()),
         };
-        let name = cell.get_name().unwrap_or_default();
-        let child = state.children.remove(&name).unwrap_or_default();
+        let Some((kind, child)) = state.children.remove(&cell.get_id()) else {
+            return Ok(());
+        };
+        let name = kind.name();
         if self.services.shutdown.is_cancelled() {
             child.event(Supervision::Stopped, Some(&why));
             return Ok(());
@@ -88,12 +115,10 @@ impl Actor for RootSupervisor {
         state.restarts.push_back(now);
         tracing::warn!(child = %name, reason = %why, "child exited; restarting it");
         child.event(Supervision::Restarted, None);
-        if name == CONVERSATIONS_NAME {
-            self.start_conversations(&myself, state).await?;
-        } else if let Some(server) = name.strip_prefix("tool-server:") {
-            self.start_tool_server(&myself, state, server).await?;
+        match kind {
+            Child::Conversations => self.start_conversations(&myself, state).await,
+            Child::ToolServer(server) => self.start_tool_server(&myself, state, &server).await,
         }
-        Ok(())
     }
 }
 
@@ -104,32 +129,43 @@ impl RootSupervisor {
             services: self.services.clone(),
             trace: starting.trace.clone(),
         };
-        let spawned = Actor::spawn_linked(Some(CONVERSATIONS_NAME.into()), sup, (), myself.get_cell()).await;
-        self.started(state, CONVERSATIONS_NAME, starting, spawned.map(|(a, _)| a.get_id()))
+        let spawned = Actor::spawn_linked(None, sup, (), myself.get_cell()).await.map(|(a, _)| a);
+        if let Ok(actor) = &spawned {
+            self.directory.set_conversations(actor.clone());
+        }
+        self.started(state, Child::Conversations, starting, spawned.map(|a| a.get_id()))
     }
 
     async fn start_tool_server(&self, myself: &ActorRef<RootMsg>, state: &mut State, server: &str) -> Result<(), ActorProcessingErr> {
-        let name = super::tool_server_actor_name(server);
+        let name = tool_server_actor_name(server);
         let starting = state.trace.start_child("tool-server", &name);
+        let config = self
+            .services
+            .tool_servers
+            .config(server)
+            .ok_or_else(|| format!("no configured server {server}"))?;
         let actor = ToolServerActor {
-            http: self.http.clone(),
+            server: config.clone(),
             tasks: self.services.tasks.clone(),
         };
-        let spawned = Actor::spawn_linked(Some(name.clone()), actor, (), myself.get_cell()).await;
-        self.started(state, &name, starting, spawned.map(|(a, _)| a.get_id()))
+        let spawned = Actor::spawn_linked(None, actor, (), myself.get_cell()).await.map(|(a, _)| a);
+        if let Ok(actor) = &spawned {
+            self.services.tool_servers.register(server, actor.clone());
+        }
+        self.started(state, Child::ToolServer(server.to_string()), starting, spawned.map(|a| a.get_id()))
     }
 
     /// Records a child's start (or its failure) in the trace and keeps its place.
     fn started(
         &self,
         state: &mut State,
-        name: &str,
+        child: Child,
         starting: crate::telemetry::tree::Starting,
         spawned: Result<ractor::ActorId, ractor::SpawnErr>,
     ) -> Result<(), ActorProcessingErr> {
         match spawned {
             Ok(id) => {
-                state.children.insert(name.to_string(), starting.spawned(&id));
+                state.children.insert(id, (child, starting.spawned(&id)));
                 Ok(())
             }
             Err(e) => {

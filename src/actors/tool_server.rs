@@ -1,64 +1,355 @@
-//! `ToolServerActor`: the door to one MCP server. Stateless with respect to identity.
+//! `ToolServerActor`: the door to one MCP server, and what the orchestrator knows about that
+//! server — never about a user.
 //!
-//! Each message carries the bearer, the operation and the trace context; the actor keeps
-//! none of them. It must never serialise calls from different users, so every call runs in
-//! its own task and answers on its own reply port; the actor's mailbox only dispatches.
+//! The actor owns, for its server:
+//! - its connection pool: the reqwest client every call's rmcp client runs on. The rmcp client
+//!   itself is built per call, because it carries that call's bearer (see `mcp::client`);
+//! - its health: the last error, how many calls in a row found it unreachable, and a circuit
+//!   that, after [`OPEN_AFTER`] such calls, answers at once for [`OPEN_FOR`] instead of letting
+//!   every caller wait on a dead server. Only "unreachable" counts — a TCP connect to the server
+//!   fails — so one user's bad token or slow tool can never open it for everybody;
+//! - its cache of converted tool definitions, keyed by each definition's fingerprint (a
+//!   listing is still made with each caller's own bearer every time: the tool set is theirs).
+//!
+//! It never holds a bearer: each message carries the caller's, the call's task uses it and
+//! drops it. It never serialises calls from different users: every call runs in its own task;
+//! only what the call tells about the server comes back through the mailbox.
+//!
+//! [`ToolServers`] is the typed handle the rest of the crate uses: one method per operation,
+//! each with its own reply type, each a ractor `call` bounded by the tool timeout
+//! (`TAMEBI_TOOL_TIMEOUT_SECS`).
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use rmcp::model::{CallToolResult, ReadResourceResult, Tool};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 use tokio_util::task::TaskTracker;
 
+use crate::auth::Caller;
+use crate::config::{McpServer, ServerAuth};
 use crate::mcp::client::{self, CallContext, McpError};
+use crate::mcp::registry::{ToolDef, fingerprint};
 
-/// What to do on the server.
-#[derive(Debug)]
-pub enum ToolOp {
-    ListTools,
-    CallTool {
-        name: String,
-        arguments: serde_json::Map<String, serde_json::Value>,
-    },
-    ReadResource {
-        uri: String,
-    },
-}
-
-#[derive(Debug)]
-pub enum ToolOpResult {
-    Tools(Vec<rmcp::model::Tool>),
-    Called(rmcp::model::CallToolResult),
-    Resource(rmcp::model::ReadResourceResult),
-}
+/// The circuit opens after this many calls in a row found the server unreachable…
+pub const OPEN_AFTER: u32 = 3;
+/// …and answers at once for this long; then calls go through again (half-open) and the first
+/// one that reaches the server closes it.
+pub const OPEN_FOR: Duration = Duration::from_secs(15);
+/// How long the reachability probe after a failed call may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Converted definitions kept; beyond it the cache starts over (definitions rarely change).
+const MAX_CACHED_DEFINITIONS: usize = 1024;
+/// A lost reply is noticed this long after the call's own bound.
+const REPLY_MARGIN: Duration = Duration::from_secs(1);
+/// A health question needs no network: the mailbox answers it at once.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub enum ToolServerMsg {
-    Call {
+    /// The tools this caller is offered, as definitions (see [`ToolDef::from_mcp`]).
+    ListTools {
         ctx: CallContext,
-        op: ToolOp,
-        reply: RpcReplyPort<Result<ToolOpResult, McpError>>,
+        reply: RpcReplyPort<Result<Vec<ToolDef>, McpError>>,
+    },
+    CallTool {
+        ctx: CallContext,
+        name: String,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        reply: RpcReplyPort<Result<CallToolResult, McpError>>,
+    },
+    /// One resource (an MCP App document).
+    ReadResource {
+        ctx: CallContext,
+        uri: String,
+        reply: RpcReplyPort<Result<ReadResourceResult, McpError>>,
+    },
+    Health {
+        reply: RpcReplyPort<Health>,
+    },
+    /// A call's task finished: what it tells about the server.
+    Observed(Observation),
+    /// A listing came back: converted here (through the cache), then answered.
+    Listed {
+        tools: Vec<Tool>,
+        reply: RpcReplyPort<Result<Vec<ToolDef>, McpError>>,
     },
 }
 
-/// Configuration lives in the actor; it has no mutable state worth the name.
+/// What one finished call tells about the server.
+#[derive(Debug)]
+pub enum Observation {
+    /// The server answered (a result, or a JSON-RPC error of its own).
+    Answered,
+    /// The call failed; `unreachable` when a TCP connect to the server failed too.
+    Failed {
+        error: String,
+        kind: &'static str,
+        unreachable: bool,
+    },
+}
+
+/// A server's health, as its actor sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    pub server: String,
+    /// False while the last calls found the server unreachable (or its actor does not answer).
+    pub reachable: bool,
+    pub circuit: Circuit,
+    /// Calls in a row that found the server unreachable.
+    pub consecutive_unreachable: u32,
+    /// The last failed call (redacted; never a bearer or arguments).
+    pub last_error: Option<LastError>,
+    /// Tools in the latest successful listing (listings are per caller: this is the last one).
+    pub tool_count: Option<usize>,
+    /// Converted definitions in the cache.
+    pub cached_definitions: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Circuit {
+    Closed,
+    /// Calls are answered at once, without reaching for the server.
+    Open,
+    /// The open period ended; the next call that reaches the server closes it.
+    HalfOpen,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastError {
+    /// The `error.type` of the failure (`tool.transport`, `tool.timeout`, …).
+    pub kind: &'static str,
+    pub message: String,
+    pub at_unix_ms: i64,
+}
+
+impl Health {
+    /// The health of a server whose actor did not answer.
+    fn unanswered(server: &str, why: &str) -> Health {
+        Health {
+            server: server.to_string(),
+            reachable: false,
+            circuit: Circuit::Closed,
+            consecutive_unreachable: 0,
+            last_error: Some(LastError {
+                kind: "tool.actor",
+                message: why.to_string(),
+                at_unix_ms: chrono::Utc::now().timestamp_millis(),
+            }),
+            tool_count: None,
+            cached_definitions: 0,
+        }
+    }
+}
+
+/// One server's actor: its configuration (never a credential) and where its tasks are tracked.
 pub struct ToolServerActor {
-    pub http: reqwest::Client,
+    pub server: McpServer,
     pub tasks: TaskTracker,
+}
+
+pub struct State {
+    /// This server's connection pool.
+    http: reqwest::Client,
+    health: HealthState,
+    /// Converted definitions by fingerprint: a definition's conversion (visibility, policy,
+    /// G2 envelope for `auth=none` servers) depends on nothing but the definition itself.
+    definitions: HashMap<String, ToolDef>,
+}
+
+#[derive(Default)]
+struct HealthState {
+    consecutive_unreachable: u32,
+    open_until: Option<Instant>,
+    last_error: Option<LastError>,
+    tool_count: Option<usize>,
+}
+
+impl HealthState {
+    fn circuit(&self, now: Instant) -> Circuit {
+        match self.open_until {
+            Some(until) if now < until => Circuit::Open,
+            Some(_) => Circuit::HalfOpen,
+            None => Circuit::Closed,
+        }
+    }
+
+    /// The error a call gets at once while the circuit is open.
+    fn refusal(&self, server: &str, now: Instant) -> Option<McpError> {
+        let until = self.open_until.filter(|until| now < *until)?;
+        Some(McpError::Transport(format!(
+            "{server} was unreachable {} times in a row; not trying again for {} s",
+            self.consecutive_unreachable,
+            until.duration_since(now).as_secs() + 1
+        )))
+    }
+
+    fn observe(&mut self, observation: Observation, now: Instant) {
+        match observation {
+            Observation::Answered => {
+                self.consecutive_unreachable = 0;
+                self.open_until = None;
+            }
+            Observation::Failed { error, kind, unreachable } => {
+                self.last_error = Some(LastError {
+                    kind,
+                    message: error,
+                    at_unix_ms: chrono::Utc::now().timestamp_millis(),
+                });
+                if !unreachable {
+                    // The server is there; the failure was this call's own.
+                    self.consecutive_unreachable = 0;
+                    self.open_until = None;
+                    return;
+                }
+                self.consecutive_unreachable += 1;
+                if self.consecutive_unreachable >= OPEN_AFTER {
+                    self.open_until = Some(now + OPEN_FOR);
+                }
+            }
+        }
+    }
 }
 
 impl Actor for ToolServerActor {
     type Msg = ToolServerMsg;
-    type State = ();
+    type State = State;
     type Arguments = ();
 
-    async fn pre_start(&self, myself: ActorRef<Self::Msg>, _: ()) -> Result<(), ActorProcessingErr> {
-        tracing::info!(actor = ?myself.get_name(), "tool server actor started");
-        Ok(())
+    async fn pre_start(&self, _myself: ActorRef<Self::Msg>, _: ()) -> Result<State, ActorProcessingErr> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(crate::model::CONNECT_TIMEOUT)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()?;
+        tracing::info!(server = %self.server.name, "tool server actor started");
+        Ok(State {
+            http,
+            health: HealthState::default(),
+            definitions: HashMap::new(),
+        })
     }
 
-    async fn handle(&self, myself: ActorRef<Self::Msg>, msg: Self::Msg, _state: &mut ()) -> Result<(), ActorProcessingErr> {
-        let ToolServerMsg::Call { mut ctx, op, reply } = msg;
-        let http = self.http.clone();
-        let server = myself.get_name().unwrap_or_default();
-        let method = op_name(&op);
-        // A child of the tool span that asked (ractor carries the sender's span here).
+    async fn handle(&self, myself: ActorRef<Self::Msg>, msg: Self::Msg, state: &mut State) -> Result<(), ActorProcessingErr> {
+        let now = Instant::now();
+        match msg {
+            ToolServerMsg::ListTools { ctx, reply } => {
+                if let Some(refusal) = state.health.refusal(&self.server.name, now) {
+                    let _ = reply.send(Err(refusal));
+                    return Ok(());
+                }
+                let me = myself.clone();
+                let list = |http: reqwest::Client, ctx: CallContext| async move { client::list_tools(&http, &ctx).await };
+                self.spawn_call(&myself, state, ctx, "tools/list", None, list, move |result| match result {
+                    Ok(tools) => {
+                        // Converted in the mailbox, where the cache is; a stopped actor drops the reply.
+                        let _ = me.send_message(ToolServerMsg::Listed { tools, reply });
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                });
+            }
+            ToolServerMsg::CallTool {
+                ctx,
+                name,
+                arguments,
+                reply,
+            } => {
+                if let Some(refusal) = state.health.refusal(&self.server.name, now) {
+                    let _ = reply.send(Err(refusal));
+                    return Ok(());
+                }
+                let tool = name.clone();
+                let call =
+                    move |http: reqwest::Client, ctx: CallContext| async move { client::call_tool(&http, &ctx, &name, arguments).await };
+                self.spawn_call(&myself, state, ctx, "tools/call", Some(&tool), call, move |result| {
+                    let _ = reply.send(result);
+                });
+            }
+            ToolServerMsg::ReadResource { ctx, uri, reply } => {
+                if let Some(refusal) = state.health.refusal(&self.server.name, now) {
+                    let _ = reply.send(Err(refusal));
+                    return Ok(());
+                }
+                let read = move |http: reqwest::Client, ctx: CallContext| async move { client::read_resource(&http, &ctx, &uri).await };
+                self.spawn_call(&myself, state, ctx, "resources/read", None, read, move |result| {
+                    let _ = reply.send(result);
+                });
+            }
+            ToolServerMsg::Health { reply } => {
+                let _ = reply.send(self.health(state, now));
+            }
+            ToolServerMsg::Observed(observation) => state.health.observe(observation, now),
+            ToolServerMsg::Listed { tools, reply } => {
+                state.health.tool_count = Some(tools.len());
+                let _ = reply.send(Ok(self.definitions(state, &tools)));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ToolServerActor {
+    fn health(&self, state: &State, now: Instant) -> Health {
+        Health {
+            server: self.server.name.clone(),
+            reachable: state.health.consecutive_unreachable == 0,
+            circuit: state.health.circuit(now),
+            consecutive_unreachable: state.health.consecutive_unreachable,
+            last_error: state.health.last_error.clone(),
+            tool_count: state.health.tool_count,
+            cached_definitions: state.definitions.len(),
+        }
+    }
+
+    /// The definitions of a listing, converted once per distinct definition. Text from an
+    /// `auth=none` server is treated as untrusted (G2), see [`ToolDef::from_untrusted_mcp`].
+    fn definitions(&self, state: &mut State, tools: &[Tool]) -> Vec<ToolDef> {
+        let untrusted = self.server.auth == ServerAuth::None;
+        if state.definitions.len() + tools.len() > MAX_CACHED_DEFINITIONS {
+            state.definitions.clear();
+        }
+        tools
+            .iter()
+            .map(|tool| {
+                state
+                    .definitions
+                    .entry(fingerprint(tool))
+                    .or_insert_with(|| {
+                        if untrusted {
+                            ToolDef::from_untrusted_mcp(&self.server.name, tool)
+                        } else {
+                            ToolDef::from_mcp(&self.server.name, tool)
+                        }
+                    })
+                    .clone()
+            })
+            .collect()
+    }
+
+    /// Runs one call in its own task (one user's slow tool never delays another's), inside an
+    /// `mcp.call` span that is a child of the tool span that asked (ractor carries the sender's
+    /// span into this handler). The outcome goes to `deliver`; what it tells about the server
+    /// comes back to this actor.
+    #[expect(clippy::too_many_arguments, reason = "one call's whole description, used in three places")]
+    fn spawn_call<T, F, Fut>(
+        &self,
+        myself: &ActorRef<ToolServerMsg>,
+        state: &State,
+        mut ctx: CallContext,
+        method: &'static str,
+        tool: Option<&str>,
+        work: F,
+        deliver: impl FnOnce(Result<T, McpError>) + Send + 'static,
+    ) where
+        T: Send + 'static,
+        F: FnOnce(reqwest::Client, CallContext) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, McpError>> + Send,
+    {
         let span = tracing::info_span!(
             "mcp.call",
             request_id = %ctx.request_id,
@@ -72,15 +363,18 @@ impl Actor for ToolServerActor {
             otel.status_code = tracing::field::Empty,
         );
         if crate::telemetry::exporting() {
-            record_call(&span, &ctx, &op, method);
+            record_call(&span, &ctx, method, tool);
             // The MCP server's spans continue this one.
             ctx.traceparent = crate::telemetry::traceparent(&span);
         }
-        // A task per call: one user's slow tool never delays another's.
+        let http = state.http.clone();
+        let server = self.server.name.clone();
+        let me = myself.clone();
         self.tasks.spawn(tracing::Instrument::instrument(
             async move {
-                let started = std::time::Instant::now();
-                let result = run(&http, &ctx, op).await;
+                let started = Instant::now();
+                let url = ctx.url.clone();
+                let result = work(http, ctx).await;
                 let error = result.as_ref().err().map(error_type);
                 if let Some(e) = error {
                     let span = tracing::Span::current();
@@ -88,23 +382,48 @@ impl Actor for ToolServerActor {
                     span.record("otel.status_code", "ERROR");
                     crate::telemetry::metrics::error(e);
                 }
-                let server = server.strip_prefix("tool-server:").unwrap_or(&server);
-                crate::telemetry::metrics::tool_call(server, method, started.elapsed(), error);
-                let _ = reply.send(result);
+                crate::telemetry::metrics::tool_call(&server, method, started.elapsed(), error);
+                let failure = match &result {
+                    Ok(_) | Err(McpError::Refused(_)) => None,
+                    Err(e) => Some((crate::auth::redact::redact(&e.to_string()), error_type(e))),
+                };
+                // The caller first; the probe (for a failure) only informs the health.
+                deliver(result);
+                let observation = match failure {
+                    None => Observation::Answered,
+                    Some((error, kind)) => Observation::Failed {
+                        error,
+                        kind,
+                        unreachable: !reachable(&url).await,
+                    },
+                };
+                let _ = me.send_message(ToolServerMsg::Observed(observation));
             },
             span,
         ));
-        Ok(())
     }
 }
 
+/// Whether a TCP connection to the server opens: it tells a server that is down from a call
+/// that failed on its own (a refused token, a slow tool).
+async fn reachable(url: &url::Url) -> bool {
+    let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    matches!(
+        tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect((host, port))).await,
+        Ok(Ok(_))
+    )
+}
+
 /// MCP semantic-convention attributes of one call. Never the arguments or the bearer.
-fn record_call(span: &tracing::Span, ctx: &CallContext, op: &ToolOp, method: &'static str) {
+fn record_call(span: &tracing::Span, ctx: &CallContext, method: &'static str, tool: Option<&str>) {
     span.record("otel.kind", "client");
     span.record("mcp.method.name", method);
-    if let ToolOp::CallTool { name, .. } = op {
+    if let Some(name) = tool {
         span.record("otel.name", format!("{method} {name}"));
-        span.record("gen_ai.tool.name", name.as_str());
+        span.record("gen_ai.tool.name", name);
     } else {
         span.record("otel.name", method);
     }
@@ -122,18 +441,231 @@ fn error_type(e: &McpError) -> &'static str {
     }
 }
 
-fn op_name(op: &ToolOp) -> &'static str {
-    match op {
-        ToolOp::ListTools => "tools/list",
-        ToolOp::CallTool { .. } => "tools/call",
-        ToolOp::ReadResource { .. } => "resources/read",
+/// How to reach the tool-server actors by server name: the typed door every caller uses. It
+/// holds the actors' references itself (the root supervisor registers each one at start and
+/// after a restart), never a process-global name.
+#[derive(Clone)]
+pub struct ToolServers {
+    servers: Arc<HashMap<String, McpServer>>,
+    actors: Arc<RwLock<HashMap<String, ActorRef<ToolServerMsg>>>>,
+    timeout: Duration,
+}
+
+/// A server's actor's name in traces and logs (never a registry name).
+pub fn tool_server_actor_name(server: &str) -> String {
+    format!("tool-server:{server}")
+}
+
+impl ToolServers {
+    /// `timeout` bounds each call (`TAMEBI_TOOL_TIMEOUT_SECS`).
+    pub fn new(servers: &[McpServer], timeout: Duration) -> Self {
+        ToolServers {
+            servers: Arc::new(servers.iter().map(|s| (s.name.clone(), s.clone())).collect()),
+            actors: Arc::default(),
+            timeout,
+        }
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        let mut n: Vec<String> = self.servers.keys().cloned().collect();
+        n.sort();
+        n
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.servers.contains_key(name)
+    }
+
+    /// A server's configuration (its actor's).
+    pub fn config(&self, name: &str) -> Option<&McpServer> {
+        self.servers.get(name)
+    }
+
+    /// The configured servers this caller can reach now: every `auth=none` server, and each
+    /// `auth=nextcloud` server for which the app sent a token.
+    pub fn reachable(&self, caller: &Caller) -> Vec<String> {
+        self.names().into_iter().filter(|n| self.can_reach(n, caller)).collect()
+    }
+
+    /// Whether `server` is configured and this caller holds what it needs to reach it.
+    pub fn can_reach(&self, server: &str, caller: &Caller) -> bool {
+        self.servers.get(server).is_some_and(|s| bearer_for(s, caller).is_ok())
+    }
+
+    /// The tools `server` offers this caller, as definitions the model and the relay may see.
+    pub async fn list_tools(&self, server: &str, caller: &Caller) -> Result<Vec<ToolDef>, McpError> {
+        let (actor, ctx) = self.door(server, caller)?;
+        self.ask(&actor, |reply| ToolServerMsg::ListTools { ctx, reply }).await
+    }
+
+    /// Calls one tool on `server` as `caller`.
+    pub async fn call_tool(
+        &self,
+        server: &str,
+        caller: &Caller,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<CallToolResult, McpError> {
+        let (actor, ctx) = self.door(server, caller)?;
+        let name = name.to_string();
+        self.ask(&actor, |reply| ToolServerMsg::CallTool {
+            ctx,
+            name,
+            arguments,
+            reply,
+        })
+        .await
+    }
+
+    /// Reads one resource of `server` as `caller`.
+    pub async fn read_resource(&self, server: &str, caller: &Caller, uri: &str) -> Result<ReadResourceResult, McpError> {
+        let (actor, ctx) = self.door(server, caller)?;
+        let uri = uri.to_string();
+        self.ask(&actor, |reply| ToolServerMsg::ReadResource { ctx, uri, reply }).await
+    }
+
+    /// The health of one configured server (None: no such server). An actor that does not
+    /// answer reports the server unreachable.
+    pub async fn health(&self, server: &str) -> Option<Health> {
+        if !self.contains(server) {
+            return None;
+        }
+        let Some(actor) = self.actor(server) else {
+            return Some(Health::unanswered(server, "tool server actor not running"));
+        };
+        Some(
+            match actor.call(|reply| ToolServerMsg::Health { reply }, Some(HEALTH_TIMEOUT)).await {
+                Ok(ractor::rpc::CallResult::Success(health)) => health,
+                _ => Health::unanswered(server, "tool server actor did not answer"),
+            },
+        )
+    }
+
+    /// The health of every configured server, by name.
+    pub async fn health_all(&self) -> Vec<Health> {
+        let names = self.names();
+        futures::future::join_all(names.iter().map(|n| self.health(n)))
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// Records the running actor of `server` (the root supervisor, at start and on restart).
+    pub(crate) fn register(&self, server: &str, actor: ActorRef<ToolServerMsg>) {
+        self.actors
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(server.to_string(), actor);
+    }
+
+    fn actor(&self, server: &str) -> Option<ActorRef<ToolServerMsg>> {
+        self.actors
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(server)
+            .cloned()
+    }
+
+    /// The actor of `server` and the context of one call on it as `caller`, with exactly the
+    /// credential the server is configured for: its own token for an `auth=nextcloud` server
+    /// (without one there is nothing to do: workspace tools are never called without the
+    /// user's own credential), nothing at all for an `auth=none` server.
+    fn door(&self, server: &str, caller: &Caller) -> Result<(ActorRef<ToolServerMsg>, CallContext), McpError> {
+        let cfg = self
+            .servers
+            .get(server)
+            .ok_or_else(|| McpError::Transport(format!("unknown server {server}")))?;
+        let bearer = bearer_for(cfg, caller)?;
+        let actor = self
+            .actor(server)
+            .ok_or_else(|| McpError::Transport("tool server actor not running".into()))?;
+        let ctx = CallContext {
+            url: cfg.url.clone(),
+            bearer,
+            request_id: caller.request_id.clone(),
+            // Set by the tool-server actor from its `mcp.call` span.
+            traceparent: None,
+            timeout: self.timeout,
+        };
+        Ok((actor, ctx))
+    }
+
+    /// Asks the actor and waits for its typed answer. The call itself is bounded by the tool
+    /// timeout inside the actor's task; this bound only covers a lost reply.
+    async fn ask<T: Send + 'static>(
+        &self,
+        actor: &ActorRef<ToolServerMsg>,
+        message: impl FnOnce(RpcReplyPort<Result<T, McpError>>) -> ToolServerMsg,
+    ) -> Result<T, McpError> {
+        match actor.call(message, Some(self.timeout + REPLY_MARGIN)).await {
+            Ok(ractor::rpc::CallResult::Success(result)) => result,
+            Ok(ractor::rpc::CallResult::Timeout) => Err(McpError::Timeout),
+            Ok(ractor::rpc::CallResult::SenderError) => Err(McpError::Transport("tool call dropped".into())),
+            Err(_) => Err(McpError::Transport("tool server actor stopped".into())),
+        }
     }
 }
 
-async fn run(http: &reqwest::Client, ctx: &CallContext, op: ToolOp) -> Result<ToolOpResult, McpError> {
-    match op {
-        ToolOp::ListTools => client::list_tools(http, ctx).await.map(ToolOpResult::Tools),
-        ToolOp::CallTool { name, arguments } => client::call_tool(http, ctx, &name, arguments).await.map(ToolOpResult::Called),
-        ToolOp::ReadResource { uri } => client::read_resource(http, ctx, &uri).await.map(ToolOpResult::Resource),
+/// G1: the credential one server gets. Looked up by the server's own configured name only, so
+/// a token sent for one audience never reaches another server.
+fn bearer_for(server: &McpServer, caller: &Caller) -> Result<Option<crate::auth::NcBearer>, McpError> {
+    match server.auth {
+        ServerAuth::None => Ok(None),
+        ServerAuth::Nextcloud => caller
+            .credentials
+            .for_server(&server.name)
+            .cloned()
+            .map(Some)
+            .ok_or(McpError::NoCredential),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(unreachable: bool) -> Observation {
+        Observation::Failed {
+            error: "connection refused".into(),
+            kind: "tool.transport",
+            unreachable,
+        }
+    }
+
+    #[test]
+    fn the_circuit_opens_only_on_a_server_that_is_down_and_closes_when_it_answers() {
+        let mut h = HealthState::default();
+        let t0 = Instant::now();
+        // A caller's own failures (a refused token, a slow tool) never count.
+        for _ in 0..10 {
+            h.observe(failed(false), t0);
+        }
+        assert_eq!((h.circuit(t0), h.consecutive_unreachable), (Circuit::Closed, 0));
+        assert!(h.last_error.is_some());
+        for _ in 0..OPEN_AFTER - 1 {
+            h.observe(failed(true), t0);
+        }
+        assert_eq!(h.circuit(t0), Circuit::Closed);
+        assert!(h.refusal("s", t0).is_none());
+        h.observe(failed(true), t0);
+        assert_eq!(h.circuit(t0), Circuit::Open);
+        assert!(matches!(h.refusal("s", t0), Some(McpError::Transport(_))));
+        let later = t0 + OPEN_FOR;
+        assert_eq!(h.circuit(later), Circuit::HalfOpen);
+        assert!(h.refusal("s", later).is_none(), "half-open lets a call through");
+        h.observe(failed(true), later);
+        assert_eq!(h.circuit(later), Circuit::Open, "a failed trial opens it again");
+        h.observe(Observation::Answered, later);
+        assert_eq!((h.circuit(later), h.consecutive_unreachable), (Circuit::Closed, 0));
+    }
+
+    #[tokio::test]
+    async fn a_closed_port_is_unreachable_and_a_listening_one_is_not() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let open = listener.local_addr().unwrap().port();
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        assert!(reachable(&format!("http://127.0.0.1:{open}/mcp").parse().unwrap()).await);
+        assert!(!reachable(&format!("http://127.0.0.1:{closed}/mcp").parse().unwrap()).await);
     }
 }

@@ -19,7 +19,6 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::AppState;
-use crate::actors::tool_server::{ToolOp, ToolOpResult};
 use crate::approval::Category;
 use crate::apps::{APP_MIME, csp};
 use crate::auth::Caller;
@@ -73,19 +72,16 @@ pub async fn resource(
         return Err(Error::NotFound.with_request(&rid));
     }
     require_credential(&state, &caller, &q.server)?;
-    let result = state
+    let r = state
         .services
         .tool_servers
-        .call(&q.server, &caller, ToolOp::ReadResource { uri: q.uri.clone() })
+        .read_resource(&q.server, &caller, &q.uri)
         .await
         .map_err(|e| match e {
             // The server does not know that document (or refused the read): not found, not a crash.
             McpError::Refused(_) => Error::NotFound.with_request(&rid),
             e => Error::Internal(e.to_string()).with_request(&rid),
         })?;
-    let ToolOpResult::Resource(r) = result else {
-        return Err(Error::Internal("unexpected answer".into()).with_request(&rid));
-    };
     let contents = serde_json::to_value(&r.contents).unwrap_or(Value::Null);
     let html = contents
         .as_array()
@@ -251,15 +247,13 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
         audit_refusal(state, caller, &req.server, &req.name, "action", "no credential for this server").await;
         return Err(e);
     }
-    let listed = match state.services.tool_servers.call(&req.server, caller, ToolOp::ListTools).await {
-        Ok(ToolOpResult::Tools(tools)) => tools,
-        other => {
-            let why = other.err().map_or_else(|| "unexpected answer".to_string(), |e| e.to_string());
+    let mut defs: Vec<ToolDef> = match state.services.tool_servers.list_tools(&req.server, caller).await {
+        Ok(defs) => defs,
+        Err(e) => {
             audit_failure(state, caller, req, "could not list the server's tools").await;
-            return Err(Error::Internal(why).with_request(rid));
+            return Err(Error::Internal(e.to_string()).with_request(rid));
         }
     };
-    let mut defs: Vec<ToolDef> = state.services.tool_servers.tool_defs(&req.server, &listed);
     let template = entry(
         caller,
         Kind::FingerprintChanged,
@@ -325,24 +319,14 @@ async fn run(
     let result = state
         .services
         .tool_servers
-        .call(
-            &req.server,
-            caller,
-            ToolOp::CallTool {
-                name: req.name,
-                arguments: req.arguments,
-            },
-        )
+        .call_tool(&req.server, caller, &req.name, req.arguments)
         .await;
     row.duration_ms = Some(started.elapsed().as_millis() as i64);
     row.outcome = match &result {
-        Ok(ToolOpResult::Called(r)) if r.is_error != Some(true) => "ok".into(),
+        Ok(r) if r.is_error != Some(true) => "ok".into(),
         _ => "error".into(),
     };
     state.services.audit.record(row).await;
-    let result = result.map_err(|e| Error::Internal(e.to_string()).with_request(rid))?;
-    let ToolOpResult::Called(r) = result else {
-        return Err(Error::Internal("unexpected answer".into()).with_request(rid));
-    };
+    let r = result.map_err(|e| Error::Internal(e.to_string()).with_request(rid))?;
     Ok(Json(r).into_response())
 }

@@ -55,7 +55,9 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     if state.services.shutdown.is_cancelled() {
         return Err(Error::ShuttingDown.with_request(&rid));
     }
-    let actor = conversation_actor(&caller.uid, &id).await.map_err(|e| e.with_request(&rid))?;
+    let actor = conversation_actor(&state, &caller.uid, &id)
+        .await
+        .map_err(|e| e.with_request(&rid))?;
     let turn_caller = caller.clone();
     let subscription = ask(&actor, |reply| ConversationMsg::StartTurn {
         caller: turn_caller,
@@ -83,7 +85,10 @@ pub async fn resume(
         return Err(Error::NotFound.with_request(&rid));
     }
     // Another user's conversation is keyed under their uid: it is simply not found here.
-    let Some(actor) = find_conversation(&caller.uid, &id).await.map_err(|e| e.with_request(&rid))? else {
+    let Some(actor) = find_conversation(&state, &caller.uid, &id)
+        .await
+        .map_err(|e| e.with_request(&rid))?
+    else {
         return Ok(http::StatusCode::NO_CONTENT.into_response());
     };
     let sub = ask(&actor, |reply| ConversationMsg::Subscribe { reply })

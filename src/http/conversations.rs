@@ -45,7 +45,7 @@ pub async fn delete_one(
         return Err(Error::NotFound.with_request(rid));
     }
     // A running actor deletes (and stops its turn); otherwise the store does it directly.
-    let existed = match find_conversation(&caller.uid, &id).await.map_err(|e| e.with_request(rid))? {
+    let existed = match find_conversation(&state, &caller.uid, &id).await.map_err(|e| e.with_request(rid))? {
         Some(actor) => ask(&actor, |reply| ConversationMsg::Delete { reply })
             .await
             .and_then(|deleted| deleted)

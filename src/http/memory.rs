@@ -54,7 +54,7 @@ pub async fn forget(
 pub async fn erase_me(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
     let uid = caller.uid.clone();
-    let actors = ask(&conversations_supervisor().map_err(|e| e.with_request(rid))?, |reply| {
+    let actors = ask(&conversations_supervisor(&state).map_err(|e| e.with_request(rid))?, |reply| {
         ConversationsMsg::OfUser { uid: uid.clone(), reply }
     })
     .await

@@ -30,12 +30,12 @@ use axum::{Json, Router};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
-use crate::actors::Services;
 use crate::actors::conversation::ConversationMsg;
 use crate::actors::conversations::ConversationsMsg;
 use crate::auth::identity::{self, IdentityError, Verifier};
 use crate::auth::replay::ReplayGuard;
 use crate::error::{Error, error_response};
+use crate::services::Services;
 
 /// Largest request body accepted (the AI SDK client may send the whole history).
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
@@ -46,6 +46,8 @@ pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 #[derive(Clone)]
 pub struct AppState {
     pub services: Arc<Services>,
+    /// Where the running actors are (never a process-global name).
+    pub actors: crate::actors::Directory,
     pub verifier: Verifier,
     pub turn_permits: Arc<Semaphore>,
     /// B6: each user's share of turns.
@@ -178,10 +180,8 @@ pub fn valid_conversation_id(id: &str) -> bool {
 
 const ACTOR_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-fn conversations_supervisor() -> Result<ractor::ActorRef<ConversationsMsg>, Error> {
-    ractor::registry::where_is(crate::actors::root::CONVERSATIONS_NAME)
-        .map(Into::into)
-        .ok_or_else(|| Error::Internal("conversations supervisor not running".into()))
+fn conversations_supervisor(state: &AppState) -> Result<ractor::ActorRef<ConversationsMsg>, Error> {
+    state.actors.conversations()
 }
 
 /// Asks `actor` and waits (bounded) for its answer.
@@ -198,9 +198,9 @@ where
 }
 
 /// The running actor of a conversation, if any.
-async fn find_conversation(uid: &str, id: &str) -> Result<Option<ractor::ActorRef<ConversationMsg>>, Error> {
+async fn find_conversation(state: &AppState, uid: &str, id: &str) -> Result<Option<ractor::ActorRef<ConversationMsg>>, Error> {
     let (uid, conversation_id) = (uid.to_string(), id.to_string());
-    ask(&conversations_supervisor()?, |reply| ConversationsMsg::Find {
+    ask(&conversations_supervisor(state)?, |reply| ConversationsMsg::Find {
         uid,
         conversation_id,
         reply,
@@ -209,9 +209,9 @@ async fn find_conversation(uid: &str, id: &str) -> Result<Option<ractor::ActorRe
 }
 
 /// The actor of a conversation, started if needed.
-async fn conversation_actor(uid: &str, id: &str) -> Result<ractor::ActorRef<ConversationMsg>, Error> {
+async fn conversation_actor(state: &AppState, uid: &str, id: &str) -> Result<ractor::ActorRef<ConversationMsg>, Error> {
     let (uid, conversation_id) = (uid.to_string(), id.to_string());
-    ask(&conversations_supervisor()?, |reply| ConversationsMsg::Get {
+    ask(&conversations_supervisor(state)?, |reply| ConversationsMsg::Get {
         uid,
         conversation_id,
         reply,

@@ -16,6 +16,7 @@ use hyper_util::service::TowerToHyperService;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// hyper's smallest allowed read buffer; request headers must fit in it.
 const MAX_READ_BUF: usize = 8192;
@@ -24,6 +25,8 @@ const MAX_READ_BUF: usize = 8192;
 /// `drain`) for open connections to finish their responses.
 pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationToken, drain: Duration) {
     let graceful = GracefulShutdown::new();
+    // Every connection's task, so the drain below can wait for the tasks themselves.
+    let connections = TaskTracker::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // A client that never finishes its headers does not hold a connection forever.
     builder
@@ -51,14 +54,19 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationTok
         let service = TowerToHyperService::new(app.clone());
         let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
         let watched = graceful.watch(connection);
-        tokio::spawn(async move {
+        connections.spawn(async move {
             if let Err(e) = watched.await {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
         });
     }
     drop(listener);
-    if tokio::time::timeout(drain, graceful.shutdown()).await.is_err() {
+    connections.close();
+    let drained = async {
+        graceful.shutdown().await;
+        connections.wait().await;
+    };
+    if tokio::time::timeout(drain, drained).await.is_err() {
         tracing::warn!("some connections did not finish in time");
     }
 }

@@ -1,4 +1,5 @@
-//! A per-call MCP client over Streamable HTTP (rmcp), sharing one reqwest connection pool.
+//! A per-call MCP client over Streamable HTTP (rmcp), on its server's reqwest connection pool
+//! (owned by that server's `ToolServerActor`).
 //!
 //! rmcp's transport fixes its Authorization header per client, so a client is built for
 //! each operation with the bearer meant for that server (or none) and dropped right after:

@@ -205,6 +205,7 @@ mod tests {
         let mut tasks = Vec::new();
         for n in 0..200 {
             let db = db.clone();
+            #[expect(clippy::disallowed_methods, reason = "every handle is awaited below")]
             tasks.push(tokio::spawn(async move {
                 db.write(move |c| Ok(c.execute("INSERT INTO t (n) VALUES (?1)", [n])?)).await
             }));

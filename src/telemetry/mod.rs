@@ -70,6 +70,8 @@ pub fn turn_span(request_id: &str, conversation_id: &str, uid: &str, actor: &tre
         tamebi.conversation.id = tracing::field::Empty,
         tamebi.actor.id = tracing::field::Empty,
         enduser.id = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
     );
     if exporting() {
         span.record("tamebi.conversation.id", conversation_id);

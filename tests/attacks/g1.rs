@@ -167,6 +167,7 @@ pub async fn unauthenticated_floods_do_not_grow_memory(s: &Stack) -> Result<()> 
     let mut tasks = Vec::new();
     for _ in 0..20 {
         let (addr, headers) = (addr(s), headers.clone());
+        #[expect(clippy::disallowed_methods, reason = "every handle is awaited below")]
         tasks.push(tokio::spawn(async move {
             let Ok(mut tcp) = TcpStream::connect(&addr).await else { return };
             let mut head = format!("POST /v1/chat HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 8388608\r\n");

@@ -32,6 +32,10 @@ async fn main() -> anyhow::Result<()> {
     writeln!(out, "listening on http://{addr}")?;
     out.flush()?;
     let shutdown = CancellationToken::new();
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the signal watcher may outlive shutdown (no signal ever arrives); it only cancels the token"
+    )]
     tokio::spawn(watch_signals(shutdown.clone()));
     probe_mcp::serve(listener, shutdown).await?;
     Ok(())

@@ -14,6 +14,10 @@ async fn start() -> (String, CancellationToken) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let shutdown = CancellationToken::new();
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a test fixture: the server stops when the test cancels its shutdown token"
+    )]
     tokio::spawn(probe_mcp::serve(listener, shutdown.clone()));
     (base, shutdown)
 }

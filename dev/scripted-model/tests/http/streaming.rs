@@ -167,6 +167,7 @@ async fn hang_never_answers_and_does_not_block_shutdown() {
         .await;
     assert!(pending.unwrap_err().is_timeout());
     // A hanging request still open while shutting down must not hold the server.
+    #[expect(clippy::disallowed_methods, reason = "the handle is awaited below")]
     let open = tokio::spawn(s.client.post(&url).json(&user("hang")).send());
     let log = s.client.get(format!("{}/__requests", s.base));
     let seen = async {

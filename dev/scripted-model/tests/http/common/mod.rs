@@ -24,6 +24,7 @@ pub async fn start(rules: Value) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let shutdown = CancellationToken::new();
+    #[expect(clippy::disallowed_methods, reason = "the handle is kept in Server and awaited when it stops")]
     let handle = tokio::spawn(scripted_model::serve(listener, rules, shutdown.clone()));
     let client = reqwest::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
     Server {
