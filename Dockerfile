@@ -52,15 +52,17 @@ COPY dev/loadgen/Cargo.toml dev/loadgen/
 COPY dev/scripted-model/Cargo.toml dev/scripted-model/
 COPY dev/test-harness/Cargo.toml dev/test-harness/
 COPY dev/probe-mcp/Cargo.toml dev/probe-mcp/
+COPY crates/telemetry-otlp/Cargo.toml crates/telemetry-otlp/
+COPY crates/mcp-resource-server/Cargo.toml crates/mcp-resource-server/
 # Stub sources with the same targets, so this layer compiles only the dependencies and is reused
 # until Cargo.toml or Cargo.lock change.
-RUN for crate in . mcp-servers/mcp-nextcloud dev/loadgen dev/scripted-model dev/test-harness dev/probe-mcp; do \
+RUN for crate in . mcp-servers/mcp-nextcloud dev/loadgen dev/scripted-model dev/test-harness dev/probe-mcp crates/telemetry-otlp crates/mcp-resource-server; do \
       mkdir -p "$crate/src" && echo 'fn main() {}' > "$crate/src/main.rs" && : > "$crate/src/lib.rs"; \
     done \
     && mkdir -p mcp-servers/mcp-nextcloud/benches \
     && for b in index tools; do echo 'fn main() {}' > "mcp-servers/mcp-nextcloud/benches/$b.rs"; done \
     && cargo build --workspace --bins \
-    && rm -rf src mcp-servers dev
+    && rm -rf src mcp-servers dev crates
 COPY . .
 # COPY keeps the sources' old mtimes; touch them so cargo rebuilds over the stubs.
 RUN find . -name '*.rs' -not -path './target/*' -exec touch {} + \

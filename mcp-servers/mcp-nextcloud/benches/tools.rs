@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use http::{HeaderMap, HeaderValue};
-use mcp_nextcloud::auth::Bearer;
+use mcp_resource_server::Bearer;
 use mcp_nextcloud::nextcloud::session_cookies::SessionCookies;
 use mcp_nextcloud::nextcloud::{dav, dav_headers};
 use rmcp::ServiceExt;

@@ -1,11 +1,15 @@
 //! Configuration: one typed struct, read from the environment once at startup and validated
 //! with messages an operator can act on. Nothing else in the crate reads environment
 //! variables. It must never hold a Nextcloud credential: there is none to configure.
+//!
+//! The settings every MCP server shares (`NC_URL`, `MCP_BIND`, `MCP_PUBLIC_URL`,
+//! `MCP_ALLOWED_HOSTS`, `RUST_LOG`, `OTEL_EXPORTER_OTLP_ENDPOINT`) are
+//! [`mcp_resource_server::BaseConfig`]; this adds the document index's two.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use url::Url;
+use mcp_resource_server::BaseConfig;
+use mcp_resource_server::config::var;
 
 use crate::error::Error;
 
@@ -15,23 +19,18 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:8711";
 /// Everything the server needs to run.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Nextcloud base URL (`NC_URL`), e.g. `https://cloud.example.com` or `…/nextcloud`.
-    pub nc_url: Url,
-    /// Listen address (`MCP_BIND`); the MCP endpoint is at `/mcp`.
-    pub bind: SocketAddr,
-    /// Canonical URI of the MCP endpoint (`MCP_PUBLIC_URL`): the audience a JWT must name.
-    pub public_url: Url,
-    /// Extra `Host` values accepted besides loopback (`MCP_ALLOWED_HOSTS`, comma separated).
-    pub allowed_hosts: Vec<String>,
+    /// What every MCP server reads (Nextcloud URL, bind address, public URL, hosts, logs).
+    pub base: BaseConfig,
     /// Path of the document index (`MCP_INDEX_PATH`), used by `files_grep`.
     pub index_path: PathBuf,
     /// Shared secret of the Nextcloud webhook (`MCP_WEBHOOK_SECRET`), used by the index.
     pub webhook_secret: Option<String>,
-    /// Log filter (`RUST_LOG`), default `info`.
-    pub log_filter: String,
-    /// Base URL of an OTLP/HTTP receiver (`OTEL_EXPORTER_OTLP_ENDPOINT`): spans and metrics
-    /// are exported there; none, nothing is.
-    pub otlp_endpoint: Option<Url>,
+}
+
+impl AsRef<BaseConfig> for Config {
+    fn as_ref(&self) -> &BaseConfig {
+        &self.base
+    }
 }
 
 impl Config {
@@ -42,94 +41,15 @@ impl Config {
 
     /// Reads configuration through `lookup` (the environment in production, a map in tests).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
-        let get = |name: &str| lookup(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
-
-        let nc_raw = get("NC_URL").ok_or_else(|| bad("NC_URL is required (the Nextcloud base URL, e.g. https://cloud.example.com)"))?;
-        let nc_url = parse_http_url("NC_URL", &nc_raw)?;
-
-        let bind_raw = get("MCP_BIND").unwrap_or_else(|| DEFAULT_BIND.to_string());
-        let bind: SocketAddr = bind_raw
-            .parse()
-            .map_err(|_| bad(format!("MCP_BIND must be an address like {DEFAULT_BIND}, got {bind_raw:?}")))?;
-
-        let public_url = match get("MCP_PUBLIC_URL") {
-            Some(raw) => parse_http_url("MCP_PUBLIC_URL", &raw)?,
-            None => parse_http_url("MCP_BIND", &format!("http://{bind}/mcp"))?,
-        };
-        if public_url.query().is_some() || public_url.fragment().is_some() {
-            return Err(bad("MCP_PUBLIC_URL must not carry a query or fragment"));
-        }
-
-        let allowed_hosts = get("MCP_ALLOWED_HOSTS")
-            .map(|raw| {
-                raw.split(',')
-                    .map(str::trim)
-                    .filter(|h| !h.is_empty())
-                    .map(str::to_string)
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
-        if let Some(h) = allowed_hosts.iter().find(|h| h.contains('/') || h.contains(char::is_whitespace)) {
-            return Err(bad(format!("MCP_ALLOWED_HOSTS takes host or host:port values, got {h:?}")));
-        }
-
-        let index_path = get("MCP_INDEX_PATH").map_or_else(|| PathBuf::from("./data/index.db"), PathBuf::from);
-        let webhook_secret = get("MCP_WEBHOOK_SECRET");
-        let log_filter = get("RUST_LOG").unwrap_or_else(|| "info".to_string());
-        let otlp_endpoint = get("OTEL_EXPORTER_OTLP_ENDPOINT")
-            .map(|raw| parse_http_url("OTEL_EXPORTER_OTLP_ENDPOINT", &raw))
-            .transpose()?;
-
+        let base = BaseConfig::from_lookup(&lookup, DEFAULT_BIND)?;
+        let index_path = var(&lookup, "MCP_INDEX_PATH").map_or_else(|| PathBuf::from("./data/index.db"), PathBuf::from);
+        let webhook_secret = var(&lookup, "MCP_WEBHOOK_SECRET");
         Ok(Config {
-            nc_url,
-            bind,
-            public_url,
-            allowed_hosts,
+            base,
             index_path,
             webhook_secret,
-            log_filter,
-            otlp_endpoint,
         })
     }
-
-    /// `scheme://host[:port]` of the public URL: where the well-known document is served.
-    pub fn public_origin(&self) -> String {
-        self.public_url.origin().ascii_serialization()
-    }
-
-    /// The canonical resource URI (the public URL as a string, without a trailing slash).
-    pub fn resource(&self) -> String {
-        let s = self.public_url.as_str();
-        s.strip_suffix('/').unwrap_or(s).to_string()
-    }
-
-    /// Host values rmcp accepts: loopback, the public URL's host, and `MCP_ALLOWED_HOSTS`.
-    pub fn host_allowlist(&self) -> Vec<String> {
-        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-        if let Some(h) = self.public_url.host_str() {
-            hosts.push(h.to_string());
-        }
-        hosts.extend(self.allowed_hosts.iter().cloned());
-        hosts.sort();
-        hosts.dedup();
-        hosts
-    }
-}
-
-fn bad(message: impl Into<String>) -> Error {
-    Error::Config(message.into())
-}
-
-fn parse_http_url(name: &str, raw: &str) -> Result<Url, Error> {
-    let url = Url::parse(raw).map_err(|e| bad(format!("{name} is not a valid URL ({e}): {raw:?}")))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(bad(format!("{name} must be an http(s) URL with a host, got {raw:?}")));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        // No credential belongs in configuration: the caller's bearer is the only one.
-        return Err(bad(format!("{name} must not contain a user name or password")));
-    }
-    Ok(url)
 }
 
 #[cfg(test)]
@@ -143,53 +63,25 @@ mod tests {
     }
 
     #[test]
-    fn defaults_follow_the_bind_address() {
+    fn defaults() {
         let c = load(&[("NC_URL", "http://127.0.0.1:9000")]).unwrap();
-        assert_eq!(c.bind.to_string(), DEFAULT_BIND);
-        assert_eq!(c.resource(), "http://127.0.0.1:8711/mcp");
-        assert_eq!(c.public_origin(), "http://127.0.0.1:8711");
+        assert_eq!(c.base.bind.to_string(), DEFAULT_BIND);
+        assert_eq!(c.base.resource(), "http://127.0.0.1:8711/mcp");
         assert_eq!(c.index_path, PathBuf::from("./data/index.db"));
+        assert_eq!(c.webhook_secret, None);
     }
 
     #[test]
-    fn missing_or_bad_values_are_clear_errors() {
+    fn shared_settings_are_checked() {
         let e = load(&[]).unwrap_err().to_string();
         assert!(e.contains("NC_URL is required"), "{e}");
-        let e = load(&[("NC_URL", "ftp://x")]).unwrap_err().to_string();
-        assert!(e.contains("http(s)"), "{e}");
-        let e = load(&[("NC_URL", "http://a:b@x")]).unwrap_err().to_string();
-        assert!(e.contains("user name or password"), "{e}");
-        let e = load(&[("NC_URL", "http://x"), ("MCP_BIND", "nope")]).unwrap_err().to_string();
-        assert!(e.contains("MCP_BIND"), "{e}");
-        let e = load(&[("NC_URL", "http://x"), ("MCP_ALLOWED_HOSTS", "a/b")])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("MCP_ALLOWED_HOSTS"), "{e}");
-    }
-
-    #[test]
-    fn otlp_endpoint_is_optional_and_checked() {
-        assert_eq!(load(&[("NC_URL", "http://x")]).unwrap().otlp_endpoint, None);
-        let c = load(&[("NC_URL", "http://x"), ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")]).unwrap();
-        assert_eq!(c.otlp_endpoint.map(String::from).as_deref(), Some("http://127.0.0.1:4318/"));
-        let e = load(&[("NC_URL", "http://x"), ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318")])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("OTEL_EXPORTER_OTLP_ENDPOINT"), "{e}");
-    }
-
-    #[test]
-    fn public_url_and_hosts() {
         let c = load(&[
-            ("NC_URL", "https://cloud.example.com"),
-            ("MCP_PUBLIC_URL", "https://mcp.example.com/mcp"),
-            ("MCP_ALLOWED_HOSTS", "proxy.internal, other:8443"),
+            ("NC_URL", "http://x"),
+            ("MCP_INDEX_PATH", " /tmp/i.db "),
+            ("MCP_WEBHOOK_SECRET", "s"),
         ])
         .unwrap();
-        assert_eq!(c.public_origin(), "https://mcp.example.com");
-        let hosts = c.host_allowlist();
-        for h in ["127.0.0.1", "mcp.example.com", "proxy.internal", "other:8443"] {
-            assert!(hosts.contains(&h.to_string()), "{h} missing from {hosts:?}");
-        }
+        assert_eq!(c.index_path, PathBuf::from("/tmp/i.db"));
+        assert_eq!(c.webhook_secret.as_deref(), Some("s"));
     }
 }

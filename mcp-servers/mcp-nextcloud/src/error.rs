@@ -42,6 +42,15 @@ pub enum Kind {
     Conflict,
 }
 
+impl From<mcp_resource_server::Error> for Error {
+    fn from(e: mcp_resource_server::Error) -> Self {
+        match e {
+            mcp_resource_server::Error::Config(m) => Error::Config(m),
+            mcp_resource_server::Error::Serve(m) => Error::Retryable(m),
+        }
+    }
+}
+
 impl Error {
     /// The wire kind of this error.
     pub fn kind(&self) -> Kind {

@@ -1,10 +1,13 @@
 //! Turning file bytes into text a model can read.
 //!
 //! This is the files_read face of the one extraction, [`crate::index::extract`] (HTML,
-//! Markdown, plain text, PDF, DOCX, ODT), shared with the document index. Everything else (images,
+//! Markdown, plain text, PDF, DOCX, ODT, with its one [`Format`] list), shared with the
+//! document index. Everything else (images,
 //! archives, unknown binaries) is described by type and size, never dumped. Extraction is
 //! CPU work on untrusted input: callers run it on a blocking thread, and a panic inside a
 //! parser becomes a described failure, not a crash. This module never fetches anything.
+
+use crate::index::extract::{self as ix, Format};
 
 /// What extraction produced.
 #[derive(Debug, PartialEq)]
@@ -15,67 +18,15 @@ pub enum Extracted {
     Binary { reason: String },
 }
 
-/// Which extractor a file gets, from its MIME type and name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Plain,
-    Markdown,
-    Html,
-    Pdf,
-    Docx,
-    Odt,
-    Other,
-}
-
-/// Picks the extractor. The name's extension wins over a generic MIME type
-/// (`application/octet-stream`), because servers often send that for text.
-pub fn format_of(mime: &str, name: &str) -> Format {
-    let mime = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
-    match (mime.as_str(), ext.as_str()) {
-        (_, "md" | "markdown") | ("text/markdown", _) => Format::Markdown,
-        ("text/html" | "application/xhtml+xml", _) | (_, "html" | "htm" | "xhtml") => Format::Html,
-        ("application/pdf", _) | (_, "pdf") => Format::Pdf,
-        ("application/vnd.openxmlformats-officedocument.wordprocessingml.document", _) | (_, "docx") => Format::Docx,
-        ("application/vnd.oasis.opendocument.text", _) | (_, "odt") => Format::Odt,
-        (m, _) if m.starts_with("text/") => Format::Plain,
-        (
-            "application/json"
-            | "application/xml"
-            | "application/x-yaml"
-            | "application/yaml"
-            | "application/javascript"
-            | "application/x-sh"
-            | "application/csv",
-            _,
-        ) => Format::Plain,
-        (
-            _,
-            "txt" | "csv" | "tsv" | "json" | "xml" | "yaml" | "yml" | "toml" | "ini" | "log" | "rs" | "py" | "js" | "ts" | "sh" | "ics"
-            | "vcf",
-        ) => Format::Plain,
-        _ => Format::Other,
-    }
-}
-
 /// Extracts text from `bytes`. Pure and synchronous; run it off the async threads.
 ///
 /// The text is the document index's extraction ([`crate::index::extract`]), so an
 /// `offset` returned by files_grep lands on the same character here.
 pub fn extract(bytes: &[u8], mime: &str, name: &str) -> Extracted {
-    use crate::index::extract::{self as ix, Format as IxFormat};
-    let format = match format_of(mime, name) {
-        Format::Plain => IxFormat::Plain,
-        Format::Markdown => IxFormat::Markdown,
-        Format::Html => IxFormat::Html,
-        Format::Pdf => IxFormat::Pdf,
-        Format::Docx => IxFormat::Docx,
-        Format::Odt => IxFormat::Odt,
-        Format::Other => {
-            return Extracted::Binary {
-                reason: "not a text format".into(),
-            };
-        }
+    let Some(format) = Format::readable(mime, name) else {
+        return Extracted::Binary {
+            reason: "not a text format".into(),
+        };
     };
     match ix::extract(format, bytes) {
         Ok(doc) => Extracted::Text {
@@ -137,7 +88,9 @@ mod tests {
         };
         assert_eq!(format, "html");
         assert!(text.contains("Hi") && text.contains("there"));
-        assert_eq!(format_of("application/octet-stream", "plan.md"), Format::Markdown);
+        assert_eq!(Format::readable("application/octet-stream", "plan.md"), Some(Format::Markdown));
+        assert_eq!(Format::readable("application/json", "x"), Some(Format::Plain));
+        assert_eq!(Format::readable("image/png", "a.png"), None);
         assert!(matches!(
             extract(b"\x89PNG\r\n\x1a\n\0\0", "image/png", "a.png"),
             Extracted::Binary { .. }

@@ -5,24 +5,30 @@
 //! forwards exactly that bearer to Nextcloud and reports Nextcloud's answer. There is no
 //! permission logic here: a 403 or 404 from Nextcloud is the answer, and it stands.
 //!
-//! Module map:
-//! - [`config`]: the one typed configuration, read from the environment at startup.
-//! - [`error`]: the crate's error enum and the wire kinds the orchestrator relies on.
-//! - [`auth`]: bearer extraction, the JWT audience check, uid resolution (cached by token
-//!   hash), and the axum layer that answers 401 with the RFC 9728 challenge.
-//! - [`nextcloud`]: the shared HTTP client, caller-scoped requests, DAV XML and path rules.
-//! - [`extract`]: turning file bytes (HTML, PDF, DOCX, ODT, text) into text.
-//! - [`tools`]: the tool catalogue and dispatch (the one place tools are registered).
-//! - [`apps`]: the MCP Apps (`ui://` resources) served to hosts.
-//! - [`server`]: the rmcp handler, the axum router and the serve loop with graceful shutdown.
+//! Module map, in import order (a module imports only from those below it; `index` and
+//! `tools` sit side by side, `tools` declaring `files_grep` over the index):
+//! - [`server`]: the rmcp handler, the axum router (the shared routes plus the index's
+//!   webhook) and the serve loop. No tool logic.
+//! - [`tools`]: the tool catalogue: one `#[tool]` function per tool in its domain module,
+//!   joined into one router at startup. How to add a tool is in its module doc.
+//! - [`index`]: the document index behind `files_grep` (its own module map).
+//! - [`extract`]: turning file bytes (HTML, PDF, DOCX, ODT, text) into text for files_read.
+//! - [`nextcloud`]: the shared HTTP client, caller-scoped requests, DAV XML and path rules;
+//!   also answers the auth gate's "whose token is this".
+//! - [`mcp_resource_server`] (a workspace crate, shared with mcp-mail): the caller's
+//!   `Bearer` and `Caller`, the JWT audience check, the 401 + RFC 9728 gate, the shared env
+//!   settings, the stateless rmcp service and the serve loop.
+//! - Leaves: [`output`] (the success and failure shapes of a tool call), [`apps`] (the MCP
+//!   Apps, `ui://` resources), [`config`] (the one typed configuration, read at startup),
+//!   [`error`] (the crate's error enum and the wire kinds the orchestrator relies on).
 
 pub mod apps;
-pub mod auth;
 pub mod config;
 pub mod error;
 pub mod extract;
 pub mod index;
 pub mod nextcloud;
+pub mod output;
 pub mod server;
 pub mod tools;
 

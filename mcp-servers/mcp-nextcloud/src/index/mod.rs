@@ -22,7 +22,7 @@
 //! - [`dav`]: the WebDAV SEARCH bodies the index sends and the multistatus it reads.
 //! - [`warm`]: discovering the caller's unknown or stale files and extracting some.
 //! - [`search`]: the `files_grep` flow (warm, rank, verify, refresh, record).
-//! - [`tool`]: the `files_grep` MCP tool (arguments, description, answer shape).
+//! - [`tool`]: the `files_grep` MCP tool's arguments and answer shape (declared in `crate::tools::files`).
 //! - [`webhook`]: `POST /webhooks/nextcloud`, which only marks rows stale or gone.
 
 pub mod chunk;

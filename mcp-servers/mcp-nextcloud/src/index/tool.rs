@@ -1,7 +1,8 @@
-//! The `files_grep` MCP tool: its arguments, description, output schema and the glue from
-//! a tool call (the caller's [`Session`]) to [`super::search::grep`].
+//! The `files_grep` MCP tool's arguments, output schema and the glue from a tool call (the
+//! caller's [`Session`]) to [`super::search::grep`].
 //!
-//! Registered in [`crate::tools`] like every other tool. It must not hold any logic of its
+//! Declared (name, description, annotations) in [`crate::tools::files`] like every other
+//! files tool; this module knows nothing of the catalogue. It must not hold any logic of its
 //! own beyond shaping the answer: the flow lives in `search`, access in Nextcloud.
 
 use rmcp::schemars::JsonSchema;
@@ -12,16 +13,7 @@ use super::dav::SessionDav;
 use super::search::{self, GrepRequest};
 use crate::error::Error;
 use crate::nextcloud::Session;
-use crate::tools::Output;
-
-pub const NAME: &str = "files_grep";
-pub const TITLE: &str = "Search inside documents";
-pub const DESCRIPTION: &str = "Search the text inside the user's documents (text, Markdown, HTML, PDF, DOCX, ODT) \
-for words, e.g. 'budget forty thousand'. Returns passages with the file's path and file_id, the heading path of the \
-section, a snippet with the matching words in **bold**, and an `offset`: call files_read with that path and offset to \
-read the whole section. Matching is by words, not meaning: if nothing is found, search again with other words \
-(synonyms, the vocabulary the document itself would likely use, another language). Optional `path` limits the \
-search to a folder. The index fills as people search, so the answer says how much of the user's documents it covers.";
+use crate::output::Output;
 
 #[derive(Deserialize, JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]

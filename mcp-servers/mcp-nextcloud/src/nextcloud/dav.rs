@@ -57,15 +57,7 @@ pub fn clark(ns: &str, local: &str) -> String {
 /// Parses a 207 multistatus body.
 pub fn parse_multistatus(xml: &str) -> Result<Vec<Entry>, Error> {
     let mut reader = quick_xml::reader::NsReader::from_str(xml);
-    let mut stack: Vec<String> = Vec::new();
-    let mut entries = Vec::new();
-    let mut current: Option<Entry> = None;
-    let mut propstat: BTreeMap<String, String> = BTreeMap::new();
-    let mut propstat_types: Vec<String> = Vec::new();
-    let mut status_ok = true;
-    let mut status_text = String::new();
-    let mut prop_text = String::new();
-
+    let mut state = Multistatus::default();
     loop {
         let (ns, event) = reader.read_resolved_event().map_err(|_| malformed())?;
         let ns = match ns {
@@ -76,59 +68,18 @@ pub fn parse_multistatus(xml: &str) -> Result<Vec<Entry>, Error> {
             Event::Start(e) => {
                 let name = clark(&ns, e.local_name().into_inner());
                 if name == clark(DAV, "response") {
-                    current = Some(Entry::default());
+                    state.current = Some(Entry::default());
                 }
-                open(
-                    &stack,
-                    &name,
-                    &mut propstat,
-                    &mut propstat_types,
-                    &mut status_ok,
-                    &mut status_text,
-                    &mut prop_text,
-                );
-                stack.push(name);
+                state.open(name);
             }
+            // An empty element opens and closes at once; an empty `<response/>` is no entry.
             Event::Empty(e) => {
-                let name = clark(&ns, e.local_name().into_inner());
-                open(
-                    &stack,
-                    &name,
-                    &mut propstat,
-                    &mut propstat_types,
-                    &mut status_ok,
-                    &mut status_text,
-                    &mut prop_text,
-                );
-                stack.push(name);
-                close(
-                    &mut stack,
-                    &mut current,
-                    &mut entries,
-                    &mut propstat,
-                    &mut propstat_types,
-                    &mut status_ok,
-                    &status_text,
-                    &mut prop_text,
-                );
+                state.open(clark(&ns, e.local_name().into_inner()));
+                state.close();
             }
-            Event::End(_) => {
-                close(
-                    &mut stack,
-                    &mut current,
-                    &mut entries,
-                    &mut propstat,
-                    &mut propstat_types,
-                    &mut status_ok,
-                    &status_text,
-                    &mut prop_text,
-                );
-            }
-            Event::Text(t) => append(&stack, &mut current, &mut status_text, &mut prop_text, &t.xml10_content()),
-            Event::CData(t) => {
-                let raw = t.into_inner();
-                append(&stack, &mut current, &mut status_text, &mut prop_text, &raw);
-            }
+            Event::End(_) => state.close(),
+            Event::Text(t) => state.text(&t.xml10_content()),
+            Event::CData(t) => state.text(&t.into_inner()),
             Event::GeneralRef(r) => {
                 let resolved = match r.resolve_char_ref() {
                     Ok(Some(c)) => c.to_string(),
@@ -139,89 +90,105 @@ pub fn parse_multistatus(xml: &str) -> Result<Vec<Entry>, Error> {
                             .to_string()
                     }
                 };
-                append(&stack, &mut current, &mut status_text, &mut prop_text, &resolved);
+                state.text(&resolved);
             }
             Event::Eof => break,
             _ => {}
         }
     }
-    if !stack.is_empty() {
-        return Err(malformed());
-    }
-    Ok(entries)
+    state.finish()
 }
 
 fn malformed() -> Error {
     Error::Retryable("Nextcloud sent a WebDAV answer that could not be read".into())
 }
 
-fn parent_is(stack: &[String], local: &str) -> bool {
-    stack.last().is_some_and(|p| *p == clark(DAV, local))
+/// The reader's state while it walks a multistatus: where it is, the entry being built, and
+/// the `<propstat>` being collected (kept only when its `<status>` is 2xx).
+#[derive(Default)]
+struct Multistatus {
+    /// Clark names of the open elements, outermost first.
+    stack: Vec<String>,
+    entries: Vec<Entry>,
+    /// The `<response>` being read.
+    current: Option<Entry>,
+    /// The current `<propstat>`'s properties and resource types.
+    propstat: BTreeMap<String, String>,
+    propstat_types: Vec<String>,
+    /// Whether the current `<propstat>`'s status is 2xx (assumed until it says otherwise).
+    status_ok: bool,
+    status_text: String,
+    /// The text of the property being read.
+    prop_text: String,
 }
 
-fn open(
-    stack: &[String],
-    name: &str,
-    propstat: &mut BTreeMap<String, String>,
-    types: &mut Vec<String>,
-    status_ok: &mut bool,
-    status_text: &mut String,
-    prop_text: &mut String,
-) {
-    if *name == clark(DAV, "propstat") {
-        propstat.clear();
-        types.clear();
-        *status_ok = true;
-    } else if *name == clark(DAV, "status") {
-        status_text.clear();
-    } else if parent_is(stack, "prop") {
-        prop_text.clear();
-    } else if parent_is(stack, "resourcetype") {
-        types.push(name.to_string());
+impl Multistatus {
+    fn parent_is(&self, local: &str) -> bool {
+        self.stack.last().is_some_and(|p| *p == clark(DAV, local))
     }
-}
 
-#[expect(clippy::too_many_arguments, reason = "a flat state machine; the state is these locals")]
-fn close(
-    stack: &mut Vec<String>,
-    current: &mut Option<Entry>,
-    entries: &mut Vec<Entry>,
-    propstat: &mut BTreeMap<String, String>,
-    types: &mut Vec<String>,
-    status_ok: &mut bool,
-    status_text: &str,
-    prop_text: &mut String,
-) {
-    let Some(name) = stack.pop() else { return };
-    if name == clark(DAV, "response") {
-        if let Some(entry) = current.take() {
-            entries.push(entry);
+    /// An element starts.
+    fn open(&mut self, name: String) {
+        if name == clark(DAV, "propstat") {
+            self.propstat.clear();
+            self.propstat_types.clear();
+            self.status_ok = true;
+        } else if name == clark(DAV, "status") {
+            self.status_text.clear();
+        } else if self.parent_is("prop") {
+            self.prop_text.clear();
+        } else if self.parent_is("resourcetype") {
+            self.propstat_types.push(name.clone());
         }
-    } else if name == clark(DAV, "status") && parent_is(stack, "propstat") {
-        // "HTTP/1.1 200 OK": only 2xx property values are real.
-        *status_ok = status_text.split_whitespace().nth(1).is_some_and(|c| c.starts_with('2'));
-    } else if name == clark(DAV, "propstat") {
-        if *status_ok && let Some(entry) = current.as_mut() {
-            entry.props.append(propstat);
-            entry.resource_types.append(types);
-        }
-        propstat.clear();
-        types.clear();
-    } else if parent_is(stack, "prop") {
-        propstat.insert(name, std::mem::take(prop_text).trim().to_string());
+        self.stack.push(name);
     }
-}
 
-fn append(stack: &[String], current: &mut Option<Entry>, status_text: &mut String, prop_text: &mut String, text: &str) {
-    let Some(top) = stack.last() else { return };
-    if *top == clark(DAV, "href") && stack.len() >= 2 && stack[stack.len() - 2] == clark(DAV, "response") {
-        if let Some(entry) = current.as_mut() {
-            entry.href.push_str(text.trim());
+    /// The innermost open element ends.
+    fn close(&mut self) {
+        let Some(name) = self.stack.pop() else { return };
+        if name == clark(DAV, "response") {
+            if let Some(entry) = self.current.take() {
+                self.entries.push(entry);
+            }
+        } else if name == clark(DAV, "status") && self.parent_is("propstat") {
+            // "HTTP/1.1 200 OK": only 2xx property values are real.
+            self.status_ok = self.status_text.split_whitespace().nth(1).is_some_and(|c| c.starts_with('2'));
+        } else if name == clark(DAV, "propstat") {
+            if self.status_ok
+                && let Some(entry) = self.current.as_mut()
+            {
+                entry.props.append(&mut self.propstat);
+                entry.resource_types.append(&mut self.propstat_types);
+            }
+            self.propstat.clear();
+            self.propstat_types.clear();
+        } else if self.parent_is("prop") {
+            self.propstat.insert(name, std::mem::take(&mut self.prop_text).trim().to_string());
         }
-    } else if *top == clark(DAV, "status") {
-        status_text.push_str(text);
-    } else if stack.len() >= 2 && stack[stack.len() - 2] == clark(DAV, "prop") {
-        prop_text.push_str(text);
+    }
+
+    /// Text inside the innermost open element.
+    fn text(&mut self, text: &str) {
+        let depth = self.stack.len();
+        let Some(top) = self.stack.last() else { return };
+        if *top == clark(DAV, "href") && depth >= 2 && self.stack[depth - 2] == clark(DAV, "response") {
+            if let Some(entry) = self.current.as_mut() {
+                entry.href.push_str(text.trim());
+            }
+        } else if *top == clark(DAV, "status") {
+            self.status_text.push_str(text);
+        } else if depth >= 2 && self.stack[depth - 2] == clark(DAV, "prop") {
+            self.prop_text.push_str(text);
+        }
+    }
+
+    /// The entries read, or an error when the document ended inside an element.
+    fn finish(self) -> Result<Vec<Entry>, Error> {
+        if self.stack.is_empty() {
+            Ok(self.entries)
+        } else {
+            Err(malformed())
+        }
     }
 }
 
@@ -330,6 +297,10 @@ END:VCALENDAR]]></c:calendar-data></d:prop><d:status>HTTP/1.1 200 OK</d:status><
         let e = parse_multistatus(xml).unwrap();
         assert_eq!(e[0].prop(CALDAV, "calendar-data"), Some("BEGIN:VCALENDAR\nEND:VCALENDAR"));
         assert!(parse_multistatus("<d:multistatus xmlns:d=\"DAV:\"><d:response>").is_err());
+        let empty = r#"<d:multistatus xmlns:d="DAV:"><d:response/><d:response><d:href>/b</d:href></d:response></d:multistatus>"#;
+        let e = parse_multistatus(empty).unwrap();
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].href, "/b");
     }
 
     #[test]

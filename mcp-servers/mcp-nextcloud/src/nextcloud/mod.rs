@@ -6,6 +6,8 @@
 //! Statuses map to [`Error`] here, once. This module must never add a credential of its own,
 //! retry around a 403/404, or keep a bearer beyond the call. The session cookies Nextcloud
 //! hands back are kept per bearer by [`session_cookies`] and sent only with that bearer.
+//! [`Nextcloud`] also answers the auth gate's one question, whose bearer this is
+//! ([`mcp_resource_server::Identify`]), through the same client and cookies.
 
 pub mod dav;
 pub mod paths;
@@ -19,8 +21,9 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use reqwest::{RequestBuilder, Response};
 use url::Url;
 
-use crate::auth::{Bearer, Caller};
 use crate::error::Error;
+use mcp_resource_server::identity::{Identify, IdentifyError, ocs_user_url, parse_ocs_user};
+use mcp_resource_server::{Bearer, Caller};
 use session_cookies::SessionCookies;
 
 /// The largest response body read into memory (file downloads, DAV answers).
@@ -78,45 +81,38 @@ impl Nextcloud {
         &self.base
     }
 
-    /// Asks Nextcloud whose bearer this is (`GET /ocs/v2.php/cloud/user`).
+    /// Asks Nextcloud whose bearer this is (`GET /ocs/v2.php/cloud/user`), through the shared
+    /// client so the session cookie Nextcloud hands back is kept for this bearer's next calls.
     pub async fn whoami(&self, bearer: &Bearer) -> Result<String, Error> {
-        let url = paths::join_segments(&self.base, ["ocs", "v2.php", "cloud", "user"]);
+        const WHAT: &str = "identifying the caller";
         let request = self
             .http
-            .get(url)
+            .get(ocs_user_url(&self.base))
             .headers(self.credential_headers(bearer))
             .header("OCS-APIRequest", "true")
             .header(http::header::ACCEPT, "application/json");
-        let response = self.send_as(bearer, None, request, "identifying the caller").await?;
-        if let Some(e) = Error::from_status(response.status(), "identifying the caller") {
+        let response = self.send_as(bearer, None, request, WHAT).await?;
+        if let Some(e) = Error::from_status(response.status(), WHAT) {
             return Err(e);
         }
-        #[derive(serde::Deserialize)]
-        struct Ocs {
-            ocs: OcsBody,
-        }
-        #[derive(serde::Deserialize)]
-        struct OcsBody {
-            data: OcsUser,
-        }
-        #[derive(serde::Deserialize)]
-        struct OcsUser {
-            id: String,
-        }
-        let body: Ocs = response
-            .json()
-            .await
-            .map_err(|_| Error::Retryable("Nextcloud's user endpoint gave an unreadable answer".into()))?;
-        let uid = body.ocs.data.id;
-        if uid.is_empty() || uid.contains('/') {
-            return Err(Error::Retryable("Nextcloud returned an unusable user id".into()));
-        }
-        Ok(uid)
+        let body = read_bounded(response, MAX_BODY_BYTES, WHAT).await?;
+        parse_ocs_user(&body).map_err(|e| Error::Retryable(e.to_string()))
     }
 
     /// A session acting as `caller` for one tool call.
     pub fn session<'a>(&'a self, caller: &'a Caller) -> Session<'a> {
         Session { nc: self, caller }
+    }
+}
+
+/// The auth gate asks Nextcloud itself; 401/403/404 mean the token is not (or no longer) good.
+impl Identify for Nextcloud {
+    async fn whoami(&self, bearer: &Bearer) -> Result<String, IdentifyError> {
+        match Nextcloud::whoami(self, bearer).await {
+            Ok(uid) => Ok(uid),
+            Err(Error::AuthExpired | Error::NotFound) => Err(IdentifyError::Rejected),
+            Err(e) => Err(IdentifyError::Unavailable(e.to_string())),
+        }
     }
 }
 

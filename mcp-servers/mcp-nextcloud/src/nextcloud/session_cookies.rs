@@ -24,10 +24,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 
-use crate::auth::Bearer;
+use mcp_resource_server::Bearer;
 
 /// How long an opaque token's session is reused. The same window in which the token's uid is
-/// already trusted without asking Nextcloud again (`auth::UID_TTL`): an app password revoked
+/// already trusted without asking Nextcloud again (`mcp_resource_server::identity::UID_TTL`): an app password revoked
 /// in Nextcloud ends its sessions at once anyway; for other opaque tokens this bounds how long
 /// a revoked one can still ride on its session.
 pub const OPAQUE_TTL: Duration = Duration::from_secs(60);

@@ -15,14 +15,208 @@ use calcard::icalendar::{
 };
 use chrono::{DateTime, Datelike, Timelike, Utc};
 use futures::{StreamExt, TryStreamExt};
+use mcp_resource_server::Caller;
+use rmcp::handler::server::wrapper::Parameters;
 use rmcp::schemars::JsonSchema;
+use rmcp::{tool, tool_router};
 use serde::Serialize;
 
-use super::Output;
-use super::args::{self, CalendarCreateArgs, CalendarEventGetArgs, CalendarEventsArgs, When};
+use super::args::{self, CalendarCreateArgs, CalendarEventGetArgs, CalendarEventsArgs, NoArgs, When};
+use super::{Tools, app, input, output, visible_to};
+use crate::apps;
 use crate::error::Error;
 use crate::nextcloud::paths::{self, UserPath};
 use crate::nextcloud::{Session, dav, dav_headers, method};
+use crate::output::Output;
+
+/// The calendar tools: one `#[tool]` function each (see [`super`] for how to add one).
+#[tool_router(router = calendar_router, vis = "pub(super)")]
+impl Tools {
+    #[tool(
+        name = "calendar_list",
+        title = "List calendars",
+        description = "List the user's calendars with their id, name and color. The id is what `calendar` takes in the other calendar tools.",
+        input_schema = input::<NoArgs>(),
+        output_schema = output::<CalendarList>(),
+        annotations(title = "List calendars", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn calendar_list(&self, caller: Caller, Parameters(_): Parameters<NoArgs>) -> Result<Output, Error> {
+        let s = &self.session(&caller);
+        let calendars = calendars(s).await?;
+        let text = calendars
+            .iter()
+            .map(|c| format!("- {} (id {})", c.name, c.id))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Output::new(format!("{} calendar(s):\n{text}", calendars.len()), &CalendarList { calendars })
+    }
+
+    #[tool(
+        name = "calendar_events",
+        title = "Events in a range",
+        description = "Events between `from` and `to` (ISO dates or date-times; a date `to` includes that whole day), recurring events expanded. Times are UTC (RFC 3339) with the original time zone; anything that could not be handled is listed in `warnings`. Optional `calendar` limits to one calendar.",
+        input_schema = input::<CalendarEventsArgs>(),
+        output_schema = output::<EventList>(),
+        annotations(title = "Events in a range", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        meta = app(apps::CALENDAR_WEEK),
+    )]
+    async fn calendar_events(&self, caller: Caller, Parameters(a): Parameters<CalendarEventsArgs>) -> Result<Output, Error> {
+        let s = &self.session(&caller);
+        let from = When::parse(&a.from, "from")?.start_instant();
+        let to = When::parse(&a.to, "to")?.end_instant();
+        if to <= from {
+            return Err(Error::invalid("to must be after from"));
+        }
+        if (to - from).num_days() > MAX_RANGE_DAYS {
+            return Err(Error::invalid(format!(
+                "the range is too long (at most {MAX_RANGE_DAYS} days); ask for smaller ranges"
+            )));
+        }
+        let wanted = a.calendar.as_deref().map(|c| args::collection_id(c, "calendar")).transpose()?;
+        // One named calendar is queried directly (one request); all of them need the list first.
+        let selected: Vec<String> = match &wanted {
+            Some(id) => vec![id.clone()],
+            None => calendars(s).await?.into_iter().map(|c| c.id).collect(),
+        };
+        let body = dav::calendar_query(&ical_utc(from), &ical_utc(to));
+        // The REPORTs run concurrently (at most REPORT_CONCURRENCY at a time); `buffered` hands the
+        // answers back in calendar order, so events, warnings and the first error are exactly what
+        // a sequential loop would give.
+        let named = wanted.is_some();
+        let answers: Vec<(String, Vec<dav::Entry>, Vec<String>)> = futures::stream::iter(selected)
+            .map(|cal| report(s, cal, &body, named))
+            .buffered(REPORT_CONCURRENCY)
+            .try_collect()
+            .await?;
+        let mut events = Vec::new();
+        let mut warnings = Vec::new();
+        for (cal, found, prefix) in &answers {
+            for e in found {
+                let Some(data) = e.prop(dav::CALDAV, "calendar-data") else {
+                    continue;
+                };
+                let object = paths::strip_prefix(&e.href, prefix)
+                    .and_then(|r| r.last().cloned())
+                    .unwrap_or_default();
+                let href = format!("{cal}/{object}");
+                occurrences(data, cal, &href, from, to, &mut events, &mut warnings);
+            }
+        }
+        events.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| a.title.cmp(&b.title)));
+        let mut text = format!("{} event(s) from {} to {}:", events.len(), rfc3339(from), rfc3339(to));
+        for ev in &events {
+            text.push_str(&format!("\n- {} to {}: {} [{}]", ev.start, ev.end, ev.title, ev.href));
+        }
+        for w in &warnings {
+            text.push_str(&format!("\nWarning: {w}"));
+        }
+        Output::new(
+            text,
+            &EventList {
+                from: rfc3339(from),
+                to: rfc3339(to),
+                events,
+                warnings,
+            },
+        )
+    }
+
+    #[tool(
+        name = "calendar_event_get",
+        title = "Event details",
+        description = "One event's details by the `href` returned by calendar_events.",
+        input_schema = input::<CalendarEventGetArgs>(),
+        output_schema = output::<EventDetails>(),
+        annotations(title = "Event details", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        meta = visible_to(&["model", "app"]),
+    )]
+    async fn calendar_event_get(&self, caller: Caller, Parameters(a): Parameters<CalendarEventGetArgs>) -> Result<Output, Error> {
+        let s = &self.session(&caller);
+        let (cal, obj) = event_href(&a.href)?;
+        let url = s.url(["remote.php", "dav", "calendars", s.uid(), cal.as_str(), obj.as_str()]);
+        let data = s.send_text(s.request(http::Method::GET, url), "reading the event").await?;
+        let href = format!("{cal}/{obj}");
+        let details = details(&data, &cal, &href)?;
+        let mut text = format!(
+            "{}\nwhen: {} to {}",
+            details.title,
+            details.start.as_deref().unwrap_or("?"),
+            details.end.as_deref().unwrap_or("?")
+        );
+        if let Some(l) = &details.location {
+            text.push_str(&format!("\nwhere: {l}"));
+        }
+        if let Some(r) = &details.recurrence {
+            text.push_str(&format!("\nrepeats: {r}"));
+        }
+        if let Some(d) = &details.description {
+            text.push_str(&format!("\n\n{d}"));
+        }
+        Output::new(text, &details)
+    }
+
+    #[tool(
+        name = "calendar_create_event",
+        title = "Create an event",
+        description = "Create an event in one of the user's calendars. `start` and `end` are ISO date-times (with offset, or UTC) or, for an all-day event, dates.",
+        input_schema = input::<CalendarCreateArgs>(),
+        output_schema = output::<Created>(),
+        annotations(title = "Create an event", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+    )]
+    async fn calendar_create_event(&self, caller: Caller, Parameters(a): Parameters<CalendarCreateArgs>) -> Result<Output, Error> {
+        let s = &self.session(&caller);
+        let calendar = args::collection_id(&a.calendar, "calendar")?;
+        let title = args::title(&a.title, "title", 255)?;
+        let location = args::optional_text(a.location.as_deref(), "location", 255)?;
+        let description = args::optional_text(a.description.as_deref(), "description", 10_000)?;
+        let start = When::parse(&a.start, "start")?;
+        let end = When::parse(&a.end, "end")?;
+        let all_day = match (start, end) {
+            (When::Date(_), When::Date(_)) => true,
+            (When::DateTime(_), When::DateTime(_)) => false,
+            _ => return Err(Error::invalid("start and end must both be dates (all-day) or both date-times")),
+        };
+        // For all-day events the end date is inclusive for people and exclusive in iCalendar.
+        let (start_i, end_i, end) = match (start, end) {
+            (When::Date(a), When::Date(b)) => {
+                if b < a {
+                    return Err(Error::invalid("end must not be before start"));
+                }
+                let excl = b.succ_opt().unwrap_or(b);
+                (start.start_instant(), When::Date(excl).start_instant(), When::Date(excl))
+            }
+            _ => (start.start_instant(), end.start_instant(), end),
+        };
+        if end_i <= start_i {
+            return Err(Error::invalid("end must be after start"));
+        }
+        known_calendar(s, &calendar).await?;
+        let uid = uuid::Uuid::new_v4().to_string();
+        let object = format!("{uid}.ics");
+        let ics = build_event(&uid, &title, start, end, location.as_deref(), description.as_deref(), Utc::now());
+        let url = s.url(["remote.php", "dav", "calendars", s.uid(), calendar.as_str(), object.as_str()]);
+        let request = s
+            .request(http::Method::PUT, url)
+            .header(http::header::CONTENT_TYPE, "text/calendar; charset=utf-8")
+            .header(http::header::IF_NONE_MATCH, "*")
+            .body(ics);
+        s.send(request, "creating the event").await?;
+        let href = format!("{calendar}/{object}");
+        let created = Created {
+            href: href.clone(),
+            uid,
+            calendar,
+            title,
+            start: rfc3339(start_i),
+            end: rfc3339(end_i),
+            all_day,
+        };
+        Output::new(
+            format!("Created \"{}\" from {} to {} [{href}].", created.title, created.start, created.end),
+            &created,
+        )
+    }
+}
 
 /// Occurrences expanded per calendar object at most; more is a warning.
 pub const MAX_OCCURRENCES: usize = 5000;
@@ -146,16 +340,6 @@ async fn known_calendar(s: &Session<'_>, id: &str) -> Result<CalendarInfo, Error
     })
 }
 
-pub async fn list(s: &Session<'_>) -> Result<Output, Error> {
-    let calendars = calendars(s).await?;
-    let text = calendars
-        .iter()
-        .map(|c| format!("- {} (id {})", c.name, c.id))
-        .collect::<Vec<_>>()
-        .join("\n");
-    Output::new(format!("{} calendar(s):\n{text}", calendars.len()), &CalendarList { calendars })
-}
-
 fn ical_utc(t: DateTime<Utc>) -> String {
     t.format("%Y%m%dT%H%M%SZ").to_string()
 }
@@ -180,66 +364,6 @@ async fn report(s: &Session<'_>, cal: String, body: &str, named: bool) -> Result
         other => other?,
     };
     Ok((cal, found, paths::url_segments(&url)))
-}
-
-pub async fn events(s: &Session<'_>, a: CalendarEventsArgs) -> Result<Output, Error> {
-    let from = When::parse(&a.from, "from")?.start_instant();
-    let to = When::parse(&a.to, "to")?.end_instant();
-    if to <= from {
-        return Err(Error::invalid("to must be after from"));
-    }
-    if (to - from).num_days() > MAX_RANGE_DAYS {
-        return Err(Error::invalid(format!(
-            "the range is too long (at most {MAX_RANGE_DAYS} days); ask for smaller ranges"
-        )));
-    }
-    let wanted = a.calendar.as_deref().map(|c| args::collection_id(c, "calendar")).transpose()?;
-    // One named calendar is queried directly (one request); all of them need the list first.
-    let selected: Vec<String> = match &wanted {
-        Some(id) => vec![id.clone()],
-        None => calendars(s).await?.into_iter().map(|c| c.id).collect(),
-    };
-    let body = dav::calendar_query(&ical_utc(from), &ical_utc(to));
-    // The REPORTs run concurrently (at most REPORT_CONCURRENCY at a time); `buffered` hands the
-    // answers back in calendar order, so events, warnings and the first error are exactly what
-    // a sequential loop would give.
-    let named = wanted.is_some();
-    let answers: Vec<(String, Vec<dav::Entry>, Vec<String>)> = futures::stream::iter(selected)
-        .map(|cal| report(s, cal, &body, named))
-        .buffered(REPORT_CONCURRENCY)
-        .try_collect()
-        .await?;
-    let mut events = Vec::new();
-    let mut warnings = Vec::new();
-    for (cal, found, prefix) in &answers {
-        for e in found {
-            let Some(data) = e.prop(dav::CALDAV, "calendar-data") else {
-                continue;
-            };
-            let object = paths::strip_prefix(&e.href, prefix)
-                .and_then(|r| r.last().cloned())
-                .unwrap_or_default();
-            let href = format!("{cal}/{object}");
-            occurrences(data, cal, &href, from, to, &mut events, &mut warnings);
-        }
-    }
-    events.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| a.title.cmp(&b.title)));
-    let mut text = format!("{} event(s) from {} to {}:", events.len(), rfc3339(from), rfc3339(to));
-    for ev in &events {
-        text.push_str(&format!("\n- {} to {}: {} [{}]", ev.start, ev.end, ev.title, ev.href));
-    }
-    for w in &warnings {
-        text.push_str(&format!("\nWarning: {w}"));
-    }
-    Output::new(
-        text,
-        &EventList {
-            from: rfc3339(from),
-            to: rfc3339(to),
-            events,
-            warnings,
-        },
-    )
 }
 
 fn text_prop(comp: &ICalendarComponent, prop: ICalendarProperty) -> Option<String> {
@@ -357,30 +481,6 @@ fn event_href(raw: &str) -> Result<(String, String), Error> {
     }
 }
 
-pub async fn event_get(s: &Session<'_>, a: CalendarEventGetArgs) -> Result<Output, Error> {
-    let (cal, obj) = event_href(&a.href)?;
-    let url = s.url(["remote.php", "dav", "calendars", s.uid(), cal.as_str(), obj.as_str()]);
-    let data = s.send_text(s.request(http::Method::GET, url), "reading the event").await?;
-    let href = format!("{cal}/{obj}");
-    let details = details(&data, &cal, &href)?;
-    let mut text = format!(
-        "{}\nwhen: {} to {}",
-        details.title,
-        details.start.as_deref().unwrap_or("?"),
-        details.end.as_deref().unwrap_or("?")
-    );
-    if let Some(l) = &details.location {
-        text.push_str(&format!("\nwhere: {l}"));
-    }
-    if let Some(r) = &details.recurrence {
-        text.push_str(&format!("\nrepeats: {r}"));
-    }
-    if let Some(d) = &details.description {
-        text.push_str(&format!("\n\n{d}"));
-    }
-    Output::new(text, &details)
-}
-
 /// The details of the first (master) event in an object. Pure.
 pub fn details(data: &str, calendar: &str, href: &str) -> Result<EventDetails, Error> {
     let ical = ICalendar::parse(data).map_err(|_| Error::Retryable(format!("{href}: the event could not be parsed")))?;
@@ -479,59 +579,6 @@ pub fn build_event(
         components: vec![vcal, ev],
     }
     .to_string()
-}
-
-pub async fn create_event(s: &Session<'_>, a: CalendarCreateArgs) -> Result<Output, Error> {
-    let calendar = args::collection_id(&a.calendar, "calendar")?;
-    let title = args::title(&a.title, "title", 255)?;
-    let location = args::optional_text(a.location.as_deref(), "location", 255)?;
-    let description = args::optional_text(a.description.as_deref(), "description", 10_000)?;
-    let start = When::parse(&a.start, "start")?;
-    let end = When::parse(&a.end, "end")?;
-    let all_day = match (start, end) {
-        (When::Date(_), When::Date(_)) => true,
-        (When::DateTime(_), When::DateTime(_)) => false,
-        _ => return Err(Error::invalid("start and end must both be dates (all-day) or both date-times")),
-    };
-    // For all-day events the end date is inclusive for people and exclusive in iCalendar.
-    let (start_i, end_i, end) = match (start, end) {
-        (When::Date(a), When::Date(b)) => {
-            if b < a {
-                return Err(Error::invalid("end must not be before start"));
-            }
-            let excl = b.succ_opt().unwrap_or(b);
-            (start.start_instant(), When::Date(excl).start_instant(), When::Date(excl))
-        }
-        _ => (start.start_instant(), end.start_instant(), end),
-    };
-    if end_i <= start_i {
-        return Err(Error::invalid("end must be after start"));
-    }
-    known_calendar(s, &calendar).await?;
-    let uid = uuid::Uuid::new_v4().to_string();
-    let object = format!("{uid}.ics");
-    let ics = build_event(&uid, &title, start, end, location.as_deref(), description.as_deref(), Utc::now());
-    let url = s.url(["remote.php", "dav", "calendars", s.uid(), calendar.as_str(), object.as_str()]);
-    let request = s
-        .request(http::Method::PUT, url)
-        .header(http::header::CONTENT_TYPE, "text/calendar; charset=utf-8")
-        .header(http::header::IF_NONE_MATCH, "*")
-        .body(ics);
-    s.send(request, "creating the event").await?;
-    let href = format!("{calendar}/{object}");
-    let created = Created {
-        href: href.clone(),
-        uid,
-        calendar,
-        title,
-        start: rfc3339(start_i),
-        end: rfc3339(end_i),
-        all_day,
-    };
-    Output::new(
-        format!("Created \"{}\" from {} to {} [{href}].", created.title, created.start, created.end),
-        &created,
-    )
 }
 
 #[cfg(test)]

@@ -2,13 +2,189 @@
 //! stacks and cards, create a card, move a card. Deck answers 403 for a board the caller
 //! cannot see; that is `not_found` here like every other refusal.
 
+use mcp_resource_server::Caller;
+use rmcp::handler::server::wrapper::Parameters;
 use rmcp::schemars::JsonSchema;
+use rmcp::{tool, tool_router};
 use serde::{Deserialize, Serialize};
 
-use super::Output;
-use super::args::{self, DeckBoardArgs, DeckCreateCardArgs, DeckMoveCardArgs, When};
+use super::args::{self, DeckBoardArgs, DeckCreateCardArgs, DeckMoveCardArgs, NoArgs, When};
+use super::{Tools, input, output};
 use crate::error::Error;
 use crate::nextcloud::Session;
+use crate::output::Output;
+
+/// The deck tools: one `#[tool]` function each (see [`super`] for how to add one).
+#[tool_router(router = deck_router, vis = "pub(super)")]
+impl Tools {
+    #[tool(
+        name = "deck_boards",
+        title = "List Deck boards",
+        description = "List the Deck boards the user can see, with their ids.",
+        input_schema = input::<NoArgs>(),
+        output_schema = output::<BoardList>(),
+        annotations(title = "List Deck boards", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn deck_boards(&self, caller: Caller, Parameters(_): Parameters<NoArgs>) -> Result<Output, Error> {
+        let s = &self.session(&caller);
+        let raw: Vec<RawBoard> = s
+            .send_json(s.ocs_request(http::Method::GET, deck_url(s, ["boards"])), "listing boards")
+            .await?;
+        let boards: Vec<BoardInfo> = raw
+            .into_iter()
+            .filter(|b| b.deleted_at.unwrap_or(0) == 0)
+            .map(|b| BoardInfo {
+                board_id: b.id,
+                title: b.title,
+                color: b.color,
+                archived: b.archived,
+            })
+            .collect();
+        let text = boards
+            .iter()
+            .map(|b| format!("- {} (board_id {})", b.title, b.board_id))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Output::new(format!("{} board(s):\n{text}", boards.len()), &BoardList { boards })
+    }
+
+    #[tool(
+        name = "deck_board",
+        title = "A Deck board",
+        description = "One Deck board's stacks with their cards (ids, titles, descriptions, due dates).",
+        input_schema = input::<DeckBoardArgs>(),
+        output_schema = output::<Board>(),
+        annotations(title = "A Deck board", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn deck_board(&self, caller: Caller, Parameters(a): Parameters<DeckBoardArgs>) -> Result<Output, Error> {
+        let s = &self.session(&caller);
+        let mut raw = stacks(s, a.board_id.0).await?;
+        raw.sort_by_key(|st| st.order);
+        let stacks: Vec<Stack> = raw
+            .into_iter()
+            .map(|st| {
+                let mut cards: Vec<Card> = st
+                    .cards
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|c| Card {
+                        card_id: c.id,
+                        title: c.title,
+                        description: c.description.filter(|d| !d.is_empty()),
+                        duedate: c.duedate,
+                        order: c.order,
+                    })
+                    .collect();
+                cards.sort_by_key(|c| c.order);
+                Stack {
+                    stack_id: st.id,
+                    title: st.title,
+                    order: st.order,
+                    cards,
+                }
+            })
+            .collect();
+        let mut text = format!("Board {} has {} stack(s):", a.board_id.0, stacks.len());
+        for st in &stacks {
+            text.push_str(&format!("\n{} (stack_id {}):", st.title, st.stack_id));
+            for c in &st.cards {
+                text.push_str(&format!("\n  - {} (card_id {})", c.title, c.card_id));
+            }
+        }
+        Output::new(
+            text,
+            &Board {
+                board_id: a.board_id.0,
+                stacks,
+            },
+        )
+    }
+
+    #[tool(
+        name = "deck_create_card",
+        title = "Create a Deck card",
+        description = "Create a card in a stack of a Deck board.",
+        input_schema = input::<DeckCreateCardArgs>(),
+        output_schema = output::<CardCreated>(),
+        annotations(title = "Create a Deck card", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+    )]
+    async fn deck_create_card(&self, caller: Caller, Parameters(a): Parameters<DeckCreateCardArgs>) -> Result<Output, Error> {
+        let s = &self.session(&caller);
+        let title = args::title(&a.title, "title", 255)?;
+        let description = args::optional_text(a.description.as_deref(), "description", 20_000)?;
+        let duedate = match a.duedate.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
+            Some(d) => Some(
+                When::parse(d, "duedate")?
+                    .start_instant()
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            ),
+            None => None,
+        };
+        let (b, st) = (a.board_id.0.to_string(), a.stack_id.0.to_string());
+        let mut body = serde_json::json!({ "title": title, "type": "plain", "order": 999 });
+        if let Some(d) = &description {
+            body["description"] = d.clone().into();
+        }
+        if let Some(d) = &duedate {
+            body["duedate"] = d.clone().into();
+        }
+        let url = deck_url(s, ["boards", b.as_str(), "stacks", st.as_str(), "cards"]);
+        let card: RawCard = s
+            .send_json(s.ocs_request(http::Method::POST, url).json(&body), "creating the card")
+            .await?;
+        let out = CardCreated {
+            board_id: a.board_id.0,
+            stack_id: card.stack_id.unwrap_or(a.stack_id.0),
+            card_id: card.id,
+            title: card.title,
+        };
+        Output::new(
+            format!(
+                "Created card \"{}\" (card_id {}) in stack {}.",
+                out.title, out.card_id, out.stack_id
+            ),
+            &out,
+        )
+    }
+
+    #[tool(
+        name = "deck_move_card",
+        title = "Move a Deck card",
+        description = "Move a card to another stack of the same board.",
+        input_schema = input::<DeckMoveCardArgs>(),
+        output_schema = output::<CardMoved>(),
+        annotations(title = "Move a Deck card", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn deck_move_card(&self, caller: Caller, Parameters(a): Parameters<DeckMoveCardArgs>) -> Result<Output, Error> {
+        let s = &self.session(&caller);
+        let raw = stacks(s, a.board_id.0).await?;
+        if !raw.iter().any(|st| st.id == a.stack_id.0) {
+            return Err(Error::invalid(format!(
+                "stack {} is not on board {}; see deck_board for its stacks",
+                a.stack_id.0, a.board_id.0
+            )));
+        }
+        let from = raw
+            .iter()
+            .find(|st| st.cards.as_deref().unwrap_or_default().iter().any(|c| c.id == a.card_id.0))
+            .map(|st| st.id)
+            .ok_or(Error::NotFound)?;
+        let (b, f, c) = (a.board_id.0.to_string(), from.to_string(), a.card_id.0.to_string());
+        let url = deck_url(s, ["boards", b.as_str(), "stacks", f.as_str(), "cards", c.as_str(), "reorder"]);
+        let body = serde_json::json!({ "order": 0, "stackId": a.stack_id.0 });
+        s.send(s.ocs_request(http::Method::PUT, url).json(&body), "moving the card").await?;
+        let out = CardMoved {
+            board_id: a.board_id.0,
+            card_id: a.card_id.0,
+            from_stack_id: from,
+            stack_id: a.stack_id.0,
+        };
+        Output::new(
+            format!("Moved card {} from stack {from} to stack {}.", out.card_id, out.stack_id),
+            &out,
+        )
+    }
+}
 
 #[derive(Deserialize)]
 struct RawBoard {
@@ -109,28 +285,6 @@ fn deck_url<'a>(s: &Session<'_>, tail: impl IntoIterator<Item = &'a str>) -> url
     s.url(["index.php", "apps", "deck", "api", "v1.0"].into_iter().chain(tail))
 }
 
-pub async fn boards(s: &Session<'_>) -> Result<Output, Error> {
-    let raw: Vec<RawBoard> = s
-        .send_json(s.ocs_request(http::Method::GET, deck_url(s, ["boards"])), "listing boards")
-        .await?;
-    let boards: Vec<BoardInfo> = raw
-        .into_iter()
-        .filter(|b| b.deleted_at.unwrap_or(0) == 0)
-        .map(|b| BoardInfo {
-            board_id: b.id,
-            title: b.title,
-            color: b.color,
-            archived: b.archived,
-        })
-        .collect();
-    let text = boards
-        .iter()
-        .map(|b| format!("- {} (board_id {})", b.title, b.board_id))
-        .collect::<Vec<_>>()
-        .join("\n");
-    Output::new(format!("{} board(s):\n{text}", boards.len()), &BoardList { boards })
-}
-
 async fn stacks(s: &Session<'_>, board_id: u64) -> Result<Vec<RawStack>, Error> {
     let id = board_id.to_string();
     s.send_json(
@@ -138,114 +292,4 @@ async fn stacks(s: &Session<'_>, board_id: u64) -> Result<Vec<RawStack>, Error> 
         "reading the board",
     )
     .await
-}
-
-pub async fn board(s: &Session<'_>, a: DeckBoardArgs) -> Result<Output, Error> {
-    let mut raw = stacks(s, a.board_id.0).await?;
-    raw.sort_by_key(|st| st.order);
-    let stacks: Vec<Stack> = raw
-        .into_iter()
-        .map(|st| {
-            let mut cards: Vec<Card> = st
-                .cards
-                .unwrap_or_default()
-                .into_iter()
-                .map(|c| Card {
-                    card_id: c.id,
-                    title: c.title,
-                    description: c.description.filter(|d| !d.is_empty()),
-                    duedate: c.duedate,
-                    order: c.order,
-                })
-                .collect();
-            cards.sort_by_key(|c| c.order);
-            Stack {
-                stack_id: st.id,
-                title: st.title,
-                order: st.order,
-                cards,
-            }
-        })
-        .collect();
-    let mut text = format!("Board {} has {} stack(s):", a.board_id.0, stacks.len());
-    for st in &stacks {
-        text.push_str(&format!("\n{} (stack_id {}):", st.title, st.stack_id));
-        for c in &st.cards {
-            text.push_str(&format!("\n  - {} (card_id {})", c.title, c.card_id));
-        }
-    }
-    Output::new(
-        text,
-        &Board {
-            board_id: a.board_id.0,
-            stacks,
-        },
-    )
-}
-
-pub async fn create_card(s: &Session<'_>, a: DeckCreateCardArgs) -> Result<Output, Error> {
-    let title = args::title(&a.title, "title", 255)?;
-    let description = args::optional_text(a.description.as_deref(), "description", 20_000)?;
-    let duedate = match a.duedate.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
-        Some(d) => Some(
-            When::parse(d, "duedate")?
-                .start_instant()
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        ),
-        None => None,
-    };
-    let (b, st) = (a.board_id.0.to_string(), a.stack_id.0.to_string());
-    let mut body = serde_json::json!({ "title": title, "type": "plain", "order": 999 });
-    if let Some(d) = &description {
-        body["description"] = d.clone().into();
-    }
-    if let Some(d) = &duedate {
-        body["duedate"] = d.clone().into();
-    }
-    let url = deck_url(s, ["boards", b.as_str(), "stacks", st.as_str(), "cards"]);
-    let card: RawCard = s
-        .send_json(s.ocs_request(http::Method::POST, url).json(&body), "creating the card")
-        .await?;
-    let out = CardCreated {
-        board_id: a.board_id.0,
-        stack_id: card.stack_id.unwrap_or(a.stack_id.0),
-        card_id: card.id,
-        title: card.title,
-    };
-    Output::new(
-        format!(
-            "Created card \"{}\" (card_id {}) in stack {}.",
-            out.title, out.card_id, out.stack_id
-        ),
-        &out,
-    )
-}
-
-pub async fn move_card(s: &Session<'_>, a: DeckMoveCardArgs) -> Result<Output, Error> {
-    let raw = stacks(s, a.board_id.0).await?;
-    if !raw.iter().any(|st| st.id == a.stack_id.0) {
-        return Err(Error::invalid(format!(
-            "stack {} is not on board {}; see deck_board for its stacks",
-            a.stack_id.0, a.board_id.0
-        )));
-    }
-    let from = raw
-        .iter()
-        .find(|st| st.cards.as_deref().unwrap_or_default().iter().any(|c| c.id == a.card_id.0))
-        .map(|st| st.id)
-        .ok_or(Error::NotFound)?;
-    let (b, f, c) = (a.board_id.0.to_string(), from.to_string(), a.card_id.0.to_string());
-    let url = deck_url(s, ["boards", b.as_str(), "stacks", f.as_str(), "cards", c.as_str(), "reorder"]);
-    let body = serde_json::json!({ "order": 0, "stackId": a.stack_id.0 });
-    s.send(s.ocs_request(http::Method::PUT, url).json(&body), "moving the card").await?;
-    let out = CardMoved {
-        board_id: a.board_id.0,
-        card_id: a.card_id.0,
-        from_stack_id: from,
-        stack_id: a.stack_id.0,
-    };
-    Output::new(
-        format!("Moved card {} from stack {from} to stack {}.", out.card_id, out.stack_id),
-        &out,
-    )
 }

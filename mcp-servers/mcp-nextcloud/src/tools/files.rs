@@ -2,15 +2,362 @@
 //! write, move. Every path is the caller's own (relative to their root) and every request
 //! carries their bearer; what Nextcloud does not return is never obtained.
 
+use mcp_resource_server::Caller;
+use rmcp::handler::server::wrapper::Parameters;
 use rmcp::schemars::JsonSchema;
+use rmcp::{tool, tool_router};
 use serde::Serialize;
 
-use super::Output;
 use super::args::{FilesFindArgs, FilesListArgs, FilesMoveArgs, FilesReadArgs, FilesWriteArgs};
+use super::{Tools, app, input, output};
+use crate::apps;
 use crate::error::Error;
 use crate::extract::{self, Extracted};
+use crate::index::extract::Format;
+use crate::index::tool::{self as index_tool, FilesGrepArgs, GrepOutput};
 use crate::nextcloud::paths::{self, UserPath};
 use crate::nextcloud::{self, Session, dav, dav_headers, method};
+use crate::output::Output;
+
+/// The files tools: one `#[tool]` function each (see [`super`] for how to add one).
+#[tool_router(router = files_router, vis = "pub(super)")]
+impl Tools {
+    #[tool(
+        name = "files_list",
+        title = "List a folder",
+        description = "List the files and folders in one of the user's folders. `path` is relative to the user's own root ('' for the root). Each row carries the path and file_id the other file tools take.",
+        input_schema = input::<FilesListArgs>(),
+        output_schema = output::<Listing>(),
+        annotations(title = "List a folder", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        meta = app(apps::FILES_TABLE),
+    )]
+    async fn files_list(&self, caller: Caller, Parameters(args): Parameters<FilesListArgs>) -> Result<Output, Error> {
+        let s = &self.session(&caller);
+        let path = UserPath::parse(&args.path, "path")?;
+        let request = s
+            .request(method("PROPFIND"), s.files_url(&path))
+            .headers(dav_headers(Some("1")))
+            .body(dav::propfind_files());
+        let found = s.multistatus(request, "listing the folder").await?;
+        let prefix = s.files_prefix();
+        let mut entries: Vec<FileEntry> = found.iter().filter_map(|e| entry(&prefix, e)).collect();
+        // The folder itself comes back first; a file path lists just that file.
+        let own = path.display();
+        if entries.iter().any(|e| e.path == own && e.is_dir) {
+            entries.retain(|e| e.path != own);
+        }
+        entries.sort_by(|a, b| {
+            b.is_dir
+                .cmp(&a.is_dir)
+                .then_with(|| a.name.to_lowercase().cmp(&b.name.to_lowercase()))
+        });
+        let shown = if own.is_empty() {
+            "your root folder".to_string()
+        } else {
+            format!("'{own}'")
+        };
+        let text = format!("{} item(s) in {shown}:\n{}", entries.len(), describe(&entries));
+        Output::new(
+            text,
+            &Listing {
+                path: own,
+                entries,
+                truncated: None,
+            },
+        )
+    }
+
+    #[tool(
+        name = "files_read",
+        title = "Read a file",
+        description = "Read a file's text by `path` or `file_id`. HTML, Markdown, plain text, PDF, DOCX and ODT come back as text; images and other binaries are described, not shown. Long files are paged: pass the returned `next_offset` as `offset`.",
+        input_schema = input::<FilesReadArgs>(),
+        output_schema = output::<ReadResult>(),
+        annotations(title = "Read a file", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn files_read(&self, caller: Caller, Parameters(args): Parameters<FilesReadArgs>) -> Result<Output, Error> {
+        let s = &self.session(&caller);
+        let offset = args.offset.unwrap_or(0);
+        let limit = args.limit.unwrap_or(DEFAULT_READ_CHARS);
+        if limit == 0 || limit > MAX_READ_CHARS {
+            return Err(Error::invalid(format!("limit must be between 1 and {MAX_READ_CHARS} characters")));
+        }
+        let (path, mut file_id) = match (args.path.as_deref(), args.file_id) {
+            (Some(p), None) => (UserPath::parse_item(p, "path")?, None),
+            (None, Some(id)) => {
+                let found = path_of_id(s, id.0).await?;
+                if found.is_dir {
+                    return Err(Error::invalid("that id is a folder; use files_list with its path"));
+                }
+                (UserPath::parse_item(&found.path, "path")?, Some(id.0))
+            }
+            (Some(_), Some(_)) => return Err(Error::invalid("give either path or file_id, not both")),
+            (None, None) => return Err(Error::invalid("give path or file_id")),
+        };
+        let response = s.send(s.request(http::Method::GET, s.files_url(&path)), "reading the file").await?;
+        let headers = response.headers().clone();
+        let mime = headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("application/octet-stream")
+            .to_string();
+        if file_id.is_none() {
+            file_id = oc_file_id(&headers);
+        }
+        let declared = response.content_length();
+        let name = path.name().to_string();
+        let (extracted, size) = if declared.is_some_and(|n| n > MAX_READ_BYTES) || Format::readable(&mime, &name).is_none() {
+            // Not text, or too large to read: describe without downloading the body.
+            drop(response);
+            let why = if Format::readable(&mime, &name).is_none() {
+                "not a text format"
+            } else {
+                "too large to read"
+            };
+            (Extracted::Binary { reason: why.into() }, declared.unwrap_or(0))
+        } else {
+            let bytes = nextcloud::read_bounded(response, MAX_READ_BYTES as usize, "reading the file").await?;
+            let size = bytes.len() as u64;
+            let (m, n) = (mime.clone(), name.clone());
+            // Parsers run on untrusted bytes: off the async threads, and a panic is contained.
+            let extracted = tokio::task::spawn_blocking(move || extract::extract(&bytes, &m, &n))
+                .await
+                .unwrap_or_else(|_| Extracted::Binary {
+                    reason: "the content could not be read".into(),
+                });
+            (extracted, size)
+        };
+        let display = path.display();
+        let result = match extracted {
+            Extracted::Text { text, format } => {
+                let total = text.chars().count();
+                if offset > total {
+                    return Err(Error::invalid(format!(
+                        "offset {offset} is past the end (the text has {total} characters)"
+                    )));
+                }
+                let page: String = text.chars().skip(offset).take(limit).collect();
+                let end = offset + page.chars().count();
+                let next = (end < total).then_some(end);
+                ReadResult {
+                    path: display,
+                    file_id,
+                    mime,
+                    size,
+                    format: format.into(),
+                    total_chars: total,
+                    offset,
+                    next_offset: next,
+                    text: page,
+                }
+            }
+            Extracted::Binary { reason } => {
+                let text = format!("{display} is {mime}, {size} bytes; its content is not shown ({reason}).");
+                ReadResult {
+                    path: display,
+                    file_id,
+                    mime,
+                    size,
+                    format: "binary".into(),
+                    total_chars: 0,
+                    offset: 0,
+                    next_offset: None,
+                    text,
+                }
+            }
+        };
+        let header = match result.next_offset {
+            Some(n) => format!(
+                "{} ({}; characters {}-{} of {}; next_offset {n})\n\n",
+                result.path, result.format, result.offset, n, result.total_chars
+            ),
+            None if result.format == "binary" => String::new(),
+            None => format!(
+                "{} ({}; characters {}-{} of {})\n\n",
+                result.path, result.format, result.offset, result.total_chars, result.total_chars
+            ),
+        };
+        let text = format!("{header}{}", result.text);
+        Output::new(text, &result)
+    }
+
+    #[tool(
+        name = "files_find",
+        title = "Find files by name",
+        description = "Find files and folders whose name matches `pattern` (`*` is a wildcard; without one, names containing the pattern match). Optional `path` limits the search to a folder.",
+        input_schema = input::<FilesFindArgs>(),
+        output_schema = output::<Listing>(),
+        annotations(title = "Find files by name", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+        meta = app(apps::FILES_TABLE),
+    )]
+    async fn files_find(&self, caller: Caller, Parameters(args): Parameters<FilesFindArgs>) -> Result<Output, Error> {
+        let s = &self.session(&caller);
+        let pattern = args.pattern.trim();
+        if pattern.is_empty() || pattern.chars().all(|c| c == '*') {
+            return Err(Error::invalid("pattern must contain at least one character besides '*'"));
+        }
+        if pattern.len() > 255 || pattern.contains(['/', '\\', '\0']) || pattern.chars().any(char::is_control) {
+            return Err(Error::invalid(
+                "pattern is a file name pattern: no '/', '\\' or control characters, at most 255 bytes",
+            ));
+        }
+        let limit = args.limit.unwrap_or(50);
+        if limit == 0 || limit > 500 {
+            return Err(Error::invalid("limit must be between 1 and 500"));
+        }
+        let scope_path = UserPath::parse(&args.path, "path")?;
+        let like = if pattern.contains('*') {
+            pattern.replace('*', "%")
+        } else {
+            format!("%{pattern}%")
+        };
+        // The scope is an href: its segments are percent-encoded like any DAV href.
+        let scope = paths::href_path(
+            ["files", s.uid()]
+                .into_iter()
+                .chain(scope_path.segments().iter().map(String::as_str)),
+        );
+        let body = dav::search(&scope, &dav::where_name_like(&like), Some(limit + 1));
+        let request = s
+            .request(method("SEARCH"), s.url(["remote.php", "dav", ""]))
+            .headers(dav_headers(None))
+            .body(body);
+        let found = s.multistatus(request, "searching files").await?;
+        let prefix = s.files_prefix();
+        let mut entries: Vec<FileEntry> = found
+            .iter()
+            .filter_map(|e| entry(&prefix, e))
+            .filter(|e| UserPath::parse(&e.path, "path").is_ok_and(|p| scope_path.contains(&p) && p != scope_path))
+            .collect();
+        let truncated = entries.len() > limit;
+        entries.truncate(limit);
+        let text = format!(
+            "{} match(es) for '{pattern}'{}:\n{}",
+            entries.len(),
+            if truncated { " (more exist; raise limit)" } else { "" },
+            describe(&entries)
+        );
+        Output::new(
+            text,
+            &Listing {
+                path: scope_path.display(),
+                entries,
+                truncated: Some(truncated),
+            },
+        )
+    }
+
+    #[tool(
+        name = "files_grep",
+        title = "Search inside documents",
+        description = "Search the text inside the user's documents (text, Markdown, HTML, PDF, DOCX, ODT) \
+for words, e.g. 'budget forty thousand'. Returns passages with the file's path and file_id, the heading path of the \
+section, a snippet with the matching words in **bold**, and an `offset`: call files_read with that path and offset to \
+read the whole section. Matching is by words, not meaning: if nothing is found, search again with other words \
+(synonyms, the vocabulary the document itself would likely use, another language). Optional `path` limits the \
+search to a folder. The index fills as people search, so the answer says how much of the user's documents it covers.",
+        input_schema = input::<FilesGrepArgs>(),
+        output_schema = output::<GrepOutput>(),
+        annotations(title = "Search inside documents", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn files_grep(&self, caller: Caller, Parameters(args): Parameters<FilesGrepArgs>) -> Result<Output, Error> {
+        index_tool::call(&self.session(&caller), &self.index, args).await
+    }
+
+    #[tool(
+        name = "files_write",
+        title = "Write a text file",
+        description = "Create a text file or replace its content. Replacing is destructive; pass `overwrite: false` to refuse when the file exists.",
+        input_schema = input::<FilesWriteArgs>(),
+        output_schema = output::<WriteResult>(),
+        annotations(title = "Write a text file", read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false),
+    )]
+    async fn files_write(&self, caller: Caller, Parameters(args): Parameters<FilesWriteArgs>) -> Result<Output, Error> {
+        let s = &self.session(&caller);
+        let path = UserPath::parse_item(&args.path, "path")?;
+        if args.content.len() > MAX_WRITE_BYTES {
+            return Err(Error::invalid(format!("content is too large (at most {MAX_WRITE_BYTES} bytes)")));
+        }
+        let overwrite = args.overwrite.unwrap_or(true);
+        let mut request = s
+            .request(http::Method::PUT, s.files_url(&path))
+            .header(http::header::CONTENT_TYPE, "text/plain; charset=utf-8")
+            .body(args.content.clone());
+        if !overwrite {
+            request = request.header(http::header::IF_NONE_MATCH, "*");
+        }
+        let response = match s.send(request, "writing the file").await {
+            Err(Error::Conflict(_)) if !overwrite => return Err(Error::Conflict("the file already exists (overwrite is false)".into())),
+            Err(Error::Conflict(_)) => {
+                return Err(Error::Conflict(
+                    "the file could not be written: its folder does not exist or it changed meanwhile".into(),
+                ));
+            }
+            other => other?,
+        };
+        let created = nextcloud::created(response.status());
+        let file_id = oc_file_id(response.headers());
+        let display = path.display();
+        let text = format!(
+            "{} {display} ({} bytes).",
+            if created { "Created" } else { "Replaced" },
+            args.content.len()
+        );
+        Output::new(
+            text,
+            &WriteResult {
+                path: display,
+                file_id,
+                created,
+                size: args.content.len(),
+            },
+        )
+    }
+
+    #[tool(
+        name = "files_move",
+        title = "Move or rename",
+        description = "Move or rename a file or folder. Refuses to replace an existing target unless `overwrite: true`.",
+        input_schema = input::<FilesMoveArgs>(),
+        output_schema = output::<MoveResult>(),
+        annotations(title = "Move or rename", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false),
+    )]
+    async fn files_move(&self, caller: Caller, Parameters(args): Parameters<FilesMoveArgs>) -> Result<Output, Error> {
+        let s = &self.session(&caller);
+        let from = UserPath::parse_item(&args.from, "from")?;
+        let to = UserPath::parse_item(&args.to, "to")?;
+        if from == to {
+            return Err(Error::invalid("from and to are the same path"));
+        }
+        if from.contains(&to) {
+            return Err(Error::invalid("cannot move a folder into itself"));
+        }
+        let overwrite = args.overwrite.unwrap_or(false);
+        let request = s
+            .request(method("MOVE"), s.files_url(&from))
+            .header("Destination", s.files_url(&to).as_str())
+            .header("Overwrite", if overwrite { "T" } else { "F" });
+        let response = match s.send(request, "moving").await {
+            Err(Error::Conflict(_)) if !overwrite => {
+                return Err(Error::Conflict(format!(
+                    "'{}' already exists or its folder is missing; pass overwrite: true to replace it",
+                    to.display()
+                )));
+            }
+            other => other?,
+        };
+        let replaced = response.status() == http::StatusCode::NO_CONTENT;
+        let text = format!("Moved {} to {}.", from.display(), to.display());
+        Output::new(
+            text,
+            &MoveResult {
+                from: from.display(),
+                to: to.display(),
+                replaced,
+            },
+        )
+    }
+}
 
 const DEFAULT_READ_CHARS: usize = 20_000;
 const MAX_READ_CHARS: usize = 100_000;
@@ -137,41 +484,6 @@ fn describe(entries: &[FileEntry]) -> String {
         .join("\n")
 }
 
-pub async fn list(s: &Session<'_>, args: FilesListArgs) -> Result<Output, Error> {
-    let path = UserPath::parse(&args.path, "path")?;
-    let request = s
-        .request(method("PROPFIND"), s.files_url(&path))
-        .headers(dav_headers(Some("1")))
-        .body(dav::propfind_files());
-    let found = s.multistatus(request, "listing the folder").await?;
-    let prefix = s.files_prefix();
-    let mut entries: Vec<FileEntry> = found.iter().filter_map(|e| entry(&prefix, e)).collect();
-    // The folder itself comes back first; a file path lists just that file.
-    let own = path.display();
-    if entries.iter().any(|e| e.path == own && e.is_dir) {
-        entries.retain(|e| e.path != own);
-    }
-    entries.sort_by(|a, b| {
-        b.is_dir
-            .cmp(&a.is_dir)
-            .then_with(|| a.name.to_lowercase().cmp(&b.name.to_lowercase()))
-    });
-    let shown = if own.is_empty() {
-        "your root folder".to_string()
-    } else {
-        format!("'{own}'")
-    };
-    let text = format!("{} item(s) in {shown}:\n{}", entries.len(), describe(&entries));
-    Output::new(
-        text,
-        &Listing {
-            path: own,
-            entries,
-            truncated: None,
-        },
-    )
-}
-
 /// Finds the caller's path for a file id with one SEARCH in the caller's scope.
 async fn path_of_id(s: &Session<'_>, id: u64) -> Result<FileEntry, Error> {
     let scope = paths::href_path(["files", s.uid()]);
@@ -189,246 +501,9 @@ async fn path_of_id(s: &Session<'_>, id: u64) -> Result<FileEntry, Error> {
         .ok_or(Error::NotFound)
 }
 
-pub async fn read(s: &Session<'_>, args: FilesReadArgs) -> Result<Output, Error> {
-    let offset = args.offset.unwrap_or(0);
-    let limit = args.limit.unwrap_or(DEFAULT_READ_CHARS);
-    if limit == 0 || limit > MAX_READ_CHARS {
-        return Err(Error::invalid(format!("limit must be between 1 and {MAX_READ_CHARS} characters")));
-    }
-    let (path, mut file_id) = match (args.path.as_deref(), args.file_id) {
-        (Some(p), None) => (UserPath::parse_item(p, "path")?, None),
-        (None, Some(id)) => {
-            let found = path_of_id(s, id.0).await?;
-            if found.is_dir {
-                return Err(Error::invalid("that id is a folder; use files_list with its path"));
-            }
-            (UserPath::parse_item(&found.path, "path")?, Some(id.0))
-        }
-        (Some(_), Some(_)) => return Err(Error::invalid("give either path or file_id, not both")),
-        (None, None) => return Err(Error::invalid("give path or file_id")),
-    };
-    let response = s.send(s.request(http::Method::GET, s.files_url(&path)), "reading the file").await?;
-    let headers = response.headers().clone();
-    let mime = headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/octet-stream")
-        .to_string();
-    if file_id.is_none() {
-        file_id = oc_file_id(&headers);
-    }
-    let declared = response.content_length();
-    let name = path.name().to_string();
-    let (extracted, size) = if declared.is_some_and(|n| n > MAX_READ_BYTES) || extract::format_of(&mime, &name) == extract::Format::Other {
-        // Not text, or too large to read: describe without downloading the body.
-        drop(response);
-        let why = if extract::format_of(&mime, &name) == extract::Format::Other {
-            "not a text format"
-        } else {
-            "too large to read"
-        };
-        (Extracted::Binary { reason: why.into() }, declared.unwrap_or(0))
-    } else {
-        let bytes = nextcloud::read_bounded(response, MAX_READ_BYTES as usize, "reading the file").await?;
-        let size = bytes.len() as u64;
-        let (m, n) = (mime.clone(), name.clone());
-        // Parsers run on untrusted bytes: off the async threads, and a panic is contained.
-        let extracted = tokio::task::spawn_blocking(move || extract::extract(&bytes, &m, &n))
-            .await
-            .unwrap_or_else(|_| Extracted::Binary {
-                reason: "the content could not be read".into(),
-            });
-        (extracted, size)
-    };
-    let display = path.display();
-    let result = match extracted {
-        Extracted::Text { text, format } => {
-            let total = text.chars().count();
-            if offset > total {
-                return Err(Error::invalid(format!(
-                    "offset {offset} is past the end (the text has {total} characters)"
-                )));
-            }
-            let page: String = text.chars().skip(offset).take(limit).collect();
-            let end = offset + page.chars().count();
-            let next = (end < total).then_some(end);
-            ReadResult {
-                path: display,
-                file_id,
-                mime,
-                size,
-                format: format.into(),
-                total_chars: total,
-                offset,
-                next_offset: next,
-                text: page,
-            }
-        }
-        Extracted::Binary { reason } => {
-            let text = format!("{display} is {mime}, {size} bytes; its content is not shown ({reason}).");
-            ReadResult {
-                path: display,
-                file_id,
-                mime,
-                size,
-                format: "binary".into(),
-                total_chars: 0,
-                offset: 0,
-                next_offset: None,
-                text,
-            }
-        }
-    };
-    let header = match result.next_offset {
-        Some(n) => format!(
-            "{} ({}; characters {}-{} of {}; next_offset {n})\n\n",
-            result.path, result.format, result.offset, n, result.total_chars
-        ),
-        None if result.format == "binary" => String::new(),
-        None => format!(
-            "{} ({}; characters {}-{} of {})\n\n",
-            result.path, result.format, result.offset, result.total_chars, result.total_chars
-        ),
-    };
-    let text = format!("{header}{}", result.text);
-    Output::new(text, &result)
-}
-
 /// Nextcloud's `OC-FileId` header is the numeric id, zero-padded, followed by the instance id.
 fn oc_file_id(headers: &http::HeaderMap) -> Option<u64> {
     let v = headers.get("oc-fileid")?.to_str().ok()?;
     let digits: String = v.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok().filter(|n| *n > 0)
-}
-
-pub async fn find(s: &Session<'_>, args: FilesFindArgs) -> Result<Output, Error> {
-    let pattern = args.pattern.trim();
-    if pattern.is_empty() || pattern.chars().all(|c| c == '*') {
-        return Err(Error::invalid("pattern must contain at least one character besides '*'"));
-    }
-    if pattern.len() > 255 || pattern.contains(['/', '\\', '\0']) || pattern.chars().any(char::is_control) {
-        return Err(Error::invalid(
-            "pattern is a file name pattern: no '/', '\\' or control characters, at most 255 bytes",
-        ));
-    }
-    let limit = args.limit.unwrap_or(50);
-    if limit == 0 || limit > 500 {
-        return Err(Error::invalid("limit must be between 1 and 500"));
-    }
-    let scope_path = UserPath::parse(&args.path, "path")?;
-    let like = if pattern.contains('*') {
-        pattern.replace('*', "%")
-    } else {
-        format!("%{pattern}%")
-    };
-    // The scope is an href: its segments are percent-encoded like any DAV href.
-    let scope = paths::href_path(
-        ["files", s.uid()]
-            .into_iter()
-            .chain(scope_path.segments().iter().map(String::as_str)),
-    );
-    let body = dav::search(&scope, &dav::where_name_like(&like), Some(limit + 1));
-    let request = s
-        .request(method("SEARCH"), s.url(["remote.php", "dav", ""]))
-        .headers(dav_headers(None))
-        .body(body);
-    let found = s.multistatus(request, "searching files").await?;
-    let prefix = s.files_prefix();
-    let mut entries: Vec<FileEntry> = found
-        .iter()
-        .filter_map(|e| entry(&prefix, e))
-        .filter(|e| UserPath::parse(&e.path, "path").is_ok_and(|p| scope_path.contains(&p) && p != scope_path))
-        .collect();
-    let truncated = entries.len() > limit;
-    entries.truncate(limit);
-    let text = format!(
-        "{} match(es) for '{pattern}'{}:\n{}",
-        entries.len(),
-        if truncated { " (more exist; raise limit)" } else { "" },
-        describe(&entries)
-    );
-    Output::new(
-        text,
-        &Listing {
-            path: scope_path.display(),
-            entries,
-            truncated: Some(truncated),
-        },
-    )
-}
-
-pub async fn write(s: &Session<'_>, args: FilesWriteArgs) -> Result<Output, Error> {
-    let path = UserPath::parse_item(&args.path, "path")?;
-    if args.content.len() > MAX_WRITE_BYTES {
-        return Err(Error::invalid(format!("content is too large (at most {MAX_WRITE_BYTES} bytes)")));
-    }
-    let overwrite = args.overwrite.unwrap_or(true);
-    let mut request = s
-        .request(http::Method::PUT, s.files_url(&path))
-        .header(http::header::CONTENT_TYPE, "text/plain; charset=utf-8")
-        .body(args.content.clone());
-    if !overwrite {
-        request = request.header(http::header::IF_NONE_MATCH, "*");
-    }
-    let response = match s.send(request, "writing the file").await {
-        Err(Error::Conflict(_)) if !overwrite => return Err(Error::Conflict("the file already exists (overwrite is false)".into())),
-        Err(Error::Conflict(_)) => {
-            return Err(Error::Conflict(
-                "the file could not be written: its folder does not exist or it changed meanwhile".into(),
-            ));
-        }
-        other => other?,
-    };
-    let created = nextcloud::created(response.status());
-    let file_id = oc_file_id(response.headers());
-    let display = path.display();
-    let text = format!(
-        "{} {display} ({} bytes).",
-        if created { "Created" } else { "Replaced" },
-        args.content.len()
-    );
-    Output::new(
-        text,
-        &WriteResult {
-            path: display,
-            file_id,
-            created,
-            size: args.content.len(),
-        },
-    )
-}
-
-pub async fn move_item(s: &Session<'_>, args: FilesMoveArgs) -> Result<Output, Error> {
-    let from = UserPath::parse_item(&args.from, "from")?;
-    let to = UserPath::parse_item(&args.to, "to")?;
-    if from == to {
-        return Err(Error::invalid("from and to are the same path"));
-    }
-    if from.contains(&to) {
-        return Err(Error::invalid("cannot move a folder into itself"));
-    }
-    let overwrite = args.overwrite.unwrap_or(false);
-    let request = s
-        .request(method("MOVE"), s.files_url(&from))
-        .header("Destination", s.files_url(&to).as_str())
-        .header("Overwrite", if overwrite { "T" } else { "F" });
-    let response = match s.send(request, "moving").await {
-        Err(Error::Conflict(_)) if !overwrite => {
-            return Err(Error::Conflict(format!(
-                "'{}' already exists or its folder is missing; pass overwrite: true to replace it",
-                to.display()
-            )));
-        }
-        other => other?,
-    };
-    let replaced = response.status() == http::StatusCode::NO_CONTENT;
-    let text = format!("Moved {} to {}.", from.display(), to.display());
-    Output::new(
-        text,
-        &MoveResult {
-            from: from.display(),
-            to: to.display(),
-            replaced,
-        },
-    )
 }

@@ -1,10 +1,42 @@
-//! The tool catalogue: every tool's definition (name, argument schema, output schema,
-//! annotations, MCP Apps metadata) and the one dispatch from a name to its function.
-//! Register new tools in [`definitions`] and [`call`]; nowhere else.
+//! The tool catalogue: one declaration per tool. Each tool is one `#[tool]` function in its
+//! domain's module (files, calendar, contacts, deck), inside that module's `#[tool_router]`
+//! block; rmcp's macros turn the attribute into the definition (name, title, description,
+//! schemas, annotations, MCP Apps `_meta`) and the function into the dispatch, so the two
+//! cannot drift apart. [`Tools`] joins the modules' routers once, at startup.
 //!
-//! Annotations are as true as they can be: the orchestrator derives approval from them (G3)
-//! and fails closed when they are absent, so a tool with an effect must never claim
-//! `readOnlyHint`.
+//! # Adding a tool
+//! Write one function in the `#[tool_router]` block of its domain's module:
+//! ```ignore
+//! #[tool(
+//!     name = "files_stat", title = "File details",
+//!     description = "What the model reads to decide when to call it.",
+//!     input_schema = input::<FilesStatArgs>(), output_schema = output::<FileEntry>(),
+//!     annotations(title = "File details", read_only_hint = true, destructive_hint = false,
+//!                 idempotent_hint = true, open_world_hint = false),
+//! )]
+//! async fn files_stat(&self, caller: Caller, Parameters(args): Parameters<FilesStatArgs>) -> Result<Output, Error> {
+//!     let s = self.session(&caller);
+//!     // … ask Nextcloud as the caller, shape the answer …
+//!     Output::new("one line for people", &entry)
+//! }
+//! ```
+//! The arguments are a `Deserialize + JsonSchema` struct in [`args`] (its doc comments become
+//! the schema's descriptions); `caller` is the request's verified caller, put there by the
+//! auth gate; a bad argument is refused with `invalid_argument` before the function runs.
+//! `input_schema`/`output_schema` name the types explicitly because rmcp's defaults strip the
+//! schema's title and use the serialize contract: published schemas are fingerprinted by the
+//! orchestrator, and a changed one quarantines the tool. `tests/tools_list.rs` pins them all.
+//! A new domain module adds its router to [`Tools::new`].
+//!
+//! # Annotations
+//! They are as true as they can be: the orchestrator derives approval from them (G3) and
+//! fails closed when they are absent, so a tool with an effect must never claim
+//! `readOnlyHint`. MCP defines `destructiveHint: false` as "performs only additive updates";
+//! nothing this server writes is additive in that sense (a write can replace content, a move
+//! changes where things are, a new event or card lands where other people see it), so every
+//! tool that is not read-only says `destructiveHint: true` and G3 asks before each call. Reads
+//! say `readOnlyHint: true, destructiveHint: false, idempotentHint: true`; every tool says
+//! `openWorldHint: false`. The tests below hold every tool to this.
 //!
 //! Deliberate omissions, not gaps: there is no public-link tool, no share tool, no delete
 //! tool and no mail tool in this server. A public link turns read access into exfiltration in
@@ -12,7 +44,7 @@
 //! only by a human click. Adding any of them re-opens the confused-deputy hole.
 //!
 //! Failures are tool results with `isError: true`, a clear text, and
-//! `structuredContent: {"error": {"kind", "message"}}` (see [`crate::error`]).
+//! `structuredContent: {"error": {"kind", "message"}}` (see [`crate::output`]).
 
 pub mod args;
 pub mod calendar;
@@ -22,312 +54,124 @@ pub mod files;
 
 use std::sync::Arc;
 
+use mcp_resource_server::{Caller, mcp};
 use rmcp::handler::server::common::schema_for_type;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations};
-use serde::Serialize;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, MetaObject, Tool};
+use rmcp::schemars::JsonSchema;
+use rmcp::service::{RequestContext, RoleServer};
 
-use crate::apps;
-use crate::auth::Caller;
 use crate::error::Error;
 use crate::index::Index;
-use crate::nextcloud::Nextcloud;
+use crate::nextcloud::{Nextcloud, Session};
+use crate::output::error_result;
 
-/// A successful tool answer: a short human-readable text and the structured rows.
-pub struct Output {
-    pub text: String,
-    pub structured: serde_json::Value,
+/// Every tool, and what they act through. Built once per process; holds no credential.
+pub struct Tools {
+    nextcloud: Arc<Nextcloud>,
+    index: Index,
+    router: ToolRouter<Tools>,
 }
 
-impl Output {
-    pub fn new<T: Serialize>(text: impl Into<String>, value: &T) -> Result<Self, Error> {
-        let structured = serde_json::to_value(value).map_err(|_| Error::Retryable("the answer could not be encoded".into()))?;
-        Ok(Output {
-            text: text.into(),
-            structured,
-        })
-    }
-}
-
-/// Effect class of a tool, turned into MCP annotations.
-///
-/// MCP defines `destructiveHint: false` as "performs only additive updates". Nothing this
-/// server writes is additive in that sense: a write can replace content, a move changes
-/// where things are, and a new event or card lands in calendars and boards other people
-/// see. So every tool that is not read-only says `destructiveHint: true`, and G3 asks the
-/// user before each call (a non-destructive, idempotent tool would run without asking).
-#[derive(Clone, Copy)]
-enum Effect {
-    /// Reads only.
-    Read,
-    /// Changes the user's data or what others see: replaces, moves, or adds to shared space.
-    Write { idempotent: bool },
-}
-fn annotations(title: &str, effect: Effect) -> ToolAnnotations {
-    let a = ToolAnnotations::with_title(title).open_world(false);
-    match effect {
-        Effect::Read => a.read_only(true).destructive(false).idempotent(true),
-        Effect::Write { idempotent } => a.read_only(false).destructive(true).idempotent(idempotent),
-    }
-}
-
-fn ui_meta(resource_uri: Option<&str>, visibility: Option<&[&str]>) -> Option<MetaObject> {
-    if resource_uri.is_none() && visibility.is_none() {
-        return None;
-    }
-    let mut ui = serde_json::Map::new();
-    if let Some(uri) = resource_uri {
-        ui.insert("resourceUri".into(), uri.into());
-    }
-    if let Some(v) = visibility {
-        ui.insert("visibility".into(), v.iter().map(|s| serde_json::Value::from(*s)).collect());
-    }
-    let mut meta = JsonObject::new();
-    meta.insert("ui".into(), serde_json::Value::Object(ui));
-    Some(MetaObject(meta))
-}
-
-fn tool<A: schemars::JsonSchema + 'static, O: schemars::JsonSchema + 'static>(
-    name: &'static str,
-    title: &str,
-    description: &'static str,
-    effect: Effect,
-    app: Option<&str>,
-    visibility: Option<&[&str]>,
-) -> Tool {
-    let mut t = Tool::new(name, description, schema_for_type::<A>())
-        .with_title(title)
-        .with_annotations(annotations(title, effect))
-        .with_raw_output_schema(schema_for_type::<O>());
-    if let Some(meta) = ui_meta(app, visibility) {
-        t = t.with_meta(meta);
-    }
-    t
-}
-
-use rmcp::schemars;
-
-/// Every tool this server offers, in a stable order.
-pub fn definitions() -> Vec<Tool> {
-    use args::*;
-    vec![
-        tool::<FilesListArgs, files::Listing>(
-            "files_list",
-            "List a folder",
-            "List the files and folders in one of the user's folders. `path` is relative to the user's own root ('' for the root). Each row carries the path and file_id the other file tools take.",
-            Effect::Read,
-            Some(apps::FILES_TABLE),
-            None,
-        ),
-        tool::<FilesReadArgs, files::ReadResult>(
-            "files_read",
-            "Read a file",
-            "Read a file's text by `path` or `file_id`. HTML, Markdown, plain text, PDF, DOCX and ODT come back as text; images and other binaries are described, not shown. Long files are paged: pass the returned `next_offset` as `offset`.",
-            Effect::Read,
-            None,
-            None,
-        ),
-        tool::<FilesFindArgs, files::Listing>(
-            "files_find",
-            "Find files by name",
-            "Find files and folders whose name matches `pattern` (`*` is a wildcard; without one, names containing the pattern match). Optional `path` limits the search to a folder.",
-            Effect::Read,
-            Some(apps::FILES_TABLE),
-            None,
-        ),
-        tool::<crate::index::tool::FilesGrepArgs, crate::index::tool::GrepOutput>(
-            crate::index::tool::NAME,
-            crate::index::tool::TITLE,
-            crate::index::tool::DESCRIPTION,
-            Effect::Read,
-            None,
-            None,
-        ),
-        tool::<FilesWriteArgs, files::WriteResult>(
-            "files_write",
-            "Write a text file",
-            "Create a text file or replace its content. Replacing is destructive; pass `overwrite: false` to refuse when the file exists.",
-            Effect::Write { idempotent: true },
-            None,
-            None,
-        ),
-        tool::<FilesMoveArgs, files::MoveResult>(
-            "files_move",
-            "Move or rename",
-            "Move or rename a file or folder. Refuses to replace an existing target unless `overwrite: true`.",
-            Effect::Write { idempotent: false },
-            None,
-            None,
-        ),
-        tool::<NoArgs, calendar::CalendarList>(
-            "calendar_list",
-            "List calendars",
-            "List the user's calendars with their id, name and color. The id is what `calendar` takes in the other calendar tools.",
-            Effect::Read,
-            None,
-            None,
-        ),
-        tool::<CalendarEventsArgs, calendar::EventList>(
-            "calendar_events",
-            "Events in a range",
-            "Events between `from` and `to` (ISO dates or date-times; a date `to` includes that whole day), recurring events expanded. Times are UTC (RFC 3339) with the original time zone; anything that could not be handled is listed in `warnings`. Optional `calendar` limits to one calendar.",
-            Effect::Read,
-            Some(apps::CALENDAR_WEEK),
-            None,
-        ),
-        tool::<CalendarEventGetArgs, calendar::EventDetails>(
-            "calendar_event_get",
-            "Event details",
-            "One event's details by the `href` returned by calendar_events.",
-            Effect::Read,
-            None,
-            Some(&["model", "app"]),
-        ),
-        tool::<CalendarCreateArgs, calendar::Created>(
-            "calendar_create_event",
-            "Create an event",
-            "Create an event in one of the user's calendars. `start` and `end` are ISO date-times (with offset, or UTC) or, for an all-day event, dates.",
-            Effect::Write { idempotent: false },
-            None,
-            None,
-        ),
-        tool::<ContactsSearchArgs, contacts::ContactList>(
-            "contacts_search",
-            "Search contacts",
-            "Search the user's address books: contacts whose name, email or organisation contains `query`.",
-            Effect::Read,
-            None,
-            None,
-        ),
-        tool::<NoArgs, deck::BoardList>(
-            "deck_boards",
-            "List Deck boards",
-            "List the Deck boards the user can see, with their ids.",
-            Effect::Read,
-            None,
-            None,
-        ),
-        tool::<DeckBoardArgs, deck::Board>(
-            "deck_board",
-            "A Deck board",
-            "One Deck board's stacks with their cards (ids, titles, descriptions, due dates).",
-            Effect::Read,
-            None,
-            None,
-        ),
-        tool::<DeckCreateCardArgs, deck::CardCreated>(
-            "deck_create_card",
-            "Create a Deck card",
-            "Create a card in a stack of a Deck board.",
-            Effect::Write { idempotent: false },
-            None,
-            None,
-        ),
-        tool::<DeckMoveCardArgs, deck::CardMoved>(
-            "deck_move_card",
-            "Move a Deck card",
-            "Move a card to another stack of the same board.",
-            Effect::Write { idempotent: true },
-            None,
-            None,
-        ),
-    ]
-}
-
-/// One tool's definition by name.
-pub fn definition(name: &str) -> Option<Tool> {
-    definitions().into_iter().find(|t| t.name == name)
-}
-
-/// Runs tool `name` with `arguments` as `caller`. Never fails at the protocol level:
-/// every failure is a tool result with `isError: true`.
-pub async fn call(nc: &Arc<Nextcloud>, index: &Index, caller: &Caller, name: &str, arguments: JsonObject) -> CallToolResult {
-    let session = nc.session(caller);
-    let s = &session;
-    let a = arguments;
-    let outcome = match name {
-        "files_list" => match args::parse(a) {
-            Ok(x) => files::list(s, x).await,
-            Err(e) => Err(e),
-        },
-        "files_read" => match args::parse(a) {
-            Ok(x) => files::read(s, x).await,
-            Err(e) => Err(e),
-        },
-        "files_find" => match args::parse(a) {
-            Ok(x) => files::find(s, x).await,
-            Err(e) => Err(e),
-        },
-        "files_grep" => match args::parse(a) {
-            Ok(x) => crate::index::tool::call(s, index, x).await,
-            Err(e) => Err(e),
-        },
-        "files_write" => match args::parse(a) {
-            Ok(x) => files::write(s, x).await,
-            Err(e) => Err(e),
-        },
-        "files_move" => match args::parse(a) {
-            Ok(x) => files::move_item(s, x).await,
-            Err(e) => Err(e),
-        },
-        "calendar_list" => match args::parse::<args::NoArgs>(a) {
-            Ok(_) => calendar::list(s).await,
-            Err(e) => Err(e),
-        },
-        "calendar_events" => match args::parse(a) {
-            Ok(x) => calendar::events(s, x).await,
-            Err(e) => Err(e),
-        },
-        "calendar_event_get" => match args::parse(a) {
-            Ok(x) => calendar::event_get(s, x).await,
-            Err(e) => Err(e),
-        },
-        "calendar_create_event" => match args::parse(a) {
-            Ok(x) => calendar::create_event(s, x).await,
-            Err(e) => Err(e),
-        },
-        "contacts_search" => match args::parse(a) {
-            Ok(x) => contacts::search(s, x).await,
-            Err(e) => Err(e),
-        },
-        "deck_boards" => match args::parse::<args::NoArgs>(a) {
-            Ok(_) => deck::boards(s).await,
-            Err(e) => Err(e),
-        },
-        "deck_board" => match args::parse(a) {
-            Ok(x) => deck::board(s, x).await,
-            Err(e) => Err(e),
-        },
-        "deck_create_card" => match args::parse(a) {
-            Ok(x) => deck::create_card(s, x).await,
-            Err(e) => Err(e),
-        },
-        "deck_move_card" => match args::parse(a) {
-            Ok(x) => deck::move_card(s, x).await,
-            Err(e) => Err(e),
-        },
-        other => Err(Error::invalid(format!("there is no tool named {other:?}"))),
-    };
-    match outcome {
-        Ok(out) => {
-            let mut r = CallToolResult::success(vec![ContentBlock::text(out.text)]);
-            r.structured_content = Some(out.structured);
-            r
+impl Tools {
+    pub fn new(nextcloud: Arc<Nextcloud>, index: Index) -> Self {
+        Tools {
+            nextcloud,
+            index,
+            router: Self::files_router() + Self::calendar_router() + Self::contacts_router() + Self::deck_router(),
         }
-        Err(e) => error_result(&e),
+    }
+
+    /// Every tool's definition (rmcp lists them sorted by name).
+    pub fn definitions(&self) -> Vec<Tool> {
+        self.router.list_all()
+    }
+
+    /// One tool's definition by name, built at startup like all of them.
+    pub fn definition(&self, name: &str) -> Option<Tool> {
+        self.router.get(name).cloned()
+    }
+
+    /// Runs the tool `request` names, as the caller the auth gate attached to `context`.
+    /// Never fails at the protocol level: every failure is a tool result with `isError: true`.
+    pub async fn call(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> CallToolResult {
+        if mcp::caller(&context).is_none() {
+            return error_result(&Error::AuthExpired);
+        }
+        if self.router.get(&request.name).is_none() {
+            return error_result(&Error::invalid(format!("there is no tool named {:?}", request.name.as_ref())));
+        }
+        match self.router.call(ToolCallContext::new(self, request, context)).await {
+            Ok(CallToolResponse::Complete(result)) => with_error_shape(result),
+            Ok(_) => error_result(&Error::Retryable("the tool gave an answer of an unexpected kind".into())),
+            Err(e) => error_result(&Error::invalid(e.message.into_owned())),
+        }
+    }
+
+    /// The caller's view of Nextcloud for one call.
+    fn session<'a>(&'a self, caller: &'a Caller) -> Session<'a> {
+        self.nextcloud.session(caller)
     }
 }
 
-/// The one shape of a failed tool call.
-pub fn error_result(e: &Error) -> CallToolResult {
-    let message = e.to_string();
-    let mut r = CallToolResult::error(vec![ContentBlock::text(format!("Error: {message}"))]);
-    r.structured_content = Some(serde_json::json!({ "error": { "kind": e.kind(), "message": message } }));
-    r
+/// What rmcp says when `Parameters<T>` cannot be read from the arguments.
+const RMCP_ARGUMENT_ERROR: &str = "failed to deserialize parameters: ";
+
+/// Our tools always answer with a structured error; the one failure rmcp answers itself,
+/// unreadable arguments, gets the same shape (`invalid_argument`) and the same words as
+/// every other refusal.
+fn with_error_shape(result: CallToolResult) -> CallToolResult {
+    if result.is_error != Some(true) || result.structured_content.is_some() {
+        return result;
+    }
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.as_str())
+        .unwrap_or_default();
+    let why = text.strip_prefix(RMCP_ARGUMENT_ERROR).unwrap_or(text);
+    error_result(&Error::invalid(format!("invalid arguments: {why}")))
+}
+
+/// A tool's input schema: the argument type's schema as it is (title included).
+fn input<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    schema_for_type::<T>()
+}
+
+/// A tool's output schema: the answer type's schema as it is (title included).
+fn output<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    schema_for_type::<T>()
+}
+
+/// `_meta.ui`: the MCP App (`ui://…` resource) a host renders the tool's result in.
+fn app(resource_uri: &str) -> MetaObject {
+    ui(serde_json::json!({ "resourceUri": resource_uri }))
+}
+
+/// `_meta.ui.visibility`: who may call the tool (`model`, `app`).
+fn visible_to(who: &[&str]) -> MetaObject {
+    ui(serde_json::json!({ "visibility": who }))
+}
+
+fn ui(ui: serde_json::Value) -> MetaObject {
+    let mut meta = JsonObject::new();
+    meta.insert("ui".into(), ui);
+    MetaObject(meta)
 }
 
 #[cfg(test)]
 mod tests {
+    use rmcp::model::ContentBlock;
+
     use super::*;
+
+    fn tools() -> Tools {
+        let nc = Nextcloud::new(url::Url::parse("http://127.0.0.1:9/").unwrap()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        Tools::new(Arc::new(nc), Index::open(&dir.path().join("index.db")).unwrap())
+    }
 
     /// G3 rests on these: per MCP, `destructiveHint: false` means "only additive updates".
     /// Every tool here is either a pure read or a write that is not additive (replaces,
@@ -335,7 +179,7 @@ mod tests {
     #[test]
     fn every_write_is_annotated_destructive() {
         let mut writes = Vec::new();
-        for t in definitions() {
+        for t in tools().definitions() {
             let a = t.annotations.clone().unwrap_or_default();
             match a.read_only_hint {
                 Some(true) => assert_eq!(a.destructive_hint, Some(false), "{} reads only", t.name),
@@ -356,5 +200,35 @@ mod tests {
         ]
         .map(|(n, i)| (n.to_string(), i));
         assert_eq!(writes, expected);
+    }
+
+    #[test]
+    fn every_tool_has_one_title_and_an_object_schema() {
+        let tools = tools();
+        let all = tools.definitions();
+        assert_eq!(all.len(), 15);
+        for t in &all {
+            let a = t.annotations.clone().unwrap_or_default();
+            assert_eq!(a.title, t.title, "{}: the annotation title is the tool title", t.name);
+            assert_eq!(a.open_world_hint, Some(false), "{}", t.name);
+            assert_eq!(t.input_schema.get("type"), Some(&serde_json::json!("object")), "{}", t.name);
+            assert!(t.output_schema.is_some(), "{}", t.name);
+            assert_eq!(tools.definition(&t.name).as_ref(), Some(t));
+        }
+        assert!(tools.definition("files_share").is_none());
+    }
+
+    #[test]
+    fn unreadable_arguments_get_the_error_shape() {
+        let rmcp = CallToolResult::error(vec![ContentBlock::text(format!("{RMCP_ARGUMENT_ERROR}missing field `path`"))]);
+        let ours = with_error_shape(rmcp);
+        assert_eq!(ours.is_error, Some(true));
+        let s = ours.structured_content.unwrap();
+        assert_eq!(s["error"]["kind"], "invalid_argument");
+        assert_eq!(s["error"]["message"], "invalid arguments: missing field `path`");
+        let fine = crate::output::Output::new("ok", &serde_json::json!({"a": 1}))
+            .unwrap()
+            .into_result();
+        assert_eq!(with_error_shape(fine.clone()), fine);
     }
 }

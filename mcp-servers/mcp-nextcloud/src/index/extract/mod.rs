@@ -23,7 +23,10 @@ pub const MAX_PART_BYTES: u64 = 64 * 1024 * 1024;
 /// Extracted text beyond this many bytes is cut (at a character boundary).
 pub const MAX_TEXT_BYTES: usize = 8 * 1024 * 1024;
 
-/// The document formats we can read.
+/// The document formats we can read: the server's one list of them. Two policies pick one:
+/// [`Format::detect`] (which documents the index reads; narrow, so it indexes documents
+/// rather than data files) and [`Format::readable`] (what `files_read` shows as text; broad,
+/// any text-like content).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Plain,
@@ -55,6 +58,38 @@ impl Format {
             (Some(f), _) => Some(f),
             (None, ext) if mime.is_empty() || mime == "application/octet-stream" => ext,
             (None, _) => None,
+        }
+    }
+
+    /// The format `files_read` reads a file as, or `None` when it is not text (it is then
+    /// described, not shown). The name's extension wins over a generic MIME type
+    /// (`application/octet-stream`), because servers often send that for text.
+    pub fn readable(mime: &str, name: &str) -> Option<Format> {
+        let mime = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+        match (mime.as_str(), ext.as_str()) {
+            (_, "md" | "markdown") | ("text/markdown", _) => Some(Format::Markdown),
+            ("text/html" | "application/xhtml+xml", _) | (_, "html" | "htm" | "xhtml") => Some(Format::Html),
+            ("application/pdf", _) | (_, "pdf") => Some(Format::Pdf),
+            ("application/vnd.openxmlformats-officedocument.wordprocessingml.document", _) | (_, "docx") => Some(Format::Docx),
+            ("application/vnd.oasis.opendocument.text", _) | (_, "odt") => Some(Format::Odt),
+            (m, _) if m.starts_with("text/") => Some(Format::Plain),
+            (
+                "application/json"
+                | "application/xml"
+                | "application/x-yaml"
+                | "application/yaml"
+                | "application/javascript"
+                | "application/x-sh"
+                | "application/csv",
+                _,
+            ) => Some(Format::Plain),
+            (
+                _,
+                "txt" | "csv" | "tsv" | "json" | "xml" | "yaml" | "yml" | "toml" | "ini" | "log" | "rs" | "py" | "js" | "ts" | "sh" | "ics"
+                | "vcf",
+            ) => Some(Format::Plain),
+            _ => None,
         }
     }
 
