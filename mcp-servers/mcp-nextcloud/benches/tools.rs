@@ -34,9 +34,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use http::{HeaderMap, HeaderValue};
-use mcp_resource_server::Bearer;
 use mcp_nextcloud::nextcloud::session_cookies::SessionCookies;
 use mcp_nextcloud::nextcloud::{dav, dav_headers};
+use mcp_resource_server::Bearer;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::service::{RoleClient, RunningService};
