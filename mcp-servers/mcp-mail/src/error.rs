@@ -1,0 +1,130 @@
+//! The crate's one error enum and how each variant reaches a tool's caller.
+//!
+//! Tool failures are tool results with `isError: true` and `{"error": {"kind", "message"}}`,
+//! the same shape mcp-nextcloud uses. The bridge answers 404 for a message that does not
+//! exist and for one that belongs to someone else alike; this crate keeps that answer as it
+//! is. Messages never carry upstream bodies or tokens.
+
+use serde::Serialize;
+
+/// The text the person sees when the Nextcloud has no usable Mail app.
+pub const MAIL_UNAVAILABLE: &str = "Mail is not set up on this Nextcloud";
+
+/// Everything that can go wrong in this crate.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Invalid configuration at startup (exit code 2).
+    #[error("{0}")]
+    Config(String),
+    /// Bad tool input, refused before the bridge is asked (or refused by the bridge's 400).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The bridge answered 401: the caller's token is no longer valid.
+    #[error("the Nextcloud session expired; sign in again")]
+    AuthExpired,
+    /// The bridge answered 404 (unknown, or someone else's: never told apart).
+    #[error("not found or not accessible")]
+    NotFound,
+    /// The bridge answered 501: the Mail app is missing or disabled.
+    #[error("{MAIL_UNAVAILABLE}")]
+    MailUnavailable,
+    /// 5xx, timeouts, connection failures, IMAP/SMTP failures: trying again later may work.
+    #[error("{0}")]
+    Retryable(String),
+}
+
+/// The error kinds on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    AuthExpired,
+    NotFound,
+    Retryable,
+    InvalidArgument,
+    Unavailable,
+}
+
+impl Error {
+    /// The wire kind of this error.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::InvalidArgument(_) | Error::Config(_) => Kind::InvalidArgument,
+            Error::AuthExpired => Kind::AuthExpired,
+            Error::NotFound => Kind::NotFound,
+            Error::MailUnavailable => Kind::Unavailable,
+            Error::Retryable(_) => Kind::Retryable,
+        }
+    }
+
+    /// Shorthand for bad input.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Error::InvalidArgument(message.into())
+    }
+
+    /// Maps a bridge answer's HTTP status to an error, `None` for success. `message` is the
+    /// bridge's own text for a 400 (it names the bad field, never anyone's data).
+    pub fn from_status(status: http::StatusCode, message: Option<&str>) -> Option<Self> {
+        let code = status.as_u16();
+        match code {
+            200..=299 => None,
+            400 | 422 => Some(Error::InvalidArgument(
+                message.map_or_else(|| "the mail bridge refused the request as invalid".into(), |m| cut(m, 300)),
+            )),
+            401 => Some(Error::AuthExpired),
+            // 403 and 404 are one answer, on purpose.
+            403 | 404 | 410 => Some(Error::NotFound),
+            501 => Some(Error::MailUnavailable),
+            502 => Some(Error::Retryable("the mail server reported a failure; try again later".into())),
+            _ => Some(Error::Retryable(format!(
+                "the mail bridge is unavailable right now (HTTP {code}); try again later"
+            ))),
+        }
+    }
+
+    /// A transport failure talking to the bridge.
+    pub fn transport(e: &reqwest::Error) -> Self {
+        let why = if e.is_timeout() {
+            "timed out"
+        } else if e.is_connect() {
+            "could not connect"
+        } else {
+            "the connection failed"
+        };
+        Error::Retryable(format!("reaching Nextcloud {why}; try again later"))
+    }
+}
+
+fn cut(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::StatusCode;
+
+    #[test]
+    fn statuses_map_to_kinds() {
+        let k = |c: u16| Error::from_status(StatusCode::from_u16(c).unwrap(), None).map(|e| e.kind());
+        assert_eq!(k(200), None);
+        assert_eq!(k(400), Some(Kind::InvalidArgument));
+        assert_eq!(k(401), Some(Kind::AuthExpired));
+        assert_eq!(k(403), Some(Kind::NotFound));
+        assert_eq!(k(404), Some(Kind::NotFound));
+        assert_eq!(k(501), Some(Kind::Unavailable));
+        assert_eq!(k(502), Some(Kind::Retryable));
+        assert_eq!(k(503), Some(Kind::Retryable));
+    }
+
+    #[test]
+    fn mail_missing_says_so() {
+        let e = Error::from_status(StatusCode::NOT_IMPLEMENTED, Some("whatever the bridge said")).unwrap();
+        assert_eq!(e.to_string(), "Mail is not set up on this Nextcloud");
+    }
+
+    #[test]
+    fn bad_request_keeps_the_bridges_reason() {
+        let e = Error::from_status(StatusCode::BAD_REQUEST, Some("limit must be between 1 and 50")).unwrap();
+        assert_eq!(e.to_string(), "limit must be between 1 and 50");
+    }
+}
