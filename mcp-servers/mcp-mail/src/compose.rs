@@ -17,8 +17,15 @@ use crate::error::Error;
 pub const MAX_RECIPIENTS: usize = 100;
 /// RFC 5322's line limit, for the subject (one header line).
 pub const MAX_SUBJECT_CHARS: usize = 998;
-/// Plain-text body limit (bytes).
-pub const MAX_BODY_BYTES: usize = 256 * 1024;
+/// Plain-text body limit in characters (the bridge's own limit).
+pub const MAX_BODY_CHARS: usize = 100_000;
+
+/// What a mail is validated for: a mail to send needs a recipient, a draft need not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    Send,
+    Draft,
+}
 
 /// The arguments every outgoing-mail tool takes.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, schemars::JsonSchema)]
@@ -67,12 +74,11 @@ pub struct Composed {
     pub sent: bool,
 }
 
-/// Validates `args` (everything but the account, which the bridge knows) and returns the
-/// addresses in their canonical form.
-pub fn validate(args: &MailArgs) -> Result<(), Error> {
+/// Validates `args` for `purpose` (everything but the account, which the bridge knows).
+pub fn validate(args: &MailArgs, purpose: Purpose) -> Result<(), Error> {
     let all = args.to.iter().chain(&args.cc).chain(&args.bcc);
     let count = args.to.len() + args.cc.len() + args.bcc.len();
-    if args.to.is_empty() && args.cc.is_empty() && args.bcc.is_empty() {
+    if count == 0 && purpose == Purpose::Send {
         return Err(Error::invalid("a mail needs at least one recipient in to, cc or bcc"));
     }
     if count > MAX_RECIPIENTS {
@@ -87,8 +93,8 @@ pub fn validate(args: &MailArgs) -> Result<(), Error> {
     if args.subject.chars().count() > MAX_SUBJECT_CHARS {
         return Err(Error::invalid(format!("the subject is longer than {MAX_SUBJECT_CHARS} characters")));
     }
-    if args.body.len() > MAX_BODY_BYTES {
-        return Err(Error::invalid(format!("the body is larger than {} KiB", MAX_BODY_BYTES / 1024)));
+    if args.body.chars().count() > MAX_BODY_CHARS {
+        return Err(Error::invalid(format!("the body is longer than {MAX_BODY_CHARS} characters")));
     }
     if args.subject.contains('\0') || args.body.contains('\0') {
         return Err(Error::invalid("the subject and body must not contain NUL characters"));
@@ -155,7 +161,9 @@ mod tests {
 
     #[test]
     fn good_addresses_pass() {
-        validate(&args(&["bob@example.com", "first.last+tag@sub.example.org"])).unwrap();
+        validate(&args(&["bob@example.com", "first.last+tag@sub.example.org"]), Purpose::Send).unwrap();
+        // A draft may be saved before anyone is named.
+        validate(&args(&[]), Purpose::Draft).unwrap();
     }
 
     #[test]
@@ -169,7 +177,7 @@ mod tests {
             "a@b@example.com",
             "",
         ] {
-            let e = validate(&args(&[bad])).unwrap_err();
+            let e = validate(&args(&[bad]), Purpose::Send).unwrap_err();
             assert!(matches!(e, Error::InvalidArgument(_)), "{bad}");
             assert!(e.to_string().contains(&format!("{bad:?}")), "{bad}: {e}");
         }
@@ -177,17 +185,22 @@ mod tests {
 
     #[test]
     fn recipients_subject_and_size_are_checked() {
-        assert!(validate(&args(&[])).unwrap_err().to_string().contains("at least one recipient"));
+        assert!(
+            validate(&args(&[]), Purpose::Send)
+                .unwrap_err()
+                .to_string()
+                .contains("at least one recipient")
+        );
         let mut a = args(&["bob@example.com"]);
         a.subject = "Budget\r\nBcc: eve@example.com".into();
-        assert!(validate(&a).unwrap_err().to_string().contains("one line"));
+        assert!(validate(&a, Purpose::Send).unwrap_err().to_string().contains("one line"));
         let mut a = args(&["bob@example.com"]);
-        a.body = "x".repeat(MAX_BODY_BYTES + 1);
-        assert!(validate(&a).is_err());
+        a.body = "x".repeat(MAX_BODY_CHARS + 1);
+        assert!(validate(&a, Purpose::Send).is_err());
         let many: Vec<String> = (0..=MAX_RECIPIENTS).map(|i| format!("u{i}@example.com")).collect();
         let mut a = args(&[]);
         a.bcc = many;
-        assert!(validate(&a).unwrap_err().to_string().contains("at most"));
+        assert!(validate(&a, Purpose::Send).unwrap_err().to_string().contains("at most"));
     }
 
     #[test]

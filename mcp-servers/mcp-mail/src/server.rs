@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::apps;
 use crate::bridge::Bridge;
-use crate::compose::MAX_BODY_BYTES;
+use crate::compose::MAX_BODY_CHARS;
 use crate::config::Config;
 use crate::error::Error;
 use crate::tools::MailTools;
@@ -81,8 +81,8 @@ pub fn app(config: &Config, shutdown: &CancellationToken) -> Result<Router, Erro
         StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
             .with_json_response(true)
-            // Room for the largest body even when JSON escaping doubles it.
-            .with_max_request_body_bytes(4 * MAX_BODY_BYTES)
+            // Room for the largest body: up to 4 bytes a character, doubled by JSON escaping.
+            .with_max_request_body_bytes(8 * MAX_BODY_CHARS + 64 * 1024)
             .with_sse_keep_alive(None)
             .with_allowed_hosts(config.host_allowlist())
             .with_cancellation_token(shutdown.child_token()),

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::apps::COMPOSE;
 use crate::bridge::{Account, Attachment, Bridge, Mailbox, SearchQuery, Summary};
-use crate::compose::{self, Composed, MailArgs};
+use crate::compose::{self, Composed, MailArgs, Purpose};
 use crate::error::Error;
 
 /// Largest `limit` mail_search accepts (the bridge's own maximum).
@@ -218,7 +218,7 @@ impl MailTools {
     )]
     pub async fn mail_compose(&self, Parameters(args): Parameters<MailArgs>, ctx: RequestContext<RoleServer>) -> CallToolResult {
         self.run(&ctx, |bridge, auth| async move {
-            compose::validate(&args)?;
+            compose::validate(&args, Purpose::Send)?;
             let from = sender(&bridge, &auth, args.account_id).await?;
             let mail = compose::composed(&args, from);
             let text = format!(
@@ -240,7 +240,7 @@ impl MailTools {
     )]
     pub async fn mail_send(&self, Parameters(args): Parameters<MailArgs>, ctx: RequestContext<RoleServer>) -> CallToolResult {
         self.run(&ctx, |bridge, auth| async move {
-            compose::validate(&args)?;
+            compose::validate(&args, Purpose::Send)?;
             let from = sender(&bridge, &auth, args.account_id).await?;
             let stored = bridge.send(&auth, &compose::outgoing(&args, from.account_id)).await?;
             output(format!("Sent from {} to {}.", from.email, args.to.join(", ")), &stored)
@@ -256,7 +256,7 @@ impl MailTools {
     )]
     pub async fn mail_save_draft(&self, Parameters(args): Parameters<MailArgs>, ctx: RequestContext<RoleServer>) -> CallToolResult {
         self.run(&ctx, |bridge, auth| async move {
-            compose::validate(&args)?;
+            compose::validate(&args, Purpose::Draft)?;
             let from = sender(&bridge, &auth, args.account_id).await?;
             let stored = bridge.save_draft(&auth, &compose::outgoing(&args, from.account_id)).await?;
             output(format!("Saved as a draft in {}.", from.email), &stored)
@@ -316,6 +316,12 @@ fn search_query(args: SearchArgs) -> Result<SearchQuery, Error> {
     }
     if args.query.chars().count() > 500 {
         return Err(Error::invalid("query is longer than 500 characters"));
+    }
+    // The bridge turns these into Mail's `from:`/`to:` search tokens: one word each.
+    for (name, value) in [("from", &args.from), ("to", &args.to)] {
+        if value.as_deref().is_some_and(|v| v.contains(char::is_whitespace) || v.contains(':')) {
+            return Err(Error::invalid(format!("{name} takes one word or address, without spaces or ':'")));
+        }
     }
     Ok(SearchQuery {
         query: args.query,
@@ -455,6 +461,11 @@ mod tests {
             .is_err()
         );
         assert_eq!(search_query(SearchArgs::default()).unwrap(), SearchQuery::default());
+        let two_words = SearchArgs {
+            from: Some("Bob Baker".into()),
+            ..SearchArgs::default()
+        };
+        assert!(search_query(two_words).unwrap_err().to_string().contains("one word"));
     }
 
     #[test]
