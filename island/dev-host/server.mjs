@@ -97,7 +97,7 @@ function apiRoute(method, sub) {
   if (sub === '/chat') return only(['POST'], sub);
   if (sub === '/conversations') return only(['GET'], sub);
   if (sub === '/assistants') return only(['GET'], sub);
-  if (sub === '/apps/tools/call' || sub === '/apps/tools/dispatch') return only(['POST'], sub);
+  if (sub === '/apps/tools/call' || sub === '/apps/tools/dispatch' || sub === '/apps/tools/describe') return only(['POST'], sub);
   const stream = /^\/chat\/([^/]+)\/stream$/.exec(sub);
   if (stream) return ID.test(stream[1]) ? only(['GET'], sub) : 'bad-id';
   const conversation = /^\/conversations\/([^/]+)$/.exec(sub);

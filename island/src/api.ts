@@ -9,6 +9,7 @@
  */
 import type { IslandConfig } from './config';
 import { ApiError, parseErrorBody } from './errors';
+import type { ToolHandling } from './apps/host';
 
 export interface ConversationSummary {
   id: string;
@@ -85,7 +86,14 @@ export class Api {
     return (await this.request('POST', '/apps/tools/call', { server, name, arguments: args })) as ToolResult;
   }
 
-  /** Effectful app-only tools; called only from a button in the island's own DOM. */
+  /** How a frame's request for a tool must be handled: relay, confirm first, or refused. */
+  async describeAppTool(server: string, name: string): Promise<ToolHandling> {
+    const body = (await this.request('POST', '/apps/tools/describe', { server, name })) as { handling?: unknown };
+    // Anything unexpected is a refusal: the island never guesses towards running something.
+    return body.handling === 'relay' || body.handling === 'confirm' ? body.handling : 'refused';
+  }
+
+  /** Effectful app-only tools; called only after the person's click on the island's own confirmation. */
   async dispatchAppTool(server: string, name: string, args: Record<string, unknown>): Promise<ToolResult> {
     return (await this.request('POST', '/apps/tools/dispatch', { server, name, arguments: args })) as ToolResult;
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AppHost, appRefFromOutput, frameSrc, type FrameRecord } from '../src/apps/host';
+import { AppHost, appRefFromOutput, frameSrc, type ConfirmRequest, type FrameRecord, type ToolHandling } from '../src/apps/host';
 import { ApiError } from '../src/errors';
 
 type Listener = (event: { source: unknown; data: unknown; origin: string }) => void;
@@ -18,13 +18,30 @@ class FakeFrame {
 
 const flush = () => new Promise((r) => setTimeout(r, 0));
 
-function setup(callTool = async () => ({ content: [], structuredContent: { ok: true } })) {
+/** How the fake orchestrator classifies tools: mail_send and mail_save_draft need the person. */
+function handlingOf(name: string): ToolHandling {
+  if (name === 'mail_send' || name === 'mail_save_draft') return 'confirm';
+  if (name === 'files_write') return 'refused';
+  return 'relay';
+}
+
+interface SetupOptions {
+  /** The person's answer to each confirmation (default: they never answer). */
+  answer?: (request: ConfirmRequest) => Promise<boolean>;
+}
+
+function setup(callTool = async () => ({ content: [], structuredContent: { ok: true } }), options: SetupOptions = {}) {
   const win = new FakeWindow();
   const opened: string[] = [];
   const calls: Array<[string, string, unknown]> = [];
+  const dispatched: Array<[string, string, unknown]> = [];
+  const asked: ConfirmRequest[] = [];
   const host = new AppHost(
     {
       callTool: async (server, name, args) => { calls.push([server, name, args]); return callTool(); },
+      describeTool: async (_server, name) => handlingOf(name),
+      dispatchTool: async (server, name, args) => { dispatched.push([server, name, args]); return { content: [], structuredContent: { status: 'sent' } }; },
+      confirm: (request) => { asked.push(request); return options.answer ? options.answer(request) : new Promise(() => {}); },
       openUrl: (url) => opened.push(url),
       linkBase: '',
       theme: () => 'light',
@@ -39,7 +56,7 @@ function setup(callTool = async () => ({ content: [], structuredContent: { ok: t
     onResize: (h) => heights.push(h),
   };
   host.register(frame as unknown as Window, record);
-  return { win, host, frame, opened, calls, heights };
+  return { win, host, frame, opened, calls, heights, dispatched, asked };
 }
 
 describe('AppHost', () => {
@@ -74,9 +91,58 @@ describe('AppHost', () => {
 
   it('turns a 403 from the relay into a JSON-RPC error', async () => {
     const { win, frame } = setup(async () => { throw new ApiError(403, 'This action is not allowed.', 'r1'); });
-    win.emit(frame, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'mail_send' } });
+    win.emit(frame, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'files_list' } });
     await flush();
     expect(frame.received[0]).toMatchObject({ id: 2, error: { message: 'This action is not allowed.' } });
+  });
+
+  it('refuses a tool neither door takes, without calling anything', async () => {
+    const { win, frame, calls, dispatched } = setup();
+    win.emit(frame, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'files_write', arguments: { path: 'x' } } });
+    await flush();
+    expect(calls).toEqual([]);
+    expect(dispatched).toEqual([]);
+    expect(frame.received[0]).toMatchObject({ id: 3, error: { message: 'This action is not allowed.' } });
+  });
+
+  it('never sends an effectful request the person has not confirmed', async () => {
+    const { win, frame, calls, dispatched, asked } = setup();
+    win.emit(frame, { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'mail_send', arguments: { to: ['bob@example.com'], subject: 'Hi', body: 'x' } } });
+    await flush();
+    expect(asked).toHaveLength(1);
+    expect(calls).toEqual([]);
+    expect(dispatched).toEqual([]);
+    expect(frame.received).toEqual([]);
+    // A second request while the first is open is refused, not queued.
+    win.emit(frame, { jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'mail_send', arguments: { to: ['eve@example.com'], subject: 'x', body: 'y' } } });
+    await flush();
+    expect(asked).toHaveLength(1);
+    expect(frame.received[0]).toMatchObject({ id: 5, error: { message: 'A confirmation is already open.' } });
+  });
+
+  it('a cancelled confirmation dispatches nothing and tells the frame', async () => {
+    const { win, frame, dispatched } = setup(undefined, { answer: async () => false });
+    win.emit(frame, { jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'mail_save_draft', arguments: { to: [], subject: 's', body: 'b' } } });
+    await flush();
+    expect(dispatched).toEqual([]);
+    expect(frame.received[0]).toMatchObject({ id: 6, error: { message: 'Cancelled by the person; nothing was done.' } });
+  });
+
+  it('dispatches exactly the arguments the person confirmed, to the frame\'s own server', async () => {
+    let release: (ok: boolean) => void = () => {};
+    const { win, frame, dispatched, asked, calls } = setup(undefined, { answer: () => new Promise((r) => { release = r; }) });
+    const args = { to: ['bob@example.com'], cc: [], bcc: [], subject: 'Budget', body: 'Hi Bob', server: 'evil' };
+    win.emit(frame, { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'mail_send', arguments: args } });
+    await flush();
+    expect(asked[0]).toEqual({ server: 'nextcloud', name: 'mail_send', arguments: args });
+    // Whatever happens to the frame's copy after the question was asked changes nothing.
+    args.to.push('eve@example.com');
+    release(true);
+    await flush();
+    await flush();
+    expect(calls).toEqual([]);
+    expect(dispatched).toEqual([['nextcloud', 'mail_send', { to: ['bob@example.com'], cc: [], bcc: [], subject: 'Budget', body: 'Hi Bob', server: 'evil' }]]);
+    expect(frame.received[0]).toMatchObject({ id: 7, result: { structuredContent: { status: 'sent' } } });
   });
 
   it('opens only host-built links', async () => {

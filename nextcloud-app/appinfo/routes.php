@@ -17,6 +17,7 @@ return [
 		['name' => 'api#deleteConversation', 'url' => '/api/conversations/{id}', 'verb' => 'DELETE'],
 		['name' => 'api#toolsCall', 'url' => '/api/apps/tools/call', 'verb' => 'POST'],
 		['name' => 'api#toolsDispatch', 'url' => '/api/apps/tools/dispatch', 'verb' => 'POST'],
+		['name' => 'api#toolsDescribe', 'url' => '/api/apps/tools/describe', 'verb' => 'POST'],
 		['name' => 'api#memory', 'url' => '/api/memory', 'verb' => 'GET'],
 		['name' => 'api#forgetMemory', 'url' => '/api/memory/{id}', 'verb' => 'DELETE'],
 		['name' => 'api#eraseMyData', 'url' => '/api/me/data', 'verb' => 'DELETE'],

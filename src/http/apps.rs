@@ -7,6 +7,8 @@
 //!   frame, so nothing with an effect is reachable from here.
 //! - `POST /v1/apps/tools/dispatch`: app-only tools with effects (mail send and draft),
 //!   called by the island on a click on a button in its own DOM. Never model-visible tools.
+//! - `POST /v1/apps/tools/describe`: which of the two doors a frame's `tools/call` needs, so
+//!   the island knows before it sends anything whether the person must confirm first.
 //!
 //! Every call lists the caller's tools with the caller's bearer first: the rules apply to the
 //! definitions the server gives this user now, not to a cached copy.
@@ -149,6 +151,26 @@ pub async fn dispatch(State(state): State<AppState>, Extension(caller): Extensio
     tracing::info!(request_id = %caller.request_id, server = %req.server, tool = %req.name, "app dispatch approved by the user's click");
     // The click in the island's own DOM is the approval (seed: server=app-dispatch).
     run(&state, &caller, req, Kind::AppDispatch, ApprovalState::ApprovedByUser, "action").await
+}
+
+/// How the island must handle a frame's request for `{server, name}`:
+/// - `relay`: app-visible and read-only; the relay runs it as the frame asked;
+/// - `confirm`: app-only with an effect; the island shows its own confirmation and, only on
+///   the person's click there, dispatches the confirmed arguments;
+/// - `refused`: neither door takes it.
+///
+/// The answer only steers the island's UI: the relay and dispatch doors check again on their
+/// own, so a wrong or forged answer cannot make anything run.
+pub async fn describe(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
+    let req = parse_or_refuse(&state, &caller, &body).await?;
+    let def = tool_for(&state, &caller, &req).await?;
+    let read_only = def.policy.category == Category::Data && !def.policy.needs_approval;
+    let handling = match (def.visible_to_app, def.visible_to_model, read_only) {
+        (true, _, true) => "relay",
+        (true, false, false) => "confirm",
+        _ => "refused",
+    };
+    Ok(Json(serde_json::json!({ "server": def.server, "name": def.name, "handling": handling })).into_response())
 }
 
 /// Audits a refused relay request and returns the 403 for it.

@@ -71,6 +71,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/apps/resource", get(apps::resource))
         .route("/v1/apps/tools/call", post(apps::call))
         .route("/v1/apps/tools/dispatch", post(apps::dispatch))
+        .route("/v1/apps/tools/describe", post(apps::describe))
         .route("/v1/memory", get(memory::list))
         .route("/v1/memory/{id}", delete(memory::forget))
         .route("/v1/me/data", delete(memory::erase_me))

@@ -5,14 +5,21 @@
  * distrust: a sandboxed frame's origin is the string "null", so `event.source` is the only
  * honest identity), the handshake (`ui/initialize` → `ui/notifications/initialized` → tool
  * input → tool result), and what each accepted request is allowed to do:
- *   - `tools/call` goes to the relay `POST <apiBase>/apps/tools/call` for the frame's own
- *     server (the server refuses anything not app-visible and read-only with 403);
+ *   - `tools/call` first asks the orchestrator how the tool is handled
+ *     (`POST <apiBase>/apps/tools/describe`). A read-only app tool goes to the relay
+ *     `POST <apiBase>/apps/tools/call` for the frame's own server (which refuses anything
+ *     else with 403). An app-only tool with an effect (mail_send, mail_save_draft) is never
+ *     sent as the frame asked: the host freezes the arguments, shows the person ITS OWN
+ *     confirmation outside the frame, and only their click there sends
+ *     `POST <apiBase>/apps/tools/dispatch` with exactly the frozen arguments. A frame can
+ *     post `tools/call` without any click (its script runs on its own), so the frame's
+ *     button is a request, never the approval;
  *   - `ui/open-link` is honoured only for a `tamebi:` target; the host builds the URL;
  *   - `ui/notifications/size-changed` is clamped to 1200 px.
  *
  * Must never: parse a message itself (bridge.ts does), trust `event.origin`, dispatch an
- * effectful tool (only a click in the island's own DOM may), or navigate to a URL a frame
- * wrote.
+ * effectful tool without the person's click on the island's own confirmation, or navigate
+ * to a URL a frame wrote.
  */
 import { clampHeight, parseFrameMessage, type FrameMessage, type RequestId } from './bridge';
 import { buildLinkUrl, parseLinkTarget } from './links';
@@ -33,10 +40,26 @@ export interface FrameRecord {
   /** Set when the frame has completed its handshake. */
   initialized?: boolean;
   inFlight?: number;
+  /** Set while the person is being asked about one of this frame's requests. */
+  confirming?: boolean;
+}
+
+/** How the orchestrator says a frame's tool request must be handled. */
+export type ToolHandling = 'relay' | 'confirm' | 'refused';
+
+/** What the person is asked to confirm: exactly what will be dispatched if they do. */
+export interface ConfirmRequest {
+  server: string;
+  name: string;
+  arguments: Record<string, unknown>;
 }
 
 export interface HostDeps {
   callTool(server: string, name: string, args: Record<string, unknown>): Promise<ToolResult>;
+  describeTool(server: string, name: string): Promise<ToolHandling>;
+  dispatchTool(server: string, name: string, args: Record<string, unknown>): Promise<ToolResult>;
+  /** Shows the island's own confirmation; resolves true only on the person's click on confirm. */
+  confirm(request: ConfirmRequest): Promise<boolean>;
   openUrl(url: string): void;
   linkBase: string;
   theme(): 'light' | 'dark';
@@ -126,8 +149,10 @@ export class AppHost {
     if ((record.inFlight ?? 0) >= MAX_CALLS_IN_FLIGHT) return replyError(frame, id, -32000, 'Too many requests');
     record.inFlight = (record.inFlight ?? 0) + 1;
     try {
-      const result = await this.deps.callTool(record.server, name, args);
-      reply(frame, id, result);
+      const handling = await this.deps.describeTool(record.server, name);
+      if (handling === 'relay') return reply(frame, id, await this.deps.callTool(record.server, name, args));
+      if (handling !== 'confirm') return replyError(frame, id, -32000, 'This action is not allowed.');
+      return await this.confirmThenDispatch(frame, record, id, name, args);
     } catch (error) {
       const message = error instanceof ApiError && error.status === 403 ? 'This action is not allowed.' : 'The tool call failed.';
       replyError(frame, id, -32000, message);
@@ -135,6 +160,28 @@ export class AppHost {
       record.inFlight = (record.inFlight ?? 1) - 1;
     }
   }
+
+  private async confirmThenDispatch(frame: Window, record: FrameRecord, id: RequestId, name: string, args: Record<string, unknown>): Promise<void> {
+    // One question at a time per frame: a frame cannot queue up confirmations to wear the person down.
+    if (record.confirming) return replyError(frame, id, -32000, 'A confirmation is already open.');
+    // Frozen now: what the person reads is what is dispatched, whatever the frame does meanwhile.
+    const frozen = freezeArguments(args);
+    record.confirming = true;
+    let confirmed = false;
+    try {
+      confirmed = await this.deps.confirm({ server: record.server, name, arguments: frozen });
+    } finally {
+      record.confirming = false;
+    }
+    if (!confirmed) return replyError(frame, id, -32001, 'Cancelled by the person; nothing was done.');
+    reply(frame, id, await this.deps.dispatchTool(record.server, name, frozen));
+  }
+}
+
+/** A deep, plain copy (JSON round trip): no getters, prototypes or shared references survive. */
+export function freezeArguments(args: Record<string, unknown>): Record<string, unknown> {
+  const copy = JSON.parse(JSON.stringify(args)) as unknown;
+  return typeof copy === 'object' && copy !== null && !Array.isArray(copy) ? (copy as Record<string, unknown>) : {};
 }
 
 // A sandboxed frame has an opaque origin, so "*" is the only target origin that reaches it.

@@ -81,6 +81,13 @@ class ApiController extends Controller {
 		return $this->forwardBody('/v1/apps/tools/dispatch');
 	}
 
+	/** How a frame's tool request must be handled (relay, confirm first, refused): steers the island only. */
+	#[NoAdminRequired]
+	#[UseSession]
+	public function toolsDescribe(): Response {
+		return $this->forwardBody('/v1/apps/tools/describe');
+	}
+
 	/** The signed user's remembered facts. */
 	#[NoAdminRequired]
 	#[UseSession]

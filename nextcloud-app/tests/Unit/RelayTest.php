@@ -97,7 +97,7 @@ final class RelayTest extends AppTestCase {
 
 	/** @dataProvider identityBodies */
 	public function testUidInBodyIsRefusedAndNothingIsSent(string $body): void {
-		foreach (['chat', 'toolsCall', 'toolsDispatch'] as $route) {
+		foreach (['chat', 'toolsCall', 'toolsDispatch', 'toolsDescribe'] as $route) {
 			$response = $this->api($body)->$route();
 			self::assertInstanceOf(JSONResponse::class, $response);
 			self::assertSame(400, $response->getStatus());
