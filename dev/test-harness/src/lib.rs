@@ -9,6 +9,7 @@
 //! whose paths are printed when a test fails, so a red test says where to look.
 
 pub mod island;
+pub mod mcp_mail;
 pub mod mcp_nextcloud;
 pub mod orchestrator;
 pub mod otlp;

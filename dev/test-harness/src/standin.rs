@@ -32,6 +32,7 @@ pub struct StandinBuilder {
     seeded: bool,
     jwt_bearer_refused: bool,
     login_delay_ms: u64,
+    without_mail: bool,
 }
 
 impl StandinBuilder {
@@ -61,6 +62,12 @@ impl StandinBuilder {
         self
     }
 
+    /// A Nextcloud without the Mail app: every mail bridge route answers 501.
+    pub fn without_mail(mut self) -> StandinBuilder {
+        self.without_mail = true;
+        self
+    }
+
     pub fn start(self) -> Standin {
         let root = workspace_root();
         let dir = root.join("dev/nextcloud-standin");
@@ -85,6 +92,9 @@ impl StandinBuilder {
         }
         if self.login_delay_ms > 0 {
             cmd.arg("--login-delay-ms").arg(self.login_delay_ms.to_string());
+        }
+        if self.without_mail {
+            cmd.arg("--without-mail");
         }
         if let Some((hook, secret)) = &self.webhook {
             cmd.arg("--webhook-url").arg(hook).arg("--webhook-secret").arg(secret);

@@ -1,0 +1,68 @@
+//! The `mcp-mail` server as a test fixture, and the stand-in's SMTP sink as tests read it.
+//!
+//! Starts the real binary on a free loopback port against a given Nextcloud (the stand-in,
+//! whose mail bridge it calls) and waits until it serves. It holds no credential: tests send
+//! each user's bearer with their own requests.
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::{Process, free_port, workspace_bin};
+
+/// A running mcp-mail, killed on drop.
+pub struct McpMail {
+    process: Process,
+    base: String,
+}
+
+impl McpMail {
+    /// Starts mcp-mail for the Nextcloud at `nc_url`; `{port}` in an `env` value is replaced
+    /// by the port it will listen on (for `MCP_PUBLIC_URL`).
+    pub fn start(nc_url: &str, env: &[(&str, &str)]) -> McpMail {
+        let port = free_port();
+        let mut cmd = Command::new(workspace_bin("mcp-mail", "mcp-mail", &[]));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("NC_URL", nc_url)
+            .env("MCP_BIND", format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", "info,rmcp=warn,mcp_mail=debug");
+        for (k, v) in env {
+            cmd.env(k, v.replace("{port}", &port.to_string()));
+        }
+        let mut process = Process::spawn("mcp-mail", cmd);
+        let base = format!("http://127.0.0.1:{port}");
+        process.wait_http(&format!("{base}/healthz"), Duration::from_secs(60));
+        McpMail { process, base }
+    }
+
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub fn url(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    pub fn process(&mut self) -> &mut Process {
+        &mut self.process
+    }
+}
+
+/// Every message the stand-in's SMTP sink has accepted, oldest first
+/// (`GET {nc_url}/standin/smtp-sink`, the stand-in's own test door).
+pub async fn sent_mail(nc_url: &str) -> Vec<serde_json::Value> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("http client");
+    let r = client
+        .get(format!("{nc_url}/standin/smtp-sink"))
+        .send()
+        .await
+        .expect("read the SMTP sink");
+    assert!(r.status().is_success(), "the SMTP sink answered {}", r.status());
+    let v: serde_json::Value = r.json().await.expect("SMTP sink JSON");
+    v["messages"].as_array().cloned().unwrap_or_default()
+}

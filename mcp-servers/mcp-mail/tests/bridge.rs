@@ -1,0 +1,188 @@
+//! mcp-mail end to end: the real binary in front of the Nextcloud stand-in's mail bridge
+//! (its fixture mailboxes for alice and bob and its SMTP sink), called by a real rmcp client
+//! carrying one user's bearer. Nothing is mocked.
+
+#![expect(clippy::expect_used, clippy::unwrap_used, reason = "a broken environment fails the test")]
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use test_harness::mcp_mail::{McpMail, sent_mail};
+use test_harness::standin::Standin;
+
+type Client = RunningService<RoleClient, ()>;
+
+async fn stack(builder: fn() -> Standin) -> (Standin, McpMail) {
+    tokio::task::spawn_blocking(move || {
+        let nc = builder();
+        let mcp = McpMail::start(nc.url(), &[]);
+        (nc, mcp)
+    })
+    .await
+    .expect("start the stand-in and mcp-mail")
+}
+
+async fn connect(url: &str, token: &str) -> Client {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token.to_string()),
+    );
+    ().serve(transport).await.expect("MCP client connects")
+}
+
+async fn call(client: &Client, name: &'static str, args: Value) -> CallToolResult {
+    let args = args.as_object().cloned().unwrap_or_default();
+    client
+        .call_tool(CallToolRequestParams::new(name).with_arguments(args))
+        .await
+        .expect("tools/call")
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect()
+}
+
+fn error_kind(r: &CallToolResult) -> Option<String> {
+    (r.is_error == Some(true)).then(|| {
+        r.structured_content.as_ref().unwrap()["error"]["kind"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_composes_and_sends_as_the_caller() {
+    let (nc, mcp) = stack(Standin::start).await;
+    let alice = connect(&mcp.url(), nc.app_password("alice")).await;
+
+    // The catalogue: five model tools, two app-only ones, the compose app.
+    let tools = alice.list_all_tools().await.unwrap();
+    let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "mail_accounts",
+            "mail_compose",
+            "mail_mailboxes",
+            "mail_read",
+            "mail_save_draft",
+            "mail_search",
+            "mail_send"
+        ]
+    );
+    let resources = alice.list_all_resources().await.unwrap();
+    assert_eq!(resources.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>(), ["ui://mail/compose"]);
+
+    let accounts = call(&alice, "mail_accounts", json!({})).await;
+    assert_eq!(
+        accounts.structured_content.as_ref().unwrap()["accounts"][0]["email"],
+        "alice@example.com"
+    );
+    let boxes = call(&alice, "mail_mailboxes", json!({"account_id": 1})).await;
+    assert!(text(&boxes).contains("INBOX"), "{}", text(&boxes));
+
+    let found = call(&alice, "mail_search", json!({"query": "budget"})).await;
+    let ids: Vec<i64> = found.structured_content.as_ref().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_i64().unwrap())
+        .collect();
+    assert!(ids.contains(&1), "{}", text(&found));
+
+    let budget = call(&alice, "mail_read", json!({"message_id": 1})).await;
+    assert!(
+        text(&budget).contains("Subject: Q3 budget: numbers for review"),
+        "{}",
+        text(&budget)
+    );
+
+    // An HTML-only mail comes back as text, without markup.
+    let newsletter = call(&alice, "mail_read", json!({"message_id": 2})).await;
+    let body = newsletter.structured_content.as_ref().unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!body.is_empty() && !body.contains('<'), "{body}");
+    // Attachments are listed by name, type and size.
+    let contract = call(&alice, "mail_read", json!({"message_id": 3})).await;
+    assert!(
+        text(&contract).contains("supplier-contract.pdf (application/pdf, 193 bytes)"),
+        "{}",
+        text(&contract)
+    );
+
+    // Compose sends nothing and returns the exact message.
+    let args = json!({"to": ["bob@example.com"], "subject": "Re: Q3 budget", "body": "Hi Bob,\n\nthe numbers look fine.\n\nAlice"});
+    let composed = call(&alice, "mail_compose", args.clone()).await;
+    assert_eq!(composed.is_error, Some(false), "{}", text(&composed));
+    let mail = composed.structured_content.clone().unwrap();
+    assert_eq!(
+        mail["from"],
+        json!({"account_id": 1, "name": "Alice Adams", "email": "alice@example.com"})
+    );
+    assert_eq!(mail["body"], args["body"]);
+    assert_eq!(mail["sent"], false);
+    assert!(sent_mail(nc.url()).await.is_empty(), "compose sent something");
+
+    // Bad addresses are refused before the bridge.
+    let bad = call(
+        &alice,
+        "mail_compose",
+        json!({"to": ["Bob <bob@example.com>"], "subject": "x", "body": "y"}),
+    )
+    .await;
+    assert_eq!(error_kind(&bad).as_deref(), Some("invalid_argument"), "{}", text(&bad));
+
+    // mail_send itself sends exactly what it is given (the orchestrator decides who may call it).
+    let sent = call(&alice, "mail_send", args).await;
+    assert_eq!(sent.is_error, Some(false), "{}", text(&sent));
+    let sink = sent_mail(nc.url()).await;
+    assert_eq!(sink.len(), 1);
+    assert_eq!(sink[0]["from"], "Alice Adams <alice@example.com>");
+    assert_eq!(sink[0]["to"], "bob@example.com");
+    assert_eq!(sink[0]["subject"], "Re: Q3 budget");
+    assert_eq!(sink[0]["body"], "Hi Bob,\n\nthe numbers look fine.\n\nAlice\n");
+    alice.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bob_never_reads_alices_mail() {
+    let (nc, mcp) = stack(Standin::start).await;
+    let bob = connect(&mcp.url(), nc.app_password("bob")).await;
+    for (tool, args) in [
+        ("mail_read", json!({"message_id": 1})),
+        ("mail_mailboxes", json!({"account_id": 1})),
+        ("mail_search", json!({"query": "", "mailbox_id": 1})),
+    ] {
+        let r = call(&bob, tool, args).await;
+        assert_eq!(error_kind(&r).as_deref(), Some("not_found"), "{tool}: {}", text(&r));
+    }
+    // Bob's own search never lists alice's messages.
+    let own = call(&bob, "mail_search", json!({"query": "budget"})).await;
+    assert!(!text(&own).contains("Q3 budget"), "{}", text(&own));
+    // Sending from alice's account is not something bob's token can do.
+    let r = call(
+        &bob,
+        "mail_send",
+        json!({"account_id": 1, "to": ["eve@example.com"], "subject": "x", "body": "y"}),
+    )
+    .await;
+    assert_eq!(error_kind(&r).as_deref(), Some("not_found"), "{}", text(&r));
+    assert!(sent_mail(nc.url()).await.is_empty());
+    bob.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_mail_every_tool_says_so() {
+    let (nc, mcp) = stack(|| Standin::builder().without_mail().start()).await;
+    let alice = connect(&mcp.url(), nc.app_password("alice")).await;
+    let r = call(&alice, "mail_search", json!({"query": "budget"})).await;
+    assert_eq!(error_kind(&r).as_deref(), Some("unavailable"));
+    assert_eq!(text(&r), "Error: Mail is not set up on this Nextcloud");
+    alice.cancel().await.ok();
+}
