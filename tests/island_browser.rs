@@ -178,11 +178,16 @@ async fn the_island_and_its_apps_in_chromium() {
     let c = check(&report, "frame_tool_calls_are_read_only");
     assert_eq!(c["write"]["result"], Value::Null, "{c}");
     assert_eq!(c["write"]["error"]["message"], "This action is not allowed.", "{c}");
+    // The island asks which door a tool needs first; a write is not app-only, so it goes to
+    // the relay, which refuses it.
     assert_eq!(
         c["writeRelay"],
-        json!([{"path": "/apps/tamebi/api/apps/tools/call", "status": 403}])
+        json!([{"path": "/apps/tamebi/api/apps/tools/describe", "status": 200}, {"path": "/apps/tamebi/api/apps/tools/call", "status": 403}])
     );
-    assert_eq!(c["readRelay"], json!([{"path": "/apps/tamebi/api/apps/tools/call", "status": 200}]));
+    assert_eq!(
+        c["readRelay"],
+        json!([{"path": "/apps/tamebi/api/apps/tools/describe", "status": 200}, {"path": "/apps/tamebi/api/apps/tools/call", "status": 200}])
+    );
     let details = c["detailsText"].as_str().unwrap_or_default();
     assert!(details.contains("Quarterly planning") && details.contains("Room 1"), "{details}");
 

@@ -11,46 +11,20 @@
 //
 // Environment: BASE_URL (the dev host), NC_URL (where app links point), ARTIFACTS (a
 // directory for screenshots), CHROMIUM (default /usr/bin/chromium).
-import { mkdtemp, mkdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { WAIT, frameRpc, replyDone, required, runCheck, say, withBrowser } from './lib.mjs';
 
 const BASE = required('BASE_URL').replace(/\/+$/, '');
 const NC_URL = required('NC_URL').replace(/\/+$/, '');
 const ARTIFACTS = required('ARTIFACTS');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const WAIT = 20_000;
-
-function required(name) {
-  const value = process.env[name];
-  if (!value) {
-    console.error(`browser-tests: ${name} is required`);
-    process.exit(2);
-  }
-  return value;
-}
-
-const log = (...args) => console.error('[browser-tests]', ...args);
 
 /** What the browser saw, per named check. */
 const result = { checks: {}, console: [], pageErrors: [] };
 
 async function main() {
   await mkdir(ARTIFACTS, { recursive: true });
-  const userDataDir = await mkdtemp(join(tmpdir(), 'tamebi-chromium-'));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    ],
-    viewport: { width: 1280, height: 900 },
-    timezoneId: 'UTC',
-    locale: 'en-GB',
-  });
-  try {
+  await withBrowser(async (context) => {
     const page = context.pages()[0] ?? (await context.newPage());
     page.setDefaultTimeout(WAIT);
     page.on('console', (m) => result.console.push({ type: m.type(), text: m.text().slice(0, 400), url: m.location()?.url ?? '' }));
@@ -74,38 +48,12 @@ async function main() {
     await run('approve_runs_the_recorded_call', () => approval(page, 'approve'));
     await run('deny_runs_nothing', () => approval(page, 'deny'));
     await run('assistant_picker_binds_the_conversation', () => assistantPicker(page));
-  } finally {
-    await context.close();
-    await rm(userDataDir, { recursive: true, force: true });
-  }
+  });
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
-/** Runs one check; an exception is recorded as that check's error (the others still run). */
-async function run(name, fn) {
-  log('check', name);
-  try {
-    const value = await fn();
-    result.checks[name] = { ...(value?.report ?? value ?? {}) };
-    return value;
-  } catch (error) {
-    result.checks[name] = { error: String(error?.stack ?? error).slice(0, 2000) };
-    log('check failed', name, error);
-    return null;
-  }
-}
-
-/** Sends one chat message through the composer, as a person would (Enter sends). */
-async function say(page, text) {
-  const box = page.getByTestId('composer');
-  await box.fill(text);
-  await box.press('Enter');
-}
-
-/** Waits until the reply in progress is over (the Stop button is gone and Send is back). */
-async function replyDone(page) {
-  await page.getByTestId('send').waitFor();
-}
+/** Runs one check into this run's result. */
+const run = (name, fn) => runCheck(result, name, fn);
 
 // --- 1. A calendar_events turn renders the week grid in a sandboxed frame ------------------
 
@@ -181,24 +129,6 @@ async function isolation(page, frame) {
 }
 
 // --- 3. tools/call from a frame: effectful refused (403), read-only works --------------------
-
-/** Sends one JSON-RPC request from inside `frame` to the host and waits for its answer. */
-function frameRpc(frame, method, params) {
-  return frame.evaluate(
-    ({ method, params }) =>
-      new Promise((resolve) => {
-        const id = `probe-${Math.random().toString(36).slice(2)}`;
-        const onMessage = (event) => {
-          if (event.source !== parent || event.data?.id !== id) return;
-          removeEventListener('message', onMessage);
-          resolve(event.data);
-        };
-        addEventListener('message', onMessage);
-        parent.postMessage({ jsonrpc: '2.0', id, method, params }, '*');
-      }),
-    { method, params },
-  );
-}
 
 async function frameToolCalls(page, frame, relay) {
   const before = relay.length;

@@ -96,11 +96,12 @@ describe('AppHost', () => {
     expect(frame.received[0]).toMatchObject({ id: 2, error: { message: 'This action is not allowed.' } });
   });
 
-  it('refuses a tool neither door takes, without calling anything', async () => {
-    const { win, frame, calls, dispatched } = setup();
+  it('leaves a tool neither door takes to the relay, which refuses and audits it', async () => {
+    const { win, frame, calls, dispatched, asked } = setup(async () => { throw new ApiError(403, 'no', 'r1'); });
     win.emit(frame, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'files_write', arguments: { path: 'x' } } });
     await flush();
-    expect(calls).toEqual([]);
+    expect(calls).toEqual([['nextcloud', 'files_write', { path: 'x' }]]);
+    expect(asked).toEqual([]);
     expect(dispatched).toEqual([]);
     expect(frame.received[0]).toMatchObject({ id: 3, error: { message: 'This action is not allowed.' } });
   });

@@ -15,6 +15,7 @@ mod envelope;
 mod envelope_property;
 mod g1;
 mod injection;
+mod mail;
 mod oracle;
 mod policy;
 mod provider;
@@ -108,6 +109,9 @@ fn all_cases() -> Vec<(&'static str, Case)> {
         g1::every_error_has_the_fixed_shape,
         g1::refused_effect_attempts_are_audited,
         g1::proxy_secret_alone_is_not_identity,
+        mail::injected_mail_cannot_send,
+        mail::relay_refuses_mail_send,
+        mail::bob_never_reads_alices_mailbox,
         // Last: it changes a tool definition for the rest of the run.
         policy::read_only_lie_is_fingerprinted,
     ]

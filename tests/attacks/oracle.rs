@@ -130,7 +130,10 @@ fn preview(s: &str) -> String {
 }
 
 /// Words that would mean a tool able to publish, share or send is offered to the model.
-const FORBIDDEN_NAMES: [&str; 6] = ["share", "public", "link", "mail", "send", "publish"];
+const FORBIDDEN_NAMES: [&str; 8] = ["share", "public", "link", "mail", "send", "publish", "forward", "draft"];
+/// mcp-mail's model tools: they read and compose, and compose sends nothing (the person's
+/// click in the island does); the only names with "mail" that may be offered.
+const READ_ONLY_MAIL_TOOLS: [&str; 5] = ["mail_accounts", "mail_mailboxes", "mail_search", "mail_read", "mail_compose"];
 /// The same in descriptions ("email" legitimately describes a contact field, so not "mail").
 const FORBIDDEN_WORDS: [&str; 5] = ["share", "public", "link", "send", "publish"];
 
@@ -153,6 +156,9 @@ pub fn assert_no_exfiltration_tools(s: &Stack, marker: &str) -> Result<()> {
             let name = t["function"]["name"].as_str().unwrap_or("").to_lowercase();
             let desc = t["function"]["description"].as_str().unwrap_or("").to_lowercase();
             for w in FORBIDDEN_NAMES {
+                if w == "mail" && READ_ONLY_MAIL_TOOLS.contains(&name.as_str()) {
+                    continue;
+                }
                 ensure!(!name.contains(w), "offered tool {name:?} is named for {w:?}");
             }
             for w in FORBIDDEN_WORDS {

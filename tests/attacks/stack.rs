@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail, ensure};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::time::Duration;
+use test_harness::mcp_mail::McpMail;
 use test_harness::mcp_nextcloud::McpNextcloud;
 use test_harness::orchestrator::{Options, Orchestrator, parse_sse, parts, user_turn};
 use test_harness::probe_mcp::ProbeMcp;
@@ -25,6 +26,8 @@ pub struct Stack {
     pub weather: ProbeMcp,
     /// Kept alive for the orchestrator; tests reach Nextcloud through it only via the agent.
     pub _mcp: McpNextcloud,
+    /// mcp-mail in front of the stand-in's mail bridge (server name `mail`).
+    pub mail: McpMail,
     pub nc: Standin,
     pub http: reqwest::Client,
     pub board: Board,
@@ -108,22 +111,24 @@ pub struct AuditRow {
 
 impl Stack {
     pub async fn start() -> Stack {
-        let (nc, mcp, probe, weather, model) = tokio::task::spawn_blocking(|| {
+        let (nc, mcp, mail, probe, weather, model) = tokio::task::spawn_blocking(|| {
             let nc = Standin::start_seeded();
             let mcp = McpNextcloud::start(nc.url());
+            let mail = McpMail::start(nc.url(), &[]);
             let probe = ProbeMcp::start();
             probe.set_tools(crate::policy::probe_tools());
             let weather = ProbeMcp::start();
             weather.set_tools(crate::credentials::weather_tools());
-            (nc, mcp, probe, weather, ScriptedModel::start())
+            (nc, mcp, mail, probe, weather, ScriptedModel::start())
         })
         .await
-        .expect("start stand-in, mcp-nextcloud, probe-mcp, scripted model");
+        .expect("start stand-in, mcp-nextcloud, mcp-mail, probe-mcp, scripted model");
         let options = Options {
             model_url: model.url(),
             mcp_servers: format!(
-                "nextcloud={};auth=nextcloud,probe={};auth=nextcloud,weather={};auth=none",
+                "nextcloud={};auth=nextcloud,mail={};auth=nextcloud,probe={};auth=nextcloud,weather={};auth=none",
                 mcp.url(),
+                mail.url(),
                 probe.url(),
                 weather.url()
             ),
@@ -142,6 +147,7 @@ impl Stack {
             probe,
             weather,
             _mcp: mcp,
+            mail,
             nc,
             http,
             board: Board { id: 0, todo: 0, done: 0 },
@@ -163,7 +169,7 @@ impl Stack {
     /// stand-in accepts the app password as a bearer for every audience), none for `weather`.
     pub fn credentials(&self, uid: &str) -> Vec<(&'static str, String)> {
         let pw = self.nc.app_password(uid).to_string();
-        vec![("nextcloud", pw.clone()), ("probe", pw)]
+        vec![("nextcloud", pw.clone()), ("mail", pw.clone()), ("probe", pw)]
     }
 
     /// A signed request builder for `uid` with their credentials, as the app would send it.

@@ -28,6 +28,12 @@ impl DevHost {
     /// Starts the dev host for `orchestrator_url`, signing in `users` (uid, app password) and
     /// pointing app links at `nc_url`. Panics if the island bundle has not been built.
     pub fn start(orchestrator_url: &str, nc_url: &str, users: &[(&str, &str)]) -> DevHost {
+        Self::start_with_servers(orchestrator_url, nc_url, users, &["nextcloud"])
+    }
+
+    /// Like [`DevHost::start`], sending each user's app password as the token of every
+    /// server in `credential_servers` (`DEV_CREDENTIAL_SERVERS`), e.g. `["nextcloud", "mail"]`.
+    pub fn start_with_servers(orchestrator_url: &str, nc_url: &str, users: &[(&str, &str)], credential_servers: &[&str]) -> DevHost {
         let island = island_dir();
         for file in ["tamebi-island.js", "tamebi-island.css"] {
             assert!(
@@ -47,6 +53,7 @@ impl DevHost {
             .env("TAMEBI_SIGNING_SECRET", SIGNING_SECRET)
             .env("DEV_USERS", users)
             .env("NC_URL", nc_url)
+            .env("DEV_CREDENTIAL_SERVERS", credential_servers.join(","))
             .env("DEV_HOST_BIND", format!("127.0.0.1:{port}"));
         let mut process = Process::spawn("island-dev-host", cmd);
         let url = format!("http://127.0.0.1:{port}");

@@ -6,9 +6,9 @@
  * honest identity), the handshake (`ui/initialize` → `ui/notifications/initialized` → tool
  * input → tool result), and what each accepted request is allowed to do:
  *   - `tools/call` first asks the orchestrator how the tool is handled
- *     (`POST <apiBase>/apps/tools/describe`). A read-only app tool goes to the relay
- *     `POST <apiBase>/apps/tools/call` for the frame's own server (which refuses anything
- *     else with 403). An app-only tool with an effect (mail_send, mail_save_draft) is never
+ *     (`POST <apiBase>/apps/tools/describe`). Anything but an app-only effect tool goes to
+ *     the relay `POST <apiBase>/apps/tools/call` for the frame's own server (which runs
+ *     read-only app tools, refuses the rest with 403 and audits it). An app-only tool with an effect (mail_send, mail_save_draft) is never
  *     sent as the frame asked: the host freezes the arguments, shows the person ITS OWN
  *     confirmation outside the frame, and only their click there sends
  *     `POST <apiBase>/apps/tools/dispatch` with exactly the frozen arguments. A frame can
@@ -150,9 +150,10 @@ export class AppHost {
     record.inFlight = (record.inFlight ?? 0) + 1;
     try {
       const handling = await this.deps.describeTool(record.server, name);
-      if (handling === 'relay') return reply(frame, id, await this.deps.callTool(record.server, name, args));
-      if (handling !== 'confirm') return replyError(frame, id, -32000, 'This action is not allowed.');
-      return await this.confirmThenDispatch(frame, record, id, name, args);
+      if (handling === 'confirm') return await this.confirmThenDispatch(frame, record, id, name, args);
+      // Everything else goes to the read-only relay, which runs it or refuses (403) and
+      // audits the attempt: the orchestrator, not the island, is the authority.
+      return reply(frame, id, await this.deps.callTool(record.server, name, args));
     } catch (error) {
       const message = error instanceof ApiError && error.status === 403 ? 'This action is not allowed.' : 'The tool call failed.';
       replyError(frame, id, -32000, message);

@@ -212,7 +212,7 @@ impl MailTools {
 
     #[tool(
         name = "mail_compose",
-        description = "Prepare a plain-text mail for the user to review. Sends nothing and saves nothing: it checks the addresses and shows the exact message with Send and Save draft buttons; only the person can send it. Use in_reply_to (a message id) for an answer.",
+        description = "Prepare a plain-text mail for the person to review. Nothing is transmitted or stored: it checks the addresses and shows the person the exact message, and only the person decides what happens to it. Use in_reply_to (a message id) for an answer.",
         annotations(title = "Compose a mail", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
         meta = ui_meta(Some(COMPOSE), &["model", "app"])
     )]
@@ -222,7 +222,7 @@ impl MailTools {
             let from = sender(&bridge, &auth, args.account_id).await?;
             let mail = compose::composed(&args, from);
             let text = format!(
-                "A draft is shown to the person for review; nothing was sent or saved. Only the person can send it.\n{}",
+                "The mail is shown to the person for review; nothing was sent or saved. Only the person can send it.\n{}",
                 composed_text(&mail)
             );
             let mut out = output(text, &mail)?;

