@@ -1,51 +1,54 @@
 //! Configuration: one typed struct, read from the environment once at startup. Nothing else
-//! in the crate reads environment variables. It never holds a credential.
+//! in the crate reads environment variables, and it never holds a credential: the caller's
+//! bearer is the only one, and it comes with each request.
+//!
+//! mcp-mail needs only what every MCP server of Tamebi reads ([`BaseConfig`]: `NC_URL`,
+//! `MCP_BIND` defaulting to 127.0.0.1:8712, `MCP_PUBLIC_URL` = the JWT audience,
+//! `MCP_ALLOWED_HOSTS`, `RUST_LOG`, `OTEL_EXPORTER_OTLP_ENDPOINT`).
 
-use std::net::SocketAddr;
-
-use url::Url;
+use mcp_resource_server::BaseConfig;
 
 use crate::error::Error;
 
 /// Default listen address.
 pub const DEFAULT_BIND: &str = "127.0.0.1:8712";
 
+/// Everything the server needs to run.
 #[derive(Clone, Debug)]
 pub struct Config {
-    pub nc_url: Url,
-    pub bind: SocketAddr,
-    pub public_url: Url,
-    pub log_filter: String,
-    pub otlp_endpoint: Option<Url>,
+    pub base: BaseConfig,
+}
+
+impl AsRef<BaseConfig> for Config {
+    fn as_ref(&self) -> &BaseConfig {
+        &self.base
+    }
 }
 
 impl Config {
+    /// Reads the process environment.
     pub fn from_env() -> Result<Self, Error> {
-        let get = |n: &str| std::env::var(n).ok().filter(|v| !v.trim().is_empty());
-        let url = |n: &str, raw: String| Url::parse(&raw).map_err(|e| Error::Config(format!("{n}: {e}")));
-        let nc_url = url("NC_URL", get("NC_URL").ok_or_else(|| Error::Config("NC_URL is required".into()))?)?;
-        let bind_raw = get("MCP_BIND").unwrap_or_else(|| DEFAULT_BIND.into());
-        let bind: SocketAddr = bind_raw
-            .parse()
-            .map_err(|_| Error::Config(format!("MCP_BIND: bad address {bind_raw:?}")))?;
-        let public_url = url(
-            "MCP_PUBLIC_URL",
-            get("MCP_PUBLIC_URL").unwrap_or_else(|| format!("http://{bind}/mcp")),
-        )?;
-        Ok(Config {
-            nc_url,
-            bind,
-            public_url,
-            log_filter: get("RUST_LOG").unwrap_or_else(|| "info".into()),
-            otlp_endpoint: get("OTEL_EXPORTER_OTLP_ENDPOINT")
-                .map(|r| url("OTEL_EXPORTER_OTLP_ENDPOINT", r))
-                .transpose()?,
-        })
+        Self::from_lookup(|name| std::env::var(name).ok())
     }
 
-    pub fn host_allowlist(&self) -> Vec<String> {
-        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-        hosts.extend(self.public_url.host_str().map(str::to_string));
-        hosts
+    /// Reads configuration through `lookup` (the environment in production, a map in tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        Ok(Config {
+            base: BaseConfig::from_lookup(&lookup, DEFAULT_BIND)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_to_its_own_port_and_audience() {
+        let c = Config::from_lookup(|k| (k == "NC_URL").then(|| "http://127.0.0.1:9000".to_string())).unwrap();
+        assert_eq!(c.base.bind.to_string(), DEFAULT_BIND);
+        assert_eq!(c.base.resource(), "http://127.0.0.1:8712/mcp");
+        let e = Config::from_lookup(|_| None).unwrap_err().to_string();
+        assert!(e.contains("NC_URL"), "{e}");
     }
 }

@@ -94,6 +94,15 @@ impl Error {
     }
 }
 
+impl From<mcp_resource_server::Error> for Error {
+    fn from(e: mcp_resource_server::Error) -> Self {
+        match e {
+            mcp_resource_server::Error::Config(m) => Error::Config(m),
+            mcp_resource_server::Error::Serve(m) => Error::Retryable(m),
+        }
+    }
+}
+
 fn cut(s: &str, max: usize) -> String {
     s.chars().take(max).collect()
 }

@@ -27,4 +27,4 @@ pub mod tools;
 
 pub use config::Config;
 pub use error::Error;
-pub use server::{app, serve};
+pub use server::serve;

@@ -1,21 +1,20 @@
 //! The rmcp handler and the HTTP router.
 //!
-//! Stateless like mcp-nextcloud: every POST to `/mcp` stands alone, the handler holds only
-//! the bridge client, and each tool call takes the caller's bearer from its own request.
+//! Stateless like mcp-nextcloud, on the same shared parts (crate mcp-resource-server): every
+//! POST to `/mcp` stands alone behind the 401 gate (RFC 9728 challenge, JWT audience must be
+//! this server's MCP_PUBLIC_URL, never mcp-nextcloud's); the handler holds only the bridge
+//! client, and each tool call takes the caller's bearer from its own request.
 //! Tools live in [`crate::tools`], apps in [`crate::apps`]; this file must not grow either.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use axum::Router;
-use http::HeaderMap;
+use mcp_resource_server::{AuthState, OcsIdentify, mcp};
 use rmcp::model::{
     ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
     ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler, tool_handler};
 use tokio_util::sync::CancellationToken;
 
@@ -25,15 +24,6 @@ use crate::compose::MAX_BODY_CHARS;
 use crate::config::Config;
 use crate::error::Error;
 use crate::tools::MailTools;
-
-/// The `Authorization` header of the request a tool call belongs to.
-fn caller_headers(context: &RequestContext<RoleServer>) -> Option<HeaderMap> {
-    let parts = context.extensions.get::<http::request::Parts>()?;
-    let value = parts.headers.get(http::header::AUTHORIZATION)?.clone();
-    let mut h = HeaderMap::new();
-    h.insert(http::header::AUTHORIZATION, value);
-    Some(h)
-}
 
 /// Tools come from the `#[tool_router]` declarations (list, get and call are generated);
 /// resources are the compose app.
@@ -72,32 +62,14 @@ impl ServerHandler for MailTools {
     }
 }
 
-/// The HTTP router: `/mcp` and `/healthz`.
-pub fn app(config: &Config, shutdown: &CancellationToken) -> Result<Router, Error> {
-    let handler = MailTools::new(Bridge::new(&config.nc_url)?, caller_headers);
-    let mcp = StreamableHttpService::new(
-        move || Ok(handler.clone()),
-        Arc::new(NeverSessionManager::default()),
-        StreamableHttpServerConfig::default()
-            .with_legacy_session_mode(false)
-            .with_json_response(true)
-            // Room for the largest body: up to 4 bytes a character, doubled by JSON escaping.
-            .with_max_request_body_bytes(8 * MAX_BODY_CHARS + 64 * 1024)
-            .with_sse_keep_alive(None)
-            .with_allowed_hosts(config.host_allowlist())
-            .with_cancellation_token(shutdown.child_token()),
-    );
-    Ok(Router::new().nest_service("/mcp", mcp).route(
-        "/healthz",
-        axum::routing::get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
-    ))
-}
-
-/// Serves on `listener` until `shutdown` is cancelled, then drains in-flight requests.
+/// Serves on `listener` until `shutdown` is cancelled, then drains in-flight requests:
+/// `/mcp` behind the shared 401 gate, the RFC 9728 document and `/healthz`.
 pub async fn serve(listener: tokio::net::TcpListener, config: Config, shutdown: CancellationToken) -> Result<(), Error> {
-    let router = app(&config, &shutdown)?;
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-        .await
-        .map_err(|e| Error::Retryable(format!("the server stopped: {e}")))
+    let auth = Arc::new(AuthState::new(&config.base, OcsIdentify::new(&config.base.nc_url)?));
+    let handler = MailTools::new(Bridge::new(&config.base.nc_url)?);
+    // Room for the largest body: up to 4 bytes a character, doubled by JSON escaping.
+    let max_body = 8 * MAX_BODY_CHARS + 64 * 1024;
+    let service = mcp::stateless_service(move || Ok(handler.clone()), &config.base, max_body, &shutdown);
+    let router = mcp_resource_server::serve::router(auth, service);
+    Ok(mcp_resource_server::serve::serve(listener, router, shutdown).await?)
 }

@@ -13,6 +13,7 @@
 //! Failures are tool results with `isError: true` (see [`crate::error`]).
 
 use http::HeaderMap;
+use mcp_resource_server::mcp;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject};
@@ -33,7 +34,6 @@ pub const MAX_SEARCH_LIMIT: u32 = 50;
 #[derive(Clone)]
 pub struct MailTools {
     bridge: Bridge,
-    caller_headers: fn(&RequestContext<RoleServer>) -> Option<HeaderMap>,
     /// The router `#[tool_router]` builds from the declarations below; built once.
     pub(crate) tool_router: ToolRouter<MailTools>,
 }
@@ -122,7 +122,7 @@ impl MailTools {
         )
     )]
     pub async fn mail_accounts(&self, ctx: RequestContext<RoleServer>) -> CallToolResult {
-        self.run(&ctx, |bridge, auth| async move {
+        self.run("mail_accounts", &ctx, |bridge, auth| async move {
             let accounts = bridge.accounts(&auth).await?;
             let lines: Vec<String> = accounts.iter().map(|a| format!("{}: {} <{}>", a.id, a.name, a.email)).collect();
             let text = if lines.is_empty() {
@@ -147,7 +147,7 @@ impl MailTools {
         )
     )]
     pub async fn mail_mailboxes(&self, Parameters(args): Parameters<MailboxesArgs>, ctx: RequestContext<RoleServer>) -> CallToolResult {
-        self.run(&ctx, |bridge, auth| async move {
+        self.run("mail_mailboxes", &ctx, |bridge, auth| async move {
             let boxes: Vec<Mailbox> = bridge.mailboxes(&auth, args.account_id).await?;
             let text = boxes
                 .iter()
@@ -171,7 +171,7 @@ impl MailTools {
         )
     )]
     pub async fn mail_search(&self, Parameters(args): Parameters<SearchArgs>, ctx: RequestContext<RoleServer>) -> CallToolResult {
-        self.run(&ctx, |bridge, auth| async move {
+        self.run("mail_search", &ctx, |bridge, auth| async move {
             let query = search_query(args)?;
             let found = bridge.search(&auth, &query).await?;
             let text = if found.is_empty() {
@@ -196,7 +196,7 @@ impl MailTools {
         )
     )]
     pub async fn mail_read(&self, Parameters(args): Parameters<ReadArgs>, ctx: RequestContext<RoleServer>) -> CallToolResult {
-        self.run(&ctx, |bridge, auth| async move {
+        self.run("mail_read", &ctx, |bridge, auth| async move {
             let m = bridge.message(&auth, args.message_id).await?;
             let read = ReadMessage {
                 text: crate::text::plain(&m.body),
@@ -217,7 +217,7 @@ impl MailTools {
         meta = ui_meta(Some(COMPOSE), &["model", "app"])
     )]
     pub async fn mail_compose(&self, Parameters(args): Parameters<MailArgs>, ctx: RequestContext<RoleServer>) -> CallToolResult {
-        self.run(&ctx, |bridge, auth| async move {
+        self.run("mail_compose", &ctx, |bridge, auth| async move {
             compose::validate(&args, Purpose::Send)?;
             let from = sender(&bridge, &auth, args.account_id).await?;
             let mail = compose::composed(&args, from);
@@ -239,7 +239,7 @@ impl MailTools {
         meta = ui_meta(None, &["app"])
     )]
     pub async fn mail_send(&self, Parameters(args): Parameters<MailArgs>, ctx: RequestContext<RoleServer>) -> CallToolResult {
-        self.run(&ctx, |bridge, auth| async move {
+        self.run("mail_send", &ctx, |bridge, auth| async move {
             compose::validate(&args, Purpose::Send)?;
             let from = sender(&bridge, &auth, args.account_id).await?;
             let stored = bridge.send(&auth, &compose::outgoing(&args, from.account_id)).await?;
@@ -255,7 +255,7 @@ impl MailTools {
         meta = ui_meta(None, &["app"])
     )]
     pub async fn mail_save_draft(&self, Parameters(args): Parameters<MailArgs>, ctx: RequestContext<RoleServer>) -> CallToolResult {
-        self.run(&ctx, |bridge, auth| async move {
+        self.run("mail_save_draft", &ctx, |bridge, auth| async move {
             compose::validate(&args, Purpose::Draft)?;
             let from = sender(&bridge, &auth, args.account_id).await?;
             let stored = bridge.save_draft(&auth, &compose::outgoing(&args, from.account_id)).await?;
@@ -266,27 +266,32 @@ impl MailTools {
 }
 
 impl MailTools {
-    /// `caller_headers` gives the `Authorization` header of the request a tool runs for.
-    pub fn new(bridge: Bridge, caller_headers: fn(&RequestContext<RoleServer>) -> Option<HeaderMap>) -> Self {
+    pub fn new(bridge: Bridge) -> Self {
         MailTools {
             bridge,
-            caller_headers,
             tool_router: Self::tool_router(),
         }
     }
 
-    /// Runs one tool body with the caller's header; every failure becomes an error result.
-    async fn run<F, Fut>(&self, ctx: &RequestContext<RoleServer>, body: F) -> CallToolResult
+    /// Runs one tool body with the caller's own `Authorization` header (the shared auth gate
+    /// put the caller into the request); every failure becomes an error result.
+    async fn run<F, Fut>(&self, name: &'static str, ctx: &RequestContext<RoleServer>, body: F) -> CallToolResult
     where
         F: FnOnce(Bridge, HeaderMap) -> Fut,
         Fut: Future<Output = Result<CallToolResult, Error>>,
     {
-        let Some(auth) = (self.caller_headers)(ctx) else {
+        let Some(caller) = mcp::caller(ctx) else {
             return error_result(&Error::AuthExpired);
         };
-        match body(self.bridge.clone(), auth).await {
+        tracing::info!(tool = name, uid = caller.uid(), "tool call");
+        let span = mcp::tool_span(ctx, name);
+        let result = tracing::Instrument::instrument(body(self.bridge.clone(), caller.bearer().headers()), span.clone()).await;
+        match result {
             Ok(r) => r,
-            Err(e) => error_result(&e),
+            Err(e) => {
+                span.record("error.type", "tool_error");
+                error_result(&e)
+            }
         }
     }
 }

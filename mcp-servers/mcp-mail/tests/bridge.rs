@@ -186,3 +186,58 @@ async fn without_mail_every_tool_says_so() {
     assert_eq!(text(&r), "Error: Mail is not set up on this Nextcloud");
     alice.cancel().await.ok();
 }
+
+/// mcp-mail takes a token minted for itself and refuses mcp-nextcloud's (the Nextcloud app
+/// holds one token per MCP server audience); no token gets the RFC 9728 challenge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_token_for_mcp_mail_is_accepted() {
+    let (nc, mcp) = stack(Standin::start).await;
+    let http = reqwest::Client::new();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let post = |token: Option<String>| {
+        let mut rb = http
+            .post(mcp.url())
+            .header("accept", "application/json, text/event-stream")
+            .json(&init);
+        if let Some(t) = token {
+            rb = rb.bearer_auth(t);
+        }
+        rb.send()
+    };
+
+    let none = post(None).await.unwrap();
+    assert_eq!(none.status(), 401);
+    let challenge = none.headers()["www-authenticate"].to_str().unwrap().to_string();
+    assert!(
+        challenge.contains(&format!("{}/.well-known/oauth-protected-resource", mcp.base_url())),
+        "{challenge}"
+    );
+    let doc: Value = http
+        .get(format!("{}/.well-known/oauth-protected-resource", mcp.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(doc["resource"], mcp.url());
+
+    let nc_for = |aud: String| {
+        let nc = &nc;
+        tokio::task::block_in_place(|| nc.mint_jwt("alice", &aud, std::time::Duration::from_secs(300)))
+    };
+    let nextclouds = nc_for("http://127.0.0.1:8711/mcp".into());
+    let foreign = post(Some(nextclouds)).await.unwrap();
+    assert_eq!(foreign.status(), 401);
+    assert!(foreign.headers()["www-authenticate"].to_str().unwrap().contains("invalid_token"));
+
+    let own = nc_for(mcp.url());
+    let client = connect(&mcp.url(), &own).await;
+    let accounts = call(&client, "mail_accounts", json!({})).await;
+    assert_eq!(
+        accounts.structured_content.as_ref().unwrap()["accounts"][0]["email"],
+        "alice@example.com"
+    );
+    client.cancel().await.ok();
+}
