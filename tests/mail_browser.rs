@@ -19,17 +19,29 @@ use test_harness::scripted_model::ScriptedModel;
 use test_harness::standin::Standin;
 use test_harness::workspace_root;
 
-const BODY: &str = "Hi Bob,\n\nthanks for the Q3 numbers. They look right to me; let's go through them on Friday.\n\nBest,\nAlice";
-const SUBJECT: &str = "Re: Q3 budget: numbers for review";
+/// What the demo prompt asks for (dev/scripted-model/demo.json plays the turn).
+const PROMPT: &str = "Write a mail to Bob about the budget";
 
-/// The same turn the demo script plays (dev/scripted-model/demo.json).
-fn rules() -> Value {
-    json!([{"match": "mail to Bob about the budget", "steps": [
-        {"tool_calls": [{"name": "mail_search", "arguments": {"query": "budget"}}]},
-        {"tool_calls": [{"name": "mail_read", "arguments": {"message_id": 1}}]},
-        {"tool_calls": [{"name": "mail_compose", "arguments": {"to": ["bob@example.com"], "subject": SUBJECT, "body": BODY, "in_reply_to": 1}}]},
-        {"text": "Here is the mail for you to check. Nothing has gone out yet.", "chunk_chars": 8}
-    ]}])
+/// The demo's mail_compose arguments: (subject, body), read from the demo script itself so
+/// this test proves the demo `scripts/dev` plays.
+fn demo_mail() -> (String, String) {
+    let path = workspace_root().join("dev/scripted-model/demo.json");
+    let demo: Value = serde_json::from_slice(&std::fs::read(&path).expect("demo.json")).expect("demo.json is JSON");
+    let rule = demo["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["match"].as_str().is_some_and(|m| PROMPT.contains(m)))
+        .expect("a demo rule for the mail prompt");
+    let compose = rule["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["tool_calls"].as_array().cloned().unwrap_or_default())
+        .find(|c| c["name"] == "mail_compose")
+        .expect("the demo composes a mail");
+    let text = |k: &str| compose["arguments"][k].as_str().expect("a string argument").to_string();
+    (text("subject"), text("body"))
 }
 
 fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
@@ -55,8 +67,8 @@ async fn compose_confirm_and_send_in_chromium() {
 
     let standin = tokio::task::spawn_blocking(Standin::start).await.expect("stand-in");
     let mail = McpMail::start(standin.url(), &[]);
-    let model = ScriptedModel::start();
-    model.add_rules(rules());
+    let model = ScriptedModel::start_with_scripts(&workspace_root().join("dev/scripted-model/demo.json"));
+    let (subject, body) = demo_mail();
     let orch = Orchestrator::start(Options {
         model_url: model.url(),
         mcp_servers: format!("mail={};auth=nextcloud", mail.url()),
@@ -90,7 +102,7 @@ async fn compose_confirm_and_send_in_chromium() {
     assert_eq!(c["src"], "/apps/tamebi/frame?server=mail&uri=ui%3A%2F%2Fmail%2Fcompose");
     assert_eq!(
         c["shown"],
-        json!({"from": "Alice Adams <alice@example.com>", "to": "bob@example.com", "subject": SUBJECT, "body": BODY})
+        json!({"from": "Alice Adams <alice@example.com>", "to": "bob@example.com", "subject": subject, "body": body})
     );
 
     // The frame asking by itself: the island asks the person, nothing reaches the dispatch door.
@@ -110,7 +122,7 @@ async fn compose_confirm_and_send_in_chromium() {
     let c = check(&report, "cancel_in_the_island_sends_nothing");
     assert_eq!(
         c["confirmation"],
-        json!({"to": "bob@example.com", "subject": SUBJECT, "body": BODY}),
+        json!({"to": "bob@example.com", "subject": subject, "body": body}),
         "{c}"
     );
     assert_eq!(c["dispatched"], json!([]), "{c}");
@@ -120,13 +132,13 @@ async fn compose_confirm_and_send_in_chromium() {
     let c = check(&report, "confirm_in_the_island_sends");
     assert_eq!(
         c["confirmation"],
-        json!({"to": "bob@example.com", "subject": SUBJECT, "body": BODY}),
+        json!({"to": "bob@example.com", "subject": subject, "body": body}),
         "{c}"
     );
     assert_eq!(
         c["dispatched"],
         json!([{"server": "mail", "name": "mail_send", "arguments": {
-            "account_id": 1, "to": ["bob@example.com"], "cc": [], "bcc": [], "subject": SUBJECT, "body": BODY, "in_reply_to": 1}}])
+            "account_id": 1, "to": ["bob@example.com"], "cc": [], "bcc": [], "subject": subject, "body": body, "in_reply_to": 1}}])
     );
     assert_eq!(c["frameStatus"], "Sent.");
 
@@ -138,8 +150,8 @@ async fn compose_confirm_and_send_in_chromium() {
     assert_eq!(m["to"], "bob@example.com");
     assert_eq!(m["cc"], "");
     assert_eq!(m["rcpt_to"], json!(["bob@example.com"]));
-    assert_eq!(m["subject"], SUBJECT);
-    assert_eq!(m["body"], format!("{BODY}\n"));
+    assert_eq!(m["subject"], subject.as_str());
+    assert_eq!(m["body"], format!("{body}\n"));
     assert_eq!(m["in_reply_to"], "<budget-q3@example.com>");
 
     // The dispatch is on record: who, which tool, the arguments' hash, the result.

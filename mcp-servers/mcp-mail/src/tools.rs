@@ -48,7 +48,7 @@ pub struct MailboxesArgs {
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchArgs {
-    /// Words to look for in subject, sender and body ("" lists the newest messages).
+    /// Words that must all appear in the subject or body ("" lists the newest messages).
     #[serde(default)]
     pub query: String,
     /// Only this mailbox (an id from mail_mailboxes); omitted = all the user's mailboxes.
@@ -161,7 +161,7 @@ impl MailTools {
 
     #[tool(
         name = "mail_search",
-        description = "Search the user's mail, newest first. `query` matches subject, sender and body; from, to, since, until, unread and mailbox_id narrow it. Returns message ids for mail_read.",
+        description = "Search the user's mail, newest first. `query` matches subject and body; from, to, since, until, unread and mailbox_id narrow it. Returns message ids for mail_read.",
         annotations(
             title = "Search mail",
             read_only_hint = true,
