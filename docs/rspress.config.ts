@@ -28,6 +28,7 @@ const AUDIENCES: { text: string; pages: Page[] }[] = [
     pages: [
       { file: 'orchestrator', text: 'The orchestrator' },
       { file: 'mcp-nextcloud', text: 'mcp-nextcloud' },
+      { file: 'mcp-mail', text: 'mcp-mail' },
       { file: 'files-grep', text: 'files_grep' },
       { file: 'performance', text: 'Performance' },
     ],
