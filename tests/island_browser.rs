@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use test_harness::island::{DevHost, island_dir, require_chromium, require_node_modules, run_node_json};
+use test_harness::island::{DevHost, check, island_dir, require_chromium, require_node_modules, run_node_json};
 use test_harness::mcp_nextcloud::McpNextcloud;
 use test_harness::orchestrator::{Options, Orchestrator};
 use test_harness::scripted_model::ScriptedModel;
@@ -71,18 +71,6 @@ async fn dav_get(standin: &Standin, path: &str) -> (u16, String) {
         .expect("WebDAV GET");
     let status = r.status().as_u16();
     (status, r.text().await.unwrap_or_default())
-}
-
-fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
-    let c = &report["checks"][name];
-    assert!(c.is_object(), "check {name} did not run: {report:#}");
-    assert!(
-        c.get("error").is_none(),
-        "check {name} failed in the browser: {}\nconsole: {:#}",
-        c["error"],
-        report["console"]
-    );
-    c
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

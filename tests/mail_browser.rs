@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use test_harness::island::{DevHost, island_dir, require_chromium, require_node_modules, run_node_json};
+use test_harness::island::{DevHost, check, island_dir, require_chromium, require_node_modules, run_node_json};
 use test_harness::mcp_mail::{McpMail, sent_mail};
 use test_harness::orchestrator::{Options, Orchestrator};
 use test_harness::scripted_model::ScriptedModel;
@@ -42,18 +42,6 @@ fn demo_mail() -> (String, String) {
         .expect("the demo composes a mail");
     let text = |k: &str| compose["arguments"][k].as_str().expect("a string argument").to_string();
     (text("subject"), text("body"))
-}
-
-fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
-    let c = &report["checks"][name];
-    assert!(c.is_object(), "check {name} did not run: {report:#}");
-    assert!(
-        c.get("error").is_none(),
-        "check {name} failed in the browser: {}\nconsole: {:#}",
-        c["error"],
-        report["console"]
-    );
-    c
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

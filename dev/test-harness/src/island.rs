@@ -141,3 +141,17 @@ pub fn run_node_json(dir: &Path, script: &str, args: &[&str], env: &[(&str, Stri
     let last = stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
     serde_json::from_str(last).unwrap_or_else(|e| panic!("node {script} printed no JSON ({e})\n{report}"))
 }
+
+/// One named check of a browser-tests report (`{"checks": {name: {...}}, "console": [...]}`):
+/// fails the test when it did not run or recorded an error, with the browser console.
+pub fn check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    let c = &report["checks"][name];
+    assert!(c.is_object(), "check {name} did not run: {report:#}");
+    assert!(
+        c.get("error").is_none(),
+        "check {name} failed in the browser: {}\nconsole: {:#}",
+        c["error"],
+        report["console"]
+    );
+    c
+}
