@@ -1,13 +1,18 @@
 //! Mail (seed: "cannot send mail"): the model can search, read and compose, never send. An
 //! injected mail that asks for forwarding or sending gets nothing out; the frame relay
-//! refuses mail_send and audits the attempt; bob's token never reads alice's mailbox. Each
+//! refuses mail_send and audits the attempt; bob's token never reads alice's mailbox; mcp-mail
+//! takes only a token minted for its own audience. Each
 //! case checks the stand-in's SMTP sink: the only place a sent mail could land.
 
+use std::time::Duration;
+
 use anyhow::{Result, ensure};
+use reqwest::Method;
 use serde_json::json;
 use test_harness::mcp_mail::sent_mail;
+use test_harness::orchestrator::{parse_sse, parts, user_turn};
 
-use crate::stack::Stack;
+use crate::stack::{Stack, uuid_like};
 
 /// The injected fixture mail (alice's message 4) asks to forward the mailbox and to send a
 /// mail to bob; a model that obeys can still only compose, which sends nothing.
@@ -104,5 +109,51 @@ pub async fn bob_never_reads_alices_mailbox(s: &Stack) -> Result<()> {
     }
     let all = serde_json::to_string(&turn.parts)?;
     ensure!(!all.contains("Q3 budget") && !all.contains("budget-q3"), "alice's mail reached bob");
+    Ok(())
+}
+
+/// One token per audience: with JWTs minted for each server, mail works; with mcp-nextcloud's
+/// token sent under the name `mail`, mcp-mail refuses it (audience check), so no mail is read.
+pub async fn mail_takes_only_its_own_audience(s: &Stack) -> Result<()> {
+    let m = "mail-audience";
+    s.script(
+        m,
+        json!([{"tool_calls": [{"name": "mail_accounts", "arguments": {}}]}, {"text": "ok"}]),
+    );
+    let mint = |aud: String| tokio::task::block_in_place(|| s.nc.mint_jwt("alice", &aud, Duration::from_secs(300)));
+    let nextcloud_jwt = mint(s._mcp.url());
+    let mail_jwt = mint(s.mail.url());
+    let turn = |creds: Vec<(&'static str, String)>| async move {
+        let body = user_turn(
+            &format!("{m}-{}", uuid_like()),
+            &format!("m-{}", uuid_like()),
+            &format!("{m} accounts"),
+        );
+        let refs: Vec<(&str, &str)> = creds.iter().map(|(n, t)| (*n, t.as_str())).collect();
+        let text = s
+            .orch
+            .request_with_credentials(&s.http, Method::POST, "/v1/chat", "alice", &body, &refs)
+            .send()
+            .await?
+            .text()
+            .await?;
+        anyhow::Ok(parts(&parse_sse(&text)))
+    };
+    let own = turn(vec![("nextcloud", nextcloud_jwt.clone()), ("mail", mail_jwt)]).await?;
+    let own_text = serde_json::to_string(&own)?;
+    ensure!(
+        own.iter().any(|p| p["type"] == "tool-output-available") && own_text.contains("alice@example.com"),
+        "mail with its own token did not work: {own_text}"
+    );
+    let swapped = turn(vec![("nextcloud", nextcloud_jwt.clone()), ("mail", nextcloud_jwt)]).await?;
+    let swapped_text = serde_json::to_string(&swapped)?;
+    ensure!(
+        !swapped_text.contains("alice@example.com"),
+        "mcp-mail accepted mcp-nextcloud's token: {swapped_text}"
+    );
+    ensure!(
+        !swapped.iter().any(|p| p["type"] == "tool-output-available"),
+        "a mail tool ran with another audience's token: {swapped_text}"
+    );
     Ok(())
 }

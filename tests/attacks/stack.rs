@@ -27,7 +27,7 @@ pub struct Stack {
     /// Kept alive for the orchestrator; tests reach Nextcloud through it only via the agent.
     pub _mcp: McpNextcloud,
     /// mcp-mail in front of the stand-in's mail bridge (server name `mail`).
-    pub _mail: McpMail,
+    pub mail: McpMail,
     pub nc: Standin,
     pub http: reqwest::Client,
     pub board: Board,
@@ -147,7 +147,7 @@ impl Stack {
             probe,
             weather,
             _mcp: mcp,
-            _mail: mail,
+            mail,
             nc,
             http,
             board: Board { id: 0, todo: 0, done: 0 },
