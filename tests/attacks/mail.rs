@@ -157,3 +157,32 @@ pub async fn mail_takes_only_its_own_audience(s: &Stack) -> Result<()> {
     );
     Ok(())
 }
+
+/// The island's question "which door?" gets the orchestrator's own answer: mail_send and
+/// mail_save_draft need the person (`confirm`), the read-only mail tools go to the relay, a
+/// model-visible effect tool is `refused`, an unknown tool is 403 and audited.
+pub async fn describe_names_the_door(s: &Stack) -> Result<()> {
+    let ask = |server: &'static str, name: &'static str| async move {
+        let body = serde_json::to_vec(&json!({"server": server, "name": name}))?;
+        let r = s.signed(Method::POST, "/v1/apps/tools/describe", "alice", &body).send().await?;
+        let status = r.status().as_u16();
+        let v: serde_json::Value = r.json().await.unwrap_or_default();
+        anyhow::Ok((status, v["handling"].as_str().unwrap_or("").to_string()))
+    };
+    for (server, name, expected) in [
+        ("mail", "mail_send", "confirm"),
+        ("mail", "mail_save_draft", "confirm"),
+        ("mail", "mail_read", "relay"),
+        ("mail", "mail_compose", "relay"),
+        ("probe", "probe_destroy", "refused"),
+    ] {
+        let (status, handling) = ask(server, name).await?;
+        ensure!(
+            status == 200 && handling == expected,
+            "{server}/{name}: {status} {handling:?}, expected {expected}"
+        );
+    }
+    let (status, _) = ask("mail", "mail_forward_everything").await?;
+    ensure!(status == 403, "an unknown tool: {status}");
+    Ok(())
+}

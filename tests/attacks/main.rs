@@ -113,6 +113,7 @@ fn all_cases() -> Vec<(&'static str, Case)> {
         mail::relay_refuses_mail_send,
         mail::bob_never_reads_alices_mailbox,
         mail::mail_takes_only_its_own_audience,
+        mail::describe_names_the_door,
         // Last: it changes a tool definition for the rest of the run.
         policy::read_only_lie_is_fingerprinted,
     ]
