@@ -54,7 +54,7 @@ pub struct MailArgs {
 
 /// The sender shown in the From line.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, schemars::JsonSchema)]
-pub struct From {
+pub struct Sender {
     pub account_id: i64,
     pub name: String,
     pub email: String,
@@ -63,7 +63,7 @@ pub struct From {
 /// The exact message that would go out: what mail_compose returns and the frame shows.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Composed {
-    pub from: From,
+    pub from: Sender,
     pub to: Vec<String>,
     pub cc: Vec<String>,
     pub bcc: Vec<String>,
@@ -117,7 +117,7 @@ fn check_address(address: &str) -> Result<(), Error> {
 }
 
 /// The exact message, once the sending account is known.
-pub fn composed(args: &MailArgs, from: From) -> Composed {
+pub fn composed(args: &MailArgs, from: Sender) -> Composed {
     Composed {
         from,
         to: args.to.clone(),
@@ -211,7 +211,7 @@ mod tests {
         a.in_reply_to = Some(9);
         let c = composed(
             &a,
-            From {
+            Sender {
                 account_id: 4,
                 name: "Alice".into(),
                 email: "alice@example.com".into(),

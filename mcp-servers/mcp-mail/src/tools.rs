@@ -297,7 +297,7 @@ impl MailTools {
 }
 
 /// The account a mail goes out from: the one named (if it is the caller's), else the first.
-async fn sender(bridge: &Bridge, auth: &HeaderMap, account_id: Option<i64>) -> Result<compose::From, Error> {
+async fn sender(bridge: &Bridge, auth: &HeaderMap, account_id: Option<i64>) -> Result<compose::Sender, Error> {
     let accounts: Vec<Account> = bridge.accounts(auth).await?;
     let account = match account_id {
         Some(id) => accounts.into_iter().find(|a| a.id == id).ok_or(Error::NotFound)?,
@@ -306,7 +306,7 @@ async fn sender(bridge: &Bridge, auth: &HeaderMap, account_id: Option<i64>) -> R
             .next()
             .ok_or_else(|| Error::invalid("no mail account is set up in Nextcloud Mail for this user"))?,
     };
-    Ok(compose::From {
+    Ok(compose::Sender {
         account_id: account.id,
         name: account.name,
         email: account.email,
