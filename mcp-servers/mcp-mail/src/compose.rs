@@ -60,16 +60,14 @@ pub struct Sender {
     pub email: String,
 }
 
-/// The exact message that would go out: what mail_compose returns and the frame shows.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, schemars::JsonSchema)]
+/// The exact message that would go out: what mail_compose returns and the frame shows. The
+/// mail itself is the very bridge request mail_send would make ([`outgoing`]), so the fields
+/// shown cannot differ from the fields sent.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct Composed {
     pub from: Sender,
-    pub to: Vec<String>,
-    pub cc: Vec<String>,
-    pub bcc: Vec<String>,
-    pub subject: String,
-    pub body: String,
-    pub in_reply_to: Option<i64>,
+    #[serde(flatten)]
+    pub mail: Outgoing,
     /// Always false: composing sends nothing and saves nothing.
     pub sent: bool,
 }
@@ -119,13 +117,8 @@ fn check_address(address: &str) -> Result<(), Error> {
 /// The exact message, once the sending account is known.
 pub fn composed(args: &MailArgs, from: Sender) -> Composed {
     Composed {
+        mail: outgoing(args, from.account_id),
         from,
-        to: args.to.clone(),
-        cc: args.cc.clone(),
-        bcc: args.bcc.clone(),
-        subject: args.subject.clone(),
-        body: args.body.clone(),
-        in_reply_to: args.in_reply_to,
         sent: false,
     }
 }
@@ -217,12 +210,12 @@ mod tests {
                 email: "alice@example.com".into(),
             },
         );
-        let o = outgoing(&a, c.from.account_id);
-        assert_eq!(
-            (o.to, o.cc, o.subject, o.body, o.in_reply_to),
-            (c.to, c.cc, c.subject, c.body, c.in_reply_to)
-        );
-        assert_eq!(o.account_id, 4);
+        assert_eq!(c.mail, outgoing(&a, 4));
+        assert_eq!(c.mail.body, "  leading spaces\r\nand a trailing newline\n");
+        // The frame reads the fields at the top level, next to `from`.
+        let shown = serde_json::to_value(&c).unwrap();
+        assert_eq!(shown["to"], serde_json::json!(["bob@example.com"]));
+        assert_eq!(shown["from"]["account_id"], 4);
         assert!(!c.sent);
     }
 

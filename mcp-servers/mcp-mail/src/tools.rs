@@ -376,14 +376,15 @@ fn message_text(m: &ReadMessage) -> String {
 }
 
 fn composed_text(m: &Composed) -> String {
-    let mut t = format!("From: {} <{}>\nTo: {}\n", m.from.name, m.from.email, m.to.join(", "));
-    if !m.cc.is_empty() {
-        t.push_str(&format!("Cc: {}\n", m.cc.join(", ")));
+    let mail = &m.mail;
+    let mut t = format!("From: {} <{}>\nTo: {}\n", m.from.name, m.from.email, mail.to.join(", "));
+    if !mail.cc.is_empty() {
+        t.push_str(&format!("Cc: {}\n", mail.cc.join(", ")));
     }
-    if !m.bcc.is_empty() {
-        t.push_str(&format!("Bcc: {}\n", m.bcc.join(", ")));
+    if !mail.bcc.is_empty() {
+        t.push_str(&format!("Bcc: {}\n", mail.bcc.join(", ")));
     }
-    t.push_str(&format!("Subject: {}\n\n{}", m.subject, m.body));
+    t.push_str(&format!("Subject: {}\n\n{}", mail.subject, mail.body));
     t
 }
 
