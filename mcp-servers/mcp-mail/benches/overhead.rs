@@ -135,11 +135,11 @@ where
     F: Fn() -> Fut + Clone + Send + 'static,
     Fut: Future<Output = anyhow::Result<()>> + Send,
 {
-    let mut tasks = Vec::new();
+    let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..clients {
         let one = one.clone();
         let per = calls / clients;
-        tasks.push(tokio::spawn(async move {
+        tasks.spawn(async move {
             for _ in 0..WARMUP {
                 one().await?;
             }
@@ -150,11 +150,11 @@ where
                 out.push(t.elapsed());
             }
             anyhow::Ok(out)
-        }));
+        });
     }
     let mut all = Vec::new();
-    for t in tasks {
-        all.extend(t.await??);
+    while let Some(samples) = tasks.join_next().await {
+        all.extend(samples??);
     }
     Ok(percentiles(all))
 }
@@ -170,13 +170,13 @@ async fn measure_mcp(
     clients: usize,
     calls: usize,
 ) -> anyhow::Result<(Duration, Duration)> {
-    let mut tasks = Vec::new();
+    let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..clients {
         let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token.to_string());
         let client: Client = ().serve(StreamableHttpClientTransport::from_config(config)).await?;
         let args = args.as_object().cloned().unwrap_or_default();
         let per = calls / clients;
-        tasks.push(tokio::spawn(async move {
+        tasks.spawn(async move {
             let call = || CallToolRequestParams::new(tool).with_arguments(args.clone());
             let mut out = Vec::with_capacity(per);
             for i in 0..(WARMUP + per) {
@@ -191,11 +191,11 @@ async fn measure_mcp(
             }
             let _ = client.cancel().await;
             anyhow::Ok(out)
-        }));
+        });
     }
     let mut all = Vec::new();
-    for t in tasks {
-        all.extend(t.await??);
+    while let Some(samples) = tasks.join_next().await {
+        all.extend(samples??);
     }
     Ok(percentiles(all))
 }
