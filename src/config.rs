@@ -137,6 +137,9 @@ pub struct Config {
     pub signing_secret: Secret,
     pub model: ModelConfig,
     pub data_dir: PathBuf,
+    /// Where chat, audit and memory live: SQLite files in `data_dir`, or the PostgreSQL
+    /// database of `TAMEBI_DATABASE_URL` (shared by several instances).
+    pub database: crate::store::Backend,
     pub mcp_servers: Vec<McpServer>,
     pub max_steps: u32,
     /// Base URL of an OTLP/HTTP receiver (`OTEL_EXPORTER_OTLP_ENDPOINT`); none: no export.
@@ -147,6 +150,9 @@ pub struct Config {
     pub log_filter: String,
     /// A conversation actor with no turn running stops after this long; chat.db revives it.
     pub idle_timeout: Duration,
+    /// `TAMEBI_LEASE_SECS`: how long a conversation stays owned by an instance that stopped
+    /// renewing (it died); the bound on how soon another instance takes over.
+    pub lease: Duration,
     pub tool_timeout: Duration,
     pub shutdown_timeout: Duration,
     /// Concurrent chat turns across all users; beyond it new turns get 429.
@@ -174,6 +180,27 @@ pub enum ConfigError {
     Invalid { var: &'static str, why: String },
 }
 
+/// `TAMEBI_DATABASE_URL`: unset keeps the SQLite files in the data directory; a
+/// `postgres://` (or `postgresql://`) URL selects PostgreSQL. Anything else is refused, so a
+/// typo never silently falls back to a local file that other instances cannot see.
+fn database(url: Option<String>, data_dir: PathBuf) -> Result<crate::store::Backend, ConfigError> {
+    let Some(url) = url else {
+        return Ok(crate::store::Backend::Sqlite(data_dir));
+    };
+    let invalid = |why: &str| ConfigError::Invalid {
+        var: "TAMEBI_DATABASE_URL",
+        why: why.into(),
+    };
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(invalid("must be a postgres:// URL (unset it to keep the SQLite files)"));
+    }
+    // Parsed now, so a malformed URL stops the start with this message (never echoing it:
+    // it may hold a password).
+    url.parse::<tokio_postgres::Config>()
+        .map_err(|e| invalid(&format!("not a PostgreSQL connection URL ({e})")))?;
+    Ok(crate::store::Backend::Postgres(Secret::new(url)))
+}
+
 /// Hard cap on agent steps per turn, whatever the configuration says.
 pub const MAX_STEPS_CAP: u32 = 50;
 const MIN_SECRET_BYTES: usize = 32;
@@ -188,6 +215,7 @@ impl Config {
     pub fn from_vars(vars: &HashMap<String, String>) -> Result<Config, ConfigError> {
         let get = |k: &str| vars.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
         let bind = parse_or(get("TAMEBI_BIND"), "TAMEBI_BIND", "127.0.0.1:8700")?;
+        let data_dir = PathBuf::from(get("TAMEBI_DATA_DIR").unwrap_or_else(|| "./data".into()));
         let proxy_secret = secret(get("TAMEBI_PROXY_SECRET"), "TAMEBI_PROXY_SECRET")?;
         let signing_secret = secret(get("TAMEBI_SIGNING_SECRET"), "TAMEBI_SIGNING_SECRET")?;
         // G1: the two secrets prove different things; one value for both would let anything
@@ -214,13 +242,15 @@ impl Config {
             proxy_secret,
             signing_secret,
             model,
-            data_dir: PathBuf::from(get("TAMEBI_DATA_DIR").unwrap_or_else(|| "./data".into())),
+            data_dir: data_dir.clone(),
+            database: database(get("TAMEBI_DATABASE_URL"), data_dir)?,
             mcp_servers,
             max_steps,
             otlp_endpoint: otlp_endpoint(get("OTEL_EXPORTER_OTLP_ENDPOINT"))?,
             trace_user_id: flag(get("TAMEBI_TRACE_USER_ID"), "TAMEBI_TRACE_USER_ID")?,
             log_filter: get("RUST_LOG").unwrap_or_else(|| DEFAULT_LOG_FILTER.into()),
             idle_timeout: secs(get("TAMEBI_IDLE_SECS"), "TAMEBI_IDLE_SECS", "300")?,
+            lease: secs(get("TAMEBI_LEASE_SECS"), "TAMEBI_LEASE_SECS", "10")?,
             tool_timeout: secs(get("TAMEBI_TOOL_TIMEOUT_SECS"), "TAMEBI_TOOL_TIMEOUT_SECS", "60")?,
             shutdown_timeout: secs(get("TAMEBI_SHUTDOWN_SECS"), "TAMEBI_SHUTDOWN_SECS", "10")?,
             max_concurrent_turns: parse_or(get("TAMEBI_MAX_TURNS"), "TAMEBI_MAX_TURNS", "20000")?,

@@ -153,7 +153,7 @@ fn assistant_messages(message: &UiMessage, clear: &mut Clearing, out: &mut Vec<C
             UiPart::StepStart => flush(&mut text, &mut tools, out),
             UiPart::Text { text: t, .. } => text.push_str(t),
             UiPart::DynamicTool(t) => tools.push(t),
-            UiPart::Other => {}
+            UiPart::Other | UiPart::DataInterrupted { .. } => {}
         }
     }
     flush(&mut text, &mut tools, out);

@@ -39,8 +39,16 @@ pub enum Error {
     UserTurnLimit { which: TurnLimit, retry_after_secs: u64 },
     #[error("shutting down")]
     ShuttingDown,
+    /// Another instance owns this conversation (its lease, `store::lease`): the router
+    /// retries there, or here after the delay (when the owner died, its lease expires).
+    #[error("conversation owned by another instance")]
+    OwnedElsewhere { retry_after_secs: u64 },
     #[error("storage: {0}")]
     Storage(#[from] rusqlite::Error),
+    #[error("postgres: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    #[error("postgres pool: {0}")]
+    PostgresPool(#[from] deadpool_postgres::PoolError),
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -80,6 +88,7 @@ pub mod messages {
     pub const TOO_MANY_RUNNING: &str = "You already have several replies being written. Wait for one to finish, then send again.";
     pub const TOO_FAST: &str = "You are sending messages faster than allowed. Wait a moment, then send again.";
     pub const UNAVAILABLE: &str = "The service is restarting. Please try again in a moment.";
+    pub const MOVING: &str = "This conversation is being served by another server. Please try again in a moment.";
     pub const INTERNAL: &str = "Something went wrong. Please try again.";
     /// A turn stopped at the operator's token bound (`TAMEBI_TURN_MAX_TOKENS`).
     pub const TOKEN_BOUND: &str = "This answer stopped here: it reached the token limit set for one turn. Ask again to continue.";
@@ -146,8 +155,8 @@ impl Error {
             Error::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Error::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::Overloaded | Error::UserTurnLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Error::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
-            Error::Storage(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Error::ShuttingDown | Error::OwnedElsewhere { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Error::Storage(_) | Error::Postgres(_) | Error::PostgresPool(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -170,7 +179,8 @@ impl Error {
                 which: TurnLimit::Rate, ..
             } => messages::TOO_FAST,
             Error::ShuttingDown => messages::UNAVAILABLE,
-            Error::Storage(_) | Error::Internal(_) => messages::INTERNAL,
+            Error::OwnedElsewhere { .. } => messages::MOVING,
+            Error::Storage(_) | Error::Postgres(_) | Error::PostgresPool(_) | Error::Internal(_) => messages::INTERNAL,
         }
     }
 
@@ -200,16 +210,23 @@ impl IntoResponse for ApiError {
             tracing::info!(request_id = %self.request_id, status = status.as_u16(), error = %crate::auth::redact::redact(&self.error.to_string()), "request refused");
         }
         let retry_after = match self.error {
-            Error::UserTurnLimit { retry_after_secs, .. } => Some(retry_after_secs),
+            Error::UserTurnLimit { retry_after_secs, .. } | Error::OwnedElsewhere { retry_after_secs } => Some(retry_after_secs),
             _ => None,
         };
         let mut response = shaped(status, self.error.public_message(), &self.request_id, retry_after);
         if let Some(secs) = retry_after {
             response.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
         }
+        if let Error::OwnedElsewhere { .. } = self.error {
+            // Tells a router this 503 is "try another instance", not "this one is down".
+            response.headers_mut().insert(OWNED_ELSEWHERE_HEADER, HeaderValue::from_static("1"));
+        }
         response
     }
 }
+
+/// Set on the 503 of [`Error::OwnedElsewhere`] (docs/api.md, docs/scale-out.md).
+pub const OWNED_ELSEWHERE_HEADER: &str = "x-tamebi-owned-elsewhere";
 
 /// The fixed message for a status produced outside our handlers (a framework rejection).
 pub fn message_for_status(status: StatusCode) -> &'static str {

@@ -109,9 +109,7 @@ async fn watch_signals(shutdown: CancellationToken) {
 /// flush the databases.
 pub async fn serve(config: Config, listener: TcpListener, shutdown: CancellationToken) -> Result<(), Error> {
     std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", config.data_dir.display())))?;
-    let store = store::chat::ChatStore::open(&config.data_dir.join("chat.db"))?;
-    let audit = store::audit::AuditLog::open(&config.data_dir.join("audit.db"))?;
-    let memory = store::memory::MemoryStore::open(&config.data_dir.join("memory.db"))?;
+    let stores = store::Stores::open(&config.database).await?;
     let http_client = reqwest::Client::builder()
         .connect_timeout(model::CONNECT_TIMEOUT)
         .pool_idle_timeout(std::time::Duration::from_secs(60))
@@ -122,9 +120,10 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
     let config = Arc::new(config);
     let services = Arc::new(Services {
         config: config.clone(),
-        store: store.clone(),
-        audit: audit.clone(),
-        memory: memory.clone(),
+        store: stores.chat.clone(),
+        audit: stores.audit.clone(),
+        memory: stores.memory.clone(),
+        ownership: store::lease::Ownership::new(stores.leases.clone(), config.lease),
         model: model::ModelClient::new(http_client, config.model.clone()),
         tool_servers: ToolServers::new(&config.mcp_servers, config.tool_timeout),
         tasks: tasks.clone(),
@@ -173,9 +172,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
     root.stop(Some("shutdown".into()));
     let _ = tokio::time::timeout(config.shutdown_timeout, root_handle).await;
     drop(services);
-    store.close().await;
-    audit.close().await;
-    memory.close().await;
+    stores.close().await;
     tracing::info!("shutdown complete");
     Ok(())
 }

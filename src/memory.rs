@@ -11,6 +11,7 @@
 use serde_json::{Value, json};
 
 use crate::mcp::registry::ToolDef;
+use crate::store::key::ConversationKey;
 use crate::store::memory::{Fact, MemoryStore};
 
 /// The server name the local tools are registered under (reserved in the configuration).
@@ -48,9 +49,10 @@ pub fn tool_defs() -> Vec<ToolDef> {
         .collect()
 }
 
-/// Runs one local tool for `uid`. `Ok` is the result text, `Err` the error text; both are
+/// Runs one local tool for the user of conversation `key`. `Ok` is the result text, `Err` the error text; both are
 /// written for the model (and reach it enveloped, like any tool output).
-pub async fn call(memory: &MemoryStore, uid: &str, conversation_id: &str, tool: &str, arguments: &Value) -> Result<String, String> {
+pub async fn call(memory: &dyn MemoryStore, key: &ConversationKey, tool: &str, arguments: &Value) -> Result<String, String> {
+    let uid = key.user();
     let failed = |e: crate::error::Error| match e {
         crate::error::Error::BadRequest(m) => m,
         other => {
@@ -65,7 +67,7 @@ pub async fn call(memory: &MemoryStore, uid: &str, conversation_id: &str, tool: 
                 .get("fact")
                 .and_then(Value::as_str)
                 .ok_or("memory_write needs {\"fact\": \"…\"}.")?;
-            let saved = memory.write(uid, fact, Some(conversation_id)).await.map_err(failed)?;
+            let saved = memory.write(uid, fact, Some(key)).await.map_err(failed)?;
             Ok(format!("Remembered as fact {}.", saved.id))
         }
         "memory_forget" => {
@@ -97,6 +99,7 @@ fn list_text(facts: &[Fact]) -> String {
 mod tests {
     use super::*;
     use crate::approval::Category;
+    use crate::store::key::{test_key as key, test_user as user};
 
     #[test]
     fn writes_and_forgets_need_approval_listing_does_not() {
@@ -111,33 +114,33 @@ mod tests {
     #[tokio::test]
     async fn calls_answer_in_words_the_model_can_use() {
         let dir = tempfile::tempdir().unwrap();
-        let m = MemoryStore::open(&dir.path().join("memory.db")).unwrap();
+        let m = crate::store::memory::SqliteMemory::open(&dir.path().join("memory.db")).unwrap();
         assert_eq!(
-            call(&m, "alice", "c1", "memory_list", &json!({})).await.unwrap(),
+            call(&m, &key("alice", "c1"), "memory_list", &json!({})).await.unwrap(),
             "No facts are remembered."
         );
-        let saved = call(&m, "alice", "c1", "memory_write", &json!({"fact": "Likes tea"}))
+        let saved = call(&m, &key("alice", "c1"), "memory_write", &json!({"fact": "Likes tea"}))
             .await
             .unwrap();
         assert!(saved.starts_with("Remembered as fact "));
         assert!(
-            call(&m, "alice", "c1", "memory_write", &json!({}))
+            call(&m, &key("alice", "c1"), "memory_write", &json!({}))
                 .await
                 .unwrap_err()
                 .contains("needs")
         );
         let long = "x".repeat(600);
         assert!(
-            call(&m, "alice", "c1", "memory_write", &json!({"fact": long}))
+            call(&m, &key("alice", "c1"), "memory_write", &json!({"fact": long}))
                 .await
                 .unwrap_err()
                 .contains("at most 500")
         );
-        let listed = call(&m, "alice", "c1", "memory_list", &json!({})).await.unwrap();
+        let listed = call(&m, &key("alice", "c1"), "memory_list", &json!({})).await.unwrap();
         assert!(listed.ends_with("] Likes tea"));
-        let id = m.list("alice").await.unwrap()[0].id;
-        assert!(call(&m, "bob", "c1", "memory_forget", &json!({"id": id})).await.is_err());
-        assert!(call(&m, "alice", "c1", "memory_forget", &json!({"id": id})).await.is_ok());
-        assert_eq!(m.list("alice").await.unwrap(), vec![]);
+        let id = m.list(&user("alice")).await.unwrap()[0].id;
+        assert!(call(&m, &key("bob", "c1"), "memory_forget", &json!({"id": id})).await.is_err());
+        assert!(call(&m, &key("alice", "c1"), "memory_forget", &json!({"id": id})).await.is_ok());
+        assert_eq!(m.list(&user("alice")).await.unwrap(), vec![]);
     }
 }

@@ -9,14 +9,15 @@ use std::sync::Arc;
 use crate::actors::tool_server::ToolServers;
 use crate::config::Config;
 use crate::model::ModelClient;
-use crate::store::chat::ChatStore;
 
 /// What every actor may use. Holds no user's credential.
 pub struct Services {
     pub config: Arc<Config>,
-    pub store: ChatStore,
-    pub audit: crate::store::audit::AuditLog,
-    pub memory: crate::store::memory::MemoryStore,
+    pub store: Arc<dyn crate::store::chat::ChatStore>,
+    pub audit: Arc<dyn crate::store::audit::AuditStore>,
+    pub memory: Arc<dyn crate::store::memory::MemoryStore>,
+    /// One owner per conversation across instances (store::lease).
+    pub ownership: crate::store::lease::Ownership,
     pub model: ModelClient,
     pub tool_servers: ToolServers,
     pub tasks: tokio_util::task::TaskTracker,

@@ -23,7 +23,7 @@ use crate::mcp::registry::{Registry, ToolDef, canonical_json};
 use crate::model::tool_calls::{AssembledCall, Started, StepCalls};
 use crate::model::{ModelEvent, ToolSpec};
 use crate::services::Services;
-use crate::store::audit::{ApprovalState, Entry, Kind};
+use crate::store::audit::{ApprovalState, Category, Entry, EntryBuilder, Kind, Outcome};
 use crate::store::chat::PendingApproval;
 use crate::ui_stream::{StreamPart, UiMessage};
 
@@ -107,7 +107,7 @@ impl Emitter {
 pub struct Turn {
     pub services: Arc<Services>,
     pub caller: Caller,
-    pub conversation_id: String,
+    pub conversation: crate::store::key::ConversationKey,
     pub history: Vec<UiMessage>,
     /// The assistant message this turn writes (new, or the one awaiting approval).
     pub assistant: UiMessage,
@@ -266,54 +266,22 @@ impl TurnState {
 
     /// The user's memory facts, shown to the model on every turn (inside the envelope).
     async fn load_facts(&mut self) {
-        match self.t.services.memory.list(&self.t.caller.uid).await {
+        match self.t.services.memory.list(self.t.conversation.user()).await {
             Ok(facts) => self.facts = facts.into_iter().map(|f| (f.id, f.text)).collect(),
             Err(e) => tracing::error!(error = %e, "could not read memory; this turn goes on without it"),
         }
     }
 
     async fn observe_fingerprints(&self, defs: &mut [ToolDef]) {
-        let template = self.audit_entry(
-            Kind::FingerprintChanged,
-            "",
-            "",
-            "",
-            ApprovalState::NotNeeded,
-            None,
-            "changed",
-            None,
-            None,
-        );
-        crate::mcp::registry::observe_fingerprints(&self.t.services.audit, defs, &template).await;
+        let template = self.audit_entry(Kind::FingerprintChanged, Outcome::Changed, "", "").build();
+        crate::mcp::registry::observe_fingerprints(self.t.services.audit.as_ref(), defs, &template).await;
     }
 
-    #[expect(clippy::too_many_arguments, reason = "an audit row has this many columns")]
-    fn audit_entry(
-        &self,
-        kind: Kind,
-        server: &str,
-        tool: &str,
-        category: &str,
-        approval: ApprovalState,
-        args: Option<String>,
-        outcome: &str,
-        duration_ms: Option<i64>,
-        detail: Option<String>,
-    ) -> Entry {
-        Entry {
-            kind,
-            uid: self.t.caller.uid.clone(),
-            conversation_id: Some(self.t.conversation_id.clone()),
-            request_id: self.t.caller.request_id.clone(),
-            server: server.to_string(),
-            tool: tool.to_string(),
-            category: category.to_string(),
-            approval,
-            arguments_sha256: args,
-            outcome: outcome.to_string(),
-            duration_ms,
-            detail,
-        }
+    /// An audit row of this turn (its caller, its conversation) about `server`/`tool`.
+    fn audit_entry(&self, kind: Kind, outcome: Outcome, server: &str, tool: &str) -> EntryBuilder {
+        Entry::of(kind, outcome, &self.t.caller)
+            .conversation(&self.t.conversation)
+            .tool(server, tool)
     }
 
     /// Runs approved calls (as recorded) and reports denied ones.
@@ -332,17 +300,12 @@ impl TurnState {
                     .await;
                 self.emit(part)?;
             } else {
-                let entry = self.audit_entry(
-                    Kind::ToolCall,
-                    &pending.server,
-                    &pending.tool,
-                    "action",
-                    ApprovalState::DeniedByUser,
-                    Some(pending.arguments_sha256.clone()),
-                    "not_run",
-                    None,
-                    None,
-                );
+                let entry = self
+                    .audit_entry(Kind::ToolCall, Outcome::NotRun, &pending.server, &pending.tool)
+                    .category(Category::Action)
+                    .approval(ApprovalState::DeniedByUser)
+                    .arguments_sha256(pending.arguments_sha256.clone())
+                    .build();
                 self.t.services.audit.record(entry).await;
                 self.emit(StreamPart::ToolOutputDenied {
                     tool_call_id: pending.tool_call_id.clone(),
@@ -534,17 +497,12 @@ impl TurnState {
             let Some(def) = self.registry.for_model(&call.name).cloned() else {
                 // A call to a tool that does not exist for the model (a public-link or mail-send
                 // tool an injected document asked for, an app-only tool) is recorded as refused.
-                let entry = self.audit_entry(
-                    Kind::ToolCall,
-                    "",
-                    &call.name,
-                    "action",
-                    ApprovalState::Refused,
-                    Some(arguments_hash(&input)),
-                    "unknown_tool",
-                    None,
-                    None,
-                );
+                let entry = self
+                    .audit_entry(Kind::ToolCall, Outcome::UnknownTool, "", &call.name)
+                    .category(Category::Action)
+                    .approval(ApprovalState::Refused)
+                    .arguments_sha256(arguments_hash(&input))
+                    .build();
                 self.t.services.audit.record(entry).await;
                 self.emit(StreamPart::ToolOutputError {
                     tool_call_id: call.id,
@@ -576,17 +534,12 @@ impl TurnState {
                     })?;
                     continue;
                 }
-                let entry = self.audit_entry(
-                    Kind::ToolCall,
-                    &def.server,
-                    &def.name,
-                    def.policy.category.as_str(),
-                    ApprovalState::Requested,
-                    Some(approval.arguments_sha256.clone()),
-                    "not_run",
-                    None,
-                    None,
-                );
+                let entry = self
+                    .audit_entry(Kind::ToolCall, Outcome::NotRun, &def.server, &def.name)
+                    .category(def.policy.category)
+                    .approval(ApprovalState::Requested)
+                    .arguments_sha256(approval.arguments_sha256.clone())
+                    .build();
                 self.t.services.audit.record(entry).await;
                 let part = StreamPart::ToolApprovalRequest {
                     approval_id: approval.approval_id.clone(),
@@ -611,17 +564,17 @@ impl TurnState {
     /// other refused attempt (the hash covers the raw text the model sent).
     async fn audit_malformed_call(&self, call: &AssembledCall) {
         let def = self.registry.for_model(&call.name);
-        let entry = self.audit_entry(
-            Kind::ToolCall,
-            def.map_or("", |d| d.server.as_str()),
-            def.map_or(call.name.as_str(), |d| d.name.as_str()),
-            def.map_or("action", |d| d.policy.category.as_str()),
-            ApprovalState::Refused,
-            Some(hex::encode(Sha256::digest(call.arguments.as_bytes()))),
-            "bad_arguments",
-            None,
-            None,
-        );
+        let entry = self
+            .audit_entry(
+                Kind::ToolCall,
+                Outcome::BadArguments,
+                def.map_or("", |d| d.server.as_str()),
+                def.map_or(call.name.as_str(), |d| d.name.as_str()),
+            )
+            .category(def.map_or(Category::Action, |d| d.policy.category))
+            .approval(ApprovalState::Refused)
+            .arguments_sha256(hex::encode(Sha256::digest(call.arguments.as_bytes())))
+            .build();
         self.t.services.audit.record(entry).await;
     }
 
@@ -629,26 +582,22 @@ impl TurnState {
     async fn execute(&self, server: &str, tool: &str, tool_call_id: &str, input: Value, approval: ApprovalState) -> StreamPart {
         let started = std::time::Instant::now();
         let args_hash = arguments_hash(&input);
-        let category = self.registry.find(server, tool).map_or("action", |d| d.policy.category.as_str());
+        let category = self.registry.find(server, tool).map_or(Category::Action, |d| d.policy.category);
         let part = self
             .execute_inner(server, tool, tool_call_id, input)
             .instrument(crate::telemetry::tool_span(server, tool, approval))
             .await;
         let outcome = match &part {
-            StreamPart::ToolOutputAvailable { .. } => "ok",
-            _ => "error",
+            StreamPart::ToolOutputAvailable { .. } => Outcome::Ok,
+            _ => Outcome::Error,
         };
-        let entry = self.audit_entry(
-            Kind::ToolCall,
-            server,
-            tool,
-            category,
-            approval,
-            Some(args_hash),
-            outcome,
-            Some(started.elapsed().as_millis() as i64),
-            None,
-        );
+        let entry = self
+            .audit_entry(Kind::ToolCall, outcome, server, tool)
+            .category(category)
+            .approval(approval)
+            .arguments_sha256(args_hash)
+            .duration_ms(started.elapsed().as_millis() as i64)
+            .build();
         self.t.services.audit.record(entry).await;
         part
     }
@@ -709,7 +658,7 @@ impl TurnState {
     /// Runs one of the orchestrator's own tools (memory); the same part shapes as MCP's.
     async fn execute_local(&self, tool: &str, tool_call_id: &str, input: &Value) -> StreamPart {
         let services = &self.t.services;
-        match crate::memory::call(&services.memory, &self.t.caller.uid, &self.t.conversation_id, tool, input).await {
+        match crate::memory::call(services.memory.as_ref(), &self.t.conversation, tool, input).await {
             Ok(text) => StreamPart::ToolOutputAvailable {
                 tool_call_id: tool_call_id.to_string(),
                 output: json!({"content": [{"type": "text", "text": text}], "server": crate::memory::LOCAL_SERVER, "tool": tool}),

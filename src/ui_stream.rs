@@ -129,6 +129,12 @@ pub enum UiPart {
     },
     StepStart,
     DynamicTool(ToolPart),
+    /// `data-interrupted`: the server writing this message stopped before the turn ended
+    /// (`data` holds the turn's `requestId` and a `message`). Written by the instance that
+    /// took the conversation over (store::lease); never sent to the model.
+    DataInterrupted {
+        data: Value,
+    },
     /// Any part type we do not handle (files, reasoning, sources…): kept, never interpreted.
     #[serde(other)]
     Other,

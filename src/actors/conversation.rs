@@ -22,6 +22,7 @@ use crate::compaction::{Calibration, Summary};
 use crate::error::Error;
 use crate::services::Services;
 use crate::store::chat::PendingApproval;
+use crate::store::key::ConversationKey;
 use crate::turn::{self, ApprovalDecision, Emitter, TurnEvent, TurnInput};
 use crate::ui_stream::{StreamPart, UiMessage};
 
@@ -61,6 +62,8 @@ pub enum ConversationMsg {
     IdleCheck {
         generation: u64,
     },
+    /// Time to renew this instance's lease on the conversation (store::lease).
+    RenewLease,
 }
 
 pub struct ConversationActor {
@@ -68,15 +71,13 @@ pub struct ConversationActor {
 }
 
 pub struct Args {
-    pub uid: String,
-    pub conversation_id: String,
+    pub key: ConversationKey,
     /// This actor's place in the trace (its start span); turns link to it.
     pub trace: crate::telemetry::tree::ActorTrace,
 }
 
 pub struct State {
-    uid: String,
-    cid: String,
+    key: ConversationKey,
     /// The conversation as committed, loaded on first use. This actor is the only writer of
     /// its conversation, so the copy stays true while the actor lives.
     history: Option<Vec<UiMessage>>,
@@ -87,6 +88,9 @@ pub struct State {
     in_flight: Option<InFlight>,
     idle_generation: u64,
     trace: crate::telemetry::tree::ActorTrace,
+    /// When the lease was last renewed: without a renewal for the lease's time, another
+    /// instance may own the conversation, so this actor stops.
+    lease_renewed: std::time::Instant,
 }
 
 struct InFlight {
@@ -118,8 +122,7 @@ impl Actor for ConversationActor {
     async fn pre_start(&self, myself: ActorRef<Self::Msg>, args: Args) -> Result<State, ActorProcessingErr> {
         tracing::debug!(actor = ?myself.get_name(), "conversation actor started");
         let state = State {
-            uid: args.uid,
-            cid: args.conversation_id,
+            key: args.key,
             history: None,
             summary: None,
             calibration: Calibration::default(),
@@ -127,14 +130,23 @@ impl Actor for ConversationActor {
             in_flight: None,
             idle_generation: 0,
             trace: args.trace,
+            lease_renewed: std::time::Instant::now(),
         };
         schedule_idle_check(&myself, &self.services, 0);
+        // The supervisor acquired the lease just before starting this actor.
+        myself.send_interval(self.services.ownership.renew_every(), || ConversationMsg::RenewLease);
         Ok(state)
     }
 
     async fn post_stop(&self, myself: ActorRef<Self::Msg>, state: &mut State) -> Result<(), ActorProcessingErr> {
         if let Some(f) = &state.in_flight {
             f.cancel.cancel();
+        }
+        // A turn still in flight keeps its lease row (marked), so whoever takes over next
+        // marks that turn interrupted; otherwise the lease is given up at once.
+        let own = &self.services.ownership;
+        if let Err(e) = own.leases.release(&state.key, &own.owner).await {
+            tracing::warn!(error = %e, "could not release a conversation lease; it expires on its own");
         }
         tracing::debug!(actor = ?myself.get_name(), "conversation actor stopped");
         Ok(())
@@ -173,8 +185,14 @@ impl Actor for ConversationActor {
                 }
                 state.history = None;
                 state.summary = None;
-                let _ = reply.send(self.services.store.delete(&state.uid, &state.cid).await);
+                let _ = reply.send(self.services.store.delete(&state.key).await);
                 myself.stop(Some("deleted".into()));
+            }
+            ConversationMsg::RenewLease => {
+                if !self.renew_lease(state).await {
+                    tracing::warn!("conversation lease lost; stopping so that only its new owner runs turns");
+                    myself.stop(Some("lease lost".into()));
+                }
             }
             ConversationMsg::IdleCheck { generation } => {
                 if state.in_flight.is_none() && generation == state.idle_generation {
@@ -207,14 +225,14 @@ impl ConversationActor {
             Some(h) => h,
             None => {
                 // Revival (first use, idle stop, restart): the history and its summary.
-                state.summary = store.latest_summary(&state.uid, &state.cid).await?;
-                store.load(&state.uid, &state.cid).await?.map(|c| c.messages).unwrap_or_default()
+                state.summary = store.latest_summary(&state.key).await?;
+                store.load(&state.key).await?.map(|c| c.messages).unwrap_or_default()
             }
         };
         let (assistant, decisions) = match input {
             TurnInput::User(message) => {
                 // A new user message supersedes any approval still waiting (same transaction).
-                if let Err(e) = store.save_user_message(&state.uid, &state.cid, &message, &loadout.name).await {
+                if let Err(e) = store.save_user_message(&state.key, &message, &loadout.name).await {
                     state.history = Some(history);
                     return Err(e);
                 }
@@ -226,10 +244,10 @@ impl ConversationActor {
             }
             TurnInput::Approvals(decisions) => {
                 let ids: Vec<String> = decisions.iter().map(|d| d.approval_id.clone()).collect();
-                let resolved = match resolve_approvals(store, &state.uid, &state.cid, &history, decisions).await {
+                let resolved = match resolve_approvals(store.as_ref(), &state.key, &history, decisions).await {
                     Ok(r) => r,
                     Err(e) => {
-                        self.audit_refusal(&state.uid, &state.cid, &caller.request_id, &ids, &e).await;
+                        self.audit_refusal(&state.key, &caller, &ids, &e).await;
                         state.history = Some(history);
                         return Err(e);
                     }
@@ -240,6 +258,14 @@ impl ConversationActor {
             }
         };
         state.turns += 1;
+        let own = &self.services.ownership;
+        let marker = crate::store::lease::InterruptedTurn {
+            message_id: assistant.id.clone(),
+            request_id: caller.request_id.clone(),
+        };
+        if let Err(e) = own.leases.turn_started(&state.key, &own.owner, &marker).await {
+            tracing::warn!(error = %e, "could not record the turn in flight; a takeover could not mark it interrupted");
+        }
         let cancel = self.services.shutdown.child_token();
         state.history = Some(history.clone());
         let mut in_flight = InFlight {
@@ -258,15 +284,15 @@ impl ConversationActor {
         // handler), linked to this actor's start span.
         let span = crate::telemetry::turn_span(
             &caller.request_id,
-            &state.cid,
-            &state.uid,
+            state.key.id(),
+            state.key.uid(),
             &state.trace,
             self.services.config.trace_user_id,
         );
         let run = turn::Turn {
             services: self.services.clone(),
             caller,
-            conversation_id: state.cid.clone(),
+            conversation: state.key.clone(),
             history,
             assistant,
             decisions,
@@ -285,25 +311,15 @@ impl ConversationActor {
     }
 
     /// G3: a refused approval is audited, never silently dropped.
-    async fn audit_refusal(&self, uid: &str, cid: &str, request_id: &str, ids: &[String], why: &Error) {
-        use crate::store::audit::{ApprovalState, Entry, Kind};
-        self.services
-            .audit
-            .record(Entry {
-                kind: Kind::ApprovalRefused,
-                uid: uid.to_string(),
-                conversation_id: Some(cid.to_string()),
-                request_id: request_id.to_string(),
-                server: String::new(),
-                tool: String::new(),
-                category: "action".into(),
-                approval: ApprovalState::Refused,
-                arguments_sha256: None,
-                outcome: "refused".into(),
-                duration_ms: None,
-                detail: Some(format!("approval ids {}: {why}", ids.join(","))),
-            })
-            .await;
+    async fn audit_refusal(&self, key: &ConversationKey, caller: &Caller, ids: &[String], why: &Error) {
+        use crate::store::audit::{ApprovalState, Category, Entry, Kind, Outcome};
+        let entry = Entry::of(Kind::ApprovalRefused, Outcome::Refused, caller)
+            .conversation(key)
+            .category(Category::Action)
+            .approval(ApprovalState::Refused)
+            .detail(format!("approval ids {}: {why}", ids.join(",")))
+            .build();
+        self.services.audit.record(entry).await;
     }
 
     async fn emit(&self, state: &mut State, turn: u64, part: StreamPart, approvals: Vec<PendingApproval>) {
@@ -324,11 +340,9 @@ impl ConversationActor {
             f.dirty = false;
             let store = &self.services.store;
             let saved = if approvals.is_empty() {
-                store.save_message(&state.uid, &state.cid, &f.assistant, None).await
+                store.save_message(&state.key, &f.assistant, None).await
             } else {
-                store
-                    .save_message_with_approvals(&state.uid, &state.cid, &f.assistant, approvals)
-                    .await
+                store.save_message_with_approvals(&state.key, &f.assistant, approvals).await
             };
             if let Err(e) = saved {
                 tracing::error!(error = %e, "could not persist a finished part");
@@ -344,12 +358,29 @@ impl ConversationActor {
         if state.in_flight.as_ref().is_none_or(|f| f.turn != turn) {
             return;
         }
-        match self.services.store.save_summary(&state.uid, &state.cid, &summary).await {
+        match self.services.store.save_summary(&state.key, &summary).await {
             Ok(_) => {
                 tracing::info!(covers = summary.covers_count, "conversation summarised");
                 state.summary = Some(summary);
             }
             Err(e) => tracing::error!(error = %e, "could not store a summary; it will be made again later"),
+        }
+    }
+
+    /// Renews the lease; false when it is lost (taken by another instance), or could not
+    /// be renewed for so long that another instance may have taken it.
+    async fn renew_lease(&self, state: &mut State) -> bool {
+        let own = &self.services.ownership;
+        match own.leases.renew(&state.key, &own.owner, own.ttl).await {
+            Ok(true) => {
+                state.lease_renewed = std::time::Instant::now();
+                true
+            }
+            Ok(false) => false,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not renew a conversation lease");
+                state.lease_renewed.elapsed() < own.ttl - own.renew_every()
+            }
         }
     }
 
@@ -360,9 +391,13 @@ impl ConversationActor {
         let Some(mut f) = state.in_flight.take() else { return };
         f.dirty |= f.assistant.close_open_text();
         if f.dirty
-            && let Err(e) = self.services.store.save_message(&state.uid, &state.cid, &f.assistant, None).await
+            && let Err(e) = self.services.store.save_message(&state.key, &f.assistant, None).await
         {
             tracing::error!(error = %e, "could not persist the final message");
+        }
+        let own = &self.services.ownership;
+        if let Err(e) = own.leases.turn_ended(&state.key, &own.owner).await {
+            tracing::warn!(error = %e, "could not record the end of a turn");
         }
         // Keep the committed view: the history (which may already end with this message,
         // when the turn continued it after an approval) now ends with the final version.
@@ -391,13 +426,12 @@ async fn forward_events(mut events: mpsc::UnboundedReceiver<TurnEvent>, actor: A
 /// G3: an approval is honoured only if its id is pending in this conversation for this
 /// uid, once, and belongs to the message being continued. What runs is the recorded call.
 async fn resolve_approvals(
-    store: &crate::store::chat::ChatStore,
-    uid: &str,
-    cid: &str,
+    store: &dyn crate::store::chat::ChatStore,
+    key: &ConversationKey,
     history: &[UiMessage],
     decisions: Vec<ApprovalDecision>,
 ) -> Result<Vec<(ApprovalDecision, PendingApproval)>, Error> {
-    let pending = store.pending_approvals(uid, cid).await?;
+    let pending = store.pending_approvals(key).await?;
     let last_id = history.last().map(|m| m.id.as_str()).unwrap_or("");
     // Validate everything before consuming anything: a request with one bad id consumes nothing.
     for (i, d) in decisions.iter().enumerate() {
@@ -410,7 +444,7 @@ async fn resolve_approvals(
     let mut resolved = Vec::new();
     for d in decisions {
         let p = store
-            .take_approval(uid, cid, &d.approval_id)
+            .take_approval(key, &d.approval_id)
             .await?
             .ok_or_else(|| Error::Forbidden("approval already used".into()))?;
         resolved.push((d, p));

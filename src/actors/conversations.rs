@@ -9,27 +9,28 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::conversation::{Args, ConversationActor, ConversationMsg};
+use crate::error::Error;
 use crate::services::Services;
+use crate::store::key::{ConversationKey, UserId};
+use crate::store::lease::Acquired;
 use crate::telemetry::tree::{ActorTrace, Supervision};
 
 pub enum ConversationsMsg {
     /// The actor for this conversation, started if needed.
     Get {
-        uid: String,
-        conversation_id: String,
-        reply: RpcReplyPort<Result<ActorRef<ConversationMsg>, String>>,
+        key: ConversationKey,
+        reply: RpcReplyPort<Result<ActorRef<ConversationMsg>, Error>>,
     },
     /// The actor if one is running (resume and delete do not start one).
     Find {
-        uid: String,
-        conversation_id: String,
+        key: ConversationKey,
         reply: RpcReplyPort<Option<ActorRef<ConversationMsg>>>,
     },
     /// How many conversation actors are alive (for health and tests).
     Count { reply: RpcReplyPort<usize> },
     /// Every running actor of one user (an erasure stops them before erasing their data).
     OfUser {
-        uid: String,
+        uid: UserId,
         reply: RpcReplyPort<Vec<ActorRef<ConversationMsg>>>,
     },
 }
@@ -42,8 +43,8 @@ pub struct ConversationsSupervisor {
 
 #[derive(Default)]
 pub struct State {
-    by_key: HashMap<(String, String), ActorRef<ConversationMsg>>,
-    key_of: HashMap<ractor::ActorId, (String, String)>,
+    by_key: HashMap<ConversationKey, ActorRef<ConversationMsg>>,
+    key_of: HashMap<ractor::ActorId, ConversationKey>,
     /// Each child's place in the trace; empty when spans are not exported.
     traces: HashMap<ractor::ActorId, ActorTrace>,
     crashes: u64,
@@ -61,24 +62,15 @@ impl Actor for ConversationsSupervisor {
 
     async fn handle(&self, myself: ActorRef<Self::Msg>, msg: Self::Msg, state: &mut State) -> Result<(), ActorProcessingErr> {
         match msg {
-            ConversationsMsg::Get {
-                uid,
-                conversation_id,
-                reply,
-            } => {
-                let key = (uid, conversation_id);
+            ConversationsMsg::Get { key, reply } => {
                 let result = match state.by_key.get(&key) {
                     Some(actor) => Ok(actor.clone()),
                     None => self.spawn(&myself, state, key).await,
                 };
                 let _ = reply.send(result);
             }
-            ConversationsMsg::Find {
-                uid,
-                conversation_id,
-                reply,
-            } => {
-                let _ = reply.send(state.by_key.get(&(uid, conversation_id)).cloned());
+            ConversationsMsg::Find { key, reply } => {
+                let _ = reply.send(state.by_key.get(&key).cloned());
             }
             ConversationsMsg::Count { reply } => {
                 let _ = reply.send(state.by_key.len());
@@ -88,7 +80,7 @@ impl Actor for ConversationsSupervisor {
                     state
                         .by_key
                         .iter()
-                        .filter(|((u, _), _)| *u == uid)
+                        .filter(|(k, _)| *k.user() == uid)
                         .map(|(_, a)| a.clone())
                         .collect(),
                 );
@@ -132,19 +124,36 @@ impl Actor for ConversationsSupervisor {
 }
 
 impl ConversationsSupervisor {
+    /// One owner per conversation (store::lease): refused while another instance holds
+    /// it; a turn its previous owner left in flight is marked interrupted before any new one.
+    async fn acquire_lease(&self, key: &ConversationKey) -> Result<(), Error> {
+        let own = &self.services.ownership;
+        match own.leases.acquire(key, &own.owner, own.ttl).await? {
+            Acquired::HeldElsewhere { retry_after } => Err(Error::OwnedElsewhere {
+                retry_after_secs: retry_after.as_secs().max(1),
+            }),
+            Acquired::Granted { interrupted } => {
+                if let Some(turn) = interrupted {
+                    crate::store::lease::mark_interrupted(self.services.store.as_ref(), key, &turn).await?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     async fn spawn(
         &self,
         myself: &ActorRef<ConversationsMsg>,
         state: &mut State,
-        key: (String, String),
-    ) -> Result<ActorRef<ConversationMsg>, String> {
+        key: ConversationKey,
+    ) -> Result<ActorRef<ConversationMsg>, Error> {
+        self.acquire_lease(&key).await?;
         let actor = ConversationActor {
             services: self.services.clone(),
         };
         let starting = self.trace.start_child("conversation", "conversation");
         let args = Args {
-            uid: key.0.clone(),
-            conversation_id: key.1.clone(),
+            key: key.clone(),
             trace: starting.trace.clone(),
         };
         // No actor is registered under a global name (None): two users' conversation ids may
@@ -154,7 +163,11 @@ impl ConversationsSupervisor {
             Ok(spawned) => spawned,
             Err(e) => {
                 starting.failed(&e.to_string());
-                return Err(e.to_string());
+                let own = &self.services.ownership;
+                if let Err(e) = own.leases.release(&key, &own.owner).await {
+                    tracing::warn!(error = %e, "could not release the lease of an actor that did not start");
+                }
+                return Err(Error::Internal(e.to_string()));
             }
         };
         let trace = starting.spawned(&actor_ref.get_id());

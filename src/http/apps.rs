@@ -27,7 +27,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, Error};
 use crate::mcp::client::McpError;
 use crate::mcp::registry::{Registry, ToolDef};
-use crate::store::audit::{ApprovalState, Entry, Kind};
+use crate::store::audit::{ApprovalState, Entry, Kind, Outcome};
 use sha2::{Digest, Sha256};
 
 #[derive(Deserialize)]
@@ -105,16 +105,13 @@ pub async fn resource(
             state
                 .services
                 .audit
-                .record(entry(
-                    &caller,
-                    Kind::FingerprintChanged,
-                    &q.server,
-                    &q.uri,
-                    "data",
-                    ApprovalState::NotNeeded,
-                    "changed",
-                    Some(format!("{old} -> {fingerprint}")),
-                ))
+                .record(
+                    Entry::of(Kind::FingerprintChanged, Outcome::Changed, &caller)
+                        .tool(&q.server, &q.uri)
+                        .category(Category::Data)
+                        .detail(format!("{old} -> {fingerprint}"))
+                        .build(),
+                )
                 .await;
         }
         Ok(None) => {}
@@ -138,7 +135,7 @@ pub async fn call(State(state): State<AppState>, Extension(caller): Extension<Ca
     if !def.visible_to_app || def.policy.category != Category::Data || def.policy.needs_approval {
         return Err(refuse(&state, &caller, &req, &def, "not a read-only app tool").await);
     }
-    run(&state, &caller, req, Kind::AppCall, ApprovalState::NotNeeded, "data").await
+    run(&state, &caller, req, Kind::AppCall, ApprovalState::NotNeeded, Category::Data).await
 }
 
 pub async fn dispatch(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
@@ -150,7 +147,15 @@ pub async fn dispatch(State(state): State<AppState>, Extension(caller): Extensio
     }
     tracing::info!(request_id = %caller.request_id, server = %req.server, tool = %req.name, "app dispatch approved by the user's click");
     // The click in the island's own DOM is the approval (seed: server=app-dispatch).
-    run(&state, &caller, req, Kind::AppDispatch, ApprovalState::ApprovedByUser, "action").await
+    run(
+        &state,
+        &caller,
+        req,
+        Kind::AppDispatch,
+        ApprovalState::ApprovedByUser,
+        Category::Action,
+    )
+    .await
 }
 
 /// How the island must handle a frame's request for `{server, name}`:
@@ -175,22 +180,18 @@ pub async fn describe(State(state): State<AppState>, Extension(caller): Extensio
 
 /// Audits a refused relay request and returns the 403 for it.
 async fn refuse(state: &AppState, caller: &Caller, req: &ToolRequest, def: &ToolDef, why: &str) -> ApiError {
-    audit_refusal(state, caller, &req.server, &req.name, def.policy.category.as_str(), why).await;
+    audit_refusal(state, caller, &req.server, &req.name, def.policy.category, why).await;
     Error::Forbidden(format!("{}/{}: {why}", req.server, req.name)).with_request(&caller.request_id)
 }
 
 /// Every refused relay attempt leaves a row, whatever stopped it (issue 10.7).
-async fn audit_refusal(state: &AppState, caller: &Caller, server: &str, tool: &str, category: &str, why: &str) {
-    let row = entry(
-        caller,
-        Kind::AppRefused,
-        server,
-        tool,
-        category,
-        ApprovalState::Refused,
-        "refused",
-        Some(why.into()),
-    );
+async fn audit_refusal(state: &AppState, caller: &Caller, server: &str, tool: &str, category: Category, why: &str) {
+    let row = Entry::of(Kind::AppRefused, Outcome::Refused, caller)
+        .tool(server, tool)
+        .category(category)
+        .approval(ApprovalState::Refused)
+        .detail(why)
+        .build();
     state.services.audit.record(row).await;
 }
 
@@ -209,36 +210,17 @@ async fn parse_or_refuse(state: &AppState, caller: &Caller, body: &[u8]) -> Resu
                     .take(128)
                     .collect::<String>()
             };
-            audit_refusal(state, caller, &named("server"), &named("name"), "action", "malformed request").await;
+            audit_refusal(
+                state,
+                caller,
+                &named("server"),
+                &named("name"),
+                Category::Action,
+                "malformed request",
+            )
+            .await;
             Err(e.with_request(&caller.request_id))
         }
-    }
-}
-
-#[expect(clippy::too_many_arguments, reason = "an audit row has this many columns")]
-fn entry(
-    caller: &Caller,
-    kind: Kind,
-    server: &str,
-    tool: &str,
-    category: &str,
-    approval: ApprovalState,
-    outcome: &str,
-    detail: Option<String>,
-) -> Entry {
-    Entry {
-        kind,
-        uid: caller.uid.clone(),
-        conversation_id: None,
-        request_id: caller.request_id.clone(),
-        server: server.to_string(),
-        tool: tool.to_string(),
-        category: category.to_string(),
-        approval,
-        arguments_sha256: None,
-        outcome: outcome.to_string(),
-        duration_ms: None,
-        detail,
     }
 }
 
@@ -262,11 +244,19 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
     let rid = &caller.request_id;
     if !state.services.tool_servers.contains(&req.server) {
         // Names are exact: "NEXTCLOUD" is not "nextcloud", and the attempt is on record.
-        audit_refusal(state, caller, &req.server, &req.name, "action", "unknown server").await;
+        audit_refusal(state, caller, &req.server, &req.name, Category::Action, "unknown server").await;
         return Err(Error::Forbidden("unknown server".into()).with_request(rid));
     }
     if let Err(e) = require_credential(state, caller, &req.server) {
-        audit_refusal(state, caller, &req.server, &req.name, "action", "no credential for this server").await;
+        audit_refusal(
+            state,
+            caller,
+            &req.server,
+            &req.name,
+            Category::Action,
+            "no credential for this server",
+        )
+        .await;
         return Err(e);
     }
     let mut defs: Vec<ToolDef> = match state.services.tool_servers.list_tools(&req.server, caller).await {
@@ -276,35 +266,13 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
             return Err(Error::Internal(e.to_string()).with_request(rid));
         }
     };
-    let template = entry(
-        caller,
-        Kind::FingerprintChanged,
-        "",
-        "",
-        "",
-        ApprovalState::NotNeeded,
-        "changed",
-        None,
-    );
-    crate::mcp::registry::observe_fingerprints(&state.services.audit, &mut defs, &template).await;
+    let template = Entry::of(Kind::FingerprintChanged, Outcome::Changed, caller).build();
+    crate::mcp::registry::observe_fingerprints(state.services.audit.as_ref(), &mut defs, &template).await;
     let registry = Registry::new(defs);
     match registry.find(&req.server, &req.name) {
         Some(def) => Ok(def.clone()),
         None => {
-            state
-                .services
-                .audit
-                .record(entry(
-                    caller,
-                    Kind::AppRefused,
-                    &req.server,
-                    &req.name,
-                    "action",
-                    ApprovalState::Refused,
-                    "refused",
-                    Some("unknown tool".into()),
-                ))
-                .await;
+            audit_refusal(state, caller, &req.server, &req.name, Category::Action, "unknown tool").await;
             Err(Error::Forbidden("unknown tool".into()).with_request(rid))
         }
     }
@@ -312,17 +280,12 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
 
 /// A relay attempt that failed before it could run: audited as an error, not a refusal.
 async fn audit_failure(state: &AppState, caller: &Caller, req: &ToolRequest, why: &str) {
-    let mut row = entry(
-        caller,
-        Kind::AppRefused,
-        &req.server,
-        &req.name,
-        "action",
-        ApprovalState::NotNeeded,
-        "error",
-        Some(why.into()),
-    );
-    row.arguments_sha256 = Some(crate::turn::arguments_hash(&Value::Object(req.arguments.clone())));
+    let row = Entry::of(Kind::AppRefused, Outcome::Error, caller)
+        .tool(&req.server, &req.name)
+        .category(Category::Action)
+        .arguments_sha256(crate::turn::arguments_hash(&Value::Object(req.arguments.clone())))
+        .detail(why)
+        .build();
     state.services.audit.record(row).await;
 }
 
@@ -332,22 +295,25 @@ async fn run(
     req: ToolRequest,
     kind: Kind,
     approval: ApprovalState,
-    category: &str,
+    category: Category,
 ) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
     let started = std::time::Instant::now();
-    let mut row = entry(caller, kind, &req.server, &req.name, category, approval, "ok", None);
-    row.arguments_sha256 = Some(crate::turn::arguments_hash(&Value::Object(req.arguments.clone())));
+    let row = Entry::of(kind, Outcome::Ok, caller)
+        .tool(&req.server, &req.name)
+        .category(category)
+        .approval(approval)
+        .arguments_sha256(crate::turn::arguments_hash(&Value::Object(req.arguments.clone())));
     let result = state
         .services
         .tool_servers
         .call_tool(&req.server, caller, &req.name, req.arguments)
         .await;
-    row.duration_ms = Some(started.elapsed().as_millis() as i64);
-    row.outcome = match &result {
-        Ok(r) if r.is_error != Some(true) => "ok".into(),
-        _ => "error".into(),
+    let outcome = match &result {
+        Ok(r) if r.is_error != Some(true) => Outcome::Ok,
+        _ => Outcome::Error,
     };
+    let row = row.duration_ms(started.elapsed().as_millis() as i64).outcome(outcome).build();
     state.services.audit.record(row).await;
     let r = result.map_err(|e| Error::Internal(e.to_string()).with_request(rid))?;
     Ok(Json(r).into_response())

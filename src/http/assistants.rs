@@ -15,6 +15,7 @@ use crate::assistants::{Assistant, AssistantInfo, Assistants};
 use crate::auth::Caller;
 use crate::error::{ApiError, Error};
 use crate::store::chat::ChatStore;
+use crate::store::key::ConversationKey;
 
 #[derive(Serialize)]
 pub struct AssistantList {
@@ -34,9 +35,8 @@ pub async fn list(State(state): State<AppState>, Extension(_caller): Extension<C
 /// The assistant this request's turn runs with. `requested` is the body's `assistant` field.
 pub async fn resolve(
     assistants: &Assistants,
-    store: &ChatStore,
-    uid: &str,
-    conversation_id: &str,
+    store: &dyn ChatStore,
+    conversation: &ConversationKey,
     requested: Option<&str>,
 ) -> Result<Arc<Assistant>, Error> {
     let wanted = match requested {
@@ -47,7 +47,7 @@ pub async fn resolve(
         ),
         None => None,
     };
-    let bound = match store.assistant_of(uid, conversation_id).await? {
+    let bound = match store.assistant_of(conversation).await? {
         // A new conversation: what was asked for, or the default.
         None => return Ok(wanted.unwrap_or(assistants.default_assistant()).clone()),
         Some(Some(name)) => assistants.get(&name).ok_or(Error::AssistantGone(name))?,
@@ -64,6 +64,7 @@ pub async fn resolve(
 mod tests {
     use super::*;
     use crate::assistants::Known;
+    use crate::store::key::test_key as key;
     use crate::ui_stream::{Role, UiMessage, UiPart};
 
     fn two() -> Assistants {
@@ -95,26 +96,29 @@ mod tests {
     #[tokio::test]
     async fn binding_rules() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ChatStore::open(&dir.path().join("chat.db")).unwrap();
+        let store = crate::store::chat::SqliteChat::open(&dir.path().join("chat.db")).unwrap();
         let a = two();
-        assert_eq!(resolve(&a, &store, "u", "c", None).await.unwrap().name, "default");
-        assert_eq!(resolve(&a, &store, "u", "c", Some("cal")).await.unwrap().name, "cal");
+        assert_eq!(resolve(&a, &store, &key("u", "c"), None).await.unwrap().name, "default");
+        assert_eq!(resolve(&a, &store, &key("u", "c"), Some("cal")).await.unwrap().name, "cal");
         assert!(matches!(
-            resolve(&a, &store, "u", "c", Some("nope")).await,
+            resolve(&a, &store, &key("u", "c"), Some("nope")).await,
             Err(Error::BadRequest(_))
         ));
-        store.save_user_message("u", "c", &msg("hi"), "cal").await.unwrap();
+        store.save_user_message(&key("u", "c"), &msg("hi"), "cal").await.unwrap();
         assert_eq!(
-            resolve(&a, &store, "u", "c", None).await.unwrap().name,
+            resolve(&a, &store, &key("u", "c"), None).await.unwrap().name,
             "cal",
             "the binding, not the default"
         );
-        assert_eq!(resolve(&a, &store, "u", "c", Some("cal")).await.unwrap().name, "cal");
-        assert!(matches!(resolve(&a, &store, "u", "c", Some("default")).await, Err(Error::AssistantBound(ref b)) if b == "cal"));
+        assert_eq!(resolve(&a, &store, &key("u", "c"), Some("cal")).await.unwrap().name, "cal");
+        assert!(matches!(resolve(&a, &store, &key("u", "c"), Some("default")).await, Err(Error::AssistantBound(ref b)) if b == "cal"));
         // The same conversation id of another user is another conversation.
-        assert_eq!(resolve(&a, &store, "v", "c", Some("default")).await.unwrap().name, "default");
+        assert_eq!(resolve(&a, &store, &key("v", "c"), Some("default")).await.unwrap().name, "default");
         // An assistant removed from the file: refused, never silently swapped for another.
-        store.save_user_message("u", "gone", &msg("hi"), "retired").await.unwrap();
-        assert!(matches!(resolve(&a, &store, "u", "gone", None).await, Err(Error::AssistantGone(_))));
+        store.save_user_message(&key("u", "gone"), &msg("hi"), "retired").await.unwrap();
+        assert!(matches!(
+            resolve(&a, &store, &key("u", "gone"), None).await,
+            Err(Error::AssistantGone(_))
+        ));
     }
 }

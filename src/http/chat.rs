@@ -16,6 +16,7 @@ use super::{AppState, ask, conversation_actor, find_conversation, sse, valid_con
 use crate::actors::conversation::ConversationMsg;
 use crate::auth::Caller;
 use crate::error::{ApiError, Error, TurnLimit};
+use crate::store::key::ConversationKey;
 use crate::turn::{ApprovalDecision, TurnInput};
 use crate::ui_stream::{Role, ToolState, UiMessage, UiPart};
 
@@ -44,8 +45,9 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     let rid = caller.request_id.clone();
     let Parsed { id, input, assistant } = parse(&body).map_err(|e| e.with_request(&rid))?;
     // Which assistant: refused (400 unknown, 409 another one's conversation) before any quota is used.
+    let key = ConversationKey::new(&caller, &id).map_err(|e| e.with_request(&rid))?;
     let services = &state.services;
-    let assistant = super::assistants::resolve(&services.config.assistants, &services.store, &caller.uid, &id, assistant.as_deref())
+    let assistant = super::assistants::resolve(&services.config.assistants, services.store.as_ref(), &key, assistant.as_deref())
         .await
         .map_err(|e| e.with_request(&rid))?;
     // B6: the user's own share first, so one person's flood is refused before it can take
@@ -70,9 +72,7 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     if state.services.shutdown.is_cancelled() {
         return Err(Error::ShuttingDown.with_request(&rid));
     }
-    let actor = conversation_actor(&state, &caller.uid, &id)
-        .await
-        .map_err(|e| e.with_request(&rid))?;
+    let actor = conversation_actor(&state, key).await.map_err(|e| e.with_request(&rid))?;
     let turn_caller = caller.clone();
     let subscription = ask(&actor, |reply| ConversationMsg::StartTurn {
         caller: turn_caller,
@@ -97,14 +97,11 @@ pub async fn resume(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let rid = caller.request_id.clone();
-    if !valid_conversation_id(&id) {
+    let Ok(key) = ConversationKey::new(&caller, &id) else {
         return Err(Error::NotFound.with_request(&rid));
-    }
+    };
     // Another user's conversation is keyed under their uid: it is simply not found here.
-    let Some(actor) = find_conversation(&state, &caller.uid, &id)
-        .await
-        .map_err(|e| e.with_request(&rid))?
-    else {
+    let Some(actor) = find_conversation(&state, &key).await.map_err(|e| e.with_request(&rid))? else {
         return Ok(http::StatusCode::NO_CONTENT.into_response());
     };
     let sub = ask(&actor, |reply| ConversationMsg::Subscribe { reply })

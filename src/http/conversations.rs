@@ -5,16 +5,17 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 
-use super::{AppState, ask, find_conversation, valid_conversation_id};
+use super::{AppState, ask, find_conversation};
 use crate::actors::conversation::ConversationMsg;
 use crate::auth::Caller;
 use crate::error::{ApiError, Error};
+use crate::store::key::{ConversationKey, UserId};
 
 pub async fn list(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Response, ApiError> {
     let rows = state
         .services
         .store
-        .list(&caller.uid)
+        .list(&UserId::of(&caller))
         .await
         .map_err(|e| e.with_request(&caller.request_id))?;
     Ok(Json(serde_json::json!({ "conversations": rows })).into_response())
@@ -26,10 +27,11 @@ pub async fn get_one(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
-    if !valid_conversation_id(&id) {
+    // A malformed id names no conversation: 404, like any unknown one.
+    let Ok(key) = ConversationKey::new(&caller, &id) else {
         return Err(Error::NotFound.with_request(rid));
-    }
-    match state.services.store.load(&caller.uid, &id).await.map_err(|e| e.with_request(rid))? {
+    };
+    match state.services.store.load(&key).await.map_err(|e| e.with_request(rid))? {
         Some(c) => Ok(Json(c).into_response()),
         None => Err(Error::NotFound.with_request(rid)),
     }
@@ -41,21 +43,16 @@ pub async fn delete_one(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
-    if !valid_conversation_id(&id) {
+    let Ok(key) = ConversationKey::new(&caller, &id) else {
         return Err(Error::NotFound.with_request(rid));
-    }
+    };
     // A running actor deletes (and stops its turn); otherwise the store does it directly.
-    let existed = match find_conversation(&state, &caller.uid, &id).await.map_err(|e| e.with_request(rid))? {
+    let existed = match find_conversation(&state, &key).await.map_err(|e| e.with_request(rid))? {
         Some(actor) => ask(&actor, |reply| ConversationMsg::Delete { reply })
             .await
             .and_then(|deleted| deleted)
             .map_err(|e| e.with_request(rid))?,
-        None => state
-            .services
-            .store
-            .delete(&caller.uid, &id)
-            .await
-            .map_err(|e| e.with_request(rid))?,
+        None => state.services.store.delete(&key).await.map_err(|e| e.with_request(rid))?,
     };
     if existed {
         Ok(http::StatusCode::NO_CONTENT.into_response())

@@ -15,13 +15,14 @@ use crate::actors::conversation::ConversationMsg;
 use crate::actors::conversations::ConversationsMsg;
 use crate::auth::Caller;
 use crate::error::{ApiError, Error};
-use crate::store::audit::{ApprovalState, Entry, Kind};
+use crate::store::audit::{Entry, Kind, Outcome};
+use crate::store::key::UserId;
 
 pub async fn list(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Response, ApiError> {
     let facts = state
         .services
         .memory
-        .list(&caller.uid)
+        .list(&UserId::of(&caller))
         .await
         .map_err(|e| e.with_request(&caller.request_id))?;
     Ok(Json(serde_json::json!({ "facts": facts })).into_response())
@@ -40,7 +41,7 @@ pub async fn forget(
     match state
         .services
         .memory
-        .forget(&caller.uid, id)
+        .forget(&UserId::of(&caller), id)
         .await
         .map_err(|e| e.with_request(rid))?
     {
@@ -53,7 +54,7 @@ pub async fn forget(
 /// chat.db's and memory.db's rows of the user with their bytes, and audits the erasure.
 pub async fn erase_me(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
-    let uid = caller.uid.clone();
+    let uid = UserId::of(&caller);
     let actors = ask(&conversations_supervisor(&state).map_err(|e| e.with_request(rid))?, |reply| {
         ConversationsMsg::OfUser { uid: uid.clone(), reply }
     })
@@ -71,20 +72,11 @@ pub async fn erase_me(State(state): State<AppState>, Extension(caller): Extensio
     let facts = services.memory.erase_user(&uid).await.map_err(|e| e.with_request(rid))?;
     services
         .audit
-        .record(Entry {
-            kind: Kind::Erasure,
-            uid: uid.clone(),
-            conversation_id: None,
-            request_id: rid.clone(),
-            server: String::new(),
-            tool: String::new(),
-            category: String::new(),
-            approval: ApprovalState::NotNeeded,
-            arguments_sha256: None,
-            outcome: "erased".into(),
-            duration_ms: None,
-            detail: Some(format!("{conversations} conversations, {facts} memory facts")),
-        })
+        .record(
+            Entry::of(Kind::Erasure, Outcome::Erased, &caller)
+                .detail(format!("{conversations} conversations, {facts} memory facts"))
+                .build(),
+        )
         .await;
     tracing::info!(request_id = %rid, conversations, facts, "user data erased");
     Ok(Json(serde_json::json!({ "erased": { "conversations": conversations, "memoryFacts": facts } })).into_response())

@@ -40,6 +40,7 @@ use crate::auth::identity::{self, IdentityError, Verifier};
 use crate::auth::replay::ReplayGuard;
 use crate::error::{Error, error_response};
 use crate::services::Services;
+use crate::store::key::ConversationKey;
 
 /// Largest request body accepted (the AI SDK client may send the whole history).
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
@@ -180,10 +181,7 @@ fn declared_length(headers: &http::HeaderMap) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// A conversation id chosen by the client: 1–64 characters of `[A-Za-z0-9_-]`.
-pub fn valid_conversation_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
+pub use crate::store::key::valid_conversation_id;
 
 const ACTOR_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -205,24 +203,12 @@ where
 }
 
 /// The running actor of a conversation, if any.
-async fn find_conversation(state: &AppState, uid: &str, id: &str) -> Result<Option<ractor::ActorRef<ConversationMsg>>, Error> {
-    let (uid, conversation_id) = (uid.to_string(), id.to_string());
-    ask(&conversations_supervisor(state)?, |reply| ConversationsMsg::Find {
-        uid,
-        conversation_id,
-        reply,
-    })
-    .await
+async fn find_conversation(state: &AppState, key: &ConversationKey) -> Result<Option<ractor::ActorRef<ConversationMsg>>, Error> {
+    let key = key.clone();
+    ask(&conversations_supervisor(state)?, |reply| ConversationsMsg::Find { key, reply }).await
 }
 
 /// The actor of a conversation, started if needed.
-async fn conversation_actor(state: &AppState, uid: &str, id: &str) -> Result<ractor::ActorRef<ConversationMsg>, Error> {
-    let (uid, conversation_id) = (uid.to_string(), id.to_string());
-    ask(&conversations_supervisor(state)?, |reply| ConversationsMsg::Get {
-        uid,
-        conversation_id,
-        reply,
-    })
-    .await?
-    .map_err(Error::Internal)
+async fn conversation_actor(state: &AppState, key: ConversationKey) -> Result<ractor::ActorRef<ConversationMsg>, Error> {
+    ask(&conversations_supervisor(state)?, |reply| ConversationsMsg::Get { key, reply }).await?
 }

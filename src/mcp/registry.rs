@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 use crate::approval::{Category, Policy, policy_for};
 use crate::model::{FunctionSpec, ToolSpec};
-use crate::store::audit::{AuditLog, Entry};
+use crate::store::audit::{AuditStore, Entry};
 
 /// One tool of one server, as this turn sees it.
 #[derive(Debug, Clone)]
@@ -146,7 +146,7 @@ pub const CHANGED_TOOL_QUARANTINE_MS: i64 = 24 * 60 * 60 * 1000;
 /// to that tool needs approval for [`CHANGED_TOOL_QUARANTINE_MS`] after the change,
 /// whatever its new annotations claim (a tool that suddenly says readOnlyHint is exactly
 /// what a compromised server would say).
-pub async fn observe_fingerprints(audit: &AuditLog, defs: &mut [ToolDef], template: &Entry) {
+pub async fn observe_fingerprints(audit: &dyn AuditStore, defs: &mut [ToolDef], template: &Entry) {
     let now = chrono::Utc::now().timestamp_millis();
     let ask = Policy {
         category: Category::Action,
@@ -160,7 +160,7 @@ pub async fn observe_fingerprints(audit: &AuditLog, defs: &mut [ToolDef], templa
                     let mut row = template.clone();
                     row.server = d.server.clone();
                     row.tool = d.name.clone();
-                    row.category = d.policy.category.as_str().to_string();
+                    row.category = Some(d.policy.category);
                     row.detail = Some(format!("{old} -> {}", d.fingerprint));
                     audit.record(row).await;
                 }

@@ -9,6 +9,9 @@ use serde::Serialize;
 use std::path::Path;
 
 use super::db::Db;
+use super::key::ConversationKey;
+pub use crate::approval::Category;
+use crate::auth::Caller;
 use crate::error::Error;
 
 const SCHEMA: &str = r#"
@@ -70,7 +73,62 @@ pub enum ApprovalState {
     Refused,
 }
 
-/// One audit row.
+/// What came of the event. The stored strings are part of the audit format: renaming a
+/// variant must not change them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The tool ran and answered.
+    Ok,
+    /// The tool (or reaching it) failed.
+    Error,
+    /// Nothing ran: approval was requested, or the person denied it.
+    NotRun,
+    /// Refused by a rule before anything ran.
+    Refused,
+    /// The model called a tool that does not exist for it.
+    UnknownTool,
+    /// The model's arguments were not a JSON object.
+    BadArguments,
+    /// A definition's fingerprint changed.
+    Changed,
+    /// The user's data was erased.
+    Erased,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 8] = [
+        Outcome::Ok,
+        Outcome::Error,
+        Outcome::NotRun,
+        Outcome::Refused,
+        Outcome::UnknownTool,
+        Outcome::BadArguments,
+        Outcome::Changed,
+        Outcome::Erased,
+    ];
+
+    /// The string stored in the `outcome` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Error => "error",
+            Outcome::NotRun => "not_run",
+            Outcome::Refused => "refused",
+            Outcome::UnknownTool => "unknown_tool",
+            Outcome::BadArguments => "bad_arguments",
+            Outcome::Changed => "changed",
+            Outcome::Erased => "erased",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<Outcome> {
+        Outcome::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+}
+
+/// One audit row. Built with [`Entry::of`] and the builder's setters, so every row names
+/// the verified caller it was made for.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Entry {
     pub kind: Kind,
@@ -79,14 +137,87 @@ pub struct Entry {
     pub request_id: String,
     pub server: String,
     pub tool: String,
-    pub category: String,
+    /// G3's category of the tool; none for rows that are not about one tool (an erasure).
+    pub category: Option<Category>,
     pub approval: ApprovalState,
     pub arguments_sha256: Option<String>,
-    /// `ok`, `error`, `not_run`, `refused`, `changed`, …
-    pub outcome: String,
+    pub outcome: Outcome,
     pub duration_ms: Option<i64>,
     /// A short machine-written note (never tool output, never a credential).
     pub detail: Option<String>,
+}
+
+/// Builds an [`Entry`]: what is not set stays empty (approval `not_needed`).
+#[derive(Debug, Clone)]
+#[must_use = "an audit entry is only recorded by AuditLog::record"]
+pub struct EntryBuilder(Entry);
+
+impl Entry {
+    /// A row of `kind` with `outcome`, for the verified caller of this request.
+    pub fn of(kind: Kind, outcome: Outcome, caller: &Caller) -> EntryBuilder {
+        EntryBuilder(Entry {
+            kind,
+            uid: caller.uid.clone(),
+            conversation_id: None,
+            request_id: caller.request_id.clone(),
+            server: String::new(),
+            tool: String::new(),
+            category: None,
+            approval: ApprovalState::NotNeeded,
+            arguments_sha256: None,
+            outcome,
+            duration_ms: None,
+            detail: None,
+        })
+    }
+}
+
+impl EntryBuilder {
+    pub fn conversation(mut self, key: &ConversationKey) -> Self {
+        self.0.conversation_id = Some(key.id().to_string());
+        self
+    }
+
+    /// The tool the row is about.
+    pub fn tool(mut self, server: &str, tool: &str) -> Self {
+        self.0.server = server.to_string();
+        self.0.tool = tool.to_string();
+        self
+    }
+
+    pub fn category(mut self, category: Category) -> Self {
+        self.0.category = Some(category);
+        self
+    }
+
+    pub fn approval(mut self, approval: ApprovalState) -> Self {
+        self.0.approval = approval;
+        self
+    }
+
+    pub fn arguments_sha256(mut self, sha256: String) -> Self {
+        self.0.arguments_sha256 = Some(sha256);
+        self
+    }
+
+    pub fn outcome(mut self, outcome: Outcome) -> Self {
+        self.0.outcome = outcome;
+        self
+    }
+
+    pub fn duration_ms(mut self, ms: i64) -> Self {
+        self.0.duration_ms = Some(ms);
+        self
+    }
+
+    pub fn detail(mut self, detail: impl Into<String>) -> Self {
+        self.0.detail = Some(detail.into());
+        self
+    }
+
+    pub fn build(self) -> Entry {
+        self.0
+    }
 }
 
 /// What observing a fingerprint found.
@@ -98,8 +229,61 @@ pub struct Observed {
     pub last_changed_ms: Option<i64>,
 }
 
+/// audit.db's operations, whatever the database.
+#[async_trait::async_trait]
+pub trait AuditStore: Send + Sync {
+    /// Appends a row; resolves once committed.
+    async fn append(&self, e: Entry) -> Result<(), Error>;
+
+    /// Appends a row. A failure is logged: auditing must never break the user's turn, but
+    /// it must never pass silently either.
+    async fn record(&self, e: Entry) {
+        if let Err(err) = self.append(e).await {
+            tracing::error!(error = %err, "could not write an audit row");
+        }
+    }
+
+    /// Records `fingerprint` and says whether, and when, the definition last changed.
+    async fn observe(&self, server: &str, name: &str, fingerprint: &str) -> Result<Observed, Error>;
+
+    /// Records `fingerprint` for (server, name); returns the previous one when it changed.
+    async fn observe_fingerprint(&self, server: &str, name: &str, fingerprint: &str) -> Result<Option<String>, Error> {
+        Ok(self.observe(server, name, fingerprint).await?.previous)
+    }
+
+    /// Every (server, tool) whose definition was ever listed to a user, by server and name:
+    /// what the admin status shows for a server it cannot list itself.
+    async fn known_tools(&self) -> Result<Vec<(String, String)>, Error>;
+
+    /// Every row, oldest first (for operators' exports and tests).
+    async fn entries(&self) -> Result<Vec<Entry>, Error>;
+
+    /// Flushes and closes (at shutdown).
+    async fn close(&self);
+}
+
+/// The column values of a row, as stored (the same strings in every database).
+pub(crate) struct Columns {
+    pub kind: String,
+    pub category: &'static str,
+    pub approval: String,
+    pub outcome: &'static str,
+}
+
+impl Entry {
+    pub(crate) fn columns(&self) -> Columns {
+        Columns {
+            kind: label(&self.kind),
+            category: self.category.map_or("", Category::as_str),
+            approval: label(&self.approval),
+            outcome: self.outcome.as_str(),
+        }
+    }
+}
+
+/// audit.db as a SQLite file.
 #[derive(Clone)]
-pub struct AuditLog {
+pub struct SqliteAudit {
     db: Db,
 }
 
@@ -110,20 +294,24 @@ fn label<T: Serialize>(v: &T) -> String {
         .unwrap_or_default()
 }
 
-impl AuditLog {
-    pub fn open(path: &Path) -> Result<AuditLog, Error> {
-        Ok(AuditLog {
+impl SqliteAudit {
+    pub fn open(path: &Path) -> Result<SqliteAudit, Error> {
+        Ok(SqliteAudit {
             db: Db::open(path, SCHEMA)?,
         })
     }
+}
 
-    /// Appends a row. A failure is logged: auditing must never break the user's turn, but
-    /// it must never pass silently either.
-    pub async fn record(&self, e: Entry) {
-        let kind = label(&e.kind);
-        let approval = label(&e.approval);
-        let result = self
-            .db
+#[async_trait::async_trait]
+impl AuditStore for SqliteAudit {
+    async fn append(&self, e: Entry) -> Result<(), Error> {
+        let Columns {
+            kind,
+            category,
+            approval,
+            outcome,
+        } = e.columns();
+        self.db
             .write(move |c| {
                 c.execute(
                     "INSERT INTO audit (at_ms, kind, uid, conversation_id, request_id, server, tool, category, approval, arguments_sha256, outcome, duration_ms, detail)
@@ -136,29 +324,20 @@ impl AuditLog {
                         e.request_id,
                         e.server,
                         e.tool,
-                        e.category,
+                        category,
                         approval,
                         e.arguments_sha256,
-                        e.outcome,
+                        outcome,
                         e.duration_ms,
                         e.detail
                     ],
                 )?;
                 Ok(())
             })
-            .await;
-        if let Err(err) = result {
-            tracing::error!(error = %err, "could not write an audit row");
-        }
+            .await
     }
 
-    /// Records `fingerprint` for (server, name); returns the previous one when it changed.
-    pub async fn observe_fingerprint(&self, server: &str, name: &str, fingerprint: &str) -> Result<Option<String>, Error> {
-        Ok(self.observe(server, name, fingerprint).await?.previous)
-    }
-
-    /// Records `fingerprint` and says whether, and when, the definition last changed.
-    pub async fn observe(&self, server: &str, name: &str, fingerprint: &str) -> Result<Observed, Error> {
+    async fn observe(&self, server: &str, name: &str, fingerprint: &str) -> Result<Observed, Error> {
         let (server, name, fp) = (server.to_string(), name.to_string(), fingerprint.to_string());
         self.db
             .write(move |c| {
@@ -170,30 +349,24 @@ impl AuditLog {
                         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
                     )
                     .optional()?;
-                match old {
-                    None => {
-                        c.execute(
-                            "INSERT INTO fingerprints (server, name, fingerprint, first_seen_ms, last_changed_ms) VALUES (?1, ?2, ?3, ?4, ?4)",
-                            params![server, name, fp, now],
-                        )?;
-                        Ok(Observed { previous: None, last_changed_ms: None })
-                    }
-                    Some((old, first, last)) if old == fp => Ok(Observed { previous: None, last_changed_ms: (last > first).then_some(last) }),
-                    Some((old, _, _)) => {
-                        c.execute(
-                            "UPDATE fingerprints SET fingerprint = ?3, last_changed_ms = ?4 WHERE server = ?1 AND name = ?2",
-                            params![server, name, fp, now],
-                        )?;
-                        Ok(Observed { previous: Some(old), last_changed_ms: Some(now) })
-                    }
-                }
+                let (observed, write) = compare_fingerprint(old, &fp, now);
+                match write {
+                    Some(FingerprintWrite::Insert) => c.execute(
+                        "INSERT INTO fingerprints (server, name, fingerprint, first_seen_ms, last_changed_ms) VALUES (?1, ?2, ?3, ?4, ?4)",
+                        params![server, name, fp, now],
+                    )?,
+                    Some(FingerprintWrite::Update) => c.execute(
+                        "UPDATE fingerprints SET fingerprint = ?3, last_changed_ms = ?4 WHERE server = ?1 AND name = ?2",
+                        params![server, name, fp, now],
+                    )?,
+                    None => 0,
+                };
+                Ok(observed)
             })
             .await
     }
 
-    /// Every (server, tool) whose definition was ever listed to a user, by server and name:
-    /// what the admin status shows for a server it cannot list itself.
-    pub async fn known_tools(&self) -> Result<Vec<(String, String)>, Error> {
+    async fn known_tools(&self) -> Result<Vec<(String, String)>, Error> {
         self.db
             .read(|c| {
                 let mut st = c.prepare("SELECT server, name FROM fingerprints ORDER BY server, name")?;
@@ -203,13 +376,10 @@ impl AuditLog {
             .await
     }
 
-    /// Every row, oldest first (for operators' exports and tests).
-    pub async fn entries(&self) -> Result<Vec<Entry>, Error> {
+    async fn entries(&self) -> Result<Vec<Entry>, Error> {
         self.db
             .read(|c| {
-                let mut st = c.prepare(
-                    "SELECT kind, uid, conversation_id, request_id, server, tool, category, approval, arguments_sha256, outcome, duration_ms, detail FROM audit ORDER BY seq",
-                )?;
+                let mut st = c.prepare(&format!("SELECT {ENTRY_COLUMNS} FROM audit ORDER BY seq"))?;
                 let rows = st
                     .query_map([], |r| {
                         Ok(Entry {
@@ -219,10 +389,10 @@ impl AuditLog {
                             request_id: r.get(3)?,
                             server: r.get(4)?,
                             tool: r.get(5)?,
-                            category: r.get(6)?,
+                            category: parse_category(&r.get::<_, String>(6)?),
                             approval: parse_approval(&r.get::<_, String>(7)?),
                             arguments_sha256: r.get(8)?,
-                            outcome: r.get(9)?,
+                            outcome: Outcome::parse(&r.get::<_, String>(9)?).unwrap_or(Outcome::Error),
                             duration_ms: r.get(10)?,
                             detail: r.get(11)?,
                         })
@@ -233,12 +403,51 @@ impl AuditLog {
             .await
     }
 
-    pub async fn close(self) {
+    async fn close(&self) {
         self.db.close().await;
     }
 }
 
-fn parse_kind(s: &str) -> Kind {
+/// What to write after reading a definition's stored fingerprint.
+pub(crate) enum FingerprintWrite {
+    /// First seen: a new row.
+    Insert,
+    /// Changed: the new fingerprint and the time of the change.
+    Update,
+}
+
+/// Compares `fingerprint` with the stored (fingerprint, first seen, last changed), if any.
+pub(crate) fn compare_fingerprint(stored: Option<(String, i64, i64)>, fingerprint: &str, now: i64) -> (Observed, Option<FingerprintWrite>) {
+    match stored {
+        None => (
+            Observed {
+                previous: None,
+                last_changed_ms: None,
+            },
+            Some(FingerprintWrite::Insert),
+        ),
+        Some((old, first, last)) if old == fingerprint => (
+            Observed {
+                previous: None,
+                last_changed_ms: (last > first).then_some(last),
+            },
+            None,
+        ),
+        Some((old, _, _)) => (
+            Observed {
+                previous: Some(old),
+                last_changed_ms: Some(now),
+            },
+            Some(FingerprintWrite::Update),
+        ),
+    }
+}
+
+/// The columns [`AuditStore::entries`] reads, in the order both databases map them.
+pub(crate) const ENTRY_COLUMNS: &str =
+    "kind, uid, conversation_id, request_id, server, tool, category, approval, arguments_sha256, outcome, duration_ms, detail";
+
+pub(crate) fn parse_kind(s: &str) -> Kind {
     match s {
         "tool_call" => Kind::ToolCall,
         "app_call" => Kind::AppCall,
@@ -250,7 +459,11 @@ fn parse_kind(s: &str) -> Kind {
     }
 }
 
-fn parse_approval(s: &str) -> ApprovalState {
+pub(crate) fn parse_category(s: &str) -> Option<Category> {
+    [Category::Data, Category::Action].into_iter().find(|c| c.as_str() == s)
+}
+
+pub(crate) fn parse_approval(s: &str) -> ApprovalState {
     match s {
         "not_needed" => ApprovalState::NotNeeded,
         "requested" => ApprovalState::Requested,
@@ -264,28 +477,26 @@ fn parse_approval(s: &str) -> ApprovalState {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn rows_and_fingerprints_round_trip() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = AuditLog::open(&dir.path().join("audit.db")).unwrap();
-        let e = Entry {
-            kind: Kind::ToolCall,
-            uid: "alice".into(),
-            conversation_id: Some("c1".into()),
-            request_id: "r1".into(),
-            server: "nextcloud".into(),
-            tool: "files_move".into(),
-            category: "action".into(),
-            approval: ApprovalState::ApprovedByUser,
-            arguments_sha256: Some("ab".into()),
-            outcome: "ok".into(),
-            duration_ms: Some(12),
-            detail: None,
-        };
-        a.record(e.clone()).await;
-        assert_eq!(a.entries().await.unwrap(), vec![e]);
-        assert_eq!(a.observe_fingerprint("s", "t", "f1").await.unwrap(), None);
-        assert_eq!(a.observe_fingerprint("s", "t", "f1").await.unwrap(), None);
-        assert_eq!(a.observe_fingerprint("s", "t", "f2").await.unwrap(), Some("f1".into()));
+    #[test]
+    fn outcomes_are_stored_as_before() {
+        // The strings audit.db has always held: operators' queries depend on them.
+        assert_eq!(
+            Outcome::ALL.map(Outcome::as_str),
+            [
+                "ok",
+                "error",
+                "not_run",
+                "refused",
+                "unknown_tool",
+                "bad_arguments",
+                "changed",
+                "erased"
+            ]
+        );
+        assert!(
+            Outcome::ALL
+                .into_iter()
+                .all(|o| label(&o) == o.as_str() && Outcome::parse(o.as_str()) == Some(o))
+        );
     }
 }

@@ -10,9 +10,10 @@ use serde::Serialize;
 use std::path::Path;
 
 use super::db::Db;
+use super::key::{ConversationKey, UserId};
 use crate::compaction::Summary;
 use crate::error::Error;
-use crate::ui_stream::UiMessage;
+use crate::ui_stream::{Role, UiMessage};
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS conversations (
@@ -95,8 +96,103 @@ pub struct PendingApproval {
     pub arguments_sha256: String,
 }
 
+/// One write of a message: what else happens in the same transaction.
+#[derive(Debug, Clone, Default)]
+pub struct Save {
+    /// Titles a conversation that has no title yet.
+    pub title_hint: Option<String>,
+    /// Approvals the message asks for, recorded with it (G3).
+    pub approvals: Vec<PendingApproval>,
+    /// Set for a user message: binds a new conversation to this assistant (a conversation
+    /// bound to another one is refused with [`Error::AssistantBound`] and nothing is
+    /// written), and drops the approvals still pending in the conversation.
+    pub user_assistant: Option<String>,
+}
+
+/// chat.db's operations, whatever the database. Every write resolves only once committed:
+/// "saved" means another instance reading the database sees it.
+#[async_trait::async_trait]
+pub trait ChatStore: Send + Sync {
+    /// Creates the conversation if needed and upserts `message`, with what `save` adds, in
+    /// one transaction.
+    async fn save(&self, key: &ConversationKey, message: &UiMessage, save: Save) -> Result<(), Error>;
+
+    /// Creates the conversation if needed (titled from `title_hint`) and upserts `message`.
+    async fn save_message(&self, key: &ConversationKey, message: &UiMessage, title_hint: Option<String>) -> Result<(), Error> {
+        let save = Save {
+            title_hint,
+            ..Save::default()
+        };
+        self.save(key, message, save).await
+    }
+
+    /// Saves a new user message (titling a new conversation from it and binding it to
+    /// `assistant`) and drops any approval still pending in the conversation, in one
+    /// transaction: a new message supersedes them. A conversation bound to another assistant
+    /// is refused ([`Error::AssistantBound`]) and nothing is written.
+    async fn save_user_message(&self, key: &ConversationKey, message: &UiMessage, assistant: &str) -> Result<(), Error> {
+        let save = Save {
+            title_hint: Some(message.text()),
+            approvals: Vec::new(),
+            user_assistant: Some(assistant.to_string()),
+        };
+        self.save(key, message, save).await
+    }
+
+    /// The assistant a conversation is bound to: `None` when the conversation does not exist,
+    /// `Some(None)` when it predates assistants (it belongs to the default one).
+    async fn assistant_of(&self, key: &ConversationKey) -> Result<Option<Option<String>>, Error>;
+
+    /// Saves the message and records pending approvals in the same transaction, so a
+    /// pending approval survives a restart exactly when the request for it was streamed.
+    async fn save_message_with_approvals(
+        &self,
+        key: &ConversationKey,
+        message: &UiMessage,
+        approvals: Vec<PendingApproval>,
+    ) -> Result<(), Error> {
+        let save = Save {
+            approvals,
+            ..Save::default()
+        };
+        self.save(key, message, save).await
+    }
+
+    /// Removes and returns the pending approval `approval_id` if it belongs to this user's
+    /// conversation. At most once: a second call for the same id returns `None`.
+    async fn take_approval(&self, key: &ConversationKey, approval_id: &str) -> Result<Option<PendingApproval>, Error>;
+
+    /// Pending approvals of a conversation, oldest first.
+    async fn pending_approvals(&self, key: &ConversationKey) -> Result<Vec<PendingApproval>, Error>;
+
+    /// The user's conversations, most recently updated first (at most 500).
+    async fn list(&self, uid: &UserId) -> Result<Vec<ConversationSummary>, Error>;
+
+    /// The conversation, or `None` when it does not exist for this uid.
+    async fn load(&self, key: &ConversationKey) -> Result<Option<Conversation>, Error>;
+
+    /// Erases the conversation and its messages; true when it existed for this uid.
+    async fn delete(&self, key: &ConversationKey) -> Result<bool, Error>;
+
+    /// Stores a summary of the first `covers_count` messages. A range is summarised once:
+    /// storing a second summary for the same range keeps the first (false).
+    async fn save_summary(&self, key: &ConversationKey, summary: &Summary) -> Result<bool, Error>;
+
+    /// The summary covering the most messages, if the conversation has one.
+    async fn latest_summary(&self, key: &ConversationKey) -> Result<Option<Summary>, Error>;
+
+    /// Erases every conversation of the user with its messages, approvals and summaries,
+    /// and makes the bytes unrecoverable as far as the database allows. Returns how many
+    /// conversations there were.
+    async fn erase_user(&self, uid: &UserId) -> Result<usize, Error>;
+
+    /// Flushes and closes (at shutdown).
+    async fn close(&self);
+}
+
+/// chat.db as a SQLite file.
 #[derive(Clone)]
-pub struct ChatStore {
+pub struct SqliteChat {
     db: Db,
 }
 
@@ -104,83 +200,26 @@ fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-impl ChatStore {
-    pub fn open(path: &Path) -> Result<ChatStore, Error> {
+impl SqliteChat {
+    pub fn open(path: &Path) -> Result<SqliteChat, Error> {
         migrate(path)?;
-        Ok(ChatStore {
+        Ok(SqliteChat {
             db: Db::open(path, SCHEMA)?,
         })
     }
+}
 
-    /// Creates the conversation if needed (titled from `title_hint`) and upserts `message`.
-    /// Resolves once committed.
-    pub async fn save_message(
-        &self,
-        uid: &str,
-        conversation_id: &str,
-        message: &UiMessage,
-        title_hint: Option<String>,
-    ) -> Result<(), Error> {
-        self.save(uid, conversation_id, message, title_hint, Vec::new(), None).await
-    }
-
-    /// Saves a new user message (titling a new conversation from it and binding it to
-    /// `assistant`) and drops any approval still pending in the conversation, in one
-    /// transaction: a new message supersedes them. A conversation bound to another assistant
-    /// is refused ([`Error::AssistantBound`]) and nothing is written.
-    pub async fn save_user_message(&self, uid: &str, conversation_id: &str, message: &UiMessage, assistant: &str) -> Result<(), Error> {
-        self.save(
-            uid,
-            conversation_id,
-            message,
-            Some(message.text()),
-            Vec::new(),
-            Some(assistant.to_string()),
-        )
-        .await
-    }
-
-    /// The assistant a conversation is bound to: `None` when the conversation does not exist,
-    /// `Some(None)` when it predates assistants (it belongs to the default one).
-    pub async fn assistant_of(&self, uid: &str, conversation_id: &str) -> Result<Option<Option<String>>, Error> {
-        let (uid, cid) = (uid.to_string(), conversation_id.to_string());
-        self.db
-            .read(move |c| {
-                Ok(c.query_row(
-                    "SELECT assistant FROM conversations WHERE uid = ?1 AND id = ?2",
-                    params![uid, cid],
-                    |r| r.get::<_, Option<String>>(0),
-                )
-                .optional()?)
-            })
-            .await
-    }
-
-    /// Saves the message and records pending approvals in the same transaction, so a
-    /// pending approval survives a restart exactly when the request for it was streamed.
-    pub async fn save_message_with_approvals(
-        &self,
-        uid: &str,
-        conversation_id: &str,
-        message: &UiMessage,
-        approvals: Vec<PendingApproval>,
-    ) -> Result<(), Error> {
-        self.save(uid, conversation_id, message, None, approvals, None).await
-    }
-
-    async fn save(
-        &self,
-        uid: &str,
-        conversation_id: &str,
-        message: &UiMessage,
-        title_hint: Option<String>,
-        approvals: Vec<PendingApproval>,
-        // A user message: binds a new conversation to this assistant, supersedes approvals.
-        user_assistant: Option<String>,
-    ) -> Result<(), Error> {
-        let (uid, cid) = (uid.to_string(), conversation_id.to_string());
+#[async_trait::async_trait]
+impl ChatStore for SqliteChat {
+    async fn save(&self, key: &ConversationKey, message: &UiMessage, save: Save) -> Result<(), Error> {
+        let Save {
+            title_hint,
+            approvals,
+            user_assistant,
+        } = save;
+        let (uid, cid) = (key.uid().to_string(), key.id().to_string());
         let json = serde_json::to_string(message).map_err(|e| Error::Internal(e.to_string()))?;
-        let (mid, role) = (message.id.clone(), format!("{:?}", message.role).to_lowercase());
+        let (mid, role) = (message.id.clone(), stored_role(message.role));
         self.db
             .write(move |c| {
                 let now = now_ms();
@@ -205,10 +244,22 @@ impl ChatStore {
             .await
     }
 
-    /// Removes and returns the pending approval `approval_id` if it belongs to this user's
-    /// conversation. At most once: a second call for the same id returns `None`.
-    pub async fn take_approval(&self, uid: &str, conversation_id: &str, approval_id: &str) -> Result<Option<PendingApproval>, Error> {
-        let (uid, cid, aid) = (uid.to_string(), conversation_id.to_string(), approval_id.to_string());
+    async fn assistant_of(&self, key: &ConversationKey) -> Result<Option<Option<String>>, Error> {
+        let (uid, cid) = (key.uid().to_string(), key.id().to_string());
+        self.db
+            .read(move |c| {
+                Ok(c.query_row(
+                    "SELECT assistant FROM conversations WHERE uid = ?1 AND id = ?2",
+                    params![uid, cid],
+                    |r| r.get::<_, Option<String>>(0),
+                )
+                .optional()?)
+            })
+            .await
+    }
+
+    async fn take_approval(&self, key: &ConversationKey, approval_id: &str) -> Result<Option<PendingApproval>, Error> {
+        let (uid, cid, aid) = (key.uid().to_string(), key.id().to_string(), approval_id.to_string());
         self.db
             .write(move |c| {
                 let found = c
@@ -227,9 +278,8 @@ impl ChatStore {
             .await
     }
 
-    /// Pending approvals of a conversation (to re-offer or expire them).
-    pub async fn pending_approvals(&self, uid: &str, conversation_id: &str) -> Result<Vec<PendingApproval>, Error> {
-        let (uid, cid) = (uid.to_string(), conversation_id.to_string());
+    async fn pending_approvals(&self, key: &ConversationKey) -> Result<Vec<PendingApproval>, Error> {
+        let (uid, cid) = (key.uid().to_string(), key.id().to_string());
         self.db
             .read(move |c| {
                 let mut st = c.prepare(
@@ -242,8 +292,8 @@ impl ChatStore {
             .await
     }
 
-    pub async fn list(&self, uid: &str) -> Result<Vec<ConversationSummary>, Error> {
-        let uid = uid.to_string();
+    async fn list(&self, uid: &UserId) -> Result<Vec<ConversationSummary>, Error> {
+        let uid = uid.as_str().to_string();
         self.db
             .read(move |c| {
                 let mut st = c.prepare(
@@ -264,9 +314,8 @@ impl ChatStore {
             .await
     }
 
-    /// The conversation, or `None` when it does not exist for this uid.
-    pub async fn load(&self, uid: &str, conversation_id: &str) -> Result<Option<Conversation>, Error> {
-        let (uid, cid) = (uid.to_string(), conversation_id.to_string());
+    async fn load(&self, key: &ConversationKey) -> Result<Option<Conversation>, Error> {
+        let (uid, cid) = (key.uid().to_string(), key.id().to_string());
         self.db
             .read(move |c| {
                 let Some((title, assistant)) = c
@@ -295,18 +344,15 @@ impl ChatStore {
             .await
     }
 
-    /// Erases the conversation and its messages; true when it existed for this uid.
-    pub async fn delete(&self, uid: &str, conversation_id: &str) -> Result<bool, Error> {
-        let (uid, cid) = (uid.to_string(), conversation_id.to_string());
+    async fn delete(&self, key: &ConversationKey) -> Result<bool, Error> {
+        let (uid, cid) = (key.uid().to_string(), key.id().to_string());
         self.db
             .write(move |c| Ok(c.execute("DELETE FROM conversations WHERE uid = ?1 AND id = ?2", params![uid, cid])? > 0))
             .await
     }
 
-    /// Stores a summary of the first `covers_count` messages. A range is summarised once:
-    /// storing a second summary for the same range keeps the first (false).
-    pub async fn save_summary(&self, uid: &str, conversation_id: &str, summary: &Summary) -> Result<bool, Error> {
-        let (uid, cid, s) = (uid.to_string(), conversation_id.to_string(), summary.clone());
+    async fn save_summary(&self, key: &ConversationKey, summary: &Summary) -> Result<bool, Error> {
+        let (uid, cid, s) = (key.uid().to_string(), key.id().to_string(), summary.clone());
         self.db
             .write(move |c| {
                 let n = c.execute(
@@ -320,9 +366,8 @@ impl ChatStore {
             .await
     }
 
-    /// The summary covering the most messages, if the conversation has one.
-    pub async fn latest_summary(&self, uid: &str, conversation_id: &str) -> Result<Option<Summary>, Error> {
-        let (uid, cid) = (uid.to_string(), conversation_id.to_string());
+    async fn latest_summary(&self, key: &ConversationKey) -> Result<Option<Summary>, Error> {
+        let (uid, cid) = (key.uid().to_string(), key.id().to_string());
         self.db
             .read(move |c| {
                 Ok(c.query_row(
@@ -342,11 +387,8 @@ impl ChatStore {
             .await
     }
 
-    /// Erases every conversation of the user with its messages, approvals and summaries,
-    /// and makes the bytes unrecoverable from the files (secure delete, WAL truncated).
-    /// Returns how many conversations there were.
-    pub async fn erase_user(&self, uid: &str) -> Result<usize, Error> {
-        let uid = uid.to_string();
+    async fn erase_user(&self, uid: &UserId) -> Result<usize, Error> {
+        let uid = uid.as_str().to_string();
         let n = self
             .db
             .write(move |c| {
@@ -361,7 +403,7 @@ impl ChatStore {
         Ok(n)
     }
 
-    pub async fn close(self) {
+    async fn close(&self) {
         self.db.close().await;
     }
 }
@@ -384,7 +426,7 @@ fn upsert_conversation(
                 |r| r.get(0),
             )
             .optional()?;
-        if let Some(Some(bound)) = bound.filter(|b| b.as_deref().is_some_and(|b| b != wanted)) {
+        if let Some(bound) = refused_binding(bound.flatten(), wanted) {
             return Err(Error::AssistantBound(bound));
         }
     }
@@ -396,6 +438,12 @@ fn upsert_conversation(
         params![uid, cid, title, assistant, now],
     )?;
     Ok(())
+}
+
+/// The assistant that refuses a user message for `wanted`: the one the conversation is
+/// already bound to, when it is another.
+pub(crate) fn refused_binding(bound: Option<String>, wanted: &str) -> Option<String> {
+    bound.filter(|b| b != wanted)
 }
 
 /// Schema changes after the first release, each guarded so it runs once: `conversations.assistant`
@@ -414,8 +462,17 @@ fn migrate(path: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+/// The string a role is stored as. Explicit, so renaming a variant never changes stored data.
+pub(crate) fn stored_role(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}
+
 /// A title from the first user message: its first line, at most 80 characters.
-fn title_from(text: &str) -> String {
+pub(crate) fn title_from(text: &str) -> String {
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
     let mut title: String = line.chars().take(80).collect();
     if line.chars().count() > 80 {
@@ -440,47 +497,23 @@ fn row_to_approval(r: &rusqlite::Row<'_>) -> rusqlite::Result<PendingApproval> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ui_stream::{Role, UiPart};
 
-    fn user(id: &str, text: &str) -> UiMessage {
-        UiMessage {
-            id: id.into(),
-            role: Role::User,
-            parts: vec![UiPart::Text {
-                text: text.into(),
-                state: None,
-            }],
-        }
+    // What the stores do is proven once for both databases in `store::suite`.
+
+    #[test]
+    fn roles_are_stored_as_before() {
+        // The strings chat.db has always held (they were once derived from the variant names).
+        assert_eq!(
+            [Role::System, Role::User, Role::Assistant].map(stored_role),
+            ["system", "user", "assistant"]
+        );
     }
 
     #[tokio::test]
-    async fn conversations_are_per_user() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = ChatStore::open(&dir.path().join("chat.db")).unwrap();
-        s.save_message(
-            "alice",
-            "c1",
-            &user("m1", "Plan the offsite\nmore"),
-            Some("Plan the offsite\nmore".into()),
-        )
-        .await
-        .unwrap();
-        s.save_message("bob", "c1", &user("m1", "bob's own"), Some("bob's own".into()))
-            .await
-            .unwrap();
-        assert_eq!(s.list("alice").await.unwrap()[0].title, "Plan the offsite");
-        assert_eq!(s.load("bob", "c1").await.unwrap().unwrap().messages[0].text(), "bob's own");
-        assert!(s.load("bob", "c2").await.unwrap().is_none());
-        assert!(s.delete("bob", "c1").await.unwrap());
-        assert!(!s.delete("bob", "c1").await.unwrap());
-        assert_eq!(s.load("alice", "c1").await.unwrap().unwrap().messages.len(), 1);
-    }
-
-    #[tokio::test]
-    async fn a_conversation_keeps_its_assistant() {
+    async fn a_chat_db_from_before_assistants_gets_the_column() {
+        use crate::store::key::test_key as key;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("chat.db");
-        // A chat.db from before assistants: the column is added, old rows have none.
         {
             let c = Connection::open(&path).unwrap();
             c.execute_batch(
@@ -490,72 +523,14 @@ mod tests {
             )
             .unwrap();
         }
-        let s = ChatStore::open(&path).unwrap();
-        drop(ChatStore::open(&path).unwrap()); // the guarded ALTER runs once
-        assert_eq!(s.assistant_of("alice", "old").await.unwrap(), Some(None));
-        assert_eq!(s.assistant_of("alice", "new").await.unwrap(), None);
-        s.save_user_message("alice", "new", &user("m1", "hi"), "planner").await.unwrap();
-        assert_eq!(s.assistant_of("alice", "new").await.unwrap(), Some(Some("planner".into())));
-        assert_eq!(s.assistant_of("bob", "new").await.unwrap(), None, "per user");
-        s.save_user_message("alice", "new", &user("m2", "again"), "planner").await.unwrap();
-        let refused = s.save_user_message("alice", "new", &user("m3", "switch"), "writer").await;
-        assert!(
-            matches!(refused, Err(Error::AssistantBound(ref b)) if b == "planner"),
-            "{refused:?}"
-        );
-        let c = s.load("alice", "new").await.unwrap().unwrap();
-        assert_eq!(c.messages.len(), 2, "nothing of the refused message was written");
-        assert_eq!(c.assistant.as_deref(), Some("planner"));
-        // An assistant message never sets or changes the binding.
-        s.save_message("alice", "new", &user("a1", "reply"), None).await.unwrap();
-        assert_eq!(s.assistant_of("alice", "new").await.unwrap(), Some(Some("planner".into())));
+        let s = SqliteChat::open(&path).unwrap();
+        drop(SqliteChat::open(&path).unwrap()); // the guarded ALTER runs once
+        assert_eq!(s.assistant_of(&key("alice", "old")).await.unwrap(), Some(None));
     }
 
-    #[tokio::test]
-    async fn summaries_are_stored_once_per_range_and_erased_with_the_user() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = ChatStore::open(&dir.path().join("chat.db")).unwrap();
-        let sum = |n: usize, text: &str| Summary {
-            covers_count: n,
-            covers_until_id: format!("m{n}"),
-            text: text.into(),
-        };
-        assert!(
-            !s.save_summary("alice", "c1", &sum(2, "orphan")).await.unwrap(),
-            "no conversation, no summary"
-        );
-        s.save_message("alice", "c1", &user("m1", "hi"), None).await.unwrap();
-        s.save_message("bob", "c1", &user("m1", "bob"), None).await.unwrap();
-        assert!(s.save_summary("alice", "c1", &sum(2, "first")).await.unwrap());
-        assert!(!s.save_summary("alice", "c1", &sum(2, "again")).await.unwrap());
-        assert!(s.save_summary("alice", "c1", &sum(6, "later")).await.unwrap());
-        assert!(s.save_summary("bob", "c1", &sum(2, "bob's")).await.unwrap());
-        assert_eq!(s.latest_summary("alice", "c1").await.unwrap(), Some(sum(6, "later")));
-        assert_eq!(s.erase_user("alice").await.unwrap(), 1);
-        assert_eq!(s.latest_summary("alice", "c1").await.unwrap(), None);
-        assert!(s.load("alice", "c1").await.unwrap().is_none());
-        assert_eq!(s.latest_summary("bob", "c1").await.unwrap(), Some(sum(2, "bob's")));
-    }
-
-    #[tokio::test]
-    async fn approvals_are_taken_once_by_their_owner() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = ChatStore::open(&dir.path().join("chat.db")).unwrap();
-        let a = PendingApproval {
-            approval_id: "ap1".into(),
-            message_id: "m2".into(),
-            tool_call_id: "call_1".into(),
-            server: "nextcloud".into(),
-            tool: "files_move".into(),
-            arguments: serde_json::json!({"from": "a", "to": "b"}),
-            arguments_sha256: "x".into(),
-        };
-        s.save_message_with_approvals("alice", "c1", &user("m2", "x"), vec![a.clone()])
-            .await
-            .unwrap();
-        assert!(s.take_approval("bob", "c1", "ap1").await.unwrap().is_none());
-        assert!(s.take_approval("alice", "c2", "ap1").await.unwrap().is_none());
-        assert_eq!(s.take_approval("alice", "c1", "ap1").await.unwrap(), Some(a));
-        assert!(s.take_approval("alice", "c1", "ap1").await.unwrap().is_none());
+    #[test]
+    fn titles_are_the_first_line_cut_short() {
+        assert_eq!(title_from("\n  Plan the offsite \nmore"), "Plan the offsite");
+        assert_eq!(title_from(&"x".repeat(81)), format!("{}…", "x".repeat(80)));
     }
 }

@@ -19,10 +19,13 @@ type Job = Box<dyn FnOnce(&Connection) -> (bool, Completion) + Send>;
 /// Most writes committed together in one transaction.
 const MAX_BATCH: usize = 256;
 
+/// What the writer thread receives: a write, or `None` to commit what is queued and stop.
+type Message = Option<Job>;
+
 /// Handle to one database file. Cloning shares the writer and the reader.
 #[derive(Clone)]
 pub struct Db {
-    jobs: std::sync::mpsc::Sender<Job>,
+    jobs: std::sync::mpsc::Sender<Message>,
     reader: Arc<Mutex<Connection>>,
     writer_done: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
 }
@@ -36,7 +39,7 @@ impl Db {
         writer.pragma_update(None, "wal_autocheckpoint", 0)?;
         let reader = open_conn(path)?;
         let checkpointer = open_conn(path)?;
-        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let (tx, rx) = std::sync::mpsc::channel::<Message>();
         let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         std::thread::Builder::new()
@@ -76,7 +79,7 @@ impl Db {
             });
             (ok, done)
         });
-        self.jobs.send(job).map_err(|_| Error::ShuttingDown)?;
+        self.jobs.send(Some(job)).map_err(|_| Error::ShuttingDown)?;
         rx.await.map_err(|_| Error::Internal("db writer stopped".into()))?
     }
 
@@ -115,11 +118,10 @@ impl Db {
     }
 
     /// Stops the writer after it has committed everything queued, and waits for it.
-    /// Used at shutdown; other clones' later writes then fail with `ShuttingDown`.
-    pub async fn close(self) {
-        let Db { jobs, writer_done, .. } = self;
-        drop(jobs);
-        let handle = writer_done.lock().ok().and_then(|mut h| h.take());
+    /// Used at shutdown; every clone's later writes then fail with `ShuttingDown`.
+    pub async fn close(&self) {
+        let _ = self.jobs.send(None);
+        let handle = self.writer_done.lock().ok().and_then(|mut h| h.take());
         if let Some(h) = handle {
             let _ = tokio::task::spawn_blocking(move || h.join()).await;
         }
@@ -140,17 +142,23 @@ fn open_conn(path: &Path) -> Result<Connection, Error> {
     Ok(conn)
 }
 
-fn writer_loop(conn: Connection, rx: std::sync::mpsc::Receiver<Job>) {
-    // Ends when every sender is gone (shutdown) and the queue is drained.
-    while let Ok(first) = rx.recv() {
-        let mut batch = vec![first];
+fn writer_loop(conn: Connection, rx: std::sync::mpsc::Receiver<Message>) {
+    // Ends on `close` (after committing what was queued before it) or when every sender is
+    // gone; the receiver then drops, so later writes fail with `ShuttingDown`.
+    let mut stopping = false;
+    while !stopping && let Ok(first) = rx.recv() {
+        let mut batch: Vec<Job> = first.into_iter().collect();
+        stopping = batch.is_empty();
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
-                Ok(job) => batch.push(job),
+                Ok(Some(job)) => batch.push(job),
+                Ok(None) => stopping = true,
                 Err(_) => break,
             }
         }
-        run_batch(&conn, batch);
+        if !batch.is_empty() {
+            run_batch(&conn, batch);
+        }
     }
     let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
 }

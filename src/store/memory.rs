@@ -11,6 +11,7 @@ use serde::Serialize;
 use std::path::Path;
 
 use super::db::Db;
+use super::key::{ConversationKey, UserId};
 use crate::error::Error;
 
 const SCHEMA: &str = r#"
@@ -41,21 +42,71 @@ pub struct Fact {
     pub source_conversation: Option<String>,
 }
 
+/// memory.db's operations, whatever the database.
+#[async_trait::async_trait]
+pub trait MemoryStore: Send + Sync {
+    /// The user's facts, oldest first.
+    async fn list(&self, uid: &UserId) -> Result<Vec<Fact>, Error>;
+
+    /// Saves a fact. `BadRequest` (with a message to show as is) when it is empty, too long,
+    /// or the user already keeps the most facts allowed.
+    async fn write(&self, uid: &UserId, text: &str, source_conversation: Option<&ConversationKey>) -> Result<Fact, Error>;
+
+    /// Forgets one of the user's facts; false when the user has no fact with that id.
+    async fn forget(&self, uid: &UserId, id: i64) -> Result<bool, Error>;
+
+    /// Erases every fact of the user, as unrecoverably as the database allows.
+    async fn erase_user(&self, uid: &UserId) -> Result<usize, Error>;
+
+    /// Flushes and closes (at shutdown).
+    async fn close(&self);
+}
+
+/// A fact as it will be stored: trimmed and within the size limit, or the message to show.
+pub(crate) fn checked_fact(text: &str) -> Result<String, Error> {
+    let text = text.trim().to_string();
+    if text.is_empty() {
+        return Err(Error::BadRequest("A fact cannot be empty.".into()));
+    }
+    let chars = text.chars().count();
+    if chars > MAX_FACT_CHARS {
+        return Err(Error::BadRequest(format!(
+            "A fact can be at most {MAX_FACT_CHARS} characters; this one has {chars}. Shorten it."
+        )));
+    }
+    Ok(text)
+}
+
+/// The refusal when the user already keeps [`MAX_FACTS_PER_USER`] facts.
+pub(crate) fn memory_full() -> Error {
+    Error::BadRequest(format!(
+        "Memory is full ({MAX_FACTS_PER_USER} facts). Forget a fact before saving another."
+    ))
+}
+
+/// The source conversation recorded with a fact: only one of the same user's.
+pub(crate) fn source_of(uid: &UserId, source: Option<&ConversationKey>) -> Option<String> {
+    source.filter(|k| k.user() == uid).map(|k| k.id().to_string())
+}
+
+/// memory.db as a SQLite file.
 #[derive(Clone)]
-pub struct MemoryStore {
+pub struct SqliteMemory {
     db: Db,
 }
 
-impl MemoryStore {
-    pub fn open(path: &Path) -> Result<MemoryStore, Error> {
-        Ok(MemoryStore {
+impl SqliteMemory {
+    pub fn open(path: &Path) -> Result<SqliteMemory, Error> {
+        Ok(SqliteMemory {
             db: Db::open(path, SCHEMA)?,
         })
     }
+}
 
-    /// The user's facts, oldest first.
-    pub async fn list(&self, uid: &str) -> Result<Vec<Fact>, Error> {
-        let uid = uid.to_string();
+#[async_trait::async_trait]
+impl MemoryStore for SqliteMemory {
+    async fn list(&self, uid: &UserId) -> Result<Vec<Fact>, Error> {
+        let uid = uid.as_str().to_string();
         self.db
             .read(move |c| {
                 let mut st = c.prepare("SELECT id, text, created_at, source_conversation FROM facts WHERE uid = ?1 ORDER BY id")?;
@@ -76,25 +127,15 @@ impl MemoryStore {
 
     /// Saves a fact. `BadRequest` (with a message to show as is) when it is empty, too long,
     /// or the user already keeps the most facts allowed.
-    pub async fn write(&self, uid: &str, text: &str, source_conversation: Option<&str>) -> Result<Fact, Error> {
-        let text = text.trim().to_string();
-        if text.is_empty() {
-            return Err(Error::BadRequest("A fact cannot be empty.".into()));
-        }
-        let chars = text.chars().count();
-        if chars > MAX_FACT_CHARS {
-            return Err(Error::BadRequest(format!(
-                "A fact can be at most {MAX_FACT_CHARS} characters; this one has {chars}. Shorten it."
-            )));
-        }
-        let (uid, source) = (uid.to_string(), source_conversation.map(str::to_string));
+    async fn write(&self, uid: &UserId, text: &str, source_conversation: Option<&ConversationKey>) -> Result<Fact, Error> {
+        let text = checked_fact(text)?;
+        let source = source_of(uid, source_conversation);
+        let uid = uid.as_str().to_string();
         self.db
             .write(move |c| {
                 let count: i64 = c.query_row("SELECT count(*) FROM facts WHERE uid = ?1", params![uid], |r| r.get(0))?;
                 if count as usize >= MAX_FACTS_PER_USER {
-                    return Err(Error::BadRequest(format!(
-                        "Memory is full ({MAX_FACTS_PER_USER} facts). Forget a fact before saving another."
-                    )));
+                    return Err(memory_full());
                 }
                 let created_at = chrono::Utc::now().timestamp_millis();
                 c.execute(
@@ -111,18 +152,15 @@ impl MemoryStore {
             .await
     }
 
-    /// Forgets one of the user's facts; false when the user has no fact with that id.
-    pub async fn forget(&self, uid: &str, id: i64) -> Result<bool, Error> {
-        let uid = uid.to_string();
+    async fn forget(&self, uid: &UserId, id: i64) -> Result<bool, Error> {
+        let uid = uid.as_str().to_string();
         self.db
             .write(move |c| Ok(c.execute("DELETE FROM facts WHERE uid = ?1 AND id = ?2", params![uid, id])? > 0))
             .await
     }
 
-    /// Erases every fact of the user and makes the bytes unrecoverable from the files
-    /// (secure delete is on for every connection; the WAL is checkpointed and truncated).
-    pub async fn erase_user(&self, uid: &str) -> Result<usize, Error> {
-        let uid = uid.to_string();
+    async fn erase_user(&self, uid: &UserId) -> Result<usize, Error> {
+        let uid = uid.as_str().to_string();
         let n = self
             .db
             .write(move |c| Ok(c.execute("DELETE FROM facts WHERE uid = ?1", params![uid])?))
@@ -131,40 +169,7 @@ impl MemoryStore {
         Ok(n)
     }
 
-    pub async fn close(self) {
+    async fn close(&self) {
         self.db.close().await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn facts_are_per_user_and_limited() {
-        let dir = tempfile::tempdir().unwrap();
-        let m = MemoryStore::open(&dir.path().join("memory.db")).unwrap();
-        let f = m.write("alice", "  Prefers meetings after 10:00 ", Some("c1")).await.unwrap();
-        assert_eq!(f.text, "Prefers meetings after 10:00");
-        m.write("bob", "bob's", None).await.unwrap();
-        assert_eq!(m.list("alice").await.unwrap(), vec![f.clone()]);
-        assert!(!m.forget("bob", f.id).await.unwrap(), "bob cannot forget alice's fact");
-        assert!(m.write("alice", " ", None).await.unwrap_err().to_string().contains("empty"));
-        let long = "x".repeat(MAX_FACT_CHARS + 1);
-        assert!(m.write("alice", &long, None).await.unwrap_err().to_string().contains("at most 500"));
-        for i in 1..MAX_FACTS_PER_USER {
-            m.write("alice", &format!("fact {i}"), None).await.unwrap();
-        }
-        assert!(
-            m.write("alice", "one more", None)
-                .await
-                .unwrap_err()
-                .to_string()
-                .contains("Memory is full")
-        );
-        assert!(m.forget("alice", f.id).await.unwrap());
-        assert!(!m.forget("alice", f.id).await.unwrap());
-        assert_eq!(m.erase_user("alice").await.unwrap(), MAX_FACTS_PER_USER - 1);
-        assert_eq!(m.list("bob").await.unwrap().len(), 1);
     }
 }

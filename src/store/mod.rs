@@ -1,16 +1,87 @@
-//! Durable state, as separate SQLite files because their lifecycles differ: erasing a
-//! user's chat must never touch the audit trail, and each can be backed up on its own.
+//! Durable state behind three store traits — [`chat::ChatStore`], [`audit::AuditStore`],
+//! [`memory::MemoryStore`] — with two implementations:
 //!
-//! - [`db`]: one writer thread per file with group commit, plus a reader connection; no
-//!   SQLite call ever runs on an async worker thread.
-//! - [`chat`]: chat.db: conversations, messages, pending approvals.
-//! - [`audit`]: audit.db: tool calls, approvals, dispatches, fingerprint changes.
-//! - [`memory`]: memory.db: the facts each user asked the assistant to remember.
+//! - SQLite (the default): separate files because their lifecycles differ (erasing a user's
+//!   chat must never touch the audit trail, and each can be backed up on its own). [`db`] is
+//!   one writer thread per file with group commit plus a reader connection; no SQLite call
+//!   ever runs on an async worker thread.
+//! - PostgreSQL ([`postgres`]), when `TAMEBI_DATABASE_URL` is a `postgres://` URL: one
+//!   database shared by several orchestrator instances (docs/scale-out.md).
+//!
+//! - [`key`]: the keys every query is made with, built only from a verified caller.
+//! - [`chat`]: conversations, messages, pending approvals, summaries.
+//! - [`audit`]: tool calls, approvals, dispatches, fingerprint changes.
+//! - [`memory`]: the facts each user asked the assistant to remember.
 //!
 //! Every read and write of a conversation is keyed by the signed uid: a conversation id is
-//! chosen by the client, so it is never trusted alone.
+//! chosen by the client, so it is never trusted alone. Both implementations pass the same
+//! suite (`suite`, run against SQLite files and a throwaway PostgreSQL cluster).
 
 pub mod audit;
 pub mod chat;
 pub mod db;
+pub mod key;
+pub mod lease;
 pub mod memory;
+pub mod postgres;
+#[cfg(test)]
+mod suite;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::Error;
+
+/// Where the stores live.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// chat.db, audit.db and memory.db in this directory.
+    Sqlite(std::path::PathBuf),
+    /// A PostgreSQL database (the URL holds a password: never printed).
+    Postgres(crate::config::Secret),
+}
+
+/// The three stores of one process. Cloning shares them.
+#[derive(Clone)]
+pub struct Stores {
+    pub chat: Arc<dyn chat::ChatStore>,
+    pub audit: Arc<dyn audit::AuditStore>,
+    pub memory: Arc<dyn memory::MemoryStore>,
+    /// Who runs which conversation (shared only with PostgreSQL).
+    pub leases: Arc<dyn lease::LeaseStore>,
+}
+
+impl Stores {
+    /// Opens (creating and migrating as needed) the stores of `backend`.
+    pub async fn open(backend: &Backend) -> Result<Stores, Error> {
+        match backend {
+            Backend::Sqlite(dir) => Self::open_sqlite(dir),
+            Backend::Postgres(url) => {
+                let pool = postgres::connect(url.expose()).await?;
+                Ok(Stores {
+                    chat: Arc::new(postgres::chat::PgChat::new(pool.clone())),
+                    audit: Arc::new(postgres::audit::PgAudit::new(pool.clone())),
+                    memory: Arc::new(postgres::memory::PgMemory::new(pool.clone())),
+                    leases: Arc::new(postgres::lease::PgLeases::new(pool)),
+                })
+            }
+        }
+    }
+
+    fn open_sqlite(dir: &Path) -> Result<Stores, Error> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", dir.display())))?;
+        Ok(Stores {
+            chat: Arc::new(chat::SqliteChat::open(&dir.join("chat.db"))?),
+            audit: Arc::new(audit::SqliteAudit::open(&dir.join("audit.db"))?),
+            memory: Arc::new(memory::SqliteMemory::open(&dir.join("memory.db"))?),
+            leases: Arc::new(lease::LocalLeases),
+        })
+    }
+
+    /// Flushes every pending write and closes (at shutdown, after the actors stopped).
+    pub async fn close(&self) {
+        self.chat.close().await;
+        self.audit.close().await;
+        self.memory.close().await;
+    }
+}

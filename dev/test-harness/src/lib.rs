@@ -13,6 +13,7 @@ pub mod mcp_mail;
 pub mod mcp_nextcloud;
 pub mod orchestrator;
 pub mod otlp;
+pub mod postgres;
 pub mod probe_mcp;
 pub mod process;
 pub mod scripted_model;

@@ -48,8 +48,17 @@ class AppSettings {
 		$this->appConfig->setValueString(Application::APP_ID, $key, $value, false, $sensitive);
 	}
 
+	/** The first configured orchestrator URL ('' when none). */
 	public function orchestratorUrl(): string {
-		return rtrim($this->get(self::ORCHESTRATOR_URL), '/');
+		return $this->orchestratorUrls()[0] ?? '';
+	}
+
+	/**
+	 * Every configured orchestrator instance (the setting may list several, comma separated).
+	 * @return list<string>
+	 */
+	public function orchestratorUrls(): array {
+		return Router::urls($this->get(self::ORCHESTRATOR_URL));
 	}
 
 	public function mcpUrl(): string {

@@ -13,9 +13,16 @@ use OCP\Http\Client\IClientService;
  * one place, whether it is buffered or streamed (G1: proxy bearer + signed uid, nonce and
  * credentials; the user's tokens, one per MCP server audience; Nextcloud's request id).
  * It must never take a uid from anywhere but its caller, and callers take it from IUserSession.
+ *
+ * With several orchestrator instances it routes by conversation ([[Router]]: rendezvous
+ * hashing) and fails over to the next instance when one cannot be reached, or answers that
+ * another instance owns the conversation (503 + X-Tamebi-Owned-Elsewhere). Each attempt is
+ * signed afresh (new nonce).
  */
 class Orchestrator {
 	private const TIMEOUT_S = 60;
+	/** Set by an orchestrator on a 503 that means "another instance owns this conversation". */
+	public const OWNED_ELSEWHERE = 'x-tamebi-owned-elsewhere';
 
 	public function __construct(
 		private AppSettings $settings,
@@ -46,7 +53,8 @@ class Orchestrator {
 	 * @throws ProxyError when the orchestrator cannot be reached or the app is not set up
 	 */
 	public function send(string $method, string $path, string $uid, string $body, array $tokens, string $requestId): UpstreamReply {
-		return $this->exchange($method, $path, $this->headers($uid, $body, $tokens, $requestId, $body === '' ? '' : 'application/json'), $body);
+		return $this->failover($path, $body, $uid, fn (string $base): UpstreamReply => $this->exchange(
+			$base, $method, $path, $this->headers($uid, $body, $tokens, $requestId, $body === '' ? '' : 'application/json'), $body));
 	}
 
 	/**
@@ -56,16 +64,51 @@ class Orchestrator {
 	 * @throws ProxyError when the orchestrator cannot be reached or the app is not set up
 	 */
 	public function sendAdmin(string $path, string $uid, string $requestId): UpstreamReply {
-		$headers = $this->settings->signer()->adminHeaders($uid, $this->time->getTime());
-		if ($requestId !== '') {
-			$headers['X-Request-Id'] = $requestId;
+		return $this->failover($path, '', $uid, function (string $base) use ($path, $uid, $requestId): UpstreamReply {
+			$headers = $this->settings->signer()->adminHeaders($uid, $this->time->getTime());
+			if ($requestId !== '') {
+				$headers['X-Request-Id'] = $requestId;
+			}
+			return $this->exchange($base, 'GET', $path, $headers, '');
+		});
+	}
+
+	/**
+	 * Tries the instances in this request's order: the next one when one cannot be reached, or
+	 * says another instance owns the conversation. Each attempt signs afresh.
+	 * @param callable(string): UpstreamReply $attempt sends the request to one base URL
+	 */
+	private function failover(string $path, string $body, string $uid, callable $attempt): UpstreamReply {
+		$instances = $this->instances($path, $body, $uid);
+		$last = count($instances) - 1;
+		foreach ($instances as $i => $base) {
+			try {
+				$reply = $attempt($base);
+			} catch (ProxyError $e) {
+				if ($i === $last || $e->status() !== 502) {
+					throw $e;
+				}
+				continue;
+			}
+			if ($i < $last && $reply->status === 503 && $reply->header(self::OWNED_ELSEWHERE) !== null) {
+				continue;
+			}
+			return $reply;
 		}
-		return $this->exchange('GET', $path, $headers, '');
+		throw ProxyError::notConfigured('no orchestrator URL; run occ tamebi:setup');
+	}
+
+	/**
+	 * The instances to try for this request, in order.
+	 * @return list<string>
+	 */
+	private function instances(string $path, string $body, string $uid): array {
+		return Router::order($this->settings->orchestratorUrls(), Router::keyFor($path, $body, $uid));
 	}
 
 	/** @param array<string, string> $headers */
-	private function exchange(string $method, string $path, array $headers, string $body): UpstreamReply {
-		$url = $this->settings->orchestratorUrl() . $path;
+	private function exchange(string $base, string $method, string $path, array $headers, string $body): UpstreamReply {
+		$url = $base . $path;
 		$options = [
 			'headers' => $headers,
 			'http_errors' => false,
@@ -91,7 +134,7 @@ class Orchestrator {
 			throw ProxyError::unreachable("orchestrator $method $path: " . $e->getMessage(), $e);
 		}
 		$headers = [];
-		foreach (['content-type', 'content-security-policy'] as $name) {
+		foreach (['content-type', 'content-security-policy', 'retry-after', self::OWNED_ELSEWHERE] as $name) {
 			$value = $response->getHeader($name);
 			if ($value !== '') {
 				$headers[$name] = $value;
@@ -110,8 +153,25 @@ class Orchestrator {
 	 * @throws ProxyError when the orchestrator cannot be reached or the app is not set up
 	 */
 	public function stream(string $method, string $path, string $uid, string $body, array $tokens, string $requestId): UpstreamStream {
-		$headers = $this->headers($uid, $body, $tokens, $requestId, $body === '' ? '' : 'application/json');
-		$headers['Accept'] = 'text/event-stream';
-		return UpstreamStream::open($method, $this->settings->orchestratorUrl() . $path, $headers, $body);
+		$instances = $this->instances($path, $body, $uid);
+		$last = count($instances) - 1;
+		foreach ($instances as $i => $base) {
+			$headers = $this->headers($uid, $body, $tokens, $requestId, $body === '' ? '' : 'application/json');
+			$headers['Accept'] = 'text/event-stream';
+			try {
+				$stream = UpstreamStream::open($method, $base . $path, $headers, $body);
+			} catch (ProxyError $e) {
+				if ($i === $last || $e->status() !== 502) {
+					throw $e;
+				}
+				continue;
+			}
+			if ($i < $last && $stream->status() === 503 && $stream->header(self::OWNED_ELSEWHERE) !== null) {
+				$stream->close();
+				continue;
+			}
+			return $stream;
+		}
+		throw ProxyError::notConfigured('no orchestrator URL; run occ tamebi:setup');
 	}
 }

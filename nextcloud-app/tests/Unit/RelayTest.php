@@ -6,6 +6,7 @@ namespace OCA\Tamebi\Tests\Unit;
 
 use OCA\Tamebi\Http\RelayResponse;
 use OCA\Tamebi\Service\AppSettings;
+use OCA\Tamebi\Service\Router;
 use OCA\Tamebi\Tests\Stubs\RecordingOutput;
 use OCP\AppFramework\Http\JSONResponse;
 
@@ -183,6 +184,31 @@ final class RelayTest extends AppTestCase {
 
 		$this->settings->set(AppSettings::PROXY_SECRET, '');
 		self::assertSame(503, $this->api()->conversations()->getStatus());
+	}
+
+	public function testAnUnreachableInstanceFailsOverToTheNextInTheConversationsOrder(): void {
+		$this->giveToken();
+		$dead = 'http://127.0.0.1:1';
+		$this->settings->set(AppSettings::ORCHESTRATOR_URL, $dead . ', ' . $this->upstream->url);
+		// A conversation whose first choice is the dead instance, so failover is what serves it.
+		$chatId = '';
+		for ($i = 0; $chatId === ''; $i++) {
+			if (Router::order([$dead, $this->upstream->url], Router::keyFor('/v1/chat/c' . $i . '/stream', '', 'alice'))[0] === $dead) {
+				$chatId = "c$i";
+			}
+		}
+		self::assertSame($dead, Router::order([$dead, $this->upstream->url], "c:alice:$chatId")[0]);
+		$response = $this->relayResponse($chatId);
+		self::assertSame(200, $response->getStatus());
+		$output = new RecordingOutput();
+		$this->upstream->release();
+		$response->callback($output);
+		self::assertStringEndsWith("data: [DONE]\n\n", $output->body());
+		// Buffered requests fail over too (routed by uid).
+		self::assertSame(200, $this->api()->conversations()->getStatus());
+		// With every instance down the answer is the usual 502.
+		$this->settings->set(AppSettings::ORCHESTRATOR_URL, 'http://127.0.0.1:1, http://127.0.0.1:2');
+		self::assertSame(502, $this->api('{"id":"c1","messages":[]}')->chat()->getStatus());
 	}
 
 	public function testStreamThatBreaksEndsWithAGenericErrorPart(): void {

@@ -1,0 +1,139 @@
+//! One owner per conversation: the lease an instance holds while its actor for the
+//! conversation lives (issue 15).
+//!
+//! With PostgreSQL, several instances share the database, and two of them must never run
+//! turns of the same conversation at once. Before an instance starts a conversation actor it
+//! acquires the conversation's lease row; the actor renews it every third of the lease time
+//! and releases it when it stops. An instance that dies (kill -9) stops renewing, and its
+//! leases expire within `TAMEBI_LEASE_SECS`; the next instance to acquire one learns which
+//! turn was in flight and marks it interrupted in the stored message.
+//!
+//! With SQLite the files belong to one process, so there is nobody to share with:
+//! [`LocalLeases`] grants every lease (the conversations supervisor already keeps one actor
+//! per conversation in the process).
+//!
+//! This module decides who runs a conversation; it never decides what a user may do.
+
+use std::time::Duration;
+
+use super::key::ConversationKey;
+use crate::error::Error;
+
+/// What acquiring a lease found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquired {
+    /// This instance owns the conversation now. `interrupted` is the turn that was in flight
+    /// when the previous owner stopped renewing (it died, or its actor crashed).
+    Granted { interrupted: Option<InterruptedTurn> },
+    /// Another instance owns it for about this long (the router should retry there).
+    HeldElsewhere { retry_after: Duration },
+}
+
+/// A turn whose owner stopped before it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterruptedTurn {
+    /// The assistant message the turn was writing.
+    pub message_id: String,
+    /// The request that started it (what the person's client knows it by).
+    pub request_id: String,
+}
+
+/// The lease operations, whatever the database. `owner` is this instance's id.
+#[async_trait::async_trait]
+pub trait LeaseStore: Send + Sync {
+    /// Takes the lease for `ttl` unless another owner holds an unexpired one.
+    async fn acquire(&self, key: &ConversationKey, owner: &str, ttl: Duration) -> Result<Acquired, Error>;
+
+    /// Extends a lease this owner still holds; false when it was lost (expired and taken).
+    async fn renew(&self, key: &ConversationKey, owner: &str, ttl: Duration) -> Result<bool, Error>;
+
+    /// Records the turn in flight (cleared by `turn_ended`).
+    async fn turn_started(&self, key: &ConversationKey, owner: &str, turn: &InterruptedTurn) -> Result<(), Error>;
+
+    /// The turn ended normally: nothing to mark interrupted.
+    async fn turn_ended(&self, key: &ConversationKey, owner: &str) -> Result<(), Error>;
+
+    /// Gives the lease up (the actor stopped).
+    async fn release(&self, key: &ConversationKey, owner: &str) -> Result<(), Error>;
+}
+
+/// Leases within one process (SQLite): always granted, nothing stored.
+pub struct LocalLeases;
+
+#[async_trait::async_trait]
+impl LeaseStore for LocalLeases {
+    async fn acquire(&self, _key: &ConversationKey, _owner: &str, _ttl: Duration) -> Result<Acquired, Error> {
+        Ok(Acquired::Granted { interrupted: None })
+    }
+
+    async fn renew(&self, _key: &ConversationKey, _owner: &str, _ttl: Duration) -> Result<bool, Error> {
+        Ok(true)
+    }
+
+    async fn turn_started(&self, _key: &ConversationKey, _owner: &str, _turn: &InterruptedTurn) -> Result<(), Error> {
+        Ok(())
+    }
+
+    async fn turn_ended(&self, _key: &ConversationKey, _owner: &str) -> Result<(), Error> {
+        Ok(())
+    }
+
+    async fn release(&self, _key: &ConversationKey, _owner: &str) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// This instance's side of the leases: who it is, and for how long it takes a lease.
+#[derive(Clone)]
+pub struct Ownership {
+    pub leases: std::sync::Arc<dyn LeaseStore>,
+    /// This instance's id (fresh at every start, so a restarted instance never mistakes a
+    /// dead predecessor's lease for its own).
+    pub owner: String,
+    /// `TAMEBI_LEASE_SECS`: how long a lease outlives its owner's last renewal.
+    pub ttl: Duration,
+}
+
+impl Ownership {
+    pub fn new(leases: std::sync::Arc<dyn LeaseStore>, ttl: Duration) -> Ownership {
+        Ownership {
+            leases,
+            owner: format!("inst_{}", uuid::Uuid::new_v4().simple()),
+            ttl,
+        }
+    }
+
+    /// How often the owner renews: three chances before the lease would expire.
+    pub fn renew_every(&self) -> Duration {
+        self.ttl / 3
+    }
+}
+
+/// The text a person sees on a reply whose server stopped writing it.
+pub const INTERRUPTED_MESSAGE: &str = "This reply was interrupted: the server writing it stopped. Send your message again to continue.";
+
+/// Marks the interrupted turn's assistant message in the stored conversation: its open
+/// text is closed and a `data-interrupted` part names the request. When nothing of the
+/// message was committed yet, the marker alone becomes the message, so the person sees that
+/// a reply was lost rather than nothing. Idempotent.
+pub async fn mark_interrupted(chat: &dyn super::chat::ChatStore, key: &ConversationKey, turn: &InterruptedTurn) -> Result<(), Error> {
+    use crate::ui_stream::{Role, UiMessage, UiPart};
+    let stored = chat
+        .load(key)
+        .await?
+        .and_then(|c| c.messages.into_iter().find(|m| m.id == turn.message_id));
+    let mut message = stored.unwrap_or_else(|| UiMessage::new(turn.message_id.clone(), Role::Assistant));
+    if message.parts.iter().any(|p| matches!(p, UiPart::DataInterrupted { .. })) {
+        return Ok(());
+    }
+    message.close_open_text();
+    message.parts.push(UiPart::DataInterrupted {
+        data: serde_json::json!({
+            "requestId": turn.request_id,
+            "message": crate::error::stream_error_text(INTERRUPTED_MESSAGE, &turn.request_id),
+        }),
+    });
+    chat.save_message(key, &message, None).await?;
+    tracing::warn!(request_id = %turn.request_id, "a turn interrupted by its owner's stop was marked in the stored message");
+    Ok(())
+}

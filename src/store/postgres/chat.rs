@@ -1,0 +1,276 @@
+//! chat in PostgreSQL: the operations of [`ChatStore`] over the tables of migration 0001.
+
+use deadpool_postgres::Pool;
+use tokio_postgres::Row;
+
+use super::now_ms;
+use crate::compaction::Summary;
+use crate::error::Error;
+use crate::store::chat::{ChatStore, Conversation, ConversationSummary, PendingApproval, Save, refused_binding, stored_role, title_from};
+use crate::store::key::{ConversationKey, UserId};
+use crate::ui_stream::UiMessage;
+
+const APPROVAL_COLUMNS: &str = "approval_id, message_id, tool_call_id, server, tool, arguments, arguments_sha256";
+
+#[derive(Clone)]
+pub struct PgChat {
+    pool: Pool,
+}
+
+impl PgChat {
+    pub fn new(pool: Pool) -> PgChat {
+        PgChat { pool }
+    }
+}
+
+#[async_trait::async_trait]
+impl ChatStore for PgChat {
+    async fn save(&self, key: &ConversationKey, message: &UiMessage, save: Save) -> Result<(), Error> {
+        let json = serde_json::to_string(message).map_err(|e| Error::Internal(e.to_string()))?;
+        let (uid, cid) = (key.uid(), key.id());
+        let title = save.title_hint.as_deref().map(title_from).unwrap_or_default();
+        let now = now_ms();
+        let assistant = save.user_assistant.as_deref();
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        if let Some(wanted) = assistant {
+            // The binding is set once; the row lock keeps a concurrent first message honest.
+            let bound = tx
+                .query_opt(
+                    "SELECT assistant FROM conversations WHERE uid = $1 AND id = $2 FOR UPDATE",
+                    &[&uid, &cid],
+                )
+                .await?
+                .map(|r| r.try_get::<_, Option<String>>(0))
+                .transpose()?
+                .flatten();
+            if let Some(bound) = refused_binding(bound, wanted) {
+                return Err(Error::AssistantBound(bound));
+            }
+        }
+        tx.execute(
+            "INSERT INTO conversations (uid, id, title, assistant, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
+             ON CONFLICT (uid, id) DO UPDATE SET updated_at = excluded.updated_at,
+               title = CASE WHEN conversations.title = '' THEN excluded.title ELSE conversations.title END",
+            &[&uid, &cid, &title, &assistant, &now],
+        )
+        .await?;
+        tx.execute(
+            "INSERT INTO messages (uid, conversation_id, id, role, message, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (uid, conversation_id, id) DO UPDATE SET message = excluded.message",
+            &[&uid, &cid, &message.id, &stored_role(message.role), &json, &now],
+        )
+        .await?;
+        if assistant.is_some() {
+            tx.execute(
+                "DELETE FROM pending_approvals WHERE uid = $1 AND conversation_id = $2",
+                &[&uid, &cid],
+            )
+            .await?;
+        }
+        for a in &save.approvals {
+            tx.execute(
+                "INSERT INTO pending_approvals (approval_id, uid, conversation_id, message_id, tool_call_id, server, tool, arguments, arguments_sha256, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                &[
+                    &a.approval_id,
+                    &uid,
+                    &cid,
+                    &a.message_id,
+                    &a.tool_call_id,
+                    &a.server,
+                    &a.tool,
+                    &a.arguments.to_string(),
+                    &a.arguments_sha256,
+                    &now,
+                ],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn assistant_of(&self, key: &ConversationKey) -> Result<Option<Option<String>>, Error> {
+        let row = self
+            .pool
+            .get()
+            .await?
+            .query_opt(
+                "SELECT assistant FROM conversations WHERE uid = $1 AND id = $2",
+                &[&key.uid(), &key.id()],
+            )
+            .await?;
+        row.map(|r| r.try_get::<_, Option<String>>(0)).transpose().map_err(Error::from)
+    }
+
+    async fn take_approval(&self, key: &ConversationKey, approval_id: &str) -> Result<Option<PendingApproval>, Error> {
+        // One statement: two instances racing for the same approval cannot both get it.
+        let row = self
+            .pool
+            .get()
+            .await?
+            .query_opt(
+                &format!(
+                    "DELETE FROM pending_approvals WHERE approval_id = $1 AND uid = $2 AND conversation_id = $3 RETURNING {APPROVAL_COLUMNS}"
+                ),
+                &[&approval_id, &key.uid(), &key.id()],
+            )
+            .await?;
+        row.as_ref().map(row_to_approval).transpose()
+    }
+
+    async fn pending_approvals(&self, key: &ConversationKey) -> Result<Vec<PendingApproval>, Error> {
+        let rows = self
+            .pool
+            .get()
+            .await?
+            .query(
+                &format!(
+                    "SELECT {APPROVAL_COLUMNS} FROM pending_approvals WHERE uid = $1 AND conversation_id = $2 ORDER BY created_at, approval_id"
+                ),
+                &[&key.uid(), &key.id()],
+            )
+            .await?;
+        rows.iter().map(row_to_approval).collect()
+    }
+
+    async fn list(&self, uid: &UserId) -> Result<Vec<ConversationSummary>, Error> {
+        let rows = self
+            .pool
+            .get()
+            .await?
+            .query(
+                "SELECT id, title, created_at, updated_at FROM conversations WHERE uid = $1 ORDER BY updated_at DESC, id LIMIT 500",
+                &[&uid.as_str()],
+            )
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(ConversationSummary {
+                    id: r.try_get(0)?,
+                    title: r.try_get(1)?,
+                    created_at: r.try_get(2)?,
+                    updated_at: r.try_get(3)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn load(&self, key: &ConversationKey) -> Result<Option<Conversation>, Error> {
+        let client = self.pool.get().await?;
+        let Some(head) = client
+            .query_opt(
+                "SELECT title, assistant FROM conversations WHERE uid = $1 AND id = $2",
+                &[&key.uid(), &key.id()],
+            )
+            .await?
+        else {
+            return Ok(None);
+        };
+        let rows = client
+            .query(
+                "SELECT message FROM messages WHERE uid = $1 AND conversation_id = $2 ORDER BY seq",
+                &[&key.uid(), &key.id()],
+            )
+            .await?;
+        let mut messages = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let json: &str = r.try_get(0)?;
+            messages.push(serde_json::from_str(json).map_err(|e| Error::Internal(format!("stored message: {e}")))?);
+        }
+        Ok(Some(Conversation {
+            id: key.id().to_string(),
+            title: head.try_get(0)?,
+            assistant: head.try_get(1)?,
+            messages,
+        }))
+    }
+
+    async fn delete(&self, key: &ConversationKey) -> Result<bool, Error> {
+        let n = self
+            .pool
+            .get()
+            .await?
+            .execute("DELETE FROM conversations WHERE uid = $1 AND id = $2", &[&key.uid(), &key.id()])
+            .await?;
+        Ok(n > 0)
+    }
+
+    async fn save_summary(&self, key: &ConversationKey, summary: &Summary) -> Result<bool, Error> {
+        let covers = i64::try_from(summary.covers_count).map_err(|_| Error::Internal("summary range too large".into()))?;
+        let n = self
+            .pool
+            .get()
+            .await?
+            .execute(
+                "INSERT INTO summaries (uid, conversation_id, covers_count, covers_until_id, text, created_at)
+                 SELECT $1::TEXT, $2::TEXT, $3::BIGINT, $4::TEXT, $5::TEXT, $6::BIGINT
+                 WHERE EXISTS (SELECT 1 FROM conversations WHERE uid = $1 AND id = $2)
+                 ON CONFLICT (uid, conversation_id, covers_count) DO NOTHING",
+                &[&key.uid(), &key.id(), &covers, &summary.covers_until_id, &summary.text, &now_ms()],
+            )
+            .await?;
+        Ok(n > 0)
+    }
+
+    async fn latest_summary(&self, key: &ConversationKey) -> Result<Option<Summary>, Error> {
+        let row = self
+            .pool
+            .get()
+            .await?
+            .query_opt(
+                "SELECT covers_count, covers_until_id, text FROM summaries WHERE uid = $1 AND conversation_id = $2
+                 ORDER BY covers_count DESC LIMIT 1",
+                &[&key.uid(), &key.id()],
+            )
+            .await?;
+        row.map(|r| {
+            Ok(Summary {
+                covers_count: usize::try_from(r.try_get::<_, i64>(0)?).unwrap_or(0),
+                covers_until_id: r.try_get(1)?,
+                text: r.try_get(2)?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn erase_user(&self, uid: &UserId) -> Result<usize, Error> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        for table in ["summaries", "pending_approvals", "messages"] {
+            tx.execute(&format!("DELETE FROM {table} WHERE uid = $1"), &[&uid.as_str()]).await?;
+        }
+        let n = tx.execute("DELETE FROM conversations WHERE uid = $1", &[&uid.as_str()]).await?;
+        tx.commit().await?;
+        // Dead rows stay in the table files until vacuumed; reclaim them now (an erasure is
+        // rare). What PostgreSQL guarantees beyond this is in docs/scale-out.md.
+        vacuum(&client, &["summaries", "pending_approvals", "messages", "conversations"]).await;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    async fn close(&self) {
+        self.pool.close();
+    }
+}
+
+/// VACUUM cannot run inside a transaction; a failure is logged (the rows are already gone
+/// from every query, only their dead tuples wait for autovacuum).
+pub(super) async fn vacuum(client: &deadpool_postgres::Client, tables: &[&str]) {
+    if let Err(e) = client.batch_execute(&format!("VACUUM {}", tables.join(", "))).await {
+        tracing::warn!(error = %e, "VACUUM after an erasure failed; autovacuum will reclaim the rows");
+    }
+}
+
+fn row_to_approval(r: &Row) -> Result<PendingApproval, Error> {
+    let args: &str = r.try_get(5)?;
+    Ok(PendingApproval {
+        approval_id: r.try_get(0)?,
+        message_id: r.try_get(1)?,
+        tool_call_id: r.try_get(2)?,
+        server: r.try_get(3)?,
+        tool: r.try_get(4)?,
+        arguments: serde_json::from_str(args).unwrap_or(serde_json::Value::Null),
+        arguments_sha256: r.try_get(6)?,
+    })
+}

@@ -1,0 +1,119 @@
+//! Conversation leases in PostgreSQL (migration 0002), timed by the database clock.
+
+use deadpool_postgres::Pool;
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::store::key::ConversationKey;
+use crate::store::lease::{Acquired, InterruptedTurn, LeaseStore};
+
+#[derive(Clone)]
+pub struct PgLeases {
+    pool: Pool,
+}
+
+impl PgLeases {
+    pub fn new(pool: Pool) -> PgLeases {
+        PgLeases { pool }
+    }
+}
+
+fn ttl_secs(ttl: Duration) -> f64 {
+    ttl.as_secs_f64()
+}
+
+#[async_trait::async_trait]
+impl LeaseStore for PgLeases {
+    async fn acquire(&self, key: &ConversationKey, owner: &str, ttl: Duration) -> Result<Acquired, Error> {
+        let (uid, cid) = (key.uid(), key.id());
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        // A row to lock: created (already ours) when there is none.
+        tx.execute(
+            "INSERT INTO conversation_leases (uid, conversation_id, owner, expires_at)
+             VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+             ON CONFLICT (uid, conversation_id) DO NOTHING",
+            &[&uid, &cid, &owner, &ttl_secs(ttl)],
+        )
+        .await?;
+        let row = tx
+            .query_one(
+                "SELECT owner, EXTRACT(EPOCH FROM (expires_at - now()))::FLOAT8, turn_message_id, turn_request_id
+                 FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 FOR UPDATE",
+                &[&uid, &cid],
+            )
+            .await?;
+        let (holder, remaining): (String, f64) = (row.try_get(0)?, row.try_get(1)?);
+        if holder != owner && remaining > 0.0 {
+            tx.commit().await?;
+            return Ok(Acquired::HeldElsewhere {
+                retry_after: Duration::from_secs_f64(remaining.ceil().max(1.0)),
+            });
+        }
+        let interrupted = match (row.try_get::<_, Option<String>>(2)?, row.try_get::<_, Option<String>>(3)?) {
+            (Some(message_id), Some(request_id)) => Some(InterruptedTurn { message_id, request_id }),
+            _ => None,
+        };
+        tx.execute(
+            "UPDATE conversation_leases SET owner = $3, expires_at = now() + make_interval(secs => $4),
+               turn_message_id = NULL, turn_request_id = NULL
+             WHERE uid = $1 AND conversation_id = $2",
+            &[&uid, &cid, &owner, &ttl_secs(ttl)],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(Acquired::Granted { interrupted })
+    }
+
+    async fn renew(&self, key: &ConversationKey, owner: &str, ttl: Duration) -> Result<bool, Error> {
+        let n = self
+            .pool
+            .get()
+            .await?
+            .execute(
+                "UPDATE conversation_leases SET expires_at = now() + make_interval(secs => $4)
+                 WHERE uid = $1 AND conversation_id = $2 AND owner = $3",
+                &[&key.uid(), &key.id(), &owner, &ttl_secs(ttl)],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn turn_started(&self, key: &ConversationKey, owner: &str, turn: &InterruptedTurn) -> Result<(), Error> {
+        self.pool
+            .get()
+            .await?
+            .execute(
+                "UPDATE conversation_leases SET turn_message_id = $4, turn_request_id = $5
+                 WHERE uid = $1 AND conversation_id = $2 AND owner = $3",
+                &[&key.uid(), &key.id(), &owner, &turn.message_id, &turn.request_id],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn turn_ended(&self, key: &ConversationKey, owner: &str) -> Result<(), Error> {
+        self.pool
+            .get()
+            .await?
+            .execute(
+                "UPDATE conversation_leases SET turn_message_id = NULL, turn_request_id = NULL
+                 WHERE uid = $1 AND conversation_id = $2 AND owner = $3",
+                &[&key.uid(), &key.id(), &owner],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn release(&self, key: &ConversationKey, owner: &str) -> Result<(), Error> {
+        self.pool
+            .get()
+            .await?
+            .execute(
+                "DELETE FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 AND owner = $3 AND turn_message_id IS NULL",
+                &[&key.uid(), &key.id(), &owner],
+            )
+            .await?;
+        Ok(())
+    }
+}

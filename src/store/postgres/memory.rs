@@ -1,0 +1,102 @@
+//! memory in PostgreSQL: the operations of [`MemoryStore`] over the tables of migration 0001.
+
+use deadpool_postgres::Pool;
+
+use super::chat::vacuum;
+use super::now_ms;
+use crate::error::Error;
+use crate::store::key::{ConversationKey, UserId};
+use crate::store::memory::{Fact, MAX_FACTS_PER_USER, MemoryStore, checked_fact, memory_full, source_of};
+
+#[derive(Clone)]
+pub struct PgMemory {
+    pool: Pool,
+}
+
+impl PgMemory {
+    pub fn new(pool: Pool) -> PgMemory {
+        PgMemory { pool }
+    }
+}
+
+#[async_trait::async_trait]
+impl MemoryStore for PgMemory {
+    async fn list(&self, uid: &UserId) -> Result<Vec<Fact>, Error> {
+        let rows = self
+            .pool
+            .get()
+            .await?
+            .query(
+                "SELECT id, text, created_at, source_conversation FROM facts WHERE uid = $1 ORDER BY id",
+                &[&uid.as_str()],
+            )
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(Fact {
+                    id: r.try_get(0)?,
+                    text: r.try_get(1)?,
+                    created_at: r.try_get(2)?,
+                    source_conversation: r.try_get(3)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn write(&self, uid: &UserId, text: &str, source_conversation: Option<&ConversationKey>) -> Result<Fact, Error> {
+        let text = checked_fact(text)?;
+        let source = source_of(uid, source_conversation);
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        // Two instances saving for one user at once must not both pass the limit: the
+        // count and the insert run under a per-user lock held until commit.
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('facts:' || $1, 0))",
+            &[&uid.as_str()],
+        )
+        .await?;
+        let count: i64 = tx
+            .query_one("SELECT count(*) FROM facts WHERE uid = $1", &[&uid.as_str()])
+            .await?
+            .try_get(0)?;
+        if usize::try_from(count).unwrap_or(usize::MAX) >= MAX_FACTS_PER_USER {
+            return Err(memory_full());
+        }
+        let created_at = now_ms();
+        let id: i64 = tx
+            .query_one(
+                "INSERT INTO facts (uid, text, created_at, source_conversation) VALUES ($1, $2, $3, $4) RETURNING id",
+                &[&uid.as_str(), &text, &created_at, &source],
+            )
+            .await?
+            .try_get(0)?;
+        tx.commit().await?;
+        Ok(Fact {
+            id,
+            text,
+            created_at,
+            source_conversation: source,
+        })
+    }
+
+    async fn forget(&self, uid: &UserId, id: i64) -> Result<bool, Error> {
+        let n = self
+            .pool
+            .get()
+            .await?
+            .execute("DELETE FROM facts WHERE uid = $1 AND id = $2", &[&uid.as_str(), &id])
+            .await?;
+        Ok(n > 0)
+    }
+
+    async fn erase_user(&self, uid: &UserId) -> Result<usize, Error> {
+        let client = self.pool.get().await?;
+        let n = client.execute("DELETE FROM facts WHERE uid = $1", &[&uid.as_str()]).await?;
+        vacuum(&client, &["facts"]).await;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    async fn close(&self) {
+        self.pool.close();
+    }
+}

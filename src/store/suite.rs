@@ -1,0 +1,388 @@
+//! The store suite: every behaviour of the three stores that callers rely on, written once
+//! against the traits and run on both implementations — SQLite files in a temp dir, and a
+//! throwaway PostgreSQL cluster (Debian's server, started by the shared test harness; in CI
+//! a PostgreSQL that cannot start fails the test, it is never skipped).
+
+use std::sync::Arc;
+
+use super::audit::{ApprovalState, Category, Entry, Kind, Outcome};
+use super::chat::{PendingApproval, Save};
+use super::key::{test_caller, test_key as key, test_user as user_id};
+use super::memory::MAX_FACTS_PER_USER;
+use super::{Backend, Stores};
+use crate::compaction::Summary;
+use crate::ui_stream::{Role, UiMessage, UiPart};
+
+fn user(id: &str, text: &str) -> UiMessage {
+    UiMessage {
+        id: id.into(),
+        role: Role::User,
+        parts: vec![UiPart::Text {
+            text: text.into(),
+            state: None,
+        }],
+    }
+}
+
+fn approval(id: &str, message_id: &str) -> PendingApproval {
+    PendingApproval {
+        approval_id: id.into(),
+        message_id: message_id.into(),
+        tool_call_id: format!("call_{id}"),
+        server: "nextcloud".into(),
+        tool: "files_move".into(),
+        arguments: serde_json::json!({"from": "a", "to": "b"}),
+        arguments_sha256: "x".into(),
+    }
+}
+
+async fn run_suite(s: &Stores) {
+    conversations_are_per_user(s).await;
+    messages_keep_their_order_and_last_version(s).await;
+    summaries_are_stored_once_per_range_and_erased_with_the_user(s).await;
+    approvals_are_taken_once_by_their_owner(s).await;
+    a_conversation_keeps_its_assistant(s).await;
+    a_user_message_supersedes_pending_approvals(s).await;
+    concurrent_takers_get_an_approval_once(s).await;
+    audit_rows_and_fingerprints_round_trip(s).await;
+    facts_are_per_user_and_limited(s).await;
+    concurrent_fact_writes_respect_the_limit(s).await;
+}
+
+async fn conversations_are_per_user(s: &Stores) {
+    let chat = &s.chat;
+    chat.save_message(
+        &key("alice", "c1"),
+        &user("m1", "Plan the offsite\nmore"),
+        Some("Plan the offsite\nmore".into()),
+    )
+    .await
+    .unwrap();
+    chat.save_message(&key("bob", "c1"), &user("m1", "bob's own"), Some("bob's own".into()))
+        .await
+        .unwrap();
+    assert_eq!(chat.list(&user_id("alice")).await.unwrap()[0].title, "Plan the offsite");
+    assert_eq!(chat.load(&key("bob", "c1")).await.unwrap().unwrap().messages[0].text(), "bob's own");
+    assert!(chat.load(&key("bob", "c2")).await.unwrap().is_none());
+    assert!(chat.delete(&key("bob", "c1")).await.unwrap());
+    assert!(!chat.delete(&key("bob", "c1")).await.unwrap());
+    assert!(chat.list(&user_id("bob")).await.unwrap().is_empty());
+    assert_eq!(chat.load(&key("alice", "c1")).await.unwrap().unwrap().messages.len(), 1);
+}
+
+async fn messages_keep_their_order_and_last_version(s: &Stores) {
+    let chat = &s.chat;
+    let k = key("carol", "order");
+    for i in 0..5 {
+        chat.save_message(&k, &user(&format!("m{i}"), &format!("text {i}")), None)
+            .await
+            .unwrap();
+    }
+    // Upserting m1 keeps its place and replaces its content (a streamed message grows).
+    let mut assistant = UiMessage::new("m1".into(), Role::Assistant);
+    assistant.parts.push(UiPart::Text {
+        text: "grown".into(),
+        state: None,
+    });
+    chat.save_message(&k, &assistant, Some("Late title".into())).await.unwrap();
+    chat.save_message(&k, &user("m5", "x"), Some("Too late".into())).await.unwrap();
+    let loaded = chat.load(&k).await.unwrap().unwrap();
+    let ids: Vec<&str> = loaded.messages.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["m0", "m1", "m2", "m3", "m4", "m5"]);
+    assert_eq!(loaded.messages[1].text(), "grown");
+    assert_eq!(loaded.messages[1].role, Role::Assistant);
+    assert_eq!(
+        loaded.title, "Late title",
+        "an untitled conversation takes the first hint, and keeps it"
+    );
+}
+
+async fn summaries_are_stored_once_per_range_and_erased_with_the_user(s: &Stores) {
+    let chat = &s.chat;
+    let sum = |n: usize, text: &str| Summary {
+        covers_count: n,
+        covers_until_id: format!("m{n}"),
+        text: text.into(),
+    };
+    let (dave, erin) = (key("dave", "c1"), key("erin", "c1"));
+    assert!(
+        !chat.save_summary(&dave, &sum(2, "orphan")).await.unwrap(),
+        "no conversation, no summary"
+    );
+    chat.save_message(&dave, &user("m1", "hi"), None).await.unwrap();
+    chat.save_message(&erin, &user("m1", "erin"), None).await.unwrap();
+    assert!(chat.save_summary(&dave, &sum(2, "first")).await.unwrap());
+    assert!(!chat.save_summary(&dave, &sum(2, "again")).await.unwrap());
+    assert!(chat.save_summary(&dave, &sum(6, "later")).await.unwrap());
+    assert!(chat.save_summary(&erin, &sum(2, "erin's")).await.unwrap());
+    assert_eq!(chat.latest_summary(&dave).await.unwrap(), Some(sum(6, "later")));
+    assert_eq!(chat.erase_user(&user_id("dave")).await.unwrap(), 1);
+    assert_eq!(chat.latest_summary(&dave).await.unwrap(), None);
+    assert!(chat.load(&dave).await.unwrap().is_none());
+    assert_eq!(chat.latest_summary(&erin).await.unwrap(), Some(sum(2, "erin's")));
+}
+
+async fn approvals_are_taken_once_by_their_owner(s: &Stores) {
+    let chat = &s.chat;
+    let a = approval("ap1", "m2");
+    chat.save_message_with_approvals(&key("frank", "c1"), &user("m2", "x"), vec![a.clone(), approval("ap2", "m2")])
+        .await
+        .unwrap();
+    let pending = chat.pending_approvals(&key("frank", "c1")).await.unwrap();
+    assert_eq!(pending.len(), 2);
+    assert_eq!(pending[0], a, "the recorded call comes back exactly");
+    assert!(chat.pending_approvals(&key("grace", "c1")).await.unwrap().is_empty());
+    assert!(chat.take_approval(&key("grace", "c1"), "ap1").await.unwrap().is_none());
+    assert!(chat.take_approval(&key("frank", "c2"), "ap1").await.unwrap().is_none());
+    assert_eq!(chat.take_approval(&key("frank", "c1"), "ap1").await.unwrap(), Some(a));
+    assert!(chat.take_approval(&key("frank", "c1"), "ap1").await.unwrap().is_none());
+    assert_eq!(chat.pending_approvals(&key("frank", "c1")).await.unwrap().len(), 1);
+}
+
+async fn a_conversation_keeps_its_assistant(s: &Stores) {
+    use crate::error::Error;
+    let chat = &s.chat;
+    let k = key("oscar", "new");
+    assert_eq!(chat.assistant_of(&k).await.unwrap(), None);
+    chat.save_user_message(&k, &user("m1", "hi"), "planner").await.unwrap();
+    assert_eq!(chat.assistant_of(&k).await.unwrap(), Some(Some("planner".into())));
+    assert_eq!(chat.assistant_of(&key("peggy", "new")).await.unwrap(), None, "per user");
+    chat.save_user_message(&k, &user("m2", "again"), "planner").await.unwrap();
+    let refused = chat.save_user_message(&k, &user("m3", "switch"), "writer").await;
+    assert!(
+        matches!(refused, Err(Error::AssistantBound(ref b)) if b == "planner"),
+        "{refused:?}"
+    );
+    let c = chat.load(&k).await.unwrap().unwrap();
+    assert_eq!(c.messages.len(), 2, "nothing of the refused message was written");
+    assert_eq!(c.assistant.as_deref(), Some("planner"));
+    // An assistant message never sets or changes the binding.
+    chat.save_message(&k, &user("a1", "reply"), None).await.unwrap();
+    assert_eq!(chat.assistant_of(&k).await.unwrap(), Some(Some("planner".into())));
+    // A conversation created by a non-user message has no binding until a user message.
+    let unbound = key("oscar", "unbound");
+    chat.save_message(&unbound, &user("x", "x"), None).await.unwrap();
+    assert_eq!(chat.assistant_of(&unbound).await.unwrap(), Some(None));
+}
+
+async fn a_user_message_supersedes_pending_approvals(s: &Stores) {
+    let chat = &s.chat;
+    let k = key("heidi", "c1");
+    chat.save_message_with_approvals(&k, &user("m1", "x"), vec![approval("ap_h", "m1")])
+        .await
+        .unwrap();
+    chat.save_user_message(&k, &user("m2", "never mind"), "default").await.unwrap();
+    assert!(chat.pending_approvals(&k).await.unwrap().is_empty());
+    assert!(chat.take_approval(&k, "ap_h").await.unwrap().is_none());
+    // A save with nothing to add keeps what is pending.
+    chat.save(&k, &user("m3", "again"), Save::default()).await.unwrap();
+    chat.save_message_with_approvals(&k, &user("m4", "y"), vec![approval("ap_h2", "m4")])
+        .await
+        .unwrap();
+    chat.save_message(&k, &user("m4", "y2"), None).await.unwrap();
+    assert_eq!(chat.pending_approvals(&k).await.unwrap().len(), 1);
+}
+
+async fn concurrent_takers_get_an_approval_once(s: &Stores) {
+    let k = key("ivan", "c1");
+    s.chat
+        .save_message_with_approvals(&k, &user("m1", "x"), vec![approval("ap_race", "m1")])
+        .await
+        .unwrap();
+    let mut takers = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let (chat, k) = (Arc::clone(&s.chat), k.clone());
+        takers.spawn(async move { chat.take_approval(&k, "ap_race").await.unwrap() });
+    }
+    let won = takers.join_all().await.into_iter().filter(Option::is_some).count();
+    assert_eq!(won, 1, "exactly one taker runs the approved call");
+}
+
+async fn audit_rows_and_fingerprints_round_trip(s: &Stores) {
+    let caller = test_caller("judy");
+    let e = Entry::of(Kind::ToolCall, Outcome::Ok, &caller)
+        .conversation(&key("judy", "c1"))
+        .tool("nextcloud", "files_move")
+        .category(Category::Action)
+        .approval(ApprovalState::ApprovedByUser)
+        .arguments_sha256("ab".into())
+        .duration_ms(12)
+        .build();
+    let denied = Entry::of(Kind::ToolCall, Outcome::NotRun, &caller)
+        .tool("nextcloud", "files_delete")
+        .category(Category::Action)
+        .approval(ApprovalState::DeniedByUser)
+        .build();
+    let erased = Entry::of(Kind::Erasure, Outcome::Erased, &caller).detail("1 conversation").build();
+    for row in [&e, &denied, &erased] {
+        s.audit.record(row.clone()).await;
+    }
+    let rows: Vec<Entry> = s.audit.entries().await.unwrap().into_iter().filter(|r| r.uid == "judy").collect();
+    assert_eq!(rows, vec![e, denied, erased]);
+    // Erasing the user's chat and memory never touches the audit trail.
+    s.chat.erase_user(&user_id("judy")).await.unwrap();
+    s.memory.erase_user(&user_id("judy")).await.unwrap();
+    assert_eq!(s.audit.entries().await.unwrap().iter().filter(|r| r.uid == "judy").count(), 3);
+    let audit = &s.audit;
+    assert_eq!(audit.observe_fingerprint("s", "t", "f1").await.unwrap(), None);
+    assert_eq!(audit.observe_fingerprint("s", "t", "f1").await.unwrap(), None);
+    assert_eq!(audit.observe("s", "t", "f1").await.unwrap().last_changed_ms, None);
+    // Times are in milliseconds: a change in the first one would read as "never changed".
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    assert_eq!(audit.observe_fingerprint("s", "t", "f2").await.unwrap(), Some("f1".into()));
+    assert!(audit.known_tools().await.unwrap().contains(&("s".to_string(), "t".to_string())));
+    let seen = audit.observe("s", "t", "f2").await.unwrap();
+    assert!(seen.previous.is_none() && seen.last_changed_ms.is_some(), "{seen:?}");
+}
+
+async fn facts_are_per_user_and_limited(s: &Stores) {
+    let m = &s.memory;
+    let (kate, leo) = (user_id("kate"), user_id("leo"));
+    let f = m
+        .write(&kate, "  Prefers meetings after 10:00 ", Some(&key("kate", "c1")))
+        .await
+        .unwrap();
+    assert_eq!(f.text, "Prefers meetings after 10:00");
+    assert_eq!(f.source_conversation.as_deref(), Some("c1"));
+    let foreign_source = m.write(&leo, "leo's", Some(&key("kate", "c1"))).await.unwrap();
+    assert_eq!(
+        foreign_source.source_conversation, None,
+        "only the user's own conversation is a source"
+    );
+    assert_eq!(m.list(&kate).await.unwrap(), vec![f.clone()]);
+    assert!(!m.forget(&leo, f.id).await.unwrap(), "leo cannot forget kate's fact");
+    assert!(m.write(&kate, " ", None).await.unwrap_err().to_string().contains("empty"));
+    let long = "x".repeat(super::memory::MAX_FACT_CHARS + 1);
+    assert!(m.write(&kate, &long, None).await.unwrap_err().to_string().contains("at most 500"));
+    for i in 1..MAX_FACTS_PER_USER {
+        m.write(&kate, &format!("fact {i}"), None).await.unwrap();
+    }
+    assert!(
+        m.write(&kate, "one more", None)
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("Memory is full")
+    );
+    assert!(m.forget(&kate, f.id).await.unwrap());
+    assert!(!m.forget(&kate, f.id).await.unwrap());
+    assert_eq!(m.erase_user(&kate).await.unwrap(), MAX_FACTS_PER_USER - 1);
+    assert!(m.list(&kate).await.unwrap().is_empty());
+    assert_eq!(m.list(&leo).await.unwrap().len(), 1);
+}
+
+async fn concurrent_fact_writes_respect_the_limit(s: &Stores) {
+    let mallory = user_id("mallory");
+    let mut writers = tokio::task::JoinSet::new();
+    for i in 0..MAX_FACTS_PER_USER + 20 {
+        let (m, u) = (Arc::clone(&s.memory), mallory.clone());
+        writers.spawn(async move { m.write(&u, &format!("fact {i}"), None).await.is_ok() });
+    }
+    let saved = writers.join_all().await.into_iter().filter(|ok| *ok).count();
+    assert_eq!(saved, MAX_FACTS_PER_USER);
+    assert_eq!(s.memory.list(&mallory).await.unwrap().len(), MAX_FACTS_PER_USER);
+}
+
+/// Leases shared between instances (PostgreSQL only: SQLite's belong to one process).
+async fn leases_have_one_owner_and_expire(s: &Stores) {
+    use super::lease::{Acquired, InterruptedTurn, mark_interrupted};
+    use std::time::Duration;
+    let (l, k) = (&s.leases, key("nina", "c1"));
+    let (short, long) = (Duration::from_millis(1500), Duration::from_secs(30));
+    assert_eq!(l.acquire(&k, "a", short).await.unwrap(), Acquired::Granted { interrupted: None });
+    assert_eq!(
+        l.acquire(&k, "a", short).await.unwrap(),
+        Acquired::Granted { interrupted: None },
+        "re-acquiring is fine"
+    );
+    let Acquired::HeldElsewhere { retry_after } = l.acquire(&k, "b", long).await.unwrap() else {
+        panic!("b must not own what a holds")
+    };
+    assert!(
+        retry_after >= Duration::from_secs(1) && retry_after <= Duration::from_secs(2),
+        "{retry_after:?}"
+    );
+    assert_eq!(
+        l.acquire(&key("nina", "c2"), "b", long).await.unwrap(),
+        Acquired::Granted { interrupted: None },
+        "another conversation is free"
+    );
+    // a writes part of a reply, then dies (stops renewing) mid-turn.
+    let turn = InterruptedTurn {
+        message_id: "asst1".into(),
+        request_id: "req_dead".into(),
+    };
+    l.turn_started(&k, "a", &turn).await.unwrap();
+    assert!(l.renew(&k, "a", short).await.unwrap());
+    let mut partial = UiMessage::new("asst1".into(), Role::Assistant);
+    partial.parts.push(UiPart::Text {
+        text: "Half a rep".into(),
+        state: Some(crate::ui_stream::TextState::Streaming),
+    });
+    s.chat.save_message(&k, &partial, None).await.unwrap();
+    tokio::time::sleep(short + Duration::from_millis(300)).await;
+    let Acquired::Granted { interrupted: Some(found) } = l.acquire(&k, "b", long).await.unwrap() else {
+        panic!("the expired lease goes to b, with a's turn in flight")
+    };
+    assert_eq!(found, turn);
+    assert!(!l.renew(&k, "a", short).await.unwrap(), "a learns it lost the lease");
+    l.release(&k, "a").await.unwrap();
+    assert!(
+        matches!(l.acquire(&k, "a", short).await.unwrap(), Acquired::HeldElsewhere { .. }),
+        "a's release cannot free b's lease"
+    );
+    mark_interrupted(s.chat.as_ref(), &k, &found).await.unwrap();
+    mark_interrupted(s.chat.as_ref(), &k, &found).await.unwrap();
+    let stored = s.chat.load(&k).await.unwrap().unwrap().messages;
+    let parts = &stored.iter().find(|m| m.id == "asst1").unwrap().parts;
+    assert_eq!(parts.len(), 2, "the text kept, one marker added: {parts:?}");
+    assert!(matches!(
+        &parts[0],
+        UiPart::Text {
+            state: Some(crate::ui_stream::TextState::Done),
+            ..
+        }
+    ));
+    let UiPart::DataInterrupted { data } = &parts[1] else {
+        panic!("{parts:?}")
+    };
+    assert_eq!(data["requestId"], "req_dead");
+    assert!(data["message"].as_str().unwrap().contains("req_dead"));
+    // A turn lost before anything was committed still leaves a visible marker.
+    let nothing = InterruptedTurn {
+        message_id: "asst2".into(),
+        request_id: "req_early".into(),
+    };
+    mark_interrupted(s.chat.as_ref(), &k, &nothing).await.unwrap();
+    let stored = s.chat.load(&k).await.unwrap().unwrap().messages;
+    assert_eq!(stored.last().unwrap().id, "asst2");
+    // b ends cleanly and releases: the next owner finds nothing interrupted.
+    l.turn_ended(&k, "b").await.unwrap();
+    l.release(&k, "b").await.unwrap();
+    assert_eq!(l.acquire(&k, "c", short).await.unwrap(), Acquired::Granted { interrupted: None });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suite_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = Stores::open(&Backend::Sqlite(dir.path().to_path_buf())).await.unwrap();
+    run_suite(&stores).await;
+    stores.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suite_on_postgres() {
+    let Some(cluster) = test_harness::postgres::PgCluster::start_or_skip() else {
+        return;
+    };
+    let url = cluster.create_database("suite").unwrap();
+    let backend = Backend::Postgres(crate::config::Secret::new(url));
+    let stores = Stores::open(&backend).await.unwrap();
+    run_suite(&stores).await;
+    leases_have_one_owner_and_expire(&stores).await;
+    stores.close().await;
+    // Migrations are applied once: opening again finds them all and changes nothing.
+    let again = Stores::open(&backend).await.unwrap();
+    assert_eq!(cluster.psql("suite", "SELECT count(*) FROM schema_migrations").unwrap(), "2");
+    again.close().await;
+}

@@ -1,0 +1,217 @@
+//! End to end (issue 15): two real `tamebi` instances on one PostgreSQL (Debian's server, a
+//! throwaway cluster started by the shared harness), the scripted model, real HTTP and SSE.
+//! 200 conversations are spread over both; then one instance is killed with SIGKILL in the
+//! middle of a turn. Afterwards: every committed message is there, every conversation
+//! continues on the survivor, no turn ran twice, a pending approval still works, the
+//! interrupted turn is marked in its stored message, and no lease outlived its bound.
+#![expect(clippy::unwrap_used, reason = "helpers of a test file fail the test by panicking")]
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use test_harness::orchestrator::{Options, Orchestrator, parts, read_sse, user_turn};
+use test_harness::postgres::PgCluster;
+use test_harness::scripted_model::ScriptedModel;
+
+const LEASE_SECS: u64 = 2;
+const CONVERSATIONS: usize = 200;
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap()
+}
+
+fn start(model: &ScriptedModel, database_url: &str) -> Orchestrator {
+    Orchestrator::start(Options {
+        model_url: model.url(),
+        extra_env: vec![
+            ("TAMEBI_DATABASE_URL".into(), database_url.into()),
+            ("TAMEBI_LEASE_SECS".into(), LEASE_SECS.to_string()),
+            // 200 conversations of one person at once: the per-person limit is not under test.
+            ("TAMEBI_USER_MAX_TURNS".into(), "1000".into()),
+        ],
+        ..Options::default()
+    })
+}
+
+/// Where the router would send a conversation (the Nextcloud app hashes ids the same way
+/// in spirit; any stable choice will do for this test).
+fn home(cid: &str) -> usize {
+    cid.bytes().fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(usize::from(b))) % 2
+}
+
+/// A user turn; returns (status, retry-after, owned-elsewhere, parts).
+async fn turn(orch: &Orchestrator, c: &reqwest::Client, cid: &str, mid: &str, text: &str) -> (u16, Option<u64>, bool, Vec<Value>) {
+    send(orch, c, &user_turn(cid, mid, text)).await
+}
+
+async fn send(orch: &Orchestrator, c: &reqwest::Client, body: &[u8]) -> (u16, Option<u64>, bool, Vec<Value>) {
+    let r = orch.request(c, Method::POST, "/v1/chat", "alice", body, None).send().await.unwrap();
+    let status = r.status().as_u16();
+    let retry = r.headers().get("retry-after").and_then(|v| v.to_str().ok()?.parse().ok());
+    let elsewhere = r.headers().contains_key("x-tamebi-owned-elsewhere");
+    let p = if status == 200 { parts(&read_sse(r).await) } else { Vec::new() };
+    (status, retry, elsewhere, p)
+}
+
+async fn stored(orch: &Orchestrator, c: &reqwest::Client, cid: &str) -> Vec<Value> {
+    orch.get_json(c, &format!("/v1/conversations/{cid}"), "alice").await["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// How many model requests ended with this user text (one per turn that ran).
+fn runs_of(model: &ScriptedModel, text: &str) -> usize {
+    model
+        .requests()
+        .iter()
+        .filter(|r| {
+            r["messages"]
+                .as_array()
+                .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+                .is_some_and(|m| m["content"].as_str().is_some_and(|c| c.contains(text)))
+        })
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_one_postgres_and_survive_a_kill() {
+    let Some(pg) = PgCluster::start_or_skip() else { return };
+    let url = pg.create_database("scale").unwrap();
+    let model = ScriptedModel::start();
+    model.add_rules(json!([
+        {"match": "quick", "steps": [{"text": "Done."}]},
+        {"match": "slow", "steps": [{"text": "A long answer that streams slowly, one character at a time.", "chunk_chars": 1, "delay_ms": 200}]},
+        {"match": "remember", "steps": [
+            {"tool_calls": [{"name": "memory_write", "arguments": {"fact": "Prefers tea"}}]},
+            {"text": "Saved."}
+        ]}
+    ]));
+    let mut instances = [start(&model, &url), start(&model, &url)];
+    let c = client();
+
+    // 200 conversations, each on its home instance, concurrently.
+    let cids: Vec<String> = (0..CONVERSATIONS).map(|i| format!("conv-{i}")).collect();
+    let mut tasks = Vec::new();
+    for cid in &cids {
+        let (o, c, cid) = (&instances[home(cid)], c.clone(), cid.clone());
+        tasks.push(async move { turn(o, &c, &cid, &format!("{cid}-m1"), &format!("quick first {cid}")).await });
+    }
+    for (cid, (status, ..)) in cids.iter().zip(futures::future::join_all(tasks).await) {
+        assert_eq!(status, 200, "{cid}");
+    }
+
+    // One owner per conversation: the other instance refuses it, saying when to retry.
+    let on_a: Vec<&String> = cids.iter().filter(|c| home(c) == 0).collect();
+    let (status, retry, elsewhere, _) = turn(&instances[1], &c, on_a[0], "x-m1", "quick intruder").await;
+    assert_eq!((status, elsewhere), (503, true));
+    assert!(retry.is_some_and(|s| (1..=LEASE_SECS).contains(&s)), "{retry:?}");
+    assert_eq!(runs_of(&model, "quick intruder"), 0);
+
+    // On A: an approval left pending, and a slow turn in flight when A is killed.
+    let (status, _, _, asked) = turn(&instances[0], &c, on_a[1], "p-m1", "please remember this").await;
+    assert_eq!(status, 200);
+    let request = asked.iter().find(|p| p["type"] == "tool-approval-request").unwrap().clone();
+    let input = asked.iter().find(|p| p["type"] == "tool-input-available").unwrap().clone();
+    let message_id = asked.iter().find(|p| p["type"] == "start").unwrap()["messageId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let a_owner = pg
+        .psql(
+            "scale",
+            &format!("SELECT owner FROM conversation_leases WHERE conversation_id = '{}'", on_a[1]),
+        )
+        .unwrap();
+    assert!(a_owner.starts_with("inst_"), "{a_owner}");
+
+    let slow_cid = on_a[2].clone();
+    let slow_body = user_turn(&slow_cid, "s-m1", "slow please");
+    let slow = instances[0]
+        .request(&c, Method::POST, "/v1/chat", "alice", &slow_body, None)
+        .header("x-request-id", "req-slow-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(slow.status(), 200);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    instances[0].process().kill9();
+    let killed_at = Instant::now();
+    let cut = read_sse(slow).await;
+    assert!(!cut.iter().any(|f| f == "[DONE]"), "the stream was cut by the kill");
+
+    // Within the lease bound the survivor serves A's conversations.
+    let survivor = &instances[1];
+    let (status, retry, ..) = turn(survivor, &c, on_a[3], &format!("{}-m2", on_a[3]), "quick early").await;
+    if status == 503 {
+        assert!(retry.is_some_and(|s| s <= LEASE_SECS), "{retry:?}");
+    }
+    tokio::time::sleep(Duration::from_secs(LEASE_SECS) + Duration::from_millis(200)).await;
+    assert_eq!(
+        pg.psql(
+            "scale",
+            &format!("SELECT count(*) FROM conversation_leases WHERE owner = '{a_owner}' AND expires_at > now()")
+        )
+        .unwrap(),
+        "0",
+        "no lease of the dead instance outlives {LEASE_SECS} s ({:?} after the kill)",
+        killed_at.elapsed()
+    );
+
+    // Every conversation continues on the survivor, with its history.
+    let mut tasks = Vec::new();
+    for cid in cids.iter().filter(|c| *c != on_a[1]) {
+        let (o, c, cid) = (survivor, c.clone(), cid.clone());
+        tasks.push(async move {
+            let r = turn(o, &c, &cid, &format!("{cid}-m3"), &format!("quick again {cid}")).await;
+            (cid, r)
+        });
+    }
+    for (cid, (status, ..)) in futures::future::join_all(tasks).await {
+        assert_eq!(status, 200, "{cid} continues on the survivor");
+    }
+    for cid in cids.iter().filter(|c| *c != on_a[1] && **c != slow_cid) {
+        let messages = stored(survivor, &c, cid).await;
+        let texts: Vec<String> = messages
+            .iter()
+            .flat_map(|m| m["parts"].as_array().cloned().unwrap_or_default())
+            .filter_map(|p| p["text"].as_str().map(str::to_string))
+            .collect();
+        assert!(texts.contains(&format!("quick first {cid}")), "{cid}: {texts:?}");
+        assert!(
+            texts.iter().filter(|t| *t == "Done.").count() >= 2,
+            "{cid}: both replies committed: {texts:?}"
+        );
+        // No turn ran twice.
+        assert_eq!(runs_of(&model, &format!("quick first {cid}")), 1, "{cid}");
+        assert_eq!(runs_of(&model, &format!("quick again {cid}")), 1, "{cid}");
+    }
+
+    // The interrupted turn is marked in its stored message, with the request id.
+    let slow_messages = stored(survivor, &c, &slow_cid).await;
+    let marker = slow_messages
+        .iter()
+        .flat_map(|m| m["parts"].as_array().cloned().unwrap_or_default())
+        .find(|p| p["type"] == "data-interrupted")
+        .unwrap_or_else(|| panic!("no interrupted marker: {slow_messages:?}"));
+    assert_eq!(marker["data"]["requestId"], "req-slow-1");
+    assert_eq!(runs_of(&model, "slow please"), 1, "the interrupted turn is not rerun by itself");
+
+    // The approval asked on A is honoured on the survivor, once.
+    let decision = json!({"id": on_a[1], "messages": [{"id": message_id, "role": "assistant", "parts": [
+        {"type": "dynamic-tool", "toolName": input["toolName"], "toolCallId": request["toolCallId"],
+         "state": "approval-responded", "input": input["input"],
+         "approval": {"id": request["approvalId"], "approved": true}}
+    ]}]});
+    let body = serde_json::to_vec(&decision).unwrap();
+    let (status, _, _, done) = send(survivor, &c, &body).await;
+    assert_eq!(status, 200);
+    assert!(
+        done.iter().any(|p| p["type"] == "tool-output-available"),
+        "the approved write ran on the survivor: {done:?}"
+    );
+    let facts = survivor.get_json(&c, "/v1/memory", "alice").await;
+    assert_eq!(facts["facts"].as_array().unwrap().len(), 1, "{facts}");
+    let (status, ..) = send(survivor, &c, &body).await;
+    assert_ne!(status, 200, "an approval is used once");
+}
