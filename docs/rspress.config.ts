@@ -31,6 +31,7 @@ const AUDIENCES: { text: string; pages: Page[] }[] = [
       { file: 'mcp-mail', text: 'mcp-mail' },
       { file: 'files-grep', text: 'files_grep' },
       { file: 'performance', text: 'Performance' },
+      { file: 'scale-out', text: 'Scale-out' },
     ],
   },
   {
