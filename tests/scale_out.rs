@@ -225,3 +225,101 @@ async fn two_instances_share_one_postgres_and_survive_a_kill() {
     let (status, ..) = send(survivor, &c, &body).await;
     assert_ne!(status, 200, "an approval is used once");
 }
+
+/// A turn through the load balancer, retried after `Retry-After` (as the app's router and a
+/// browser do) for at most `patience`; returns the final status.
+async fn turn_via(lb: &str, c: &reqwest::Client, uid: &str, cid: &str, mid: &str, text: &str, patience: Duration) -> u16 {
+    let deadline = Instant::now() + patience;
+    loop {
+        let body = user_turn(cid, mid, text);
+        let r = Orchestrator::request_at(c, lb, Method::POST, "/v1/chat", uid, &body, &[])
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        if status == 200 {
+            let _ = read_sse(r).await;
+            return 200;
+        }
+        let wait = r
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()?.parse().ok())
+            .unwrap_or(1u64);
+        if Instant::now() + Duration::from_secs(wait) > deadline {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_secs(wait)).await;
+    }
+}
+
+fn owners(pg: &PgCluster) -> std::collections::BTreeMap<String, String> {
+    pg.psql(
+        "scale_lb",
+        "SELECT uid || '/' || conversation_id || ' ' || owner FROM conversation_leases ORDER BY 1",
+    )
+    .unwrap()
+    .lines()
+    .filter_map(|l| l.split_once(' ').map(|(k, o)| (k.to_string(), o.to_string())))
+    .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn haproxy_keeps_each_conversation_on_one_instance_and_fails_over() {
+    let Some(pg) = PgCluster::start_or_skip() else { return };
+    let url = pg.create_database("scale_lb").unwrap();
+    let model = ScriptedModel::start();
+    model.add_rules(json!([{"match": "quick", "steps": [{"text": "Done."}]}]));
+    let mut instances = [start(&model, &url), start(&model, &url)];
+    let host = |o: &Orchestrator| o.url().trim_start_matches("http://").to_string();
+    let lb = test_harness::haproxy::LoadBalancer::start(&host(&instances[0]), &host(&instances[1]));
+    let c = client();
+    let conversations: Vec<(String, String)> = (0..40).map(|i| (format!("u{}", i % 4), format!("lb-{i}"))).collect();
+    let round = |n: usize| {
+        let (lb, c, conversations) = (lb.url(), c.clone(), conversations.clone());
+        async move {
+            let tasks = conversations.iter().map(|(uid, cid)| {
+                let (lb, c) = (lb.clone(), c.clone());
+                async move {
+                    let status = turn_via(
+                        &lb,
+                        &c,
+                        uid,
+                        cid,
+                        &format!("{cid}-m{n}"),
+                        &format!("quick {n} {cid}"),
+                        Duration::from_secs(20),
+                    )
+                    .await;
+                    (cid.clone(), status)
+                }
+            });
+            futures::future::join_all(tasks).await
+        }
+    };
+    for (cid, status) in round(1).await {
+        assert_eq!(status, 200, "{cid}");
+    }
+    let first = owners(&pg);
+    assert_eq!(first.len(), conversations.len());
+    let distinct: std::collections::BTreeSet<&String> = first.values().collect();
+    assert_eq!(distinct.len(), 2, "conversations spread over both instances: {first:?}");
+    for (cid, status) in round(2).await {
+        assert_eq!(status, 200, "{cid}");
+    }
+    assert_eq!(owners(&pg), first, "every conversation stayed on its instance:\n{}", lb.logs());
+
+    // One instance dies: its conversations continue through the balancer on the other.
+    instances[0].process().kill9();
+    for (cid, status) in round(3).await {
+        assert_eq!(status, 200, "{cid} after the kill:\n{}", lb.logs());
+    }
+    let after = owners(&pg);
+    assert_eq!(after.values().collect::<std::collections::BTreeSet<_>>().len(), 1, "{after:?}");
+    let requests = model.requests();
+    for (uid, cid) in &conversations {
+        for n in 1..=3 {
+            assert_eq!(runs_of(&requests, &format!("quick {n} {cid}")), 1, "{uid}/{cid} turn {n} ran once");
+        }
+    }
+}

@@ -16,14 +16,19 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 docker-compose --env-file .env.example -f compose.yaml config >"$work/config.yaml"
-docker-compose --env-file .env.example -f compose.yaml --profile model --profile observability config --services | sort >"$work/services"
-for svc in nextcloud nextcloud-cron db redis tamebi-app tamebi mcp-nextcloud scripted-model ollama ollama-pull otel-collector jaeger; do
+docker-compose --env-file .env.example -f compose.yaml --profile model --profile observability --profile scale-out config --services | sort >"$work/services"
+for svc in nextcloud nextcloud-cron db redis tamebi-app tamebi mcp-nextcloud scripted-model ollama ollama-pull otel-collector jaeger \
+  tamebi-db-init tamebi-b tamebi-lb; do
   grep -qx "$svc" "$work/services" || { echo "compose.yaml: no service $svc" >&2; exit 1; }
 done
 echo "docker-compose config: ok ($(wc -l <"$work/services") services with every profile)"
 
+# The HAProxy configuration parses with Debian's haproxy (tests/scale_out.rs runs it for real).
+TAMEBI_LB_BIND=127.0.0.1:8700 TAMEBI_A=127.0.0.1:1 TAMEBI_B=127.0.0.1:2 haproxy -c -q -f deploy/haproxy/haproxy.cfg
+echo "haproxy -c: ok"
+
 shellcheck -x deploy/nextcloud/tamebi-hook.sh deploy/docker/with-secrets deploy/docker/prepare-volumes \
-  deploy/ci/fake-occ deploy/ci/test-hook.sh scripts/test.d/60-deploy.sh scripts/install.d/50-deploy.sh
+  deploy/ci/fake-occ deploy/ci/test-hook.sh scripts/test.d/60-deploy.sh scripts/install.d/50-deploy.sh scripts/install.d/55-postgres-haproxy.sh
 echo "shellcheck: ok"
 
 deploy/ci/test-hook.sh "$work/hook"

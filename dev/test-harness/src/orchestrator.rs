@@ -172,7 +172,21 @@ impl Orchestrator {
         body: &[u8],
         credentials: &[(&str, &str)],
     ) -> reqwest::RequestBuilder {
-        let mut rb = client.request(method, format!("{}{path}", self.url())).body(body.to_vec());
+        Self::request_at(client, &self.url(), method, path, uid, body, credentials)
+    }
+
+    /// A signed request builder to any base URL that forwards to orchestrators (a load
+    /// balancer in front of several instances), carrying one token per MCP server name.
+    pub fn request_at(
+        client: &reqwest::Client,
+        base_url: &str,
+        method: reqwest::Method,
+        path: &str,
+        uid: &str,
+        body: &[u8],
+        credentials: &[(&str, &str)],
+    ) -> reqwest::RequestBuilder {
+        let mut rb = client.request(method, format!("{base_url}{path}")).body(body.to_vec());
         let header = credentials_header(credentials);
         let headers = Self::sign(&Signing {
             uid,

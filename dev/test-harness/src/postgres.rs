@@ -4,7 +4,7 @@
 //!
 //! PostgreSQL refuses to run as root, so when the test runs as root the server runs as the
 //! `postgres` user that Debian's package creates (through `runuser`), with the temp dir
-//! handed to that user. `scripts/install.d/55-postgres.sh` installs the package.
+//! handed to that user. `scripts/install.d/55-postgres-haproxy.sh` installs the package.
 //!
 //! In CI (`CI=true`) a cluster that cannot start is a test failure, never a skip:
 //! [`PgCluster::start_or_skip`] returns `None` only on a developer's machine without
@@ -76,10 +76,10 @@ impl PgCluster {
         match PgCluster::start() {
             Ok(c) => Some(c),
             Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-                panic!("PostgreSQL must start in CI (scripts/install.d/55-postgres.sh installs it): {e:#}")
+                panic!("PostgreSQL must start in CI (scripts/install.d/55-postgres-haproxy.sh installs it): {e:#}")
             }
             Err(e) => {
-                eprintln!("SKIPPED: PostgreSQL could not start here ({e:#}); run scripts/install.d/55-postgres.sh");
+                eprintln!("SKIPPED: PostgreSQL could not start here ({e:#}); run scripts/install.d/55-postgres-haproxy.sh");
                 None
             }
         }

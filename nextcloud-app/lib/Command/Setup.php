@@ -8,6 +8,7 @@ use OCA\Tamebi\Service\AppSettings;
 use OCA\Tamebi\Service\Checks;
 use OCA\Tamebi\Service\OidcClients;
 use OCA\Tamebi\Service\OidcFlow;
+use OCA\Tamebi\Service\Router;
 use Symfony\Component\Console\Command\Command;
 use Symfony\Component\Console\Input\InputInterface;
 use Symfony\Component\Console\Input\InputOption;
@@ -39,9 +40,12 @@ class Setup extends Command {
 	protected function execute(InputInterface $input, OutputInterface $output): int {
 		$orchestrator = (string)$input->getOption('orchestrator-url');
 		$mcp = (string)$input->getOption('mcp-url');
-		foreach (['--orchestrator-url' => $orchestrator, '--mcp-url' => $mcp] as $option => $url) {
+		// Several orchestrator instances may be listed, comma separated (routed by conversation).
+		$orchestrators = Router::urls($orchestrator);
+		$checked = array_map(static fn (string $url): array => ['--orchestrator-url', $url], $orchestrators === [] ? [''] : $orchestrators);
+		foreach ([...$checked, ['--mcp-url', $mcp]] as [$option, $url]) {
 			if (!AppSettings::validUrl($url)) {
-				$output->writeln("<error>$option must be an absolute http(s) URL without credentials, got '$url'.</error>");
+				$output->writeln("<error>$option must be an absolute http(s) URL without credentials (several orchestrator URLs: comma separated), got '$url'.</error>");
 				return 1;
 			}
 		}
@@ -53,7 +57,7 @@ class Setup extends Command {
 		}
 
 		// Validated and available: now change things.
-		$this->settings->set(AppSettings::ORCHESTRATOR_URL, rtrim($orchestrator, '/'));
+		$this->settings->set(AppSettings::ORCHESTRATOR_URL, implode(', ', $orchestrators));
 		$this->settings->set(AppSettings::MCP_URL, $mcp);
 		$this->ensureClient($clients, $mcp, $output);
 		$this->ensureSecrets((bool)$input->getOption('rotate-secrets'), $output);

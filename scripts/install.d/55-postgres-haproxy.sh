@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs Debian's PostgreSQL server for the store suite on PostgreSQL and the scale-out tests
+# Installs Debian's PostgreSQL server and HAProxy for the store suite on PostgreSQL and the scale-out tests
 # (issue 15). Tests never use the packaged cluster: the shared harness (dev/test-harness,
 # postgres.rs) runs initdb + pg_ctl on a temp dir as the `postgres` user the package creates,
 # listening on a unix socket only. Idempotent.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/../lib.sh"
-apt_install postgresql
+apt_install postgresql haproxy
 ls -d /usr/lib/postgresql/*/bin/initdb >/dev/null
 id postgres >/dev/null
 ls /usr/lib/postgresql/
+haproxy -v | head -1
