@@ -106,6 +106,16 @@ async fn two_instances_share_one_postgres_and_survive_a_kill() {
     assert_eq!((status, elsewhere), (503, true));
     assert!(retry.is_some_and(|s| (1..=LEASE_SECS).contains(&s)), "{retry:?}");
     assert_eq!(runs_of(&model.requests(), "quick intruder"), 0);
+    // Resume and delete need the owner too: refused the same way, nothing deleted.
+    for (method, path) in [
+        (Method::GET, format!("/v1/chat/{}/stream", on_a[0])),
+        (Method::DELETE, format!("/v1/conversations/{}", on_a[0])),
+    ] {
+        let r = instances[1].request(&c, method, &path, "alice", b"", None).send().await.unwrap();
+        assert_eq!(r.status(), 503, "{path}");
+        assert!(r.headers().contains_key("x-tamebi-owned-elsewhere"), "{path}");
+    }
+    assert_eq!(stored(&instances[1], &c, on_a[0]).await.len(), 2, "reading needs no owner");
 
     // On A: an approval left pending, and a slow turn in flight when A is killed.
     let (status, _, _, asked) = turn(&instances[0], &c, on_a[1], "p-m1", "please remember this").await;

@@ -102,6 +102,13 @@ pub async fn resume(
     };
     // Another user's conversation is keyed under their uid: it is simply not found here.
     let Some(actor) = find_conversation(&state, &key).await.map_err(|e| e.with_request(&rid))? else {
+        // A turn running on another instance is resumed there (the router retries there).
+        state
+            .services
+            .ownership
+            .refuse_if_owned_elsewhere(&key)
+            .await
+            .map_err(|e| e.with_request(&rid))?;
         return Ok(http::StatusCode::NO_CONTENT.into_response());
     };
     let sub = ask(&actor, |reply| ConversationMsg::Subscribe { reply })

@@ -52,7 +52,17 @@ pub async fn delete_one(
             .await
             .and_then(|deleted| deleted)
             .map_err(|e| e.with_request(rid))?,
-        None => state.services.store.delete(&key).await.map_err(|e| e.with_request(rid))?,
+        None => {
+            // Another instance's live actor would write the conversation back: the owner
+            // deletes it (the router retries there).
+            state
+                .services
+                .ownership
+                .refuse_if_owned_elsewhere(&key)
+                .await
+                .map_err(|e| e.with_request(rid))?;
+            state.services.store.delete(&key).await.map_err(|e| e.with_request(rid))?
+        }
     };
     if existed {
         Ok(http::StatusCode::NO_CONTENT.into_response())

@@ -55,6 +55,10 @@ pub trait LeaseStore: Send + Sync {
 
     /// Gives the lease up (the actor stopped).
     async fn release(&self, key: &ConversationKey, owner: &str) -> Result<(), Error>;
+
+    /// How long another owner still holds the lease, if one does (requests that need no
+    /// actor here — a resume, a delete — are sent to that owner instead).
+    async fn held_elsewhere(&self, key: &ConversationKey, owner: &str) -> Result<Option<Duration>, Error>;
 }
 
 /// Leases within one process (SQLite): always granted, nothing stored.
@@ -81,6 +85,10 @@ impl LeaseStore for LocalLeases {
     async fn release(&self, _key: &ConversationKey, _owner: &str) -> Result<(), Error> {
         Ok(())
     }
+
+    async fn held_elsewhere(&self, _key: &ConversationKey, _owner: &str) -> Result<Option<Duration>, Error> {
+        Ok(None)
+    }
 }
 
 /// This instance's side of the leases: who it is, and for how long it takes a lease.
@@ -106,6 +114,17 @@ impl Ownership {
     /// How often the owner renews: three chances before the lease would expire.
     pub fn renew_every(&self) -> Duration {
         self.ttl / 3
+    }
+
+    /// `OwnedElsewhere` when another instance holds the conversation: a request that would
+    /// act on it here without an actor (a resume, a delete) must go to that owner.
+    pub async fn refuse_if_owned_elsewhere(&self, key: &ConversationKey) -> Result<(), Error> {
+        match self.leases.held_elsewhere(key, &self.owner).await? {
+            Some(left) => Err(Error::OwnedElsewhere {
+                retry_after_secs: left.as_secs().max(1),
+            }),
+            None => Ok(()),
+        }
     }
 }
 

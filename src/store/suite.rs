@@ -302,6 +302,14 @@ async fn leases_have_one_owner_and_expire(s: &Stores) {
         retry_after >= Duration::from_secs(1) && retry_after <= Duration::from_secs(2),
         "{retry_after:?}"
     );
+    assert!(
+        l.held_elsewhere(&k, "b")
+            .await
+            .unwrap()
+            .is_some_and(|d| d <= Duration::from_secs(2))
+    );
+    assert_eq!(l.held_elsewhere(&k, "a").await.unwrap(), None, "not elsewhere for its owner");
+    assert_eq!(l.held_elsewhere(&key("nina", "free"), "b").await.unwrap(), None);
     assert_eq!(
         l.acquire(&key("nina", "c2"), "b", long).await.unwrap(),
         Acquired::Granted { interrupted: None },

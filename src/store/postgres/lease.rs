@@ -105,6 +105,23 @@ impl LeaseStore for PgLeases {
         Ok(())
     }
 
+    async fn held_elsewhere(&self, key: &ConversationKey, owner: &str) -> Result<Option<Duration>, Error> {
+        let row = self
+            .pool
+            .get()
+            .await?
+            .query_opt(
+                "SELECT EXTRACT(EPOCH FROM (expires_at - now()))::FLOAT8 FROM conversation_leases
+                 WHERE uid = $1 AND conversation_id = $2 AND owner <> $3 AND expires_at > now()",
+                &[&key.uid(), &key.id(), &owner],
+            )
+            .await?;
+        Ok(match row {
+            Some(r) => Some(Duration::from_secs_f64(r.try_get::<_, f64>(0)?.ceil().max(1.0))),
+            None => None,
+        })
+    }
+
     async fn release(&self, key: &ConversationKey, owner: &str) -> Result<(), Error> {
         self.pool
             .get()
