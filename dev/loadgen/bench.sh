@@ -9,6 +9,9 @@
 # BENCH_MODEL_HTTP2=N: the scripted model also speaks h2c (at most N streams per connection)
 # and tamebi multiplexes its model streams over HTTP/2 (TAMEBI_MODEL_HTTP2=prior-knowledge,
 # TAMEBI_MODEL_STREAMS_PER_CONNECTION=N).
+#   BENCH_PG=1         the orchestrator on a throwaway PostgreSQL (dev/test-harness/pg-throwaway.sh)
+#   BENCH_INSTANCES=2  two orchestrators on that PostgreSQL behind HAProxy (deploy/haproxy/haproxy.cfg);
+#                      loadgen's --pid (memory figures) is the first instance
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 cd "$TAMEBI_ROOT"
@@ -26,9 +29,21 @@ fi
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 work=$(mktemp -d)
+pgdir=
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ -n "$pgdir" ]; then dev/test-harness/pg-throwaway.sh stop "$pgdir"; rm -rf "$pgdir"; fi
+  rm -rf "$work"
+}
 trap cleanup EXIT
+instances=${BENCH_INSTANCES:-1}
+if [ -n "${BENCH_PG:-}" ] || [ "$instances" -gt 1 ]; then
+  pgdir=$(mktemp -d)
+  TAMEBI_DATABASE_URL=$(dev/test-harness/pg-throwaway.sh start "$pgdir")
+  export TAMEBI_DATABASE_URL
+fi
 
 model_port=$(free_port)
 model_args=()
@@ -61,13 +76,26 @@ if [ "$mode" = proxy ]; then
   pids+=($orch_pid)
   wait_http "http://127.0.0.1:$orch_port/v1/chat" 30
 else
-  TAMEBI_MODEL_URL="http://127.0.0.1:$model_port/v1" TAMEBI_MODEL=scripted \
-  TAMEBI_BIND="127.0.0.1:$orch_port" TAMEBI_DATA_DIR="$work/data" RUST_LOG=${RUST_LOG:-warn} \
-  TAMEBI_USER_TURNS_PER_MIN=${TAMEBI_USER_TURNS_PER_MIN:-0} TAMEBI_USER_MAX_TURNS=${TAMEBI_USER_MAX_TURNS:-$max_turns} \
-    "$bin/tamebi" >"$work/orchestrator.log" 2>&1 &
-  orch_pid=$!
-  pids+=($orch_pid)
-  wait_http "http://127.0.0.1:$orch_port/healthz" 30
+  start_orchestrator() { # PORT NAME
+    TAMEBI_MODEL_URL="http://127.0.0.1:$model_port/v1" TAMEBI_MODEL=scripted \
+    TAMEBI_BIND="127.0.0.1:$1" TAMEBI_DATA_DIR="$work/data-$2" RUST_LOG=${RUST_LOG:-warn} \
+    TAMEBI_USER_TURNS_PER_MIN=${TAMEBI_USER_TURNS_PER_MIN:-0} TAMEBI_USER_MAX_TURNS=${TAMEBI_USER_MAX_TURNS:-$max_turns} \
+      "$bin/tamebi" >"$work/$2.log" 2>&1 &
+    pids+=($!)
+    wait_http "http://127.0.0.1:$1/healthz" 30
+  }
+  start_orchestrator "$orch_port" orchestrator
+  orch_pid=${pids[-1]}
+  if [ "$instances" -gt 1 ]; then
+    second_port=$(free_port)
+    start_orchestrator "$second_port" orchestrator-b
+    lb_port=$(free_port)
+    TAMEBI_LB_BIND="127.0.0.1:$lb_port" TAMEBI_A="127.0.0.1:$orch_port" TAMEBI_B="127.0.0.1:$second_port" \
+      haproxy -db -f deploy/haproxy/haproxy.cfg >"$work/haproxy.log" 2>&1 &
+    pids+=($!)
+    wait_http "http://127.0.0.1:$lb_port/healthz" 30
+    orch_port=$lb_port
+  fi
 fi
 
 common=(--url "http://127.0.0.1:$orch_port" --model-url "http://127.0.0.1:$model_port/v1" --pid "$orch_pid")

@@ -8,6 +8,12 @@
 //! forwarding (a kill -9 never loses what a client saw finished), and fans frames out.
 //! It never stores the caller's bearer: only the turn task holds it, for the turn.
 //!
+//! While it lives it holds the conversation's lease (store::lease: with PostgreSQL, one
+//! instance at a time runs a conversation): it renews it, records the turn in flight in it,
+//! stops itself when the lease is lost, and releases it when it stops. Everything it keeps in
+//! memory is a cache of what is committed, so another instance can take over from the
+//! database alone.
+//!
 //! Compaction state is this actor's too: the conversation's latest summary (loaded from
 //! chat.db with the history, so an idle stop or a restart revives it) and the calibration of
 //! the token estimate. A turn that summarises hands the summary here; this actor stores it.
