@@ -18,6 +18,23 @@ impl PgLeases {
     }
 }
 
+/// Lease writes do not wait for the WAL flush. A lease is soft state: if PostgreSQL itself
+/// crashed and lost the last lease writes, an owner's next renewal finds its row gone or
+/// changed and its actor stops, and an interrupted turn loses only its marker. Not waiting
+/// takes a disk flush off every conversation start, turn start and end, and renewal.
+const NO_FLUSH: &str = "SET LOCAL synchronous_commit TO OFF";
+
+/// Runs one lease statement in its own transaction without waiting for the flush; the number
+/// of rows it changed.
+async fn unflushed(pool: &Pool, sql: &str, params: &[&(dyn tokio_postgres::types::ToSql + Sync)]) -> Result<u64, Error> {
+    let mut client = pool.get().await?;
+    let tx = client.transaction().await?;
+    tx.batch_execute(NO_FLUSH).await?;
+    let n = tx.execute(sql, params).await?;
+    tx.commit().await?;
+    Ok(n)
+}
+
 fn ttl_secs(ttl: Duration) -> f64 {
     ttl.as_secs_f64()
 }
@@ -28,6 +45,7 @@ impl LeaseStore for PgLeases {
         let (uid, cid) = (key.uid(), key.id());
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
+        tx.batch_execute(NO_FLUSH).await?;
         // A row to lock: created (already ours) when there is none.
         tx.execute(
             "INSERT INTO conversation_leases (uid, conversation_id, owner, expires_at)
@@ -66,42 +84,35 @@ impl LeaseStore for PgLeases {
     }
 
     async fn renew(&self, key: &ConversationKey, owner: &str, ttl: Duration) -> Result<bool, Error> {
-        let n = self
-            .pool
-            .get()
-            .await?
-            .execute(
-                "UPDATE conversation_leases SET expires_at = now() + make_interval(secs => $4)
-                 WHERE uid = $1 AND conversation_id = $2 AND owner = $3",
-                &[&key.uid(), &key.id(), &owner, &ttl_secs(ttl)],
-            )
-            .await?;
+        let n = unflushed(
+            &self.pool,
+            "UPDATE conversation_leases SET expires_at = now() + make_interval(secs => $4)
+             WHERE uid = $1 AND conversation_id = $2 AND owner = $3",
+            &[&key.uid(), &key.id(), &owner, &ttl_secs(ttl)],
+        )
+        .await?;
         Ok(n == 1)
     }
 
     async fn turn_started(&self, key: &ConversationKey, owner: &str, turn: &InterruptedTurn) -> Result<(), Error> {
-        self.pool
-            .get()
-            .await?
-            .execute(
-                "UPDATE conversation_leases SET turn_message_id = $4, turn_request_id = $5
-                 WHERE uid = $1 AND conversation_id = $2 AND owner = $3",
-                &[&key.uid(), &key.id(), &owner, &turn.message_id, &turn.request_id],
-            )
-            .await?;
+        unflushed(
+            &self.pool,
+            "UPDATE conversation_leases SET turn_message_id = $4, turn_request_id = $5
+             WHERE uid = $1 AND conversation_id = $2 AND owner = $3",
+            &[&key.uid(), &key.id(), &owner, &turn.message_id, &turn.request_id],
+        )
+        .await?;
         Ok(())
     }
 
     async fn turn_ended(&self, key: &ConversationKey, owner: &str) -> Result<(), Error> {
-        self.pool
-            .get()
-            .await?
-            .execute(
-                "UPDATE conversation_leases SET turn_message_id = NULL, turn_request_id = NULL
-                 WHERE uid = $1 AND conversation_id = $2 AND owner = $3",
-                &[&key.uid(), &key.id(), &owner],
-            )
-            .await?;
+        unflushed(
+            &self.pool,
+            "UPDATE conversation_leases SET turn_message_id = NULL, turn_request_id = NULL
+             WHERE uid = $1 AND conversation_id = $2 AND owner = $3",
+            &[&key.uid(), &key.id(), &owner],
+        )
+        .await?;
         Ok(())
     }
 
@@ -123,14 +134,12 @@ impl LeaseStore for PgLeases {
     }
 
     async fn release(&self, key: &ConversationKey, owner: &str) -> Result<(), Error> {
-        self.pool
-            .get()
-            .await?
-            .execute(
-                "DELETE FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 AND owner = $3 AND turn_message_id IS NULL",
-                &[&key.uid(), &key.id(), &owner],
-            )
-            .await?;
+        unflushed(
+            &self.pool,
+            "DELETE FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 AND owner = $3 AND turn_message_id IS NULL",
+            &[&key.uid(), &key.id(), &owner],
+        )
+        .await?;
         Ok(())
     }
 }
