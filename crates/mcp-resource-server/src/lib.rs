@@ -18,6 +18,8 @@
 //!   `MCP_PUBLIC_URL`, `MCP_ALLOWED_HOSTS`, `RUST_LOG`, `OTEL_EXPORTER_OTLP_ENDPOINT`).
 //! - [`auth`]: the axum layer in front of `/mcp` (401 + `WWW-Authenticate` with
 //!   `resource_metadata`) and the `/.well-known/oauth-protected-resource` document.
+//! - [`tool_result`]: the one shape of a tool's success and failure.
+//! - [`apps`]: MCP Apps documents served from a server's compiled-in table.
 //! - [`mcp`]: the rmcp glue: the stateless Streamable HTTP service, the caller of a request
 //!   context, the span of one tool call.
 //! - [`serve`]: the router (`/mcp`, well-known, `/healthz`), the serve loop with graceful
@@ -32,6 +34,7 @@
 //! serve::serve(listener, router, shutdown).await
 //! ```
 
+pub mod apps;
 pub mod audience;
 pub mod auth;
 pub mod caller;
@@ -40,6 +43,7 @@ pub mod error;
 pub mod identity;
 pub mod mcp;
 pub mod serve;
+pub mod tool_result;
 
 pub use auth::AuthState;
 pub use caller::{Bearer, Caller};

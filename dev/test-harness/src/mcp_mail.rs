@@ -4,10 +4,9 @@
 //! whose mail bridge it calls) and waits until it serves. It holds no credential: tests send
 //! each user's bearer with their own requests.
 
-use std::process::Command;
 use std::time::Duration;
 
-use crate::{Process, free_port, workspace_bin};
+use crate::Process;
 
 /// A running mcp-mail, killed on drop.
 pub struct McpMail {
@@ -19,20 +18,11 @@ impl McpMail {
     /// Starts mcp-mail for the Nextcloud at `nc_url`; `{port}` in an `env` value is replaced
     /// by the port it will listen on (for `MCP_PUBLIC_URL`).
     pub fn start(nc_url: &str, env: &[(&str, &str)]) -> McpMail {
-        let port = free_port();
-        let mut cmd = Command::new(workspace_bin("mcp-mail", "mcp-mail", &[]));
-        cmd.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("NC_URL", nc_url)
-            .env("MCP_BIND", format!("127.0.0.1:{port}"))
-            .env("RUST_LOG", "info,rmcp=warn,mcp_mail=debug");
-        for (k, v) in env {
-            cmd.env(k, v.replace("{port}", &port.to_string()));
+        let started = crate::mcp_server::start("mcp-mail", "mcp-mail", nc_url, &[], env);
+        McpMail {
+            process: started.process,
+            base: started.base,
         }
-        let mut process = Process::spawn("mcp-mail", cmd);
-        let base = format!("http://127.0.0.1:{port}");
-        process.wait_http(&format!("{base}/healthz"), Duration::from_secs(60));
-        McpMail { process, base }
     }
 
     /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.

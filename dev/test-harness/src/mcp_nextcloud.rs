@@ -4,10 +4,7 @@
 //! tests), with its index in a fresh temporary directory, and waits until it serves. It holds
 //! no credential: tests send each user's bearer with their own requests.
 
-use std::process::Command;
-use std::time::Duration;
-
-use crate::{Process, free_port, workspace_bin};
+use crate::Process;
 
 /// A running mcp-nextcloud, killed on drop.
 pub struct McpNextcloud {
@@ -26,29 +23,16 @@ impl McpNextcloud {
     /// Starts it with extra environment variables (`MCP_PUBLIC_URL`, `MCP_WEBHOOK_SECRET`, …).
     /// `{port}` in a value is replaced by the port it will listen on.
     pub fn start_with(nc_url: &str, env: &[(&str, &str)]) -> McpNextcloud {
-        let bin = workspace_bin("mcp-nextcloud", "mcp-nextcloud", &[]);
-        let port = free_port();
         let data = tempfile::Builder::new()
             .prefix("tamebi-mcp-nextcloud-")
             .tempdir()
             .expect("data dir");
-        let mut cmd = Command::new(bin);
-        cmd.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("NC_URL", nc_url)
-            .env("MCP_BIND", format!("127.0.0.1:{port}"))
-            .env("MCP_INDEX_PATH", data.path().join("index.db"))
-            .env("RUST_LOG", "info,rmcp=warn,mcp_nextcloud=debug");
-        for (k, v) in env {
-            cmd.env(k, v.replace("{port}", &port.to_string()));
-        }
-        let mut process = Process::spawn("mcp-nextcloud", cmd);
-        let base = format!("http://127.0.0.1:{port}");
-        process.wait_http(&format!("{base}/healthz"), Duration::from_secs(60));
+        let own = [("MCP_INDEX_PATH", data.path().join("index.db").into_os_string())];
+        let started = crate::mcp_server::start("mcp-nextcloud", "mcp-nextcloud", nc_url, &own, env);
         McpNextcloud {
-            process,
+            process: started.process,
             _data: data,
-            base,
+            base: started.base,
         }
     }
 

@@ -7,28 +7,20 @@
 //! confirmation outside the frame, because a click inside a sandboxed frame is invisible to
 //! the host and the frame's script could "click" by itself.
 
-use rmcp::model::{Resource, ResourceContents};
+use mcp_resource_server::apps::App;
 
-pub const MIME: &str = "text/html;profile=mcp-app";
 pub const COMPOSE: &str = "ui://mail/compose";
 
 const COMPOSE_HTML: &str = include_str!("../apps/compose.html");
 
-/// Every app, for `resources/list`.
-pub fn list() -> Vec<Resource> {
-    vec![
-        Resource::new(COMPOSE, "compose")
-            .with_title("Compose a mail")
-            .with_description("The mail mail_compose prepared, exactly as it will be sent, with Send and Save draft buttons.")
-            .with_mime_type(MIME)
-            .with_size(COMPOSE_HTML.len() as u64),
-    ]
-}
-
-/// One app's document, for `resources/read`; `None` for an unknown URI.
-pub fn read(uri: &str) -> Option<ResourceContents> {
-    (uri == COMPOSE).then(|| ResourceContents::text(COMPOSE_HTML, COMPOSE).with_mime_type(MIME))
-}
+/// Every app this server ships (listed and read through `mcp_resource_server::apps`).
+pub const APPS: &[App] = &[App {
+    uri: COMPOSE,
+    name: "compose",
+    title: "Compose a mail",
+    description: "The mail mail_compose prepared, exactly as it will be sent, with Send and Save draft buttons.",
+    html: COMPOSE_HTML,
+}];
 
 #[cfg(test)]
 mod tests {
@@ -51,8 +43,8 @@ mod tests {
         ] {
             assert!(!html.contains(forbidden), "contains {forbidden}");
         }
-        assert!(read(COMPOSE).is_some());
-        assert!(read("ui://mail/nope").is_none());
-        assert_eq!(list().len(), 1);
+        assert!(mcp_resource_server::apps::read(APPS, COMPOSE).is_some());
+        assert!(mcp_resource_server::apps::read(APPS, "ui://mail/nope").is_none());
+        assert_eq!(mcp_resource_server::apps::list(APPS).len(), 1);
     }
 }

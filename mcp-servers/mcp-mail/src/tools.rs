@@ -13,7 +13,7 @@
 //! Failures are tool results with `isError: true` (see [`crate::error`]).
 
 use http::HeaderMap;
-use mcp_resource_server::mcp;
+use mcp_resource_server::{mcp, tool_result};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject};
@@ -390,17 +390,12 @@ fn composed_text(m: &Composed) -> String {
 
 fn output<T: Serialize>(text: String, value: &T) -> Result<CallToolResult, Error> {
     let structured = serde_json::to_value(value).map_err(|_| Error::Retryable("the answer could not be encoded".into()))?;
-    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
-    r.structured_content = Some(structured);
-    Ok(r)
+    Ok(tool_result::success(text, structured))
 }
 
-/// The one shape of a failed tool call.
+/// A failed tool call, in the shape every Tamebi MCP server uses.
 pub fn error_result(e: &Error) -> CallToolResult {
-    let message = e.to_string();
-    let mut r = CallToolResult::error(vec![ContentBlock::text(format!("Error: {message}"))]);
-    r.structured_content = Some(serde_json::json!({ "error": { "kind": e.kind(), "message": message } }));
-    r
+    tool_result::error(e.kind(), &e.to_string())
 }
 
 #[cfg(test)]

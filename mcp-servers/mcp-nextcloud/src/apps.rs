@@ -5,24 +5,15 @@
 //! reviewed. These documents must stay self-contained: inline script and style, no network.
 //! Hosts treat them as untrusted code (sandboxed frames, CSP from the document's hashes).
 
-use rmcp::model::{Resource, ResourceContents};
-
-pub const MIME: &str = "text/html;profile=mcp-app";
+use mcp_resource_server::apps::App;
 pub const CALENDAR_WEEK: &str = "ui://nextcloud/calendar-week";
 pub const FILES_TABLE: &str = "ui://nextcloud/files-table";
 
 const CALENDAR_WEEK_HTML: &str = include_str!("../apps/calendar-week.html");
 const FILES_TABLE_HTML: &str = include_str!("../apps/files-table.html");
 
-struct App {
-    uri: &'static str,
-    name: &'static str,
-    title: &'static str,
-    description: &'static str,
-    html: &'static str,
-}
-
-const APPS: &[App] = &[
+/// Every app this server ships (listed and read through `mcp_resource_server::apps`).
+pub const APPS: &[App] = &[
     App {
         uri: CALENDAR_WEEK,
         name: "calendar-week",
@@ -39,26 +30,6 @@ const APPS: &[App] = &[
     },
 ];
 
-/// Every app, for `resources/list`.
-pub fn list() -> Vec<Resource> {
-    APPS.iter()
-        .map(|a| {
-            Resource::new(a.uri, a.name)
-                .with_title(a.title)
-                .with_description(a.description)
-                .with_mime_type(MIME)
-                .with_size(a.html.len() as u64)
-        })
-        .collect()
-}
-
-/// One app's document, for `resources/read`; `None` for an unknown URI.
-pub fn read(uri: &str) -> Option<ResourceContents> {
-    APPS.iter()
-        .find(|a| a.uri == uri)
-        .map(|a| ResourceContents::text(a.html, a.uri).with_mime_type(MIME))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,8 +43,8 @@ mod tests {
                 assert!(!a.html.contains(forbidden), "{} contains {forbidden}", a.uri);
             }
         }
-        assert!(read(CALENDAR_WEEK).is_some());
-        assert!(read("ui://nextcloud/nope").is_none());
-        assert_eq!(list().len(), 2);
+        assert!(mcp_resource_server::apps::read(APPS, CALENDAR_WEEK).is_some());
+        assert!(mcp_resource_server::apps::read(APPS, "ui://nextcloud/nope").is_none());
+        assert_eq!(mcp_resource_server::apps::list(APPS).len(), 2);
     }
 }

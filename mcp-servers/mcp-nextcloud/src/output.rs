@@ -5,7 +5,8 @@
 
 use rmcp::ErrorData;
 use rmcp::handler::server::tool::IntoCallToolResult;
-use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
+use mcp_resource_server::tool_result;
+use rmcp::model::{CallToolResponse, CallToolResult};
 use serde::Serialize;
 
 use crate::error::Error;
@@ -27,18 +28,13 @@ impl Output {
 
     /// The MCP result: the text as content, the rows as `structuredContent`.
     pub fn into_result(self) -> CallToolResult {
-        let mut r = CallToolResult::success(vec![ContentBlock::text(self.text)]);
-        r.structured_content = Some(self.structured);
-        r
+        tool_result::success(self.text, self.structured)
     }
 }
 
-/// The one shape of a failed tool call.
+/// A failed tool call, in the shape every Tamebi MCP server uses.
 pub fn error_result(e: &Error) -> CallToolResult {
-    let message = e.to_string();
-    let mut r = CallToolResult::error(vec![ContentBlock::text(format!("Error: {message}"))]);
-    r.structured_content = Some(serde_json::json!({ "error": { "kind": e.kind(), "message": message } }));
-    r
+    tool_result::error(e.kind(), &e.to_string())
 }
 
 /// A `#[tool]` function returns `Result<Output, Error>`; rmcp turns it into a result through these.

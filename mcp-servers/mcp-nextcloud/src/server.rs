@@ -102,7 +102,7 @@ impl ServerHandler for Handler {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(apps::list()))
+        Ok(ListResourcesResult::with_all_items(mcp_resource_server::apps::list(apps::APPS)))
     }
 
     async fn read_resource(
@@ -110,10 +110,7 @@ impl ServerHandler for Handler {
         request: ReadResourceRequestParams,
         _: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        match apps::read(&request.uri) {
-            Some(contents) => Ok(ReadResourceResult::new(vec![contents]).into()),
-            None => Err(ErrorData::resource_not_found(format!("no resource {}", request.uri), None)),
-        }
+        mcp_resource_server::apps::read_resource(apps::APPS, &request)
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [rmcp::model::ProtocolVersion]> {
