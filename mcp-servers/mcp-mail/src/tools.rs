@@ -16,7 +16,7 @@ use http::HeaderMap;
 use mcp_resource_server::{mcp, tool_result};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject};
+use rmcp::model::{CallToolResult, JsonObject, MetaObject};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{schemars, tool, tool_router};
 use serde::{Deserialize, Serialize};

@@ -3,9 +3,9 @@
 //! `isError: true`, `Error: <message>` and `{"error": {"kind", "message"}}`, see
 //! [`crate::error`]). A leaf: tools and the index both return these, neither imports the other.
 
+use mcp_resource_server::tool_result;
 use rmcp::ErrorData;
 use rmcp::handler::server::tool::IntoCallToolResult;
-use mcp_resource_server::tool_result;
 use rmcp::model::{CallToolResponse, CallToolResult};
 use serde::Serialize;
 
