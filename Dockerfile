@@ -2,6 +2,7 @@
 # One multi-stage build for everything of ours that compose.yaml runs:
 #   target tamebi          the orchestrator                      (healthcheck: GET /healthz)
 #   target mcp-nextcloud   the Nextcloud MCP server              (healthcheck: /healthz and the RFC 9728 metadata)
+#   target mcp-mail        the mail MCP server (Nextcloud Mail through our app's bridge; same healthcheck)
 #   target scripted-model  the scripted OpenAI-compatible model  (the default, so the stack starts with no key)
 #   target nextcloud-app   the built Nextcloud app, copied into Nextcloud's custom_apps by an init service
 #
@@ -48,6 +49,7 @@ ENV CARGO_PROFILE_DEV_OPT_LEVEL=3 \
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY mcp-servers/mcp-nextcloud/Cargo.toml mcp-servers/mcp-nextcloud/
+COPY mcp-servers/mcp-mail/Cargo.toml mcp-servers/mcp-mail/
 COPY dev/loadgen/Cargo.toml dev/loadgen/
 COPY dev/scripted-model/Cargo.toml dev/scripted-model/
 COPY dev/test-harness/Cargo.toml dev/test-harness/
@@ -55,20 +57,18 @@ COPY dev/probe-mcp/Cargo.toml dev/probe-mcp/
 COPY crates/telemetry-otlp/Cargo.toml crates/telemetry-otlp/
 COPY crates/mcp-resource-server/Cargo.toml crates/mcp-resource-server/
 # Stub sources with the same targets, so this layer compiles only the dependencies and is reused
-# until Cargo.toml or Cargo.lock change.
-RUN for crate in . mcp-servers/mcp-nextcloud dev/loadgen dev/scripted-model dev/test-harness dev/probe-mcp crates/telemetry-otlp crates/mcp-resource-server; do \
-      mkdir -p "$crate/src" && echo 'fn main() {}' > "$crate/src/main.rs" && : > "$crate/src/lib.rs"; \
-    done \
-    && mkdir -p mcp-servers/mcp-nextcloud/benches \
-    && for b in index tools; do echo 'fn main() {}' > "mcp-servers/mcp-nextcloud/benches/$b.rs"; done \
+# until Cargo.toml or Cargo.lock change. The crate list is every workspace member (checked by
+# deploy/ci/check_deploy.py, which also runs this stage's stubbing and loads the result).
+COPY deploy/docker/stub-workspace /usr/local/bin/stub-workspace
+RUN stub-workspace . mcp-servers/mcp-nextcloud mcp-servers/mcp-mail dev/loadgen dev/scripted-model dev/test-harness dev/probe-mcp crates/telemetry-otlp crates/mcp-resource-server \
     && cargo build --workspace --bins \
-    && rm -rf src mcp-servers dev crates
+    && rm -rf src benches tests mcp-servers dev crates
 COPY . .
 # COPY keeps the sources' old mtimes; touch them so cargo rebuilds over the stubs.
 RUN find . -name '*.rs' -not -path './target/*' -exec touch {} + \
     && cargo build --workspace --bins \
     && mkdir -p /out \
-    && cp target/debug/tamebi target/debug/mcp-nextcloud target/debug/scripted-model /out/
+    && cp target/debug/tamebi target/debug/mcp-nextcloud target/debug/mcp-mail target/debug/scripted-model /out/
 
 # ---- the slim runtime every service shares ----------------------------------------------------
 FROM debian:bookworm-slim AS runtime
@@ -98,6 +98,15 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
     CMD curl -fsS http://127.0.0.1:8711/healthz >/dev/null \
      && curl -fsS http://127.0.0.1:8711/.well-known/oauth-protected-resource >/dev/null || exit 1
 ENTRYPOINT ["mcp-nextcloud"]
+
+FROM runtime AS mcp-mail
+COPY --from=builder /out/mcp-mail /usr/local/bin/mcp-mail
+ENV MCP_BIND=0.0.0.0:8712
+EXPOSE 8712
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+    CMD curl -fsS http://127.0.0.1:8712/healthz >/dev/null \
+     && curl -fsS http://127.0.0.1:8712/.well-known/oauth-protected-resource >/dev/null || exit 1
+ENTRYPOINT ["mcp-mail"]
 
 FROM runtime AS scripted-model
 COPY --from=builder /out/scripted-model /usr/local/bin/scripted-model

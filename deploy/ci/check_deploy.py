@@ -1,6 +1,7 @@
 """Static checks of the Docker Compose deployment, run by scripts/test.d/60-deploy.sh (no container
 engine needed). Owns: checking that compose.yaml's files and Dockerfile targets exist, that no
-secret is written into compose.yaml, that the Dockerfile builds with the commands CI runs, and
+secret is written into compose.yaml, that the Dockerfile builds with the commands CI runs (and that its
+dependency layer holds every workspace member), and
 that every `occ` command the hook runs or the docs tell an admin to run exists with those
 arguments in the versions we install. Must never: start a container or reach the network.
 
@@ -16,7 +17,11 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
+import subprocess
 import sys
+import tempfile
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,7 +76,7 @@ SIGNATURES: dict[str, Occ] = {
 }
 
 # The hook must bring exactly these apps (and ours) up.
-HOOK_APPS = ["oidc", "user_oidc", "deck", "tamebi"]
+HOOK_APPS = ["oidc", "user_oidc", "deck", "mail", "tamebi"]
 # The hook's shell variables that stand for words of an occ command: what each becomes at most.
 HOOK_WORDS = {"$app": "oidc", "$rotate": "--rotate-secrets"}
 
@@ -196,6 +201,37 @@ def check_compose_services(line: str, services: set[str], where: str) -> list[st
     return [f"{where}: no service {s!r} in compose.yaml" for s in named if s not in services]
 
 
+def check_dependency_layer(dockerfile: str) -> list[str]:
+    """The builder's dependency layer: every workspace member's manifest is copied in and stubbed
+    by deploy/docker/stub-workspace, and the stubbed tree loads as a workspace (a member missing
+    from the layer fails `cargo build` there before anything compiles)."""
+    errors: list[str] = []
+    members = tomllib.loads((ROOT / "Cargo.toml").read_text())["workspace"]["members"]
+    copied = re.findall(r"^COPY\s+(\S+)/Cargo\.toml\s", dockerfile, re.M)
+    run = re.search(r"^RUN\s+stub-workspace\s+(.*?)\s*&&", dockerfile.replace("\\\n", " "), re.M)
+    if not run:
+        return ["Dockerfile: the builder stage does not run stub-workspace"]
+    stubbed = run.group(1).split()
+    for member in members:
+        if member != "." and member not in copied:
+            errors.append(f"Dockerfile: workspace member {member} has no `COPY {member}/Cargo.toml` in the dependency layer")
+        if member not in stubbed:
+            errors.append(f"Dockerfile: workspace member {member} is not stubbed by stub-workspace")
+    if errors or not shutil.which("cargo"):
+        return errors
+    with tempfile.TemporaryDirectory(prefix="tamebi-deps-layer-") as tmp:
+        for manifest in ["Cargo.toml", "Cargo.lock"] + [f"{d}/Cargo.toml" for d in copied]:
+            (Path(tmp) / manifest).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / manifest, Path(tmp) / manifest)
+        for cmd in ([str(ROOT / "deploy/docker/stub-workspace"), *stubbed],
+                    ["cargo", "metadata", "--offline", "--no-deps", "--format-version", "1"]):
+            done = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
+            if done.returncode != 0:
+                errors.append(f"Dockerfile dependency layer: `{' '.join(cmd[:2])}` fails: {done.stderr.strip()[-400:]}")
+                break
+    return errors
+
+
 def main(rendered: str, occ_log: str | None = None) -> int:
     our_commands()
     errors: list[str] = []
@@ -233,6 +269,7 @@ def main(rendered: str, occ_log: str | None = None) -> int:
     for src in re.findall(r"^COPY\s+(?!--from)(\S+)\s", dockerfile, re.M):
         if src != "." and not (ROOT / src).exists():
             errors.append(f"Dockerfile: COPY source {src} does not exist")
+    errors += check_dependency_layer(dockerfile)
     harness = (ROOT / "dev/test-harness/src/process.rs").read_text()
     args = re.search(r"BUILD_ARGS: \[&str; \d+\] = \[([^\]]+)\]", harness)
     ci_cargo = "cargo " + " ".join(re.findall(r'"([^"]+)"', args.group(1))) if args else ""

@@ -10,7 +10,8 @@ work=$1
 mkdir -p "$work/secrets" "$work/occ-state"
 export TAMEBI_OCC="$root/deploy/ci/fake-occ" FAKE_OCC_LOG="$work/occ.log" FAKE_OCC_SECRETS_DIR="$work/occ-state"
 export TAMEBI_ORCHESTRATOR_URL=http://tamebi:8700 TAMEBI_MCP_URL=http://mcp-nextcloud:8711/mcp \
-  TAMEBI_INTERNAL_URL=http://localhost/ TAMEBI_SECRETS_FILE="$work/secrets/secrets.env"
+  TAMEBI_INTERNAL_URL=http://localhost/ TAMEBI_SECRETS_FILE="$work/secrets/secrets.env" \
+  TAMEBI_MAIL_MCP_URL=http://mcp-mail:8712/mcp
 hook=$root/deploy/nextcloud/tamebi-hook.sh
 fail() { echo "hook test: $*" >&2; exit 1; }
 no_secret_in() { # file: neither secret appears in it
@@ -25,6 +26,10 @@ no_secret_in() { # file: neither secret appears in it
 no_secret_in "$work/run1.out"
 grep -q '^tamebi-hook: OIDC client: reusing' "$work/run1.out" || fail "setup's other lines should reach the log"
 first=$(cat "$TAMEBI_SECRETS_FILE")
+# mcp-mail's audience reaches the app's setting as JSON; an unsafe URL stops the hook.
+grep -qF '["config:app:set", "tamebi", "mcp_audiences", "--value={\"mail\":\"http://mcp-mail:8712/mcp\"}"]' "$FAKE_OCC_LOG" \
+  || fail "mcp_audiences was not set to mcp-mail's URL"
+if TAMEBI_MAIL_MCP_URL='http://x/"}' "$hook" >"$work/quote.out" 2>&1; then fail "accepted a quote in TAMEBI_MAIL_MCP_URL"; fi
 
 "$hook" >"$work/run2.out" 2>&1 || fail "second run failed"
 [ "$(cat "$TAMEBI_SECRETS_FILE")" = "$first" ] || fail "a second run changed the secrets"

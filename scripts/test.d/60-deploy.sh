@@ -17,7 +17,7 @@ trap 'rm -rf "$work"' EXIT
 
 docker-compose --env-file .env.example -f compose.yaml config >"$work/config.yaml"
 docker-compose --env-file .env.example -f compose.yaml --profile model --profile observability --profile scale-out config --services | sort >"$work/services"
-for svc in nextcloud nextcloud-cron db redis tamebi-app tamebi mcp-nextcloud scripted-model ollama ollama-pull otel-collector jaeger \
+for svc in nextcloud nextcloud-cron db redis tamebi-app tamebi mcp-nextcloud mcp-mail scripted-model ollama ollama-pull otel-collector jaeger \
   tamebi-db-init tamebi-b tamebi-lb; do
   grep -qx "$svc" "$work/services" || { echo "compose.yaml: no service $svc" >&2; exit 1; }
 done
@@ -27,7 +27,7 @@ echo "docker-compose config: ok ($(wc -l <"$work/services") services with every 
 TAMEBI_LB_BIND=127.0.0.1:8700 TAMEBI_A=127.0.0.1:1 TAMEBI_B=127.0.0.1:2 haproxy -c -q -f deploy/haproxy/haproxy.cfg
 echo "haproxy -c: ok"
 
-shellcheck -x deploy/nextcloud/tamebi-hook.sh deploy/docker/with-secrets deploy/docker/prepare-volumes \
+shellcheck -x deploy/nextcloud/tamebi-hook.sh deploy/docker/with-secrets deploy/docker/prepare-volumes deploy/docker/stub-workspace \
   deploy/ci/fake-occ deploy/ci/test-hook.sh scripts/test.d/60-deploy.sh scripts/install.d/50-deploy.sh scripts/install.d/55-postgres-haproxy.sh
 echo "shellcheck: ok"
 
