@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use test_harness::mcp_mail::McpMail;
 use test_harness::mcp_nextcloud::McpNextcloud;
+use test_harness::mcp_server::McpServer;
 use test_harness::orchestrator::{Options, Orchestrator, parse_sse, parts, user_turn};
 use test_harness::probe_mcp::ProbeMcp;
 use test_harness::scripted_model::ScriptedModel;
@@ -25,9 +26,9 @@ pub struct Stack {
     /// A third-party server configured `auth=none`: it must never see a credential.
     pub weather: ProbeMcp,
     /// Kept alive for the orchestrator; tests reach Nextcloud through it only via the agent.
-    pub _mcp: McpNextcloud,
+    pub _mcp: McpServer,
     /// mcp-mail in front of the stand-in's mail bridge (server name `mail`).
-    pub mail: McpMail,
+    pub mail: McpServer,
     pub nc: Standin,
     pub http: reqwest::Client,
     pub board: Board,

@@ -12,7 +12,7 @@ pub mod haproxy;
 pub mod island;
 pub mod mcp_mail;
 pub mod mcp_nextcloud;
-mod mcp_server;
+pub mod mcp_server;
 pub mod orchestrator;
 pub mod otlp;
 pub mod postgres;

@@ -6,37 +6,16 @@
 
 use std::time::Duration;
 
-use crate::Process;
+use crate::mcp_server::McpServer;
 
 /// A running mcp-mail, killed on drop.
-pub struct McpMail {
-    process: Process,
-    base: String,
-}
+pub struct McpMail;
 
 impl McpMail {
     /// Starts mcp-mail for the Nextcloud at `nc_url`; `{port}` in an `env` value is replaced
     /// by the port it will listen on (for `MCP_PUBLIC_URL`).
-    pub fn start(nc_url: &str, env: &[(&str, &str)]) -> McpMail {
-        let started = crate::mcp_server::start("mcp-mail", "mcp-mail", nc_url, &[], env);
-        McpMail {
-            process: started.process,
-            base: started.base,
-        }
-    }
-
-    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
-    pub fn url(&self) -> String {
-        format!("{}/mcp", self.base)
-    }
-
-    /// `http://127.0.0.1:PORT`.
-    pub fn base_url(&self) -> &str {
-        &self.base
-    }
-
-    pub fn process(&mut self) -> &mut Process {
-        &mut self.process
+    pub fn start(nc_url: &str, env: &[(&str, &str)]) -> McpServer {
+        McpServer::start("mcp-mail", "mcp-mail", nc_url, &[], env, None)
     }
 }
 

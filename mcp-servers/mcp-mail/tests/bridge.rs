@@ -11,11 +11,12 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use test_harness::mcp_mail::{McpMail, sent_mail};
+use test_harness::mcp_server::McpServer;
 use test_harness::standin::Standin;
 
 type Client = RunningService<RoleClient, ()>;
 
-async fn stack(builder: fn() -> Standin) -> (Standin, McpMail) {
+async fn stack(builder: fn() -> Standin) -> (Standin, McpServer) {
     tokio::task::spawn_blocking(move || {
         let nc = builder();
         let mcp = McpMail::start(nc.url(), &[]);

@@ -14,12 +14,13 @@ use common::{Client, call, connect, err_kind, ok, text};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{Value, json};
 use test_harness::mcp_nextcloud::McpNextcloud;
+use test_harness::mcp_server::McpServer;
 use test_harness::standin::Standin;
 
 const SECRET: &str = "test-webhook-secret";
 
 struct Fixture {
-    mcp: McpNextcloud,
+    mcp: McpServer,
     nc: Standin,
     _dir: tempfile::TempDir,
     db: PathBuf,

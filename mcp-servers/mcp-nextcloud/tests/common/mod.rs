@@ -19,13 +19,14 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::Value;
 use test_harness::mcp_nextcloud::McpNextcloud;
+use test_harness::mcp_server::McpServer;
 use test_harness::standin::Standin;
 
 pub type Client = RunningService<RoleClient, ()>;
 
 /// A seeded stand-in and an mcp-nextcloud pointed at it.
 pub struct Env {
-    pub mcp: McpNextcloud,
+    pub mcp: McpServer,
     pub nc: Standin,
 }
 
