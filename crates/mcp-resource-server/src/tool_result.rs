@@ -23,6 +23,32 @@ pub fn error(kind: impl Serialize, message: &str) -> CallToolResult {
     r
 }
 
+/// What rmcp says when `Parameters<T>` cannot be read from a call's arguments.
+const RMCP_ARGUMENT_ERROR: &str = "failed to deserialize parameters: ";
+
+/// The message for arguments rmcp could not read (its own words, without its prefix), so that
+/// a bad argument reads like every other refusal of the server.
+pub fn unreadable_arguments(rmcp_message: &str) -> String {
+    let why = rmcp_message.strip_prefix(RMCP_ARGUMENT_ERROR).unwrap_or(rmcp_message);
+    format!("invalid arguments: {why}")
+}
+
+/// rmcp answers some failures itself with a plain error result (no structured content); this is
+/// that result's text when `result` is one, for the server to turn into its own error shape.
+pub fn unshaped_error(result: &CallToolResult) -> Option<&str> {
+    if result.is_error != Some(true) || result.structured_content.is_some() {
+        return None;
+    }
+    Some(
+        result
+            .content
+            .first()
+            .and_then(|c| c.as_text())
+            .map(|t| t.text.as_str())
+            .unwrap_or_default(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -37,5 +63,17 @@ mod tests {
         );
         let text: Vec<_> = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
         assert_eq!(text, ["Error: not found or not accessible"]);
+    }
+
+    #[test]
+    fn rmcp_argument_errors_read_like_ours() {
+        assert_eq!(
+            unreadable_arguments("failed to deserialize parameters: missing field `query`"),
+            "invalid arguments: missing field `query`"
+        );
+        let plain = CallToolResult::error(vec![ContentBlock::text("failed to deserialize parameters: x")]);
+        assert_eq!(unshaped_error(&plain), Some("failed to deserialize parameters: x"));
+        assert_eq!(unshaped_error(&error("not_found", "gone")), None);
+        assert_eq!(unshaped_error(&success("ok", serde_json::json!({}))), None);
     }
 }

@@ -9,12 +9,14 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use mcp_resource_server::{AuthState, OcsIdentify, mcp};
+use mcp_resource_server::{AuthState, OcsIdentify, mcp, tool_result};
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use rmcp::{ErrorData, ServerHandler, tool_handler};
+use rmcp::{ErrorData, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
 use crate::apps;
@@ -22,11 +24,11 @@ use crate::bridge::Bridge;
 use crate::compose::MAX_BODY_CHARS;
 use crate::config::Config;
 use crate::error::Error;
-use crate::tools::MailTools;
+use crate::tools::{MailTools, error_result};
 
-/// Tools come from the `#[tool_router]` declarations (list, get and call are generated);
-/// resources are the compose app.
-#[tool_handler(router = self.tool_router)]
+/// Tools come from the `#[tool_router]` declarations; resources are the compose app. Calls go
+/// through the router, and every failure is a tool result in the shared error shape, the
+/// arguments rmcp cannot read included (as in mcp-nextcloud), never a protocol error.
 impl ServerHandler for MailTools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
@@ -35,6 +37,30 @@ impl ServerHandler for MailTools {
                 "The user's mail in Nextcloud Mail, read as the user. mail_compose prepares a mail for the person to \
                  review and send; nothing here sends mail on its own.",
             )
+    }
+
+    async fn list_tools(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tool_router.list_all()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tool_router.get(name).cloned()
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+        if self.tool_router.get(&request.name).is_none() {
+            return Ok(error_result(&Error::invalid(format!("there is no tool named {:?}", request.name.as_ref()))).into());
+        }
+        let result = match self.tool_router.call(ToolCallContext::new(self, request, context)).await {
+            Ok(CallToolResponse::Complete(result)) => result,
+            Ok(other) => return Ok(other),
+            Err(e) => error_result(&Error::invalid(tool_result::unreadable_arguments(&e.message))),
+        };
+        Ok(match tool_result::unshaped_error(&result) {
+            Some(text) => error_result(&Error::invalid(tool_result::unreadable_arguments(text))),
+            None => result,
+        }
+        .into())
     }
 
     async fn list_resources(

@@ -178,6 +178,30 @@ async fn bob_never_reads_alices_mail() {
     bob.cancel().await.ok();
 }
 
+/// Arguments the tool cannot read are a tool result in the shared shape, as every other
+/// refusal (never a protocol error), and name what was wrong; an unknown tool likewise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_arguments_are_an_invalid_argument_result() {
+    let (nc, mcp) = stack(Standin::start).await;
+    let alice = connect(&mcp.url(), nc.app_password("alice")).await;
+    for (tool, args, names) in [
+        ("mail_search", json!({"query": 5}), "invalid arguments"),
+        ("mail_read", json!({"message_id": 1, "folder": "x"}), "folder"),
+        ("mail_read", json!({}), "message_id"),
+    ] {
+        let r = call(&alice, tool, args).await;
+        assert_eq!(error_kind(&r).as_deref(), Some("invalid_argument"), "{tool}: {}", text(&r));
+        assert!(text(&r).contains(names), "{tool}: {}", text(&r));
+    }
+    let args = json!({}).as_object().cloned().unwrap_or_default();
+    let r = alice
+        .call_tool(CallToolRequestParams::new("mail_forward").with_arguments(args))
+        .await
+        .expect("an unknown tool is a tool result");
+    assert_eq!(error_kind(&r).as_deref(), Some("invalid_argument"), "{}", text(&r));
+    alice.cancel().await.ok();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_mail_every_tool_says_so() {
     let (nc, mcp) = stack(|| Standin::builder().without_mail().start()).await;

@@ -54,7 +54,7 @@ pub mod files;
 
 use std::sync::Arc;
 
-use mcp_resource_server::{Caller, mcp};
+use mcp_resource_server::{Caller, mcp, tool_result};
 use rmcp::handler::server::common::schema_for_type;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -115,24 +115,14 @@ impl Tools {
     }
 }
 
-/// What rmcp says when `Parameters<T>` cannot be read from the arguments.
-const RMCP_ARGUMENT_ERROR: &str = "failed to deserialize parameters: ";
-
 /// Our tools always answer with a structured error; the one failure rmcp answers itself,
 /// unreadable arguments, gets the same shape (`invalid_argument`) and the same words as
 /// every other refusal.
 fn with_error_shape(result: CallToolResult) -> CallToolResult {
-    if result.is_error != Some(true) || result.structured_content.is_some() {
-        return result;
+    match tool_result::unshaped_error(&result) {
+        Some(text) => error_result(&Error::invalid(tool_result::unreadable_arguments(text))),
+        None => result,
     }
-    let text = result
-        .content
-        .first()
-        .and_then(|c| c.as_text())
-        .map(|t| t.text.as_str())
-        .unwrap_or_default();
-    let why = text.strip_prefix(RMCP_ARGUMENT_ERROR).unwrap_or(text);
-    error_result(&Error::invalid(format!("invalid arguments: {why}")))
 }
 
 /// A tool's input schema: the argument type's schema as it is (title included).
@@ -220,7 +210,7 @@ mod tests {
 
     #[test]
     fn unreadable_arguments_get_the_error_shape() {
-        let rmcp = CallToolResult::error(vec![ContentBlock::text(format!("{RMCP_ARGUMENT_ERROR}missing field `path`"))]);
+        let rmcp = CallToolResult::error(vec![ContentBlock::text("failed to deserialize parameters: missing field `path`")]);
         let ours = with_error_shape(rmcp);
         assert_eq!(ours.is_error, Some(true));
         let s = ours.structured_content.unwrap();
