@@ -41,6 +41,16 @@ export async function withBrowser(use) {
   }
 }
 
+/** The context's page, with the shared timeout, and its console and page errors recorded into
+ * `result.console` / `result.pageErrors` (the Rust side prints them when a check fails). */
+export async function watchedPage(context, result) {
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(WAIT);
+  page.on('console', (m) => result.console.push({ type: m.type(), text: m.text().slice(0, 400), url: m.location()?.url ?? '' }));
+  page.on('pageerror', (e) => result.pageErrors.push(String(e?.message ?? e).slice(0, 400)));
+  return page;
+}
+
 /** Runs one check into `result.checks[name]`; an exception is that check's error. */
 export async function runCheck(result, name, fn) {
   log('check', name);

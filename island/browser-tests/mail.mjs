@@ -11,7 +11,7 @@
 // Environment: BASE_URL (the dev host), ARTIFACTS (screenshots), CHROMIUM.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { frameRpc, replyDone, required, runCheck, say, withBrowser } from './lib.mjs';
+import { frameRpc, replyDone, required, runCheck, say, watchedPage, withBrowser } from './lib.mjs';
 
 const BASE = required('BASE_URL').replace(/\/+$/, '');
 const ARTIFACTS = required('ARTIFACTS');
@@ -20,10 +20,7 @@ const result = { checks: {}, console: [], pageErrors: [] };
 async function main() {
   await mkdir(ARTIFACTS, { recursive: true });
   await withBrowser(async (context) => {
-    const page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(20_000);
-    page.on('console', (m) => result.console.push({ type: m.type(), text: m.text().slice(0, 400) }));
-    page.on('pageerror', (e) => result.pageErrors.push(String(e?.message ?? e).slice(0, 400)));
+    const page = await watchedPage(context, result);
     const doors = [];
     page.on('request', (r) => {
       if (r.url().includes('/apps/tamebi/api/apps/tools/')) doors.push({ path: new URL(r.url()).pathname, body: r.postData() ?? '' });

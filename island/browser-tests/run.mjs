@@ -13,7 +13,7 @@
 // directory for screenshots), CHROMIUM (default /usr/bin/chromium).
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { WAIT, frameRpc, replyDone, required, runCheck, say, withBrowser } from './lib.mjs';
+import { WAIT, frameRpc, replyDone, required, runCheck, say, watchedPage, withBrowser } from './lib.mjs';
 
 const BASE = required('BASE_URL').replace(/\/+$/, '');
 const NC_URL = required('NC_URL').replace(/\/+$/, '');
@@ -25,10 +25,7 @@ const result = { checks: {}, console: [], pageErrors: [] };
 async function main() {
   await mkdir(ARTIFACTS, { recursive: true });
   await withBrowser(async (context) => {
-    const page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(WAIT);
-    page.on('console', (m) => result.console.push({ type: m.type(), text: m.text().slice(0, 400), url: m.location()?.url ?? '' }));
-    page.on('pageerror', (e) => result.pageErrors.push(String(e?.message ?? e).slice(0, 400)));
+    const page = await watchedPage(context, result);
     const relay = [];
     page.on('response', (r) => {
       if (r.url().includes('/apps/tamebi/api/apps/tools/')) relay.push({ path: new URL(r.url()).pathname, status: r.status() });
