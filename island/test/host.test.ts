@@ -107,7 +107,7 @@ describe('AppHost', () => {
   });
 
   it('never sends an effectful request the person has not confirmed', async () => {
-    const { win, frame, calls, dispatched, asked } = setup();
+    const { win, host, frame, calls, dispatched, asked } = setup();
     win.emit(frame, { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'mail_send', arguments: { to: ['bob@example.com'], subject: 'Hi', body: 'x' } } });
     await flush();
     expect(asked).toHaveLength(1);
@@ -119,6 +119,13 @@ describe('AppHost', () => {
     await flush();
     expect(asked).toHaveLength(1);
     expect(frame.received[0]).toMatchObject({ id: 5, error: { message: 'A confirmation is already open.' } });
+    // Nor may another frame replace the open question with its own.
+    const other = new FakeFrame();
+    host.register(other as unknown as Window, { server: 'mail', resourceUri: 'ui://mail/compose', toolName: 'mail_compose', toolInput: {}, toolResult: { content: [] }, onResize: () => {} });
+    win.emit(other, { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'mail_send', arguments: { to: ['eve@example.com'], subject: 'x', body: 'y' } } });
+    await flush();
+    expect(asked).toHaveLength(1);
+    expect(other.received[0]).toMatchObject({ id: 9, error: { message: 'A confirmation is already open.' } });
   });
 
   it('a cancelled confirmation dispatches nothing and tells the frame', async () => {

@@ -40,8 +40,6 @@ export interface FrameRecord {
   /** Set when the frame has completed its handshake. */
   initialized?: boolean;
   inFlight?: number;
-  /** Set while the person is being asked about one of this frame's requests. */
-  confirming?: boolean;
 }
 
 /** How the orchestrator says a frame's tool request must be handled. */
@@ -67,6 +65,8 @@ export interface HostDeps {
 
 export class AppHost {
   private readonly frames = new Map<MessageEventSource, FrameRecord>();
+  /** A confirmation is open (for any frame): the island asks one question at a time. */
+  private confirming = false;
   private readonly listener = (event: MessageEvent) => this.onMessage(event);
 
   constructor(
@@ -163,16 +163,18 @@ export class AppHost {
   }
 
   private async confirmThenDispatch(frame: Window, record: FrameRecord, id: RequestId, name: string, args: Record<string, unknown>): Promise<void> {
-    // One question at a time per frame: a frame cannot queue up confirmations to wear the person down.
-    if (record.confirming) return replyError(frame, id, -32000, 'A confirmation is already open.');
+    // One question at a time, across every frame: a frame cannot queue up confirmations to wear
+    // the person down, nor replace an open one so that other recipients sit under the cursor
+    // just before the click.
+    if (this.confirming) return replyError(frame, id, -32000, 'A confirmation is already open.');
     // Frozen now: what the person reads is what is dispatched, whatever the frame does meanwhile.
     const frozen = freezeArguments(args);
-    record.confirming = true;
+    this.confirming = true;
     let confirmed = false;
     try {
       confirmed = await this.deps.confirm({ server: record.server, name, arguments: frozen });
     } finally {
-      record.confirming = false;
+      this.confirming = false;
     }
     if (!confirmed) return replyError(frame, id, -32001, 'Cancelled by the person; nothing was done.');
     reply(frame, id, await this.deps.dispatchTool(record.server, name, frozen));
