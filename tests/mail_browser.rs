@@ -157,5 +157,11 @@ async fn compose_confirm_and_send_in_chromium() {
         (rows[0].0.as_str(), rows[0].1.as_str(), rows[0].4.as_str()),
         ("app_dispatch", "alice", "ok")
     );
-    assert!(rows[0].3.as_deref().is_some_and(|h| h.len() == 64), "{rows:?}");
+    // The hash is of exactly the arguments the person confirmed and the island dispatched.
+    let confirmed = &c["dispatched"][0]["arguments"];
+    assert_eq!(
+        rows[0].3.as_deref(),
+        Some(tamebi::turn::arguments_hash(confirmed).as_str()),
+        "{rows:?}"
+    );
 }
