@@ -109,6 +109,16 @@ struct InFlight {
     cancel: CancellationToken,
 }
 
+/// A turn whose record is gone must not keep running: however the record goes (the turn
+/// ended, the actor stopped, or the actor's state was dropped after a panic, when ractor does
+/// not call `post_stop`), its token is cancelled, so an orphaned turn cannot run tools beside
+/// the next owner's turn.
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
 impl InFlight {
     fn subscribe(&mut self) -> Subscription {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -377,14 +387,20 @@ impl ConversationActor {
     /// be renewed for so long that another instance may have taken it.
     async fn renew_lease(&self, state: &mut State) -> bool {
         let own = &self.services.ownership;
-        match own.leases.renew(&state.key, &own.owner, own.ttl).await {
-            Ok(true) => {
+        // Bounded: a database that hangs must not hold this actor past the lease's time while
+        // its turn keeps running (the pool bounds only getting a connection, not a query).
+        let renewed = tokio::time::timeout(own.renew_every(), own.leases.renew(&state.key, &own.owner, own.ttl)).await;
+        match renewed {
+            Ok(Ok(true)) => {
                 state.lease_renewed = std::time::Instant::now();
                 true
             }
-            Ok(false) => false,
-            Err(e) => {
-                tracing::warn!(error = %e, "could not renew a conversation lease");
+            Ok(Ok(false)) => false,
+            failed => {
+                match failed {
+                    Ok(Err(e)) => tracing::warn!(error = %e, "could not renew a conversation lease"),
+                    _ => tracing::warn!("renewing a conversation lease timed out"),
+                }
                 state.lease_renewed.elapsed() < own.ttl - own.renew_every()
             }
         }
