@@ -271,7 +271,10 @@ impl ChatStore for SqliteChat {
                     )
                     .optional()?;
                 if found.is_some() {
-                    c.execute("DELETE FROM pending_approvals WHERE approval_id = ?1", params![aid])?;
+                    c.execute(
+                        "DELETE FROM pending_approvals WHERE approval_id = ?1 AND uid = ?2 AND conversation_id = ?3",
+                        params![aid, uid, cid],
+                    )?;
                 }
                 Ok(found)
             })
