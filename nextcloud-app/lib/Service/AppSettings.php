@@ -58,7 +58,8 @@ class AppSettings {
 	 * @return list<string>
 	 */
 	public function orchestratorUrls(): array {
-		return Router::urls($this->get(self::ORCHESTRATOR_URL));
+		// A value set around `occ tamebi:setup` (occ config:app:set) gets the same check.
+		return array_values(array_filter(Router::urls($this->get(self::ORCHESTRATOR_URL)), [self::class, 'validUrl']));
 	}
 
 	public function mcpUrl(): string {
