@@ -107,9 +107,14 @@ def test_search_refuses_bad_parameters(bridge, params):
     assert data["message"]
 
 
-def test_search_limit_caps_at_50_and_defaults_to_20(bridge):
-    assert len(subjects(bridge.get("/messages", limit="50"))) <= 50
-    assert len(subjects(bridge.get("/messages"))) <= 20
+def test_search_limit_is_honoured_newest_first(bridge):
+    # The fixture holds fewer than 20 of alice's mails, so the default and the maximum return
+    # them all; a small limit must cut the same newest-first list.
+    everything = subjects(bridge.get("/messages"))
+    assert len(everything) > 2
+    assert subjects(bridge.get("/messages", limit="50")) == everything
+    assert subjects(bridge.get("/messages", limit="2")) == everything[:2]
+    assert subjects(bridge.get("/messages", limit="1")) == everything[:1]
 
 
 # ---- reading -----------------------------------------------------------------------------
