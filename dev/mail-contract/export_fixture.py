@@ -47,6 +47,7 @@ def export(uids: list[str]) -> dict:
                     "plain": part(msg, "plain") or "", "html": part(msg, "html"),
                     "attachments": [{"fileName": a["name"], "mime": a["mime_type"], "size": a["size"]}
                                     for a in attachments(msg)],
+                    "answered": False, "in_reply_to": str(msg["In-Reply-To"]) if msg["In-Reply-To"] else None,
                 })
     state["next_message_id"] = message_id + 1
     return state

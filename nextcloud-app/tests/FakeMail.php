@@ -22,7 +22,9 @@ use OCA\Mail\Exception\ClientException;
 use OCA\Mail\IMAP\IMAPClientFactory;
 use OCA\Mail\Model\IMAPMessage;
 use OCA\Mail\Model\NewMessageData;
+use OCA\Mail\Exception\ServiceException;
 use OCA\Mail\Service\AccountService;
+use OCA\Mail\Service\OutboxService;
 use OCA\Mail\Service\Quota;
 use OCA\Mail\Service\Search\SearchQuery;
 use OCP\AppFramework\Db\DoesNotExistException;
@@ -40,12 +42,19 @@ use Psr\Container\ContainerInterface;
  *
  * Behaviour mirrors Mail where the bridge depends on it: getMailbox/getMessage are scoped to the
  * uid (another user's id: ClientException / DoesNotExistException), findMessages takes Mail's
- * filter syntax, sendMessage reports SMTP failure through the LocalMessage status (a recipient at
- * refused.example.net is refused, like the stand-in's SMTP sink does), saveDraft returns
- * [account, drafts mailbox, new uid]. What the bridge never calls throws LogicException.
+ * filter syntax, saveDraft returns [account, drafts mailbox, new uid]. Sending is Mail 5.x's
+ * outbox (FakeOutboxService below): saveMessage stores an outbox entry, sendMessage runs the send
+ * chain's steps in Mail's order — no Sent mailbox: STATUS_NO_SENT_MAILBOX and nothing sent; the
+ * SMTP step (a recipient at refused.example.net is refused: STATUS_SMPT_SEND_FAIL, nothing sent;
+ * one at unclear.example.net goes out but the SMTP answer is lost: STATUS_ERROR, Mail's "unclear
+ * sent state", like the stand-in's SMTP sink); then the copy into Sent, the \Answered flag on
+ * the mail replied to (not in Sent or Drafts), STATUS_PROCESSED and the outbox entry removed.
+ * A message that was not saved first cannot be sent (Mail's chain updates or deletes its row).
+ * What the bridge never calls throws LogicException.
  */
 final class FakeMail implements IMailManager, IMailSearch, IMailTransmission, ContainerInterface {
 	public const REFUSED_DOMAIN = 'refused.example.net';
+	public const UNCLEAR_DOMAIN = 'unclear.example.net';
 
 	private array $state;
 
@@ -59,13 +68,15 @@ final class FakeMail implements IMailManager, IMailSearch, IMailTransmission, Co
 		return match ($id) {
 			IMailManager::class, IMailSearch::class, IMailTransmission::class => $this,
 			AccountService::class => new FakeAccountService($this),
+			OutboxService::class => new FakeOutboxService($this),
 			IMAPClientFactory::class => new IMAPClientFactory(),
 			default => throw new \LogicException("FakeMail container has no $id"),
 		};
 	}
 
 	public function has(string $id): bool {
-		return in_array($id, [IMailManager::class, IMailSearch::class, IMailTransmission::class, AccountService::class, IMAPClientFactory::class], true);
+		return in_array($id, [IMailManager::class, IMailSearch::class, IMailTransmission::class, AccountService::class,
+			OutboxService::class, IMAPClientFactory::class], true);
 	}
 
 	// ---- what tests read -------------------------------------------------------------------
@@ -80,7 +91,9 @@ final class FakeMail implements IMailManager, IMailSearch, IMailTransmission, Co
 		$out = [];
 		foreach ($this->state['accounts'] as $a) {
 			if ($a['uid'] === $uid) {
-				$out[] = new Account(new MailAccount($a['id'], $a['uid'], $a['name'], $a['email']));
+				$mailAccount = new MailAccount($a['id'], $a['uid'], $a['name'], $a['email']);
+				$mailAccount->setSentMailboxId($this->specialMailbox($a['id'], 'sent')['id'] ?? null);
+				$out[] = new Account($mailAccount);
 			}
 		}
 		return $out;
@@ -259,23 +272,9 @@ final class FakeMail implements IMailManager, IMailSearch, IMailTransmission, Co
 
 	// ---- IMailTransmission -----------------------------------------------------------------
 
+	/** Only the SMTP step of Mail's send chain: the bridge must go through the outbox instead. */
 	public function sendMessage(Account $account, LocalMessage $localMessage): void {
-		$byType = [Recipient::TYPE_TO => [], Recipient::TYPE_CC => [], Recipient::TYPE_BCC => []];
-		foreach ($localMessage->getRecipients() ?? [] as $r) {
-			if (str_ends_with(strtolower($r->getEmail()), '@' . self::REFUSED_DOMAIN)) {
-				$localMessage->setStatus(LocalMessage::STATUS_SMPT_SEND_FAIL); // as Mail does on an SMTP refusal
-				return;
-			}
-			$byType[$r->getType()][] = $r->getEmail();
-		}
-		$this->state['sent'][] = [
-			'from' => $account->getName() . ' <' . $account->getEMailAddress() . '>',
-			'to' => $byType[Recipient::TYPE_TO], 'cc' => $byType[Recipient::TYPE_CC], 'bcc' => $byType[Recipient::TYPE_BCC],
-			'subject' => $localMessage->getSubject(), 'body' => $localMessage->getBodyPlain(),
-			'html' => $localMessage->isHtml(), 'in_reply_to' => $localMessage->getInReplyToMessageId(),
-		];
-		$this->save();
-		$localMessage->setStatus(LocalMessage::STATUS_RAW);
+		throw new \LogicException(__FUNCTION__ . ': send through OutboxService, as Mail\'s UI does');
 	}
 
 	public function saveLocalDraft(Account $account, LocalMessage $message): void {
@@ -284,12 +283,7 @@ final class FakeMail implements IMailManager, IMailSearch, IMailTransmission, Co
 
 	public function saveDraft(NewMessageData $message, ?Message $previousDraft = null): array {
 		$account = $message->getAccount();
-		$drafts = null;
-		foreach ($this->state['mailboxes'] as $m) {
-			if ($m['account_id'] === $account->getId() && in_array('drafts', $m['special_use'], true)) {
-				$drafts = $m;
-			}
-		}
+		$drafts = $this->specialMailbox($account->getId(), 'drafts');
 		if ($drafts === null) {
 			throw new ClientException('No drafts mailbox configured');
 		}
@@ -301,10 +295,147 @@ final class FakeMail implements IMailManager, IMailSearch, IMailTransmission, Co
 			'subject' => $message->getSubject(), 'sent_at' => time(), 'seen' => true,
 			'from' => [['label' => $account->getName(), 'email' => $account->getEMailAddress()]],
 			'to' => $list($message->getTo()), 'cc' => $list($message->getCc()), 'bcc' => $list($message->getBcc()),
-			'plain' => $message->getBody(), 'html' => null, 'attachments' => [],
+			'plain' => $message->getBody(), 'html' => null, 'attachments' => [], 'answered' => false, 'in_reply_to' => null,
 		];
 		$this->save();
 		return [$account, $this->mailboxObject($drafts), $uid];
+	}
+
+	// ---- Mail 5.x's outbox and send chain (FakeOutboxService calls these) --------------------
+
+	/** OutboxService::saveMessage: the outbox entry with its recipients, as LocalMessageMapper stores it. */
+	public function outboxSave(Account $account, LocalMessage $message, array $to, array $cc, array $bcc): LocalMessage {
+		if ($message->getId() !== null || $message->getType() !== LocalMessage::TYPE_OUTGOING || $message->getAccountId() !== $account->getId()) {
+			throw new \LogicException('saveMessage takes a new outgoing message of this account');
+		}
+		$recipients = [];
+		foreach ([Recipient::TYPE_TO => $to, Recipient::TYPE_CC => $cc, Recipient::TYPE_BCC => $bcc] as $type => $list) {
+			foreach ($list as $r) {
+				// Mail's convertToRecipient reads $r['email'] and $r['label'] ?? $r['email'].
+				if (!is_array($r) || !is_string($r['email'] ?? null) || (isset($r['label']) && !is_string($r['label']))) {
+					throw new \TypeError('a recipient is array{email: string, label?: string}');
+				}
+				$recipient = new Recipient();
+				$recipient->setType($type);
+				$recipient->setLabel($r['label'] ?? $r['email']);
+				$recipient->setEmail($r['email']);
+				$recipients[] = $recipient;
+			}
+		}
+		$id = $this->state['next_local_id'] = ($this->state['next_local_id'] ?? 0) + 1;
+		$message->setId($id);
+		$message->setRecipients($recipients);
+		$message->setAttachments([]);
+		$this->state['outbox'][(string)$id] = ['account_id' => $account->getId(), 'status' => null, 'send_at' => $message->getSendAt()];
+		$this->save();
+		return $message;
+	}
+
+	/** OutboxService::sendMessage, i.e. Send\Chain::process, step by step. */
+	public function outboxSend(LocalMessage $message, Account $account): LocalMessage {
+		$row = $this->state['outbox'][(string)$message->getId()] ?? null;
+		if ($row === null || $row['account_id'] !== $account->getId()) {
+			throw new \LogicException('sendMessage takes a message saveMessage stored for this account');
+		}
+		if ($row['status'] === LocalMessage::STATUS_ERROR) {
+			throw new ServiceException('Could not send message because a previous send operation produced an unclear sent state.');
+		}
+		$sentMailboxId = $account->getMailAccount()->getSentMailboxId();
+		if ($sentMailboxId === null) {
+			return $this->outboxStatus($message, LocalMessage::STATUS_NO_SENT_MAILBOX);
+		}
+		$byType = [Recipient::TYPE_TO => [], Recipient::TYPE_CC => [], Recipient::TYPE_BCC => []];
+		foreach ($message->getRecipients() ?? [] as $r) {
+			if (str_ends_with(strtolower($r->getEmail()), '@' . self::REFUSED_DOMAIN)) {
+				return $this->outboxStatus($message, LocalMessage::STATUS_SMPT_SEND_FAIL);
+			}
+			$byType[$r->getType()][] = $r->getEmail();
+		}
+		$this->state['sent'][] = [
+			'from' => $account->getName() . ' <' . $account->getEMailAddress() . '>',
+			'to' => $byType[Recipient::TYPE_TO], 'cc' => $byType[Recipient::TYPE_CC], 'bcc' => $byType[Recipient::TYPE_BCC],
+			'subject' => $message->getSubject(), 'body' => $message->getBodyPlain(),
+			'html' => $message->isHtml(), 'in_reply_to' => $message->getInReplyToMessageId(),
+		];
+		foreach ($message->getRecipients() ?? [] as $r) {
+			if (str_ends_with(strtolower($r->getEmail()), '@' . self::UNCLEAR_DOMAIN)) {
+				return $this->outboxStatus($message, LocalMessage::STATUS_ERROR); // went out, but the answer was lost
+			}
+		}
+		$this->copyToSent($account, $sentMailboxId, $message, $byType);
+		$this->flagReplied($account, $message->getInReplyToMessageId());
+		unset($this->state['outbox'][(string)$message->getId()]);
+		$message->setStatus(LocalMessage::STATUS_PROCESSED);
+		$this->save();
+		return $message;
+	}
+
+	/** OutboxService::deleteMessage: only the user's own entry. */
+	public function outboxDelete(string $userId, LocalMessage $message): void {
+		$row = $this->state['outbox'][(string)$message->getId()] ?? null;
+		if ($row === null || $this->ownerOfAccount($row['account_id']) !== $userId) {
+			throw new DoesNotExistException('no such outbox message');
+		}
+		unset($this->state['outbox'][(string)$message->getId()]);
+		$this->save();
+	}
+
+	/** @return list<array<string, mixed>> the outbox entries left (the chain removes finished ones) */
+	public function outbox(): array {
+		return array_values($this->state['outbox'] ?? []);
+	}
+
+	private function outboxStatus(LocalMessage $message, int $status): LocalMessage {
+		$message->setStatus($status);
+		$this->state['outbox'][(string)$message->getId()]['status'] = $status; // LocalMessageMapper::update
+		$this->save();
+		return $message;
+	}
+
+	/** CopySentMessageHandler: the sent mail, as sent, into the account's Sent mailbox (seen). */
+	private function copyToSent(Account $account, int $sentMailboxId, LocalMessage $message, array $byType): void {
+		$id = $this->state['next_message_id']++;
+		$list = static fn (array $emails): array => array_map(static fn (string $e) => ['label' => null, 'email' => $e], $emails);
+		$this->state['messages'][] = [
+			'id' => $id, 'uid' => 1000 + $id, 'mailbox_id' => $sentMailboxId, 'message_id' => '<sent-' . $id . '@fake.invalid>',
+			'subject' => $message->getSubject(), 'sent_at' => time(), 'seen' => true,
+			'from' => [['label' => $account->getName(), 'email' => $account->getEMailAddress()]],
+			'to' => $list($byType[Recipient::TYPE_TO]), 'cc' => $list($byType[Recipient::TYPE_CC]), 'bcc' => $list($byType[Recipient::TYPE_BCC]),
+			'plain' => $message->getBodyPlain(), 'html' => null, 'attachments' => [], 'answered' => false,
+			'in_reply_to' => $message->getInReplyToMessageId(),
+		];
+	}
+
+	/** FlagRepliedMessageHandler: every copy of the replied-to mail in the account, but in Sent or Drafts. */
+	private function flagReplied(Account $account, ?string $inReplyTo): void {
+		if ($inReplyTo === null) {
+			return;
+		}
+		foreach ($this->state['messages'] as $i => $m) {
+			$box = $this->mailboxRow($m['mailbox_id']);
+			if ($m['message_id'] === $inReplyTo && $box['account_id'] === $account->getId()
+				&& !in_array('sent', $box['special_use'], true) && !in_array('drafts', $box['special_use'], true)) {
+				$this->state['messages'][$i]['answered'] = true;
+			}
+		}
+	}
+
+	private function specialMailbox(int $accountId, string $use): ?array {
+		foreach ($this->state['mailboxes'] as $m) {
+			if ($m['account_id'] === $accountId && in_array($use, $m['special_use'], true)) {
+				return $m;
+			}
+		}
+		return null;
+	}
+
+	private function mailboxRow(int $id): array {
+		foreach ($this->state['mailboxes'] as $m) {
+			if ($m['id'] === $id) {
+				return $m;
+			}
+		}
+		throw new \LogicException("no mailbox $id");
 	}
 
 	public function sendMdn(Account $account, Mailbox $mailbox, Message $message): void {
@@ -380,7 +511,7 @@ final class FakeMail implements IMailManager, IMailSearch, IMailTransmission, Co
 		$list = static fn (array $as): AddressList => new AddressList(array_map(
 			static fn (array $a) => Address::fromRaw($a['label'] ?? $a['email'], $a['email']), $as));
 		return new Message($m['id'], $m['uid'], $m['mailbox_id'], $m['message_id'], $m['subject'], $m['sent_at'],
-			$m['seen'], $m['attachments'] !== [], $list($m['from']), $list($m['to']), $list($m['cc']));
+			$m['seen'], $m['attachments'] !== [], $list($m['from']), $list($m['to']), $list($m['cc']), $m['answered'], $m['in_reply_to']);
 	}
 
 	private function save(): void {
@@ -394,6 +525,27 @@ final class FakeMail implements IMailManager, IMailSearch, IMailTransmission, Co
 		fflush($handle);
 		flock($handle, LOCK_UN);
 		fclose($handle);
+	}
+}
+
+/** Mail 5.x's OutboxService over the fake (saveMessage, then sendMessage runs the chain). */
+final class FakeOutboxService extends OutboxService {
+	public function __construct(private FakeMail $mail) {
+	}
+
+	public function saveMessage(Account $account, LocalMessage $message, array $to, array $cc, array $bcc, array $attachments = []): LocalMessage {
+		if ($attachments !== []) {
+			throw new \LogicException('the bridge sends no attachments');
+		}
+		return $this->mail->outboxSave($account, $message, $to, $cc, $bcc);
+	}
+
+	public function sendMessage(LocalMessage $message, Account $account): LocalMessage {
+		return $this->mail->outboxSend($message, $account);
+	}
+
+	public function deleteMessage(string $userId, LocalMessage $message): void {
+		$this->mail->outboxDelete($userId, $message);
 	}
 }
 

@@ -32,6 +32,7 @@ use OCA\Tamebi\Tests\Stubs\FakeAppManager;
 use OCA\Tamebi\Tests\Stubs\FakeRequest;
 use OCA\Tamebi\Tests\Stubs\FakeUser;
 use OCA\Tamebi\Tests\Stubs\FakeUserSession;
+use OCA\Tamebi\Tests\Stubs\RecordingLogger;
 use OCP\AppFramework\Http\DataResponse;
 use OCP\AppFramework\OCSController;
 
@@ -114,7 +115,8 @@ $mail = new FakeMail((string)getenv('TAMEBI_MAIL_STATE'));
 $apps = new FakeAppManager(['mail', 'tamebi']);
 $apps->enabled = getenv('TAMEBI_MAIL_ABSENT') === '1' ? ['tamebi'] : ['mail', 'tamebi'];
 $controller = new MailController(new FakeRequest('php-s-' . bin2hex(random_bytes(4)), $headers),
-	new MailBridge(new MailContracts($apps, $mail)), new FakeUserSession(new FakeUser($uid)), new RequestBody('php://input'));
+	new MailBridge(new MailContracts($apps, $mail)), new FakeUserSession(new FakeUser($uid)), new RequestBody('php://input'),
+	new RecordingLogger());
 
 // SecurityMiddleware: what the action's attributes let through.
 $method = new ReflectionMethod($controller, $action);

@@ -14,6 +14,7 @@ use OCP\AppFramework\Http\DataResponse;
 use OCP\AppFramework\OCSController;
 use OCP\IRequest;
 use OCP\IUserSession;
+use Psr\Log\LoggerInterface;
 
 /**
  * The mail bridge's OCS routes, /ocs/v2.php/apps/tamebi/api/v1/mail/... (docs/mail-bridge-api.md),
@@ -30,6 +31,10 @@ use OCP\IUserSession;
  * - #[NoAdminRequired]: every user may use their own mail; without it only admins could.
  * - no #[PublicPage]: an unauthenticated request is refused by Nextcloud (401) before this runs.
  * - no #[CORS], no #[BruteForceProtection] bypass, no #[UseSession]: nothing here needs them.
+ *
+ * Every answer, failures included, is the contract's shape: a MailError as it is, and anything
+ * else that escapes (a Mail exception MailContracts did not expect, a TypeError) as 500
+ * `internal_error` with a fixed message. The details of every 5xx go to nextcloud.log only.
  */
 class MailController extends OCSController {
 	public function __construct(
@@ -37,6 +42,7 @@ class MailController extends OCSController {
 		private MailBridge $bridge,
 		private IUserSession $session,
 		private RequestBody $body,
+		private LoggerInterface $logger,
 	) {
 		parent::__construct(Application::APP_ID, $request);
 	}
@@ -85,8 +91,20 @@ class MailController extends OCSController {
 		try {
 			return new DataResponse($route($uid));
 		} catch (MailError $e) {
-			return new DataResponse(['error' => $e->errorCode, 'message' => $e->getMessage()], $e->status);
+			return $this->failure($e);
+		} catch (\Throwable $e) {
+			return $this->failure(MailError::internal($e));
 		}
+	}
+
+	private function failure(MailError $e): DataResponse {
+		if ($e->status >= 500) {
+			$this->logger->error('mail bridge: ' . $e->errorCode . ': ' . $e->getMessage(), [
+				'app' => Application::APP_ID,
+				'exception' => $e->getPrevious() ?? $e,
+			]);
+		}
+		return new DataResponse(['error' => $e->errorCode, 'message' => $e->getMessage()], $e->status);
 	}
 
 	private function rawBody(): string {

@@ -7,14 +7,22 @@ namespace OCA\Tamebi\Tests\Unit;
 use OCA\Tamebi\Controller\MailController;
 use OCA\Tamebi\Service\Mail\MailBridge;
 use OCA\Tamebi\Service\Mail\MailContracts;
+use OCA\Tamebi\Service\Mail\MailError;
 use OCA\Tamebi\Service\RequestBody;
 use OCA\Tamebi\Tests\FakeMail;
 use OCA\Tamebi\Tests\Stubs\FakeAppManager;
 use OCA\Tamebi\Tests\Stubs\FakeRequest;
 use OCA\Tamebi\Tests\Stubs\FakeUser;
 use OCA\Tamebi\Tests\Stubs\FakeUserSession;
+use OCA\Mail\Account;
+use OCA\Mail\Db\LocalMessage;
+use OCA\Mail\Exception\ServiceException;
+use OCA\Mail\Service\AccountService;
+use OCA\Mail\Service\OutboxService;
 use OCP\AppFramework\OCSController;
 use PHPUnit\Framework\TestCase;
+use Psr\Container\ContainerInterface;
+use Psr\Log\LoggerInterface;
 
 /**
  * The mail bridge in-process, over the fake Mail (tests/FakeMail.php) holding the stand-in's
@@ -25,6 +33,9 @@ use PHPUnit\Framework\TestCase;
 final class MailBridgeTest extends TestCase {
 	private string $state;
 	private FakeAppManager $apps;
+	private ContextLogger $logger;
+	/** @var array<string, object> Mail services replaced for one test */
+	private array $overrides = [];
 
 	protected function setUp(): void {
 		$root = dirname(__DIR__, 3);
@@ -34,6 +45,7 @@ final class MailBridgeTest extends TestCase {
 			. escapeshellarg($this->state) . ' alice bob 2>&1', $out, $status);
 		$this->assertSame(0, $status, "fixture export failed (needs scripts/install.d/20-standin.sh): " . implode("\n", $out));
 		$this->apps = new FakeAppManager(['mail', 'tamebi']);
+		$this->logger = new ContextLogger();
 	}
 
 	protected function tearDown(): void {
@@ -43,13 +55,23 @@ final class MailBridgeTest extends TestCase {
 	private function controller(string $uid, string $body = '', string $contentType = 'application/json'): MailController {
 		$file = tempnam(sys_get_temp_dir(), 'tamebi-body-') ?: throw new \RuntimeException('tempnam');
 		file_put_contents($file, $body);
+		$mail = new OverridingContainer(new FakeMail($this->state), $this->overrides);
 		return new MailController(new FakeRequest('req-mail', ['Content-Type' => $contentType]),
-			new MailBridge(new MailContracts($this->apps, new FakeMail($this->state))),
-			new FakeUserSession(new FakeUser($uid)), new RequestBody($file));
+			new MailBridge(new MailContracts($this->apps, $mail)),
+			new FakeUserSession(new FakeUser($uid)), new RequestBody($file), $this->logger);
 	}
 
 	private function sent(): array {
 		return (new FakeMail($this->state))->sent();
+	}
+
+	private function outbox(): array {
+		return (new FakeMail($this->state))->outbox();
+	}
+
+	/** @return list<string> subjects in one of alice's mailboxes */
+	private function subjectsIn(string $mailboxId): array {
+		return array_column($this->controller('alice')->messages(mailbox_id: $mailboxId, limit: '50')->getData()['messages'], 'subject');
 	}
 
 	public function testEveryActionAllowsBearerOcsRequestsAndNothingWeaker(): void {
@@ -118,11 +140,97 @@ final class MailBridgeTest extends TestCase {
 		]], $this->sent());
 	}
 
+	public function testSendingRunsMailsSendChainSentCopyAndAnsweredFlag(): void {
+		$this->assertFalse($this->controller('alice')->message('1')->getData()['answered']);
+		$c = $this->controller('alice', json_encode(['account_id' => 1, 'to' => ['bob@example.com'], 'subject' => 'Re: Q3 budget',
+			'body' => "Thursday works.\n", 'in_reply_to' => 1]));
+		$this->assertSame(['status' => 'sent'], $c->send()->getData());
+		// CopySentMessageHandler: the mail is in alice's Sent mailbox (id 2), as it was sent.
+		$this->assertSame(['Re: Q3 budget', 'Offsite agenda'], $this->subjectsIn('2'));
+		$copy = $this->controller('alice')->messages(mailbox_id: '2', limit: '1')->getData()['messages'][0];
+		$read = $this->controller('alice')->message((string)$copy['id'])->getData();
+		$this->assertSame(['<budget-q3@example.com>', ['format' => 'text', 'content' => "Thursday works.\n"]], [$read['in_reply_to'], $read['body']]);
+		// FlagRepliedMessageHandler: the original is \Answered; Chain: the outbox entry is gone.
+		$this->assertTrue($this->controller('alice')->message('1')->getData()['answered']);
+		$this->assertSame([], $this->outbox());
+	}
+
 	public function testAnSmtpRefusalReportedThroughTheStatusIs502(): void {
 		$c = $this->controller('alice', '{"account_id":1,"to":["x@refused.example.net"],"subject":"s","body":"b"}');
 		$response = $c->send();
 		$this->assertSame(502, $response->getStatus());
 		$this->assertSame('mail_backend', $response->getData()['error']);
+		$this->assertSame([], $this->sent());
+		$this->assertSame([], $this->outbox(), 'a failed send leaves no outbox entry for Mail to show or retry');
+		$this->assertSame(['Offsite agenda'], $this->subjectsIn('2'));
+	}
+
+	public function testWithoutASentMailboxMailSendsNothing(): void {
+		$state = json_decode((string)file_get_contents($this->state), true);
+		$state['mailboxes'][1]['special_use'] = []; // alice's "Sent" is no longer her Sent mailbox
+		file_put_contents($this->state, json_encode($state));
+		$response = $this->controller('alice', '{"account_id":1,"to":["bob@example.com"],"subject":"s","body":"b"}')->send();
+		$this->assertSame([502, 'mail_backend'], [$response->getStatus(), $response->getData()['error']]);
+		$this->assertStringContainsString('no Sent mailbox', $response->getData()['message']);
+		$this->assertSame([[], []], [$this->sent(), $this->outbox()]);
+	}
+
+	public function testMailsUnclearSentStateIsAnUnknownOutcomeNotAFailure(): void {
+		$response = $this->controller('alice', '{"account_id":1,"to":["x@unclear.example.net"],"subject":"s","body":"b"}')->send();
+		$this->assertSame(502, $response->getStatus());
+		$this->assertSame(['error' => 'send_outcome_unknown', 'message' => MailError::SEND_UNKNOWN_MESSAGE], $response->getData());
+		$this->assertCount(1, $this->sent(), 'in this scenario the mail did go out');
+		$this->assertSame([], $this->outbox());
+	}
+
+	public function testAnExceptionFromInsideTheSendChainIsAnUnknownOutcome(): void {
+		$fake = new FakeMail($this->state);
+		$this->overrides[OutboxService::class] = new class($fake) extends OutboxService {
+			public function __construct(private FakeMail $mail) {
+			}
+			public function saveMessage(Account $account, LocalMessage $message, array $to, array $cc, array $bcc, array $attachments = []): LocalMessage {
+				return $this->mail->outboxSave($account, $message, $to, $cc, $bcc);
+			}
+			public function sendMessage(LocalMessage $message, Account $account): LocalMessage {
+				throw new ServiceException('smtp.internal.example:587 dropped the connection');
+			}
+			public function deleteMessage(string $userId, LocalMessage $message): void {
+				$this->mail->outboxDelete($userId, $message);
+			}
+		};
+		$response = $this->controller('alice', '{"account_id":1,"to":["bob@example.com"],"subject":"s","body":"b"}')->send();
+		$this->assertSame([502, 'send_outcome_unknown'], [$response->getStatus(), $response->getData()['error']]);
+		$this->assertStringNotContainsString('smtp.internal', json_encode($response->getData()));
+		$this->assertStringContainsString('smtp.internal.example:587', $this->logger->text());
+		$this->assertSame([], $this->outbox());
+	}
+
+	/** Item: whatever escapes from Mail is the contract's error shape, with nothing of its text. */
+	public function testUnexpectedFailuresAreTheContractsShapeAndOnlyLogged(): void {
+		foreach ([
+			[new ServiceException('imap.secret.example: LOGIN failed for alice'), 502, 'mail_backend'],
+			[new \Horde_Imap_Client_Exception('imap.secret.example: connection reset'), 502, 'mail_backend'],
+			[new \TypeError('Argument #1 ($secret) must be of type int'), 500, 'internal_error'],
+			[new \RuntimeException('secret internals'), 500, 'internal_error'],
+		] as [$thrown, $status, $code]) {
+			$this->logger = new ContextLogger();
+			$this->overrides[AccountService::class] = new class($thrown) extends AccountService {
+				public function __construct(private \Throwable $thrown) {
+				}
+				public function findByUserId(string $currentUserId): array {
+					throw $this->thrown;
+				}
+			};
+			foreach (['accounts' => [], 'messages' => [], 'send' => []] as $action => $args) {
+				$c = $this->controller('alice', '{"account_id":1,"to":["bob@example.com"],"subject":"s","body":"b"}');
+				$response = $c->$action(...$args);
+				$this->assertSame($status, $response->getStatus(), get_class($thrown) . " on $action");
+				$this->assertSame($code, $response->getData()['error']);
+				$this->assertSame(['error', 'message'], array_keys($response->getData()));
+				$this->assertStringNotContainsString('secret', json_encode($response->getData()));
+			}
+			$this->assertSame(get_class($thrown), get_class($this->logger->exceptions[0]), 'the cause is logged');
+		}
 		$this->assertSame([], $this->sent());
 	}
 
@@ -147,5 +255,64 @@ final class MailBridgeTest extends TestCase {
 		$read = $this->controller('alice')->message((string)$id)->getData();
 		$this->assertSame(['Later', 3, ['format' => 'text', 'content' => 'draft']], [$read['subject'], $read['mailbox_id'], $read['body']]);
 		$this->assertSame([], $this->sent());
+	}
+}
+
+/** FakeMail's services, some replaced by a test. */
+final class OverridingContainer implements ContainerInterface {
+	/** @param array<string, object> $overrides */
+	public function __construct(private FakeMail $mail, private array $overrides) {
+	}
+
+	public function get(string $id) {
+		return $this->overrides[$id] ?? $this->mail->get($id);
+	}
+
+	public function has(string $id): bool {
+		return isset($this->overrides[$id]) || $this->mail->has($id);
+	}
+}
+
+/** Keeps each line and the exception of its context (what nextcloud.log would get). */
+final class ContextLogger implements LoggerInterface {
+	/** @var list<string> */
+	public array $lines = [];
+	/** @var list<\Throwable> */
+	public array $exceptions = [];
+
+	public function emergency(string|\Stringable $message, array $context = []): void {
+		$this->log('emergency', $message, $context);
+	}
+	public function alert(string|\Stringable $message, array $context = []): void {
+		$this->log('alert', $message, $context);
+	}
+	public function critical(string|\Stringable $message, array $context = []): void {
+		$this->log('critical', $message, $context);
+	}
+	public function error(string|\Stringable $message, array $context = []): void {
+		$this->log('error', $message, $context);
+	}
+	public function warning(string|\Stringable $message, array $context = []): void {
+		$this->log('warning', $message, $context);
+	}
+	public function notice(string|\Stringable $message, array $context = []): void {
+		$this->log('notice', $message, $context);
+	}
+	public function info(string|\Stringable $message, array $context = []): void {
+		$this->log('info', $message, $context);
+	}
+	public function debug(string|\Stringable $message, array $context = []): void {
+		$this->log('debug', $message, $context);
+	}
+	public function log($level, string|\Stringable $message, array $context = []): void {
+		$this->lines[] = $level . ' ' . $message;
+		if (($context['exception'] ?? null) instanceof \Throwable) {
+			$this->exceptions[] = $context['exception'];
+			$this->lines[] = $context['exception']->getMessage();
+		}
+	}
+
+	public function text(): string {
+		return implode("\n", $this->lines);
 	}
 }

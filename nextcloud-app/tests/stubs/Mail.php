@@ -5,17 +5,26 @@ declare(strict_types=1);
 // Stubs of Nextcloud Mail, which is not installed here. The three contract interfaces
 // (OCA\Mail\Contracts\IMailManager, IMailSearch, IMailTransmission) are declared with exactly the
 // method signatures of Mail 5.x (the Mail releases for Nextcloud 30–33, read from nextcloud/mail's
-// lib/Contracts), so a fake that implements them here would implement the real ones too. The
-// classes those signatures name (Account, Mailbox, Message, LocalMessage, Recipient, AddressList,
-// Address, NewMessageData, IMAPMessage, AccountService, IMAPClientFactory) are reduced to the
-// members the bridge uses, with Mail's names, types and semantics (Address::getLabel falls back to
-// the address; Mailbox::getSpecialUse is the JSON column; LocalMessage's status constants).
+// lib/Contracts), so a fake that implements them here would implement the real ones too.
+// OutboxService (a class in Mail, not a contract) has exactly the public signatures of Mail 5.x's
+// saveMessage/sendMessage/deleteMessage and throws if anything else is called. The classes those
+// signatures name (Account, Mailbox, Message, LocalMessage, AddressList, Address, NewMessageData,
+// IMAPMessage, AccountService, IMAPClientFactory) are reduced to the members the bridge uses, with
+// Mail's names, types and semantics (Address::getLabel falls back to the address;
+// Mailbox::getSpecialUse is the JSON column; LocalMessage's status constants and its accessors,
+// which refuse a field LocalMessage does not have).
 
 namespace OCA\Mail\Exception {
 	class ClientException extends \Exception {
 	}
 
 	class ServiceException extends \Exception {
+	}
+}
+
+namespace {
+	/** Horde's IMAP error, which Mail's services let through in places. */
+	class Horde_Imap_Client_Exception extends \Exception {
 	}
 }
 
@@ -114,6 +123,17 @@ namespace OCA\Mail\Db {
 		public function getEmail(): string {
 			return $this->email;
 		}
+
+		/** The Sent mailbox Mail copies sent mail into (Send\Chain refuses to send without one). */
+		public function getSentMailboxId(): ?int {
+			return $this->sentMailboxId;
+		}
+
+		public function setSentMailboxId(?int $id): void {
+			$this->sentMailboxId = $id;
+		}
+
+		private ?int $sentMailboxId = null;
 	}
 
 	class Mailbox {
@@ -165,7 +185,17 @@ namespace OCA\Mail\Db {
 			private AddressList $from,
 			private AddressList $to,
 			private AddressList $cc,
+			private bool $flagAnswered = false,
+			private ?string $inReplyTo = null,
 		) {
+		}
+
+		public function getFlagAnswered(): bool {
+			return $this->flagAnswered;
+		}
+
+		public function getInReplyTo(): ?string {
+			return $this->inReplyTo;
 		}
 
 		public function getId(): int {
@@ -219,6 +249,7 @@ namespace OCA\Mail\Db {
 		public const STATUS_RAW = 0;
 		public const STATUS_NO_SENT_MAILBOX = 1;
 		public const STATUS_SMPT_SEND_FAIL = 10;
+		public const STATUS_IMAP_SENT_MAILBOX_FAIL = 11;
 		public const STATUS_PROCESSED = 12;
 		public const STATUS_ERROR = 13;
 
@@ -228,8 +259,9 @@ namespace OCA\Mail\Db {
 
 		/** Entity's magic accessors: setX($v) / getX() / isX() over the declared fields. */
 		public function __call(string $name, array $args): mixed {
-			$allowed = ['Type', 'AccountId', 'AliasId', 'Subject', 'BodyPlain', 'BodyHtml', 'Html', 'InReplyToMessageId',
-				'Status', 'Raw', 'RequestMdn', 'PgpMime', 'SmimeSign', 'SmimeEncrypt'];
+			$allowed = ['Id', 'Type', 'AccountId', 'AliasId', 'SendAt', 'Subject', 'BodyPlain', 'BodyHtml', 'EditorBody', 'Html',
+				'Failed', 'InReplyToMessageId', 'UpdatedAt', 'PgpMime', 'SmimeSign', 'SmimeCertificateId', 'SmimeEncrypt', 'Status',
+				'Raw', 'RequestMdn'];
 			foreach (['set', 'get', 'is'] as $prefix) {
 				if (str_starts_with($name, $prefix) && in_array(substr($name, strlen($prefix)), $allowed, true)) {
 					$field = substr($name, strlen($prefix));
@@ -366,10 +398,34 @@ namespace OCA\Mail\Model {
 }
 
 namespace OCA\Mail\Service {
+	use OCA\Mail\Account;
+	use OCA\Mail\Db\LocalMessage;
+
 	class AccountService {
 		/** @return list<\OCA\Mail\Account> */
 		public function findByUserId(string $currentUserId): array {
 			return [];
+		}
+	}
+
+	/** Mail 5.x's outbox: these three public methods, with exactly Mail's signatures. */
+	class OutboxService {
+		/**
+		 * @param array<int, array{email: string, label?: string}> $to
+		 * @param array<int, array{email: string, label?: string}> $cc
+		 * @param array<int, array{email: string, label?: string}> $bcc
+		 */
+		public function saveMessage(Account $account, LocalMessage $message, array $to, array $cc, array $bcc, array $attachments = []): LocalMessage {
+			throw new \LogicException(__FUNCTION__);
+		}
+
+		/** Runs Mail's Send\Chain. */
+		public function sendMessage(LocalMessage $message, Account $account): LocalMessage {
+			throw new \LogicException(__FUNCTION__);
+		}
+
+		public function deleteMessage(string $userId, LocalMessage $message): void {
+			throw new \LogicException(__FUNCTION__);
 		}
 	}
 }

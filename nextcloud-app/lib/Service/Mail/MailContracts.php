@@ -13,12 +13,12 @@ use OCA\Mail\Contracts\IMailTransmission;
 use OCA\Mail\Db\LocalMessage;
 use OCA\Mail\Db\Mailbox;
 use OCA\Mail\Db\Message;
-use OCA\Mail\Db\Recipient;
 use OCA\Mail\Exception\ClientException;
 use OCA\Mail\Exception\ServiceException;
 use OCA\Mail\IMAP\IMAPClientFactory;
 use OCA\Mail\Model\NewMessageData;
 use OCA\Mail\Service\AccountService;
+use OCA\Mail\Service\OutboxService;
 use OCP\App\IAppManager;
 use OCP\AppFramework\Db\DoesNotExistException;
 use Psr\Container\ContainerInterface;
@@ -26,23 +26,27 @@ use Psr\Container\ContainerInterface;
 /**
  * The ONLY class of this app that touches Nextcloud Mail (docs/nextcloud-app.md, "Mail bridge").
  *
- * It calls Mail's PHP contracts on behalf of the session user, with the signatures of Mail 5.x
- * (the Mail versions for Nextcloud 30–33): IMailManager::getMailboxes/getMailbox/getMessage/
- * getImapMessage/getMessageIdForUid, IMailSearch::findMessages, IMailTransmission::sendMessage
- * (Account, LocalMessage) and ::saveDraft(NewMessageData). Two things Mail does not offer through
- * OCA\Mail\Contracts, so the narrowest public service is used and named here:
- * - listing a user's accounts: OCA\Mail\Service\AccountService::findByUserId (every lookup of an
- *   account goes through it, so an id that is not the user's is simply not found);
- * - the IMAP connection getImapMessage needs: OCA\Mail\IMAP\IMAPClientFactory::getClient.
- * It also builds Mail's own value objects (Account comes from Mail; LocalMessage, Recipient,
- * AddressList, Address, NewMessageData are what the contract methods take).
+ * It calls Mail on behalf of the session user, with the signatures of Mail 5.x (the Mail
+ * versions for Nextcloud 30–33, read from nextcloud/mail's stable5.x sources):
+ * - the contracts IMailManager::getMailboxes/getMailbox/getMessage/getImapMessage/
+ *   getMessageIdForUid, IMailSearch::findMessages and IMailTransmission::saveDraft(NewMessageData);
+ * - for sending, OCA\Mail\Service\OutboxService::saveMessage + ::sendMessage, exactly what Mail's
+ *   own web UI does (OutboxController::create, then ::send). sendMessage runs Mail's send chain
+ *   (OCA\Mail\Send\Chain): the Sent-mailbox check, the anti-abuse check, the SMTP send, the copy
+ *   into the Sent mailbox, the \Answered flag on the mail replied to, and the outbox clean-up.
+ *   IMailTransmission::sendMessage alone is only the SMTP step: no Sent copy, no flag;
+ * - listing a user's accounts: AccountService::findByUserId (every lookup of an account goes
+ *   through it, so an id that is not the user's is simply not found);
+ * - the IMAP connection getImapMessage needs: IMAPClientFactory::getClient.
+ * It also builds Mail's own value objects (Account comes from Mail; LocalMessage, AddressList,
+ * Address, NewMessageData are what those methods take).
  *
  * Mail's services are fetched from the container only after available() said yes, so this class
  * loads (and the bridge answers 501) on a Nextcloud where Mail is missing or disabled.
  *
  * It returns plain arrays in the contract's shapes and throws MailError; it must never take a uid
  * from anywhere but the caller (the session user), never use an admin or cross-user lookup, and
- * never let a Mail exception's text decide what the caller learns about other users' data.
+ * never put a Mail, IMAP or SMTP message into an answer (they go to the log as the cause).
  */
 final class MailContracts {
 	public function __construct(
@@ -57,7 +61,8 @@ final class MailContracts {
 			&& interface_exists(IMailManager::class)
 			&& interface_exists(IMailSearch::class)
 			&& interface_exists(IMailTransmission::class)
-			&& class_exists(AccountService::class);
+			&& class_exists(AccountService::class)
+			&& class_exists(OutboxService::class);
 	}
 
 	/** @return list<array{id: int, name: string, email: string}> */
@@ -73,7 +78,7 @@ final class MailContracts {
 	public function mailboxes(string $uid, int $accountId): array {
 		$account = $this->account($uid, $accountId);
 		return array_map(fn (Mailbox $m): array => $this->mailboxJson($m), $this->backend(
-			fn () => $this->manager()->getMailboxes($account)));
+			fn () => $this->manager()->getMailboxes($account), 'Mail could not list the mailboxes'));
 	}
 
 	/**
@@ -89,7 +94,7 @@ final class MailContracts {
 			$targets[] = [$this->account($uid, (int)$mailbox->getAccountId()), $mailbox];
 		} else {
 			foreach ($this->userAccounts($uid) as $account) {
-				foreach ($this->backend(fn () => $this->manager()->getMailboxes($account)) as $mailbox) {
+				foreach ($this->backend(fn () => $this->manager()->getMailboxes($account), 'Mail could not list the mailboxes') as $mailbox) {
 					$targets[] = [$account, $mailbox];
 				}
 			}
@@ -103,11 +108,11 @@ final class MailContracts {
 				// e.g. a mailbox Mail has not synchronised yet: searching everything skips it,
 				// searching exactly that mailbox reports it.
 				if ($mailboxId !== null) {
-					throw MailError::backend('Mail cannot search this mailbox yet: ' . $e->getMessage());
+					throw MailError::backend('Mail cannot search this mailbox yet (it has not synchronised it)', $e);
 				}
 				continue;
-			} catch (ServiceException $e) {
-				throw MailError::backend('Mail could not search: ' . $e->getMessage());
+			} catch (ServiceException|\Horde_Imap_Client_Exception $e) {
+				throw MailError::backend('Mail could not search', $e);
 			}
 			foreach ($found as $message) {
 				$out[] = $this->summary($message, (int)$account->getId()) + ['_cc' => $this->addresses($message->getCc())];
@@ -129,7 +134,7 @@ final class MailContracts {
 			} finally {
 				$client->logout();
 			}
-		});
+		}, 'Mail could not fetch the message');
 		// The body as Mail has it (the bridge converts nothing; mcp-mail turns HTML into text).
 		$body = empty($full['hasHtmlBody'])
 			? ['format' => 'text', 'content' => (string)$plain]
@@ -140,36 +145,82 @@ final class MailContracts {
 			'size' => (int)($a['size'] ?? 0),
 		], array_values($full['attachments'] ?? []));
 		$messageId = (string)$message->getMessageId();
+		$inReplyTo = (string)$message->getInReplyTo();
 		return $this->summary($message, (int)$account->getId()) + [
 			'cc' => $this->addresses($message->getCc()),
 			'message_id' => $messageId === '' ? null : $messageId,
+			'in_reply_to' => $inReplyTo === '' ? null : $inReplyTo,
 			'body' => $body,
 			'attachments' => $attachments,
 		];
 	}
 
-	/** @param array{account_id: int, to: list<string>, cc: list<string>, bcc: list<string>, subject: string, body: string, in_reply_to: ?int} $c */
+	/**
+	 * Sends through Mail's outbox and send chain, as Mail's web UI does: the message is saved as
+	 * an outbox message (OutboxService::saveMessage), then sent at once (OutboxService::sendMessage,
+	 * i.e. Send\Chain). It gets no send time, so Mail's background outbox job (which only picks
+	 * messages with one) never retries it behind the person's back.
+	 *
+	 * @param array{account_id: int, to: list<string>, cc: list<string>, bcc: list<string>, subject: string, body: string, in_reply_to: ?int} $c
+	 */
 	public function send(string $uid, array $c): void {
 		$account = $this->account($uid, $c['account_id']);
 		$replyTo = $c['in_reply_to'] === null ? null : (string)$this->ownMessage($uid, $c['in_reply_to'])->getMessageId();
 		$local = new LocalMessage();
 		$local->setType(LocalMessage::TYPE_OUTGOING);
 		$local->setAccountId((int)$account->getId());
+		$local->setAliasId(null);
 		$local->setSubject($c['subject']);
 		$local->setBodyPlain($c['body']);
 		$local->setBodyHtml(null);
+		$local->setEditorBody(null);
 		$local->setHtml(false); // plain text only: what the person saw is what goes out
 		$local->setInReplyToMessageId($replyTo === '' ? null : $replyTo);
-		$local->setAttachments([]);
-		$local->setRecipients(array_merge(
-			$this->recipients($c['to'], Recipient::TYPE_TO),
-			$this->recipients($c['cc'], Recipient::TYPE_CC),
-			$this->recipients($c['bcc'], Recipient::TYPE_BCC),
-		));
-		$this->backend(fn () => $this->transmission()->sendMessage($account, $local));
-		// sendMessage reports most SMTP failures through the status, not an exception.
-		if ($local->getStatus() !== LocalMessage::STATUS_RAW) {
-			throw MailError::backend('Mail could not send the message (status ' . var_export($local->getStatus(), true) . ')');
+		$local->setSendAt(null);
+		$local->setPgpMime(false);
+		$local->setSmimeSign(false);
+		$local->setSmimeEncrypt(false);
+		$local->setRequestMdn(false);
+		$outbox = $this->outbox();
+		// Until sendMessage is called nothing can have gone out: a failure is a plain 502.
+		$saved = $this->backend(fn () => $outbox->saveMessage($account, $local, self::recipients($c['to']),
+			self::recipients($c['cc']), self::recipients($c['bcc'])), 'Mail could not prepare the message');
+		try {
+			$result = $outbox->sendMessage($saved, $account);
+		} catch (\Throwable $e) {
+			// Thrown from inside the chain: the SMTP step may or may not have happened.
+			$this->discard($uid, $outbox, $saved);
+			throw MailError::sendOutcomeUnknown($e);
+		}
+		$status = $result->getStatus();
+		if ($status === LocalMessage::STATUS_PROCESSED) {
+			return; // sent, copied to Sent, the replied-to mail flagged; Mail removed the outbox entry
+		}
+		if ($status === LocalMessage::STATUS_IMAP_SENT_MAILBOX_FAIL) {
+			// Sent, but the copy into Sent failed: Mail keeps it in the outbox to retry the copy.
+			return;
+		}
+		// Every other end state means the chain stopped; the outbox entry would only confuse.
+		$this->discard($uid, $outbox, $result);
+		if ($status === LocalMessage::STATUS_ERROR) {
+			// Mail's "unclear sent state" (an SMTP error other than a definite refusal).
+			throw MailError::sendOutcomeUnknown(new \RuntimeException('Mail reported an unclear sent state'));
+		}
+		if ($status === LocalMessage::STATUS_SMPT_SEND_FAIL) {
+			throw MailError::backend('the mail server refused the message; nothing was sent');
+		}
+		if ($status === LocalMessage::STATUS_NO_SENT_MAILBOX) {
+			throw MailError::backend('the account has no Sent mailbox set in Mail, so Mail sends nothing from it');
+		}
+		throw MailError::backend('Mail could not send the message', new \RuntimeException('send chain ended with status ' . var_export($status, true)));
+	}
+
+	/** Removes an outbox entry the chain did not finish; a failure here changes nothing for the caller. */
+	private function discard(string $uid, OutboxService $outbox, LocalMessage $message): void {
+		try {
+			$outbox->deleteMessage($uid, $message);
+		} catch (\Throwable) {
+			// Nothing to add: the answer is already decided, and Mail's outbox shows the entry.
 		}
 	}
 
@@ -184,19 +235,20 @@ final class MailContracts {
 		}
 		$data = new NewMessageData($account, $this->addressList($c['to']), $this->addressList($c['cc']),
 			$this->addressList($c['bcc']), $c['subject'], $c['body'], [], false);
-		$saved = $this->backend(fn () => $this->transmission()->saveDraft($data));
+		$saved = $this->backend(fn () => $this->transmission()->saveDraft($data), 'Mail could not save the draft');
 		[, $draftsMailbox, $newUid] = $saved + [null, null, null];
 		if (!$draftsMailbox instanceof Mailbox || !is_int($newUid)) {
 			return null;
 		}
-		return $this->manager()->getMessageIdForUid($draftsMailbox, $newUid);
+		return $this->backend(fn () => $this->manager()->getMessageIdForUid($draftsMailbox, $newUid), 'Mail could not find the saved draft');
 	}
 
 	// ---- lookups, always scoped to the session user ---------------------------------------
 
 	/** @return list<Account> */
 	private function userAccounts(string $uid): array {
-		return array_values($this->container->get(AccountService::class)->findByUserId($uid));
+		return array_values($this->backend(fn () => $this->container->get(AccountService::class)->findByUserId($uid),
+			'Mail could not list the accounts'));
 	}
 
 	private function account(string $uid, int $accountId): Account {
@@ -238,18 +290,23 @@ final class MailContracts {
 		return $this->container->get(IMailTransmission::class);
 	}
 
+	private function outbox(): OutboxService {
+		return $this->container->get(OutboxService::class);
+	}
+
 	/**
-	 * Runs a Mail call; Mail's service failures (IMAP/SMTP) become 502 mail_backend.
+	 * Runs a Mail call; Mail's service failures and IMAP errors become 502 mail_backend with the
+	 * fixed `$failure` text (what Mail said is only logged, as the cause).
 	 *
 	 * @template T
 	 * @param callable(): T $call
 	 * @return T
 	 */
-	private function backend(callable $call): mixed {
+	private function backend(callable $call, string $failure): mixed {
 		try {
 			return $call();
-		} catch (ServiceException|ClientException $e) {
-			throw MailError::backend('Mail reported: ' . $e->getMessage());
+		} catch (ServiceException|ClientException|\Horde_Imap_Client_Exception $e) {
+			throw MailError::backend($failure, $e);
 		}
 	}
 
@@ -280,6 +337,7 @@ final class MailContracts {
 			'to' => $this->addresses($m->getTo()),
 			'date' => gmdate('Y-m-d\TH:i:s\Z', (int)$m->getSentAt()),
 			'unread' => $m->getFlagSeen() !== true,
+			'answered' => $m->getFlagAnswered() === true,
 			'has_attachments' => $m->getFlagAttachments() === true,
 		];
 	}
@@ -300,17 +358,13 @@ final class MailContracts {
 	}
 
 	/**
+	 * Recipients as OutboxService::saveMessage takes them (it builds Mail's Recipient rows).
+	 *
 	 * @param list<string> $emails
-	 * @return list<Recipient>
+	 * @return list<array{label: string, email: string}>
 	 */
-	private function recipients(array $emails, int $type): array {
-		return array_map(static function (string $email) use ($type): Recipient {
-			$r = new Recipient();
-			$r->setType($type);
-			$r->setLabel($email);
-			$r->setEmail($email);
-			return $r;
-		}, $emails);
+	private static function recipients(array $emails): array {
+		return array_map(static fn (string $email): array => ['label' => $email, 'email' => $email], $emails);
 	}
 
 	/** @param list<string> $emails */

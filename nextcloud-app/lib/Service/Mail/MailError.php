@@ -8,16 +8,24 @@ namespace OCA\Tamebi\Service\Mail;
  * An error answer of the mail bridge: the HTTP status and the contract's error code
  * (docs/mail-bridge-api.md). The controller turns it into the OCS error body
  * `{"error": code, "message": ...}`; nothing else is ever shown to the caller.
+ *
+ * The message is the bridge's own fixed text. What Mail, IMAP or SMTP said travels only as the
+ * previous exception, which the controller logs (nextcloud.log) and never answers with: a
+ * server's reply can name hosts, accounts or other people's addresses.
  */
 final class MailError extends \RuntimeException {
 	public const UNAVAILABLE_MESSAGE = 'Mail is not set up on this Nextcloud';
+	public const SEND_UNKNOWN_MESSAGE = 'Mail could not tell whether the message went out: it may have been sent. '
+		. 'Check the Sent mailbox before sending it again.';
+	public const INTERNAL_MESSAGE = 'The mail bridge failed; the details are in the Nextcloud log';
 
 	private function __construct(
 		public readonly int $status,
 		public readonly string $errorCode,
 		string $message,
+		?\Throwable $cause = null,
 	) {
-		parent::__construct($message);
+		parent::__construct($message, 0, $cause);
 	}
 
 	public static function invalid(string $message): self {
@@ -33,7 +41,21 @@ final class MailError extends \RuntimeException {
 		return new self(501, 'mail_unavailable', self::UNAVAILABLE_MESSAGE);
 	}
 
-	public static function backend(string $message): self {
-		return new self(502, 'mail_backend', $message);
+	/** Mail, IMAP or SMTP failed and nothing was sent or stored; `$message` is fixed text. */
+	public static function backend(string $message, ?\Throwable $cause = null): self {
+		return new self(502, 'mail_backend', $message, $cause);
+	}
+
+	/**
+	 * A send whose outcome nobody knows (Mail's "unclear sent state", or a failure once Mail had
+	 * started sending): it must not be retried blindly, or the mail may go out twice.
+	 */
+	public static function sendOutcomeUnknown(?\Throwable $cause = null): self {
+		return new self(502, 'send_outcome_unknown', self::SEND_UNKNOWN_MESSAGE, $cause);
+	}
+
+	/** Anything the bridge did not expect (a bug, a Mail release with other signatures). */
+	public static function internal(\Throwable $cause): self {
+		return new self(500, 'internal_error', self::INTERNAL_MESSAGE, $cause);
 	}
 }
