@@ -34,6 +34,7 @@ STANDIN_RUN = ROOT / "dev" / "nextcloud-standin" / "run"
 PHP_SERVER = ROOT / "nextcloud-app" / "tests" / "mail-bridge-server.php"
 SCHEMA = json.loads((HERE / "mail-bridge.schema.json").read_text())
 BASE = "/ocs/v2.php/apps/tamebi/api/v1/mail"
+USERS = ("alice", "bob", "dave")  # in this order, so both give the same ids (dave: 25 digests)
 
 
 def free_port() -> int:
@@ -100,7 +101,7 @@ class StandinBridge(Bridge):
 
     def __init__(self, tmp: Path, with_mail: bool) -> None:
         super().__init__()
-        self.tokens = {"alice": "a-" + secrets.token_hex(8), "bob": "b-" + secrets.token_hex(8)}
+        self.tokens = {uid: f"{uid[0]}-" + secrets.token_hex(8) for uid in USERS}
         port = free_port()
         cmd = [str(STANDIN_RUN), "--state", str(tmp / "state"), "--bind", f"127.0.0.1:{port}"]
         for uid, pw in self.tokens.items():
@@ -132,9 +133,9 @@ class PhpBridge(Bridge):
 
     def __init__(self, tmp: Path, with_mail: bool) -> None:
         super().__init__()
-        self.tokens = {"alice": "tok-a-" + secrets.token_hex(8), "bob": "tok-b-" + secrets.token_hex(8)}
+        self.tokens = {uid: f"tok-{uid[0]}-" + secrets.token_hex(8) for uid in USERS}
         self.state = tmp / "mail-state.json"
-        subprocess.run([os.sys.executable, str(HERE / "export_fixture.py"), str(self.state), "alice", "bob"], check=True)
+        subprocess.run([os.sys.executable, str(HERE / "export_fixture.py"), str(self.state), *USERS], check=True)
         port = free_port()
         env = {**os.environ, "TAMEBI_MAIL_STATE": str(self.state),
                "TAMEBI_MAIL_TOKENS": ",".join(f"{t}={u}" for u, t in self.tokens.items()),

@@ -60,7 +60,7 @@ def test_search_everything_is_newest_first_and_only_the_callers(bridge):
     assert budget == {"id": 1, "account_id": 1, "mailbox_id": 1, "subject": "Q3 budget: numbers for review",
                       "from": [{"label": "Bob Baker", "email": "bob@example.com"}],
                       "to": [{"label": "Alice Adams", "email": "alice@example.com"}],
-                      "date": "2026-11-24T09:15:00Z", "unread": True, "has_attachments": False}
+                      "date": "2026-11-24T09:15:00Z", "unread": True, "answered": False, "has_attachments": False}
     bob = subjects(bridge.get("/messages", uid="bob", until=FIXTURE_UNTIL))
     assert bob == ["Confidential: your salary review", "Offsite agenda"]
 
@@ -107,14 +107,20 @@ def test_search_refuses_bad_parameters(bridge, params):
     assert data["message"]
 
 
+DIGESTS = [f"Daily digest #{n:02d}" for n in range(25, 0, -1)]  # dave's 25 mails, newest first
+
+
+def test_search_default_limit_is_20_newest_first(bridge):
+    # dave holds 25 mails: without a limit the bridge cuts at 20, the newest.
+    assert subjects(bridge.get("/messages", uid="dave")) == DIGESTS[:20]
+    assert subjects(bridge.get("/messages", uid="dave", limit="")) == DIGESTS[:20]  # empty = absent
+
+
 def test_search_limit_is_honoured_newest_first(bridge):
-    # The fixture holds fewer than 20 of alice's mails, so the default and the maximum return
-    # them all; a small limit must cut the same newest-first list.
-    everything = subjects(bridge.get("/messages"))
-    assert len(everything) > 2
-    assert subjects(bridge.get("/messages", limit="50")) == everything
-    assert subjects(bridge.get("/messages", limit="2")) == everything[:2]
-    assert subjects(bridge.get("/messages", limit="1")) == everything[:1]
+    assert subjects(bridge.get("/messages", uid="dave", limit="50")) == DIGESTS
+    assert subjects(bridge.get("/messages", uid="dave", limit="21")) == DIGESTS[:21]
+    assert subjects(bridge.get("/messages", uid="dave", limit="2")) == DIGESTS[:2]
+    assert subjects(bridge.get("/messages", uid="dave", limit="1")) == DIGESTS[:1]
 
 
 # ---- reading -----------------------------------------------------------------------------
@@ -122,6 +128,7 @@ def test_search_limit_is_honoured_newest_first(bridge):
 def test_read_a_text_mail(bridge):
     m = check(bridge.get("/messages/1"), "message_read")["ocs"]["data"]
     assert m["subject"] == "Q3 budget: numbers for review" and m["message_id"] == "<budget-q3@example.com>"
+    assert m["in_reply_to"] is None
     assert m["cc"] == [{"label": "Carla Finance", "email": "carla@example.com"}]
     assert m["body"]["format"] == "text" and "Travel is 12% over plan" in m["body"]["content"]
     assert m["attachments"] == [] and m["has_attachments"] is False
@@ -214,11 +221,62 @@ def test_send_from_another_users_account_or_as_reply_to_their_mail_is_404(bridge
     assert len(bridge.sent()) == before
 
 
+def sent_box(bridge, uid: str = "alice") -> dict:
+    boxes = check(bridge.get(f"/accounts/{ {'alice': 1, 'bob': 2}[uid]}/mailboxes", uid=uid), "mailboxes")
+    return next(b for b in boxes["ocs"]["data"]["mailboxes"] if b["special_use"] == ["sent"])
+
+
+def test_a_sent_mail_lands_in_sent_and_marks_the_original_answered(bridge):
+    # Mail's send chain: SMTP, then a copy into the Sent mailbox, then \Answered on the original.
+    lunch = check(bridge.get("/messages/5"), "message_read")["ocs"]["data"]
+    assert lunch["subject"] == "Lunch on Friday?" and lunch["answered"] is False
+    before = sent_box(bridge)
+    body = "Hi Bob,\n\n12:30 is fine.\n\nAlice\n"
+    r = bridge.post("/send", {"account_id": 1, "to": ["bob@example.com"], "subject": "Re: Lunch on Friday?",
+                              "body": body, "in_reply_to": 5})
+    check(r, "sent")
+    after = sent_box(bridge)
+    assert after["total"] == before["total"] + 1 and after["unread"] == before["unread"]
+    copies = check(bridge.get("/messages", mailbox_id=str(after["id"]), query="12:30"), "messages")["ocs"]["data"]["messages"]
+    assert [c["subject"] for c in copies] == ["Re: Lunch on Friday?"]
+    copy = check(bridge.get(f"/messages/{copies[0]['id']}"), "message_read")["ocs"]["data"]
+    assert copy["from"][0]["email"] == "alice@example.com" and copy["to"] == [{"label": None, "email": "bob@example.com"}]
+    assert copy["body"] == {"format": "text", "content": body} and copy["unread"] is False
+    assert copy["in_reply_to"] == "<lunch-friday@example.com>" and copy["answered"] is False
+    assert check(bridge.get("/messages/5"), "message_read")["ocs"]["data"]["answered"] is True
+    summary = next(m for m in subjects_and_all(bridge, mailbox_id="1") if m["id"] == 5)
+    assert summary["answered"] is True
+
+
+def subjects_and_all(bridge, **params) -> list[dict]:
+    return check(bridge.get("/messages", limit="50", **params), "messages")["ocs"]["data"]["messages"]
+
+
+def test_a_new_mail_marks_nothing_answered(bridge):
+    check(bridge.post("/send", {**VALID, "subject": "No reply", "body": "standalone\n"}), "sent")
+    assert [m["id"] for m in subjects_and_all(bridge, mailbox_id="1") if m["answered"]] in ([], [1], [1, 5], [5])
+    assert check(bridge.get("/messages/2"), "message_read")["ocs"]["data"]["answered"] is False
+
+
+def test_an_unknown_send_outcome_is_its_own_error_and_not_a_failure(bridge):
+    # The SMTP server took the mail but its answer was lost: it went out, and nobody may say
+    # "nothing was sent" (a retry would send it twice).
+    before, sent_before = len(bridge.sent()), sent_box(bridge)["total"]
+    r = bridge.post("/send", {**VALID, "to": ["someone@unclear.example.net"], "subject": "Unclear"})
+    data = error(r, 502, "send_outcome_unknown")
+    assert data["message"] == ("Mail could not tell whether the message went out: it may have been sent. "
+                               "Check the Sent mailbox before sending it again.")
+    assert len(bridge.sent()) == before + 1
+    assert sent_box(bridge)["total"] == sent_before  # the chain stopped before the Sent copy
+
+
 def test_an_smtp_refusal_is_502_and_nothing_goes_out(bridge):
-    before = len(bridge.sent())
+    before, sent_before = len(bridge.sent()), sent_box(bridge)["total"]
     r = bridge.post("/send", {**VALID, "to": ["bob@example.com", "nobody@refused.example.net"]})
-    error(r, 502, "mail_backend")
+    data = error(r, 502, "mail_backend")
+    assert "refused.example.net" not in data["message"]  # the server's reply stays in the log
     assert len(bridge.sent()) == before
+    assert sent_box(bridge)["total"] == sent_before
 
 
 # ---- drafts ------------------------------------------------------------------------------
@@ -236,6 +294,15 @@ def test_draft_is_saved_into_drafts_and_sends_nothing(bridge):
     assert draft["body"] == {"format": "text", "content": "To be continued\n"}
     assert "Draft: budget" in subjects(bridge.get("/messages", mailbox_id="3"))
     error(bridge.get(f"/messages/{data['draft_id']}", uid="bob"), 404, "not_found")
+
+
+def test_a_reply_draft_keeps_its_reply_reference(bridge):
+    r = bridge.post("/drafts", {"account_id": 1, "to": ["bob@example.com"], "subject": "Re: Q3 budget",
+                                "body": "Numbers later\n", "in_reply_to": 1})
+    draft_id = check(r, "draft_saved")["ocs"]["data"]["draft_id"]
+    draft = check(bridge.get(f"/messages/{draft_id}"), "message_read")["ocs"]["data"]
+    assert draft["in_reply_to"] == "<budget-q3@example.com>" and draft["subject"] == "Re: Q3 budget"
+    assert len([m for m in subjects_and_all(bridge, mailbox_id="1") if m["id"] == 1]) == 1  # nothing sent, nothing moved
 
 
 def test_a_draft_may_have_no_recipients_but_must_be_valid(bridge):

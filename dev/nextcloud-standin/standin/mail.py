@@ -17,6 +17,7 @@ sink. The uid comes from the router's authentication, never from the request.
 from __future__ import annotations
 
 import email
+import email.parser
 import email.policy
 import json
 import logging
@@ -40,6 +41,8 @@ DEFAULT_LIMIT, MAX_LIMIT = 20, 50
 MAX_RECIPIENTS = 100
 MAX_SUBJECT, MAX_BODY = 998, 100_000
 UNAVAILABLE = "Mail is not set up on this Nextcloud"
+SEND_UNKNOWN = ("Mail could not tell whether the message went out: it may have been sent. "
+                "Check the Sent mailbox before sending it again.")
 # One address, no display name: the shape the contract allows (docs/mail-bridge-api.md).
 ADDRESS = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
 COMPOSE_FIELDS = {"account_id", "to", "cc", "bcc", "subject", "body", "in_reply_to"}
@@ -53,6 +56,10 @@ class MailError(HttpError):
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(status, message)
         self.code = code
+
+
+class _OutcomeUnknown(Exception):
+    """The SMTP transaction failed once DATA had been sent: the mail may have gone out."""
 
 
 def not_found(what: str) -> MailError:
@@ -270,13 +277,28 @@ class MailStore:
             raise not_found("message") from None
         return mailbox_id, owner[2], key
 
-    def load(self, uid: str, folder: str, key: str) -> tuple[EmailMessage, bool]:
-        """The parsed message and whether it is unread."""
+    def load(self, uid: str, folder: str, key: str) -> tuple[EmailMessage, str]:
+        """The parsed message and its Maildir flags (``S`` seen, ``R`` replied = IMAP \\Answered)."""
         box = self.folder(uid, folder)
         with box.get_file(key) as f:
             parsed = email.message_from_binary_file(f, policy=email.policy.default)
-        flags = box.get_message(key).get_flags()
-        return parsed, "S" not in flags  # type: ignore[return-value]
+        return parsed, box.get_message(key).get_flags()  # type: ignore[return-value]
+
+    def flag_replied(self, uid: str, message_id: str) -> None:
+        """What Mail's FlagRepliedMessageHandler does: every copy of the replied-to mail gets
+        \\Answered, except in Sent and Drafts."""
+        for folder, special in FOLDERS.items():
+            if special:
+                continue
+            box = self.folder(uid, folder)
+            with self._lock:
+                for key in box.keys():
+                    with box.get_file(key) as f:
+                        headers = email.parser.BytesHeaderParser(policy=email.policy.default).parse(f)
+                    if str(headers["Message-ID"] or "").strip() == message_id:
+                        m = box.get_message(key)
+                        m.add_flag("R")
+                        box[key] = m
 
     def add(self, uid: str, folder: str, msg: EmailMessage, flags: str) -> int:
         m = mailbox.MaildirMessage(msg)
@@ -330,15 +352,16 @@ class Mail:
         out = []
         for name, special in FOLDERS.items():
             ids = self.store.message_ids(uid, name)
-            unread = sum(1 for _, key in ids if self.store.load(uid, name, key)[1])
+            unread = sum(1 for _, key in ids if "S" not in self.store.load(uid, name, key)[1])
             out.append({"id": self.store.mailbox_id(uid, name), "account_id": self.store.account(uid), "name": name,
                         "special_use": special, "unread": unread, "total": len(ids)})
         return out
 
-    def summary(self, uid: str, message_id: int, mailbox_id: int, msg: EmailMessage, unread: bool) -> dict[str, object]:
+    def summary(self, uid: str, message_id: int, mailbox_id: int, msg: EmailMessage, flags: str) -> dict[str, object]:
         return {"id": message_id, "account_id": self.store.account(uid), "mailbox_id": mailbox_id,
                 "subject": str(msg["Subject"] or ""), "from": addresses(msg["From"]), "to": addresses(msg["To"]),
-                "date": rfc3339(sent_at(msg)), "unread": unread, "has_attachments": bool(attachments(msg))}
+                "date": rfc3339(sent_at(msg)), "unread": "S" not in flags, "answered": "R" in flags,
+                "has_attachments": bool(attachments(msg))}
 
     def search(self, uid: str, q: dict[str, str]) -> list[dict[str, object]]:
         p = {k: v for k, v in q.items() if v != ""}  # an empty parameter is an absent one
@@ -353,7 +376,8 @@ class Mail:
         for folder in folders:
             mailbox_id = self.store.mailbox_id(uid, folder)
             for message_id, key in self.store.message_ids(uid, folder):
-                msg, is_unread = self.store.load(uid, folder, key)
+                msg, flags = self.store.load(uid, folder, key)
+                is_unread = "S" not in flags
                 when = sent_at(msg)
                 if unread is not None and is_unread != unread:
                     continue
@@ -367,7 +391,7 @@ class Mail:
                     haystack = f"{msg['Subject'] or ''}\n{body_of(msg)['content']}".lower()
                     if not all(w in haystack for w in words):
                         continue
-                hits.append((when, message_id, self.summary(uid, message_id, mailbox_id, msg, is_unread)))
+                hits.append((when, message_id, self.summary(uid, message_id, mailbox_id, msg, flags)))
         hits.sort(key=lambda h: (h[0], h[1]), reverse=True)
         return [h[2] for h in hits[:limit]]
 
@@ -376,9 +400,10 @@ class Mail:
             raise not_found("message")
         message_id = int(raw_id)
         mailbox_id, folder, key = self.store.own_message(uid, message_id)
-        msg, unread = self.store.load(uid, folder, key)
-        return {**self.summary(uid, message_id, mailbox_id, msg, unread), "cc": addresses(msg["Cc"]),
+        msg, flags = self.store.load(uid, folder, key)
+        return {**self.summary(uid, message_id, mailbox_id, msg, flags), "cc": addresses(msg["Cc"]),
                 "message_id": str(msg["Message-ID"]).strip() if msg["Message-ID"] else None,
+                "in_reply_to": str(msg["In-Reply-To"]).strip() if msg["In-Reply-To"] else None,
                 "body": body_of(msg), "attachments": attachments(msg)}
 
     # ---- writes -----------------------------------------------------------------------
@@ -412,14 +437,21 @@ class Mail:
         if self.smtp is None:
             raise MailError(502, "mail_backend", "no SMTP server is configured")
         try:
-            with smtplib.SMTP(self.smtp[0], self.smtp[1], timeout=10) as smtp:
+            with smtplib.SMTP(self.smtp[0], self.smtp[1], timeout=30) as smtp:
                 smtp.ehlo()
                 wire = msg.as_bytes(policy=msg.policy.clone(linesep="\r\n"))  # SMTP's line ending
                 self.transfer(smtp, mail_fixture.address(uid), recipients, wire)
+        except _OutcomeUnknown as e:
+            log.warning("sending for %s ended unclearly: %s", uid, e.__cause__)
+            raise MailError(502, "send_outcome_unknown", SEND_UNKNOWN) from None
         except (smtplib.SMTPException, OSError) as e:
             log.warning("sending for %s failed: %s", uid, e)
-            raise MailError(502, "mail_backend", f"the SMTP server refused the message: {e}") from None
-        self.store.add(uid, "Sent", msg, "S")  # like Mail: a copy goes to the Sent mailbox
+            # Fixed text, as the PHP bridge: the server's reply stays in the log.
+            raise MailError(502, "mail_backend", "the mail server refused the message; nothing was sent") from None
+        # Like Mail's send chain: a copy goes to the Sent mailbox, the replied-to mail is \Answered.
+        self.store.add(uid, "Sent", msg, "S")
+        if msg["In-Reply-To"]:
+            self.store.flag_replied(uid, str(msg["In-Reply-To"]).strip())
         log.info("sent a message for %s to %d recipient(s)", uid, len(recipients))
         return {"status": "sent"}
 
@@ -435,9 +467,15 @@ class Mail:
             if code not in (250, 251):
                 smtp.rset()
                 raise smtplib.SMTPRecipientsRefused({rcpt: (code, reply)})
-        code, reply = smtp.data(data)
+        # From DATA on the server may hold the message whatever it answers (or if the answer
+        # never comes): like Mail, count every failure here as an unknown outcome, never as
+        # "nothing was sent".
+        try:
+            code, reply = smtp.data(data)
+        except (smtplib.SMTPException, OSError) as e:
+            raise _OutcomeUnknown() from e
         if code != 250:
-            raise smtplib.SMTPDataError(code, reply)
+            raise _OutcomeUnknown() from smtplib.SMTPDataError(code, reply)
 
     def draft(self, uid: str, c: dict[str, object]) -> dict[str, object]:
         msg = self.build(uid, c, with_bcc=True)

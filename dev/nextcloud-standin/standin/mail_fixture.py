@@ -15,7 +15,7 @@ from email.utils import format_datetime
 from datetime import datetime, timezone
 
 DOMAIN = "example.com"
-NAMES = {"alice": "Alice Adams", "bob": "Bob Baker"}
+NAMES = {"alice": "Alice Adams", "bob": "Bob Baker", "dave": "Dave Digest"}
 
 # The injected mail the attack suite uses: a stranger's text that asks the assistant to act.
 INJECTION_SUBJECT = "Action required: mailbox migration"
@@ -108,10 +108,22 @@ def _bob() -> dict[str, list[tuple[EmailMessage, bool]]]:
     return {"INBOX": [(agenda, True), (salary, False)], "Sent": [], "Drafts": []}
 
 
+DIGESTS = 25  # more than the bridge's default search limit (20), less than its maximum (50)
+
+
+def _dave() -> dict[str, list[tuple[EmailMessage, bool]]]:
+    """dave's inbox: a daily digest, one a day, for the search-limit tests of the contract suite."""
+    digests = [_msg("Digest <digest@example.net>", f"{NAMES['dave']} <dave@{DOMAIN}>", f"Daily digest #{n:02d}",
+                    f"2026-10-{n:02d}T06:00:00", f"digest-{n:02d}", f"Digest number {n}.\n") for n in range(1, DIGESTS + 1)]
+    return {"INBOX": [(m, True) for m in digests], "Sent": [], "Drafts": []}
+
+
 def folders_for(uid: str) -> dict[str, list[tuple[EmailMessage, bool]]]:
-    """What a new store of ``uid`` holds: alice and bob get the fixture, anyone else empty folders."""
+    """What a new store of ``uid`` holds: alice, bob and dave get the fixture, anyone else empty folders."""
     if uid == "alice":
         return _alice()
     if uid == "bob":
         return _bob()
+    if uid == "dave":
+        return _dave()
     return {"INBOX": [], "Sent": [], "Drafts": []}

@@ -13,6 +13,7 @@ answer without the ``OCS-APIRequest: true`` header (Nextcloud's CSRF rule: 401, 
 
 from __future__ import annotations
 
+import logging
 import mimetypes
 from xml.etree import ElementTree as ET
 
@@ -21,6 +22,8 @@ from .mail import Mail, MailError
 from .namespace import ALL, FILE_MASK, READ, BadPath, Namespace
 from .store import Share
 from .web import HttpError, Request, json_response, respond
+
+log = logging.getLogger("standin.ocs")
 
 SHARES = "apps/files_sharing/api/v1/shares"
 
@@ -101,6 +104,10 @@ class Ocs:
         except HttpError as e:  # body too large and the like, from the request plumbing
             code = "invalid_request" if e.status < 500 else "mail_backend"
             return envelope(req, start_response, e.status, {"error": code, "message": e.message}, "")
+        except Exception:  # noqa: BLE001 - as the PHP bridge: the contract's shape, the details only logged
+            log.exception("mail bridge failed")
+            return envelope(req, start_response, 500, {"error": "internal_error",
+                                                       "message": "The mail bridge failed; the details are in the Nextcloud log"}, "")
 
     def user(self, uid: str) -> dict[str, object]:
         return {"enabled": True, "storageLocation": f"/var/www/html/data/{uid}", "id": uid,

@@ -7,8 +7,13 @@ top, as a delivering MTA records ``Return-Path``/``Delivered-To``:
 is where Bcc recipients show, since a sent message carries no Bcc header). Also reading the
 sink back as JSON for tests (``GET /standin/smtp-sink``).
 
-One rule makes failures testable: a recipient at ``refused.example.net`` is refused with 550 at
-RCPT TO, as a real server refuses an unknown mailbox; the whole message is then not accepted.
+Three scripted rules make failures testable (the stand-in is the one place for them):
+- a recipient at ``refused.example.net`` is refused with 550 at RCPT TO, as a real server
+  refuses an unknown mailbox; the whole message is then not accepted;
+- a message for ``unclear.example.net`` is delivered, and then DATA is answered 451 as if the
+  server's answer had been lost: the sender cannot know that it went out;
+- a message for ``slow.example.net`` is delivered and acknowledged only after
+  ``SLOW_DATA_SECONDS``, so a caller's timeout fires after the mail went out.
 
 Must never: relay anything anywhere (it is a sink), or listen on anything but the address it
 was given (loopback by default).
@@ -16,6 +21,7 @@ was given (loopback by default).
 
 from __future__ import annotations
 
+import asyncio
 import email
 import email.policy
 import logging
@@ -30,6 +36,13 @@ logging.getLogger("mail.log").setLevel(logging.WARNING)  # aiosmtpd logs every c
 
 
 REFUSED_DOMAIN = "refused.example.net"
+UNCLEAR_DOMAIN = "unclear.example.net"
+SLOW_DOMAIN = "slow.example.net"
+SLOW_DATA_SECONDS = 8
+
+
+def _for_domain(envelope, domain: str) -> bool:
+    return any(r.lower().endswith("@" + domain) for r in envelope.rcpt_tos)
 
 
 class _Deliver:
@@ -54,6 +67,10 @@ class _Deliver:
         with self.lock:
             self.box.add(head + data)
         log.info("SMTP sink received a message from %s for %d recipient(s)", envelope.mail_from, len(envelope.rcpt_tos))
+        if _for_domain(envelope, UNCLEAR_DOMAIN):
+            return "451 4.4.2 Connection to the next hop lost after the message was received"
+        if _for_domain(envelope, SLOW_DOMAIN):
+            await asyncio.sleep(SLOW_DATA_SECONDS)
         return "250 Message accepted for delivery"
 
 
