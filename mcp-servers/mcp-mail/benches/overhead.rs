@@ -67,7 +67,7 @@ fn main() -> anyhow::Result<()> {
     let url = format!("http://127.0.0.1:{port}/mcp");
 
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let bridge = Bridge::new(&url::Url::parse(nc.url())?)?;
+    let bridge = Bridge::new(&url::Url::parse(nc.url())?, mcp_mail::config::DEFAULT_BRIDGE_TIMEOUT)?;
     rt.block_on(async {
         println!("\n| operation | clients | direct p50 / p99 (ms) | mcp-mail p50 / p99 (ms) | overhead (p50, ms) |\n|---|---|---|---|---|");
         for (label, tool, args) in ops() {

@@ -20,8 +20,6 @@ use crate::error::Error;
 
 /// Path of the bridge below the Nextcloud base URL.
 pub const BASE_PATH: &str = "ocs/v2.php/apps/tamebi/api/v1/mail";
-/// Upper bound for one bridge call; IMAP searches on big mailboxes can be slow.
-const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// An address as the bridge reports it.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, schemars::JsonSchema)]
@@ -61,6 +59,9 @@ pub struct Summary {
     pub to: Vec<Addr>,
     pub date: String,
     pub unread: bool,
+    /// IMAP \\Answered: the user replied to it.
+    #[serde(default)]
+    pub answered: bool,
     pub has_attachments: bool,
 }
 
@@ -92,6 +93,9 @@ pub struct Message {
     #[serde(default)]
     pub cc: Vec<Addr>,
     pub message_id: Option<String>,
+    /// The Message-ID this mail answers (its In-Reply-To header).
+    #[serde(default)]
+    pub in_reply_to: Option<String>,
     pub body: Body,
     #[serde(default)]
     pub attachments: Vec<Attachment>,
@@ -171,7 +175,18 @@ struct Ocs<T> {
 #[derive(Deserialize)]
 struct BridgeError {
     #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
     message: Option<String>,
+}
+
+/// How a failed call is read: a send must not call an unknown outcome a failure.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Effect {
+    /// Reads and drafts: failing again later is harmless.
+    Repeatable,
+    /// `POST /send`: once the request may have left, the mail may have gone out.
+    Sends,
 }
 
 /// The client. Holds a connection pool and the bridge's base URL; no credential.
@@ -182,7 +197,8 @@ pub struct Bridge {
 }
 
 impl Bridge {
-    pub fn new(nc_url: &Url) -> Result<Self, Error> {
+    /// `timeout` bounds one bridge call (IMAP searches on big mailboxes and SMTP can be slow).
+    pub fn new(nc_url: &Url, timeout: Duration) -> Result<Self, Error> {
         let mut root = nc_url.clone();
         if !root.path().ends_with('/') {
             root.set_path(&format!("{}/", root.path()));
@@ -191,7 +207,7 @@ impl Bridge {
             .join(&format!("{BASE_PATH}/"))
             .map_err(|e| Error::Config(format!("NC_URL cannot be extended to the mail bridge: {e}")))?;
         let http = reqwest::Client::builder()
-            .timeout(TIMEOUT)
+            .timeout(timeout)
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))?;
@@ -222,12 +238,14 @@ impl Bridge {
         self.get(auth, &format!("messages/{id}"), &[]).await
     }
 
+    /// Sends. A failure after the request may have reached the bridge is
+    /// [`Error::OutcomeUnknown`], never retryable: the mail may have gone out.
     pub async fn send(&self, auth: &HeaderMap, mail: &Outgoing) -> Result<Stored, Error> {
-        self.post(auth, "send", mail).await
+        self.post(auth, "send", mail, Effect::Sends).await
     }
 
     pub async fn save_draft(&self, auth: &HeaderMap, mail: &Outgoing) -> Result<Stored, Error> {
-        self.post(auth, "drafts", mail).await
+        self.post(auth, "drafts", mail, Effect::Repeatable).await
     }
 
     async fn get<T: DeserializeOwned>(&self, auth: &HeaderMap, path: &str, query: &[(&str, String)]) -> Result<T, Error> {
@@ -235,12 +253,12 @@ impl Bridge {
         if !query.is_empty() {
             url.query_pairs_mut().extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
         }
-        self.send_request(self.request(Method::GET, url, auth)).await
+        self.send_request(self.request(Method::GET, url, auth), Effect::Repeatable).await
     }
 
-    async fn post<T: DeserializeOwned, B: Serialize>(&self, auth: &HeaderMap, path: &str, body: &B) -> Result<T, Error> {
+    async fn post<T: DeserializeOwned, B: Serialize>(&self, auth: &HeaderMap, path: &str, body: &B, effect: Effect) -> Result<T, Error> {
         let url = self.url(path)?;
-        self.send_request(self.request(Method::POST, url, auth).json(body)).await
+        self.send_request(self.request(Method::POST, url, auth).json(body), effect).await
     }
 
     fn url(&self, path: &str) -> Result<Url, Error> {
@@ -257,26 +275,45 @@ impl Bridge {
             .header(http::header::ACCEPT, "application/json")
     }
 
-    async fn send_request<T: DeserializeOwned>(&self, request: reqwest::RequestBuilder) -> Result<T, Error> {
-        let response = request.send().await.map_err(|e| Error::transport(&e))?;
+    async fn send_request<T: DeserializeOwned>(&self, request: reqwest::RequestBuilder, effect: Effect) -> Result<T, Error> {
+        let transport = |e: reqwest::Error| match effect {
+            Effect::Repeatable => Error::transport(&e),
+            Effect::Sends => Error::send_transport(&e),
+        };
+        let response = request.send().await.map_err(transport)?;
         let status = response.status();
-        let bytes = response.bytes().await.map_err(|e| Error::transport(&e))?;
-        if let Some(e) = Error::from_status(status, error_message(&bytes).as_deref()) {
-            if matches!(e, Error::Retryable(_)) {
-                tracing::warn!(status = status.as_u16(), "the mail bridge failed");
+        let bytes = response.bytes().await.map_err(transport)?;
+        let reason = bridge_error(&bytes);
+        let failed = match effect {
+            Effect::Repeatable => Error::from_status(status, reason.message.as_deref()),
+            Effect::Sends => Error::from_send_status(status, reason.error.as_deref(), reason.message.as_deref()),
+        };
+        if let Some(e) = failed {
+            if matches!(e, Error::Retryable(_) | Error::OutcomeUnknown) {
+                tracing::warn!(status = status.as_u16(), kind = ?e.kind(), "the mail bridge failed");
             }
             return Err(e);
         }
         serde_json::from_slice::<Envelope<T>>(&bytes).map(|e| e.ocs.data).map_err(|e| {
             tracing::warn!(error = %e, "the mail bridge answered outside its contract");
-            Error::Retryable("the mail bridge gave an unreadable answer".into())
+            match effect {
+                // A 2xx to a send that cannot be read: it most likely went out, but who knows.
+                Effect::Sends => Error::OutcomeUnknown,
+                Effect::Repeatable => Error::Retryable("the mail bridge gave an unreadable answer".into()),
+            }
         })
     }
 }
 
-/// The bridge's own reason in an error envelope, if it gave one.
-fn error_message(body: &[u8]) -> Option<String> {
-    serde_json::from_slice::<Envelope<BridgeError>>(body).ok()?.ocs.data.message
+/// The bridge's own error code and reason in an error envelope, where it gave them.
+fn bridge_error(body: &[u8]) -> BridgeError {
+    serde_json::from_slice::<Envelope<BridgeError>>(body).map_or(
+        BridgeError {
+            error: None,
+            message: None,
+        },
+        |e| e.ocs.data,
+    )
 }
 
 #[cfg(test)]
@@ -285,12 +322,13 @@ mod tests {
 
     #[test]
     fn base_url_keeps_a_subpath() {
-        let b = Bridge::new(&Url::parse("https://cloud.example.com/nextcloud").unwrap()).unwrap();
+        let t = Duration::from_secs(60);
+        let b = Bridge::new(&Url::parse("https://cloud.example.com/nextcloud").unwrap(), t).unwrap();
         assert_eq!(
             b.base().as_str(),
             "https://cloud.example.com/nextcloud/ocs/v2.php/apps/tamebi/api/v1/mail/"
         );
-        let b = Bridge::new(&Url::parse("http://127.0.0.1:9000/").unwrap()).unwrap();
+        let b = Bridge::new(&Url::parse("http://127.0.0.1:9000/").unwrap(), t).unwrap();
         assert_eq!(
             b.url("messages/7").unwrap().as_str(),
             "http://127.0.0.1:9000/ocs/v2.php/apps/tamebi/api/v1/mail/messages/7"
@@ -327,7 +365,9 @@ mod tests {
     #[test]
     fn error_envelope_message_is_read() {
         let raw = br#"{"ocs":{"meta":{"status":"failure","statuscode":400,"message":"bad"},"data":{"error":"invalid_request","message":"limit must be between 1 and 50"}}}"#;
-        assert_eq!(error_message(raw).as_deref(), Some("limit must be between 1 and 50"));
-        assert_eq!(error_message(b"not json"), None);
+        let e = bridge_error(raw);
+        assert_eq!(e.message.as_deref(), Some("limit must be between 1 and 50"));
+        assert_eq!(e.error.as_deref(), Some("invalid_request"));
+        assert_eq!(bridge_error(b"not json").message, None);
     }
 }

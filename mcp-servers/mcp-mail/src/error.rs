@@ -9,6 +9,10 @@ use serde::Serialize;
 
 /// The text the person sees when the Nextcloud has no usable Mail app.
 pub const MAIL_UNAVAILABLE: &str = "Mail is not set up on this Nextcloud";
+/// The text the person sees when a send may or may not have happened.
+pub const OUTCOME_UNKNOWN: &str = "It is not known whether the mail was sent: the answer from Nextcloud was lost or unclear. Check the Sent folder before sending it again.";
+/// The bridge's error code for a send whose outcome Mail could not tell (docs/mail-bridge-api.md).
+pub const BRIDGE_SEND_OUTCOME_UNKNOWN: &str = "send_outcome_unknown";
 
 /// Everything that can go wrong in this crate.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +35,10 @@ pub enum Error {
     /// 5xx, timeouts, connection failures, IMAP/SMTP failures: trying again later may work.
     #[error("{0}")]
     Retryable(String),
+    /// A send that may or may not have gone out (the answer was lost after the request left,
+    /// or Mail itself could not tell). Never retryable: a retry could send the mail twice.
+    #[error("{OUTCOME_UNKNOWN}")]
+    OutcomeUnknown,
 }
 
 /// The error kinds on the wire.
@@ -42,6 +50,7 @@ pub enum Kind {
     Retryable,
     InvalidArgument,
     Unavailable,
+    OutcomeUnknown,
 }
 
 impl Error {
@@ -53,6 +62,7 @@ impl Error {
             Error::NotFound => Kind::NotFound,
             Error::MailUnavailable => Kind::Unavailable,
             Error::Retryable(_) => Kind::Retryable,
+            Error::OutcomeUnknown => Kind::OutcomeUnknown,
         }
     }
 
@@ -78,6 +88,32 @@ impl Error {
             _ => Some(Error::Retryable(format!(
                 "the mail bridge is unavailable right now (HTTP {code}); try again later"
             ))),
+        }
+    }
+
+    /// A failed answer to a send (`POST /send`): only what certainly sent nothing keeps its
+    /// usual kind. The bridge's own `send_outcome_unknown`, and any 5xx but its `mail_backend`
+    /// and `mail_unavailable` (a proxy's 504, a PHP crash half-way), leave the outcome open.
+    pub fn from_send_status(status: http::StatusCode, code: Option<&str>, message: Option<&str>) -> Option<Self> {
+        let plain = Self::from_status(status, message)?;
+        let definite = !status.is_server_error()
+            || matches!(
+                (status.as_u16(), code),
+                (502, Some("mail_backend")) | (501, Some("mail_unavailable"))
+            );
+        Some(if code == Some(BRIDGE_SEND_OUTCOME_UNKNOWN) || !definite {
+            Error::OutcomeUnknown
+        } else {
+            plain
+        })
+    }
+
+    /// A transport failure of a send: only a connection that was never made sent nothing.
+    pub fn send_transport(e: &reqwest::Error) -> Self {
+        if e.is_connect() || e.is_builder() {
+            Self::transport(e)
+        } else {
+            Error::OutcomeUnknown
         }
     }
 
@@ -123,6 +159,23 @@ mod tests {
         assert_eq!(k(501), Some(Kind::Unavailable));
         assert_eq!(k(502), Some(Kind::Retryable));
         assert_eq!(k(503), Some(Kind::Retryable));
+    }
+
+    #[test]
+    fn a_send_is_only_retryable_when_it_certainly_sent_nothing() {
+        let k = |c: u16, code: Option<&str>| Error::from_send_status(StatusCode::from_u16(c).unwrap(), code, None).map(|e| e.kind());
+        assert_eq!(k(200, None), None);
+        assert_eq!(k(400, Some("invalid_request")), Some(Kind::InvalidArgument));
+        assert_eq!(k(404, Some("not_found")), Some(Kind::NotFound));
+        assert_eq!(k(501, Some("mail_unavailable")), Some(Kind::Unavailable));
+        assert_eq!(k(502, Some("mail_backend")), Some(Kind::Retryable));
+        assert_eq!(k(502, Some("send_outcome_unknown")), Some(Kind::OutcomeUnknown));
+        assert_eq!(k(502, None), Some(Kind::OutcomeUnknown)); // a proxy's 502, not the bridge's
+        assert_eq!(k(500, Some("internal_error")), Some(Kind::OutcomeUnknown));
+        assert_eq!(k(504, None), Some(Kind::OutcomeUnknown));
+        let e = Error::OutcomeUnknown;
+        assert!(e.to_string().contains("Check the Sent folder"), "{e}");
+        assert_eq!(serde_json::to_value(e.kind()).unwrap(), "outcome_unknown");
     }
 
     #[test]

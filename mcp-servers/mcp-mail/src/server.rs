@@ -88,7 +88,7 @@ impl ServerHandler for MailTools {
 /// `/mcp` behind the shared 401 gate, the RFC 9728 document and `/healthz`.
 pub async fn serve(listener: tokio::net::TcpListener, config: Config, shutdown: CancellationToken) -> Result<(), Error> {
     let auth = Arc::new(AuthState::new(&config.base, OcsIdentify::new(&config.base.nc_url)?));
-    let handler = MailTools::new(Bridge::new(&config.base.nc_url)?);
+    let handler = MailTools::new(Bridge::new(&config.base.nc_url, config.bridge_timeout)?);
     // Room for the largest body: up to 4 bytes a character, doubled by JSON escaping.
     let max_body = 8 * MAX_BODY_CHARS + 64 * 1024;
     let service = mcp::stateless_service(move || Ok(handler.clone()), &config.base, max_body, &shutdown);

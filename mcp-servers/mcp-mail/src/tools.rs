@@ -88,6 +88,8 @@ pub struct ReadMessage {
     pub summary: Summary,
     pub cc: Vec<crate::bridge::Addr>,
     pub message_id: Option<String>,
+    /// The Message-ID this mail answers, if it is a reply.
+    pub in_reply_to: Option<String>,
     /// The body as plain text (HTML converted).
     pub text: String,
     pub attachments: Vec<Attachment>,
@@ -203,6 +205,7 @@ impl MailTools {
                 summary: m.summary,
                 cc: m.cc,
                 message_id: m.message_id,
+                in_reply_to: m.in_reply_to,
                 attachments: m.attachments,
             };
             output(message_text(&read), &read)
@@ -234,7 +237,7 @@ impl MailTools {
 
     #[tool(
         name = "mail_send",
-        description = "Send a plain-text mail exactly as given. App-only: called by the compose app after the person confirmed.",
+        description = "Send a plain-text mail exactly as given. App-only: called by the compose app after the person confirmed. An error of kind outcome_unknown means the mail may have gone out: never send it again without checking the Sent folder.",
         annotations(title = "Send a mail", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = true),
         meta = ui_meta(None, &["app"])
     )]
@@ -351,11 +354,14 @@ fn addr_list(list: &[crate::bridge::Addr]) -> String {
 }
 
 fn summary_line(s: &Summary) -> String {
-    let flags = match (s.unread, s.has_attachments) {
-        (true, true) => " [unread, attachments]",
-        (true, false) => " [unread]",
-        (false, true) => " [attachments]",
-        (false, false) => "",
+    let marks: Vec<&str> = [(s.unread, "unread"), (s.answered, "answered"), (s.has_attachments, "attachments")]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+    let flags = if marks.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", marks.join(", "))
     };
     format!("{}: {} — from {} — {}{flags}", s.id, s.subject, addr_list(&s.from), s.date)
 }
@@ -470,6 +476,25 @@ mod tests {
     }
 
     #[test]
+    fn summary_line_names_the_flags() {
+        let s = |unread, answered, has_attachments| Summary {
+            id: 7,
+            account_id: 1,
+            mailbox_id: 1,
+            subject: "Hi".into(),
+            from: vec![],
+            to: vec![],
+            date: "2026-11-30T09:00:00Z".into(),
+            unread,
+            answered,
+            has_attachments,
+        };
+        assert!(summary_line(&s(false, false, false)).ends_with("2026-11-30T09:00:00Z"));
+        assert!(summary_line(&s(true, true, true)).ends_with("[unread, answered, attachments]"));
+        assert!(summary_line(&s(false, true, false)).ends_with("[answered]"));
+    }
+
+    #[test]
     fn read_text_lists_attachments() {
         let m = ReadMessage {
             summary: Summary {
@@ -484,10 +509,12 @@ mod tests {
                 to: vec![],
                 date: "2026-11-30T09:00:00Z".into(),
                 unread: true,
+                answered: false,
                 has_attachments: true,
             },
             cc: vec![],
             message_id: None,
+            in_reply_to: None,
             text: "numbers".into(),
             attachments: vec![Attachment {
                 name: "q3.pdf".into(),

@@ -266,3 +266,48 @@ async fn only_a_token_for_mcp_mail_is_accepted() {
     );
     client.cancel().await.ok();
 }
+
+/// A send whose answer never comes (the stand-in's SMTP sink holds `slow.example.net` mail
+/// past mcp-mail's bridge timeout, after taking it) or whose outcome Mail could not tell
+/// (`unclear.example.net`) is `outcome_unknown`, never `retryable`: a retry would send the mail
+/// twice. Only a send that certainly went nowhere (an SMTP refusal) stays retryable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_with_an_unknown_outcome_is_not_retryable() {
+    let (nc, mcp) = tokio::task::spawn_blocking(|| {
+        let nc = Standin::start();
+        let mcp = McpMail::start(nc.url(), &[("MAIL_BRIDGE_TIMEOUT_SECS", "2")]);
+        (nc, mcp)
+    })
+    .await
+    .expect("start the stand-in and mcp-mail");
+    let alice = connect(&mcp.url(), nc.app_password("alice")).await;
+    let mail = |to: &str| json!({"to": [to], "subject": "Numbers", "body": "See attached.\n"});
+
+    let refused = call(&alice, "mail_send", mail("nobody@refused.example.net")).await;
+    assert_eq!(error_kind(&refused).as_deref(), Some("retryable"), "{}", text(&refused));
+    assert!(sent_mail(nc.url()).await.is_empty());
+
+    let unclear = call(&alice, "mail_send", mail("someone@unclear.example.net")).await;
+    assert_eq!(error_kind(&unclear).as_deref(), Some("outcome_unknown"), "{}", text(&unclear));
+    assert!(text(&unclear).contains("Check the Sent folder"), "{}", text(&unclear));
+    assert_eq!(sent_mail(nc.url()).await.len(), 1, "the unclear mail did go out");
+
+    let started = std::time::Instant::now();
+    let slow = call(&alice, "mail_send", mail("someone@slow.example.net")).await;
+    assert_eq!(error_kind(&slow).as_deref(), Some("outcome_unknown"), "{}", text(&slow));
+    assert!(text(&slow).contains("Check the Sent folder"), "{}", text(&slow));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "the bridge timeout did not apply"
+    );
+    // It did go out: the sink has it once its (late) answer is written.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while sent_mail(nc.url()).await.len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "the slow mail never reached the sink");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    // Reads are unaffected by the send rules: an unknown account is still not_found.
+    let r = call(&alice, "mail_mailboxes", json!({"account_id": 99})).await;
+    assert_eq!(error_kind(&r).as_deref(), Some("not_found"), "{}", text(&r));
+    alice.cancel().await.ok();
+}
