@@ -20,6 +20,7 @@ use OCA\Mail\Db\Recipient;
 use OCA\Mail\Db\Tag;
 use OCA\Mail\Exception\ClientException;
 use OCA\Mail\IMAP\IMAPClientFactory;
+use OCA\Mail\IMAP\MessageMapper as ImapMessageMapper;
 use OCA\Mail\Model\IMAPMessage;
 use OCA\Mail\Model\NewMessageData;
 use OCA\Mail\Exception\ServiceException;
@@ -69,6 +70,7 @@ final class FakeMail implements IMailManager, IMailSearch, IMailTransmission, Co
 			IMailManager::class, IMailSearch::class, IMailTransmission::class => $this,
 			AccountService::class => new FakeAccountService($this),
 			OutboxService::class => new FakeOutboxService($this),
+			ImapMessageMapper::class => new FakeImapMessageMapper($this),
 			IMAPClientFactory::class => new IMAPClientFactory(),
 			default => throw new \LogicException("FakeMail container has no $id"),
 		};
@@ -76,7 +78,7 @@ final class FakeMail implements IMailManager, IMailSearch, IMailTransmission, Co
 
 	public function has(string $id): bool {
 		return in_array($id, [IMailManager::class, IMailSearch::class, IMailTransmission::class, AccountService::class,
-			OutboxService::class, IMAPClientFactory::class], true);
+			OutboxService::class, ImapMessageMapper::class, IMAPClientFactory::class], true);
 	}
 
 	// ---- what tests read -------------------------------------------------------------------
@@ -93,6 +95,7 @@ final class FakeMail implements IMailManager, IMailSearch, IMailTransmission, Co
 			if ($a['uid'] === $uid) {
 				$mailAccount = new MailAccount($a['id'], $a['uid'], $a['name'], $a['email']);
 				$mailAccount->setSentMailboxId($this->specialMailbox($a['id'], 'sent')['id'] ?? null);
+				$mailAccount->setDraftsMailboxId($this->specialMailbox($a['id'], 'drafts')['id'] ?? null);
 				$out[] = new Account($mailAccount);
 			}
 		}
@@ -299,6 +302,37 @@ final class FakeMail implements IMailManager, IMailSearch, IMailTransmission, Co
 		];
 		$this->save();
 		return [$account, $this->mailboxObject($drafts), $uid];
+	}
+
+	/**
+	 * IMAP APPEND of a raw RFC 5322 message (IMAP\MessageMapper::save), as the mail server would
+	 * store it; Mail's cache learns it at once here. Returns the new UID.
+	 */
+	public function imapAppend(Mailbox $mailbox, string $raw, array $flags): int {
+		[$head, $body] = preg_split("/\r?\n\r?\n/", $raw, 2) + ['', ''];
+		$headers = iconv_mime_decode_headers($head, ICONV_MIME_DECODE_CONTINUE_ON_ERROR, 'UTF-8');
+		if ($headers === false || !isset($headers['From'], $headers['Subject'], $headers['Message-ID'], $headers['Date'])) {
+			throw new \Horde_Imap_Client_Exception('not a message a mail server would take');
+		}
+		$list = static function (?string $value): array {
+			$out = [];
+			foreach (array_filter(array_map('trim', explode(',', (string)$value))) as $a) {
+				$out[] = preg_match('/^(.*)<([^>]+)>$/', $a, $m) === 1 ? ['label' => trim($m[1]), 'email' => $m[2]] : ['label' => null, 'email' => $a];
+			}
+			return $out;
+		};
+		$plain = stripos((string)($headers['Content-Transfer-Encoding'] ?? ''), 'base64') !== false ? base64_decode($body, true) : $body;
+		$id = $this->state['next_message_id']++;
+		$this->state['messages'][] = [
+			'id' => $id, 'uid' => 1000 + $id, 'mailbox_id' => $mailbox->getId(), 'message_id' => $headers['Message-ID'],
+			'subject' => $headers['Subject'], 'sent_at' => (int)strtotime($headers['Date']),
+			'seen' => true, // MessageMapper::save adds \Seen
+			'from' => $list($headers['From']), 'to' => $list($headers['To'] ?? null), 'cc' => $list($headers['Cc'] ?? null),
+			'bcc' => $list($headers['Bcc'] ?? null), 'plain' => (string)$plain, 'html' => null, 'attachments' => [],
+			'answered' => false, 'in_reply_to' => $headers['In-Reply-To'] ?? null, 'flags' => $flags,
+		];
+		$this->save();
+		return 1000 + $id;
 	}
 
 	// ---- Mail 5.x's outbox and send chain (FakeOutboxService calls these) --------------------
@@ -525,6 +559,16 @@ final class FakeMail implements IMailManager, IMailSearch, IMailTransmission, Co
 		fflush($handle);
 		flock($handle, LOCK_UN);
 		fclose($handle);
+	}
+}
+
+/** Mail 5.x's IMAP message mapper over the fake: save() appends to the fake's mailbox. */
+final class FakeImapMessageMapper extends ImapMessageMapper {
+	public function __construct(private FakeMail $mail) {
+	}
+
+	public function save(Horde_Imap_Client_Socket $client, Mailbox $mailbox, string $mail, array $flags = []): int {
+		return $this->mail->imapAppend($mailbox, $mail, $flags);
 	}
 }
 

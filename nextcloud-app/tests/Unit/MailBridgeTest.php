@@ -247,6 +247,22 @@ final class MailBridgeTest extends TestCase {
 		$this->assertSame([], $this->sent());
 	}
 
+	public function testAReplyDraftKeepsItsThreadInTheImapMessage(): void {
+		$saved = $this->controller('alice', json_encode(['account_id' => 1, 'to' => ['bob@example.com'], 'cc' => ['carla@example.com'],
+			'subject' => 'Re: Q3 budget – Zahlen', 'body' => "Später.\n", 'in_reply_to' => 1]))->draft();
+		$this->assertSame(200, $saved->getStatus(), json_encode($saved->getData()));
+		$read = $this->controller('alice')->message((string)$saved->getData()['draft_id'])->getData();
+		$this->assertSame(['Re: Q3 budget – Zahlen', 3, '<budget-q3@example.com>', ['format' => 'text', 'content' => "Später.\n"]],
+			[$read['subject'], $read['mailbox_id'], $read['in_reply_to'], $read['body']]);
+		$this->assertSame([['label' => 'Alice Adams', 'email' => 'alice@example.com']], $read['from']);
+		$this->assertSame([['label' => null, 'email' => 'carla@example.com']], $read['cc']);
+		$state = json_decode((string)file_get_contents($this->state), true);
+		$row = end($state['messages']);
+		$this->assertSame(['\\draft'], $row['flags'], 'stored with \\Draft, as Mail stores drafts');
+		$this->assertSame([[], []], [$this->sent(), $this->outbox()]);
+		$this->assertFalse($this->controller('alice')->message('1')->getData()['answered'], 'a draft answers nothing yet');
+	}
+
 	public function testADraftLandsInDraftsAndIsReadable(): void {
 		$saved = $this->controller('alice', '{"account_id":1,"to":["bob@example.com"],"subject":"Later","body":"draft"}')->draft();
 		$this->assertSame('saved', $saved->getData()['status']);

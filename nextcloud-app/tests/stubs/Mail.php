@@ -23,8 +23,11 @@ namespace OCA\Mail\Exception {
 }
 
 namespace {
-	/** Horde's IMAP error, which Mail's services let through in places. */
-	class Horde_Imap_Client_Exception extends \Exception {
+	/** Horde's errors, which Mail's services let through in places. */
+	class Horde_Exception extends \Exception {
+	}
+
+	class Horde_Imap_Client_Exception extends Horde_Exception {
 	}
 }
 
@@ -47,6 +50,10 @@ namespace OCA\Mail {
 
 		public function jsonSerialize(): mixed {
 			return ['label' => $this->getLabel(), 'email' => $this->getEmail()];
+		}
+
+		public function toHorde(): \Horde_Mail_Rfc822_Address {
+			return new \Horde_Mail_Rfc822_Address($this->email, $this->personal);
 		}
 	}
 
@@ -71,6 +78,10 @@ namespace OCA\Mail {
 
 		public function jsonSerialize(): mixed {
 			return array_map(static fn (Address $a) => $a->jsonSerialize(), $this->addresses);
+		}
+
+		public function toHorde(): \Horde_Mail_Rfc822_List {
+			return new \Horde_Mail_Rfc822_List(array_map(static fn (Address $a) => $a->toHorde(), $this->addresses));
 		}
 	}
 
@@ -123,6 +134,16 @@ namespace OCA\Mail\Db {
 		public function getEmail(): string {
 			return $this->email;
 		}
+
+		public function getDraftsMailboxId(): ?int {
+			return $this->draftsMailboxId;
+		}
+
+		public function setDraftsMailboxId(?int $id): void {
+			$this->draftsMailboxId = $id;
+		}
+
+		private ?int $draftsMailboxId = null;
 
 		/** The Sent mailbox Mail copies sent mail into (Send\Chain refuses to send without one). */
 		public function getSentMailboxId(): ?int {
@@ -431,6 +452,13 @@ namespace OCA\Mail\Service {
 }
 
 namespace OCA\Mail\IMAP {
+	/** Mail 5.x's IMAP message mapper: save() APPENDs a raw message (Mail adds \\Seen to the flags). */
+	class MessageMapper {
+		public function save(\Horde_Imap_Client_Socket $client, \OCA\Mail\Db\Mailbox $mailbox, string $mail, array $flags = []): int {
+			throw new \LogicException(__FUNCTION__);
+		}
+	}
+
 	class IMAPClientFactory {
 		public function getClient(\OCA\Mail\Account $account, bool $useCache = true): \Horde_Imap_Client_Socket {
 			return new \Horde_Imap_Client_Socket();
@@ -439,6 +467,103 @@ namespace OCA\Mail\IMAP {
 }
 
 namespace {
+	// Horde, which Mail bundles: the members the bridge uses to build a draft, as Mail's own
+	// MailTransmission::saveDraft does. Horde_Mime_Mail renders a real RFC 5322 message (headers
+	// folded to one line each, RFC 2047 for non-ASCII words), available after send().
+	class Horde_Imap_Client {
+		public const FLAG_DRAFT = '\\draft';
+		public const FLAG_SEEN = '\\seen';
+	}
+
+	class Horde_Mail_Rfc822_Address {
+		public function __construct(public string $bare_address, public ?string $personal = null) {
+		}
+
+		public function __toString(): string {
+			return $this->personal === null ? $this->bare_address
+				: mb_encode_mimeheader($this->personal, 'UTF-8', 'Q') . ' <' . $this->bare_address . '>';
+		}
+	}
+
+	class Horde_Mail_Rfc822_List implements \Countable {
+		/** @param list<Horde_Mail_Rfc822_Address> $addresses */
+		public function __construct(public array $addresses = []) {
+		}
+
+		public function count(): int {
+			return count($this->addresses);
+		}
+
+		public function __toString(): string {
+			return implode(', ', array_map('strval', $this->addresses));
+		}
+	}
+
+	class Horde_Mime_Headers_Date {
+		public static function create(): self {
+			return new self();
+		}
+
+		public function __toString(): string {
+			return gmdate('D, d M Y H:i:s') . ' +0000';
+		}
+	}
+
+	class Horde_Mime_Headers_MessageId {
+		public function __construct(public string $value) {
+		}
+
+		public static function create(): self {
+			return new self('<' . bin2hex(random_bytes(8)) . '@horde.invalid>');
+		}
+	}
+
+	class Horde_Mail_Transport_Null {
+	}
+
+	class Horde_Mime_Mail {
+		/** @var array<string, string> */
+		private array $headers = [];
+		private string $body = '';
+		private ?string $raw = null;
+
+		public function addHeaders(array $headers = []): void {
+			foreach ($headers as $name => $value) {
+				if ($value instanceof \Countable && count($value) === 0) {
+					continue; // Horde leaves out an empty address header
+				}
+				$this->headers[(string)$name] = $value instanceof \Stringable || is_string($value) ? (string)$value
+					: throw new \TypeError("header $name");
+			}
+		}
+
+		public function addHeaderOb(Horde_Mime_Headers_MessageId $ob): void {
+			$this->headers['Message-ID'] = $ob->value;
+		}
+
+		public function setBody(string $body, ?string $charset = null, bool $wrap = false): void {
+			$this->body = $body;
+		}
+
+		public function send(Horde_Mail_Transport_Null $transport, bool $resend = false, bool $flowed = true): void {
+			$lines = [];
+			foreach ($this->headers as $name => $value) {
+				$lines[] = $name . ': ' . ($name === 'Subject' ? mb_encode_mimeheader($value, 'UTF-8', 'Q') : $value);
+			}
+			$lines[] = 'MIME-Version: 1.0';
+			$lines[] = 'Content-Type: text/plain; charset=utf-8';
+			$lines[] = 'Content-Transfer-Encoding: base64';
+			$this->raw = implode("\r\n", $lines) . "\r\n\r\n" . chunk_split(base64_encode($this->body), 76, "\r\n");
+		}
+
+		public function getRaw(bool $stream = true): string {
+			if ($stream || $this->raw === null) {
+				throw new \LogicException('getRaw(false) after send(), as Mail calls it');
+			}
+			return $this->raw;
+		}
+	}
+
 	class Horde_Imap_Client_Socket {
 		public bool $loggedOut = false;
 

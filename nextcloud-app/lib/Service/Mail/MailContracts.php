@@ -16,6 +16,7 @@ use OCA\Mail\Db\Message;
 use OCA\Mail\Exception\ClientException;
 use OCA\Mail\Exception\ServiceException;
 use OCA\Mail\IMAP\IMAPClientFactory;
+use OCA\Mail\IMAP\MessageMapper as ImapMessageMapper;
 use OCA\Mail\Model\NewMessageData;
 use OCA\Mail\Service\AccountService;
 use OCA\Mail\Service\OutboxService;
@@ -37,7 +38,9 @@ use Psr\Container\ContainerInterface;
  *   IMailTransmission::sendMessage alone is only the SMTP step: no Sent copy, no flag;
  * - listing a user's accounts: AccountService::findByUserId (every lookup of an account goes
  *   through it, so an id that is not the user's is simply not found);
- * - the IMAP connection getImapMessage needs: IMAPClientFactory::getClient.
+ * - the IMAP connection getImapMessage needs: IMAPClientFactory::getClient;
+ * - for a reply draft only, IMAP\\MessageMapper::save and Horde_Mime_Mail, as Mail's own
+ *   saveDraft uses them (see saveDraft: Mail's draft APIs drop In-Reply-To).
  * It also builds Mail's own value objects (Account comes from Mail; LocalMessage, AddressList,
  * Address, NewMessageData are what those methods take).
  *
@@ -225,13 +228,23 @@ final class MailContracts {
 	}
 
 	/**
+	 * Saves a draft into the account's Drafts mailbox. A new mail goes through Mail's contract
+	 * IMailTransmission::saveDraft. A reply cannot: neither saveDraft (NewMessageData has no
+	 * reply field) nor Mail's local drafts (MailTransmission::saveLocalDraft) write In-Reply-To,
+	 * so the draft would lose its thread. For a reply the bridge builds the draft exactly as
+	 * saveDraft does (Horde_Mime_Mail, From the account, a Date and a Message-ID, stored with
+	 * \\Draft through Mail's IMAP\\MessageMapper::save) and adds In-Reply-To and References.
+	 *
 	 * @param array{account_id: int, to: list<string>, cc: list<string>, bcc: list<string>, subject: string, body: string, in_reply_to: ?int} $c
 	 * @return int|null the draft's message id, when Mail already knows it
 	 */
 	public function saveDraft(string $uid, array $c): ?int {
 		$account = $this->account($uid, $c['account_id']);
 		if ($c['in_reply_to'] !== null) {
-			$this->ownMessage($uid, $c['in_reply_to']); // checked like for send; saveDraft takes no reply
+			$original = (string)$this->ownMessage($uid, $c['in_reply_to'])->getMessageId();
+			if ($original !== '') {
+				return $this->saveReplyDraft($uid, $account, $c, $original);
+			}
 		}
 		$data = new NewMessageData($account, $this->addressList($c['to']), $this->addressList($c['cc']),
 			$this->addressList($c['bcc']), $c['subject'], $c['body'], [], false);
@@ -241,6 +254,38 @@ final class MailContracts {
 			return null;
 		}
 		return $this->backend(fn () => $this->manager()->getMessageIdForUid($draftsMailbox, $newUid), 'Mail could not find the saved draft');
+	}
+
+	/** @param array{account_id: int, to: list<string>, cc: list<string>, bcc: list<string>, subject: string, body: string, in_reply_to: ?int} $c */
+	private function saveReplyDraft(string $uid, Account $account, array $c, string $inReplyTo): ?int {
+		$draftsId = $account->getMailAccount()->getDraftsMailboxId();
+		if ($draftsId === null) {
+			throw MailError::backend('the account has no Drafts mailbox set in Mail');
+		}
+		$drafts = $this->ownMailbox($uid, (int)$draftsId);
+		$mail = new \Horde_Mime_Mail();
+		$mail->addHeaders([
+			'From' => Address::fromRaw((string)$account->getName(), (string)$account->getEMailAddress())->toHorde(),
+			'To' => $this->addressList($c['to'])->toHorde(),
+			'Cc' => $this->addressList($c['cc'])->toHorde(),
+			'Bcc' => $this->addressList($c['bcc'])->toHorde(),
+			'Subject' => $c['subject'],
+			'Date' => \Horde_Mime_Headers_Date::create(),
+			'In-Reply-To' => $inReplyTo,
+			'References' => $inReplyTo,
+		]);
+		$mail->setBody($c['body']);
+		$mail->addHeaderOb(\Horde_Mime_Headers_MessageId::create());
+		$newUid = $this->backend(function () use ($account, $drafts, $mail): int {
+			$mail->send(new \Horde_Mail_Transport_Null(), false, false); // builds the message, sends nothing
+			$client = $this->container->get(IMAPClientFactory::class)->getClient($account);
+			try {
+				return $this->container->get(ImapMessageMapper::class)->save($client, $drafts, $mail->getRaw(false), [\Horde_Imap_Client::FLAG_DRAFT]);
+			} finally {
+				$client->logout();
+			}
+		}, 'Mail could not save the draft');
+		return $this->backend(fn () => $this->manager()->getMessageIdForUid($drafts, $newUid), 'Mail could not find the saved draft');
 	}
 
 	// ---- lookups, always scoped to the session user ---------------------------------------
@@ -305,7 +350,7 @@ final class MailContracts {
 	private function backend(callable $call, string $failure): mixed {
 		try {
 			return $call();
-		} catch (ServiceException|ClientException|\Horde_Imap_Client_Exception $e) {
+		} catch (ServiceException|ClientException|\Horde_Exception|\Horde_Imap_Client_Exception $e) {
 			throw MailError::backend($failure, $e);
 		}
 	}
