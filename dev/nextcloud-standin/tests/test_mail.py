@@ -6,6 +6,7 @@ the stand-in has: real Maildirs on disk, a real SMTP server receiving, restarts,
 
 import mailbox
 import smtplib
+import time
 
 import requests
 
@@ -94,6 +95,11 @@ def test_send_goes_over_smtp_into_the_sink_and_a_copy_into_sent(standin):
     assert len(on_disk) == 1 and on_disk[0]["Subject"] == "Re: Q3 budget" and on_disk[0]["Bcc"] is None
     sent = mail(standin, "GET", "alice", "messages", params={"mailbox_id": 2})
     assert [x["subject"] for x in data(sent)["messages"]] == ["Re: Q3 budget", "Offsite agenda"]
+    # the replied-to mail carries the Maildir "R" flag (IMAP \Answered) on disk, as Mail sets it
+    inbox = mailbox.Maildir(standin.state / "mail" / "alice", create=False)
+    flags = {str(m["Message-ID"]): m.get_flags() for m in inbox}
+    assert "R" in flags["<budget-q3@example.com>"] and "R" not in flags["<lunch-friday@example.com>"]
+    assert len(inbox.get_folder("Sent")) == 2 and all("R" not in m.get_flags() for m in inbox.get_folder("Sent"))
 
 
 def test_sink_is_a_real_smtp_server(standin):
@@ -109,6 +115,31 @@ def test_smtp_refusal_is_502_mail_backend_and_nothing_is_kept(standin):
     assert r.status_code == 502 and data(r)["error"] == "mail_backend"
     assert sink(standin)["messages"] == []
     assert subjects(standin, "alice", mailbox_id=2) == ["Offsite agenda"]
+
+
+def test_sink_scripts_an_unclear_answer_and_a_slow_one(standin):
+    """unclear.example.net: delivered, then 451 to DATA; slow.example.net: delivered, then a late 250."""
+    host, port = sink(standin)["smtp"].split(":")
+    with smtplib.SMTP(host, int(port), timeout=30) as smtp:
+        try:
+            smtp.sendmail("x@example.net", ["y@unclear.example.net"], b"Subject: unclear\r\n\r\nhello\r\n")
+            raise AssertionError("the unclear message was acknowledged")
+        except smtplib.SMTPDataError as e:
+            assert e.smtp_code == 451
+        started = time.monotonic()
+        smtp.sendmail("x@example.net", ["y@slow.example.net"], b"Subject: slow\r\n\r\nhello\r\n")
+        assert time.monotonic() - started >= 7
+    assert [m["subject"] for m in sink(standin)["messages"]] == ["unclear", "slow"]
+
+
+def test_a_failure_after_data_is_an_unknown_outcome_and_files_no_copy(standin):
+    r = mail(standin, "POST", "alice", "send", json={"account_id": 1, "to": ["y@unclear.example.net"], "subject": "x",
+                                                     "body": "y", "in_reply_to": 5})
+    assert r.status_code == 502 and data(r)["error"] == "send_outcome_unknown"
+    assert "Check the Sent mailbox" in data(r)["message"]
+    assert [m["subject"] for m in sink(standin)["messages"]] == ["x"]
+    assert subjects(standin, "alice", mailbox_id=2) == ["Offsite agenda"]
+    assert data(mail(standin, "GET", "alice", "messages/5"))["answered"] is False
 
 
 def test_without_mail_every_route_is_501(tmp_path):
