@@ -8,7 +8,8 @@
 
 Each is started once per session with Mail and once without (501). Every test runs against both.
 What each one "sent" is read back from where it really went: the stand-in's SMTP sink, the fake's
-record of IMailTransmission::sendMessage calls.
+record of what the SMTP step of its (Mail 5.x) send chain put on the wire. Users alice, bob and
+dave (25 mails, for the search limits) exist on both, created in that order so ids agree.
 """
 
 from __future__ import annotations
