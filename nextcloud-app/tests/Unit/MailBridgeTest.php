@@ -14,6 +14,7 @@ use OCA\Tamebi\Tests\Stubs\FakeAppManager;
 use OCA\Tamebi\Tests\Stubs\FakeRequest;
 use OCA\Tamebi\Tests\Stubs\FakeUser;
 use OCA\Tamebi\Tests\Stubs\FakeUserSession;
+use OCA\Tamebi\Tests\Stubs\RecordingLogger;
 use OCA\Mail\Account;
 use OCA\Mail\Db\LocalMessage;
 use OCA\Mail\Exception\ServiceException;
@@ -22,7 +23,6 @@ use OCA\Mail\Service\OutboxService;
 use OCP\AppFramework\OCSController;
 use PHPUnit\Framework\TestCase;
 use Psr\Container\ContainerInterface;
-use Psr\Log\LoggerInterface;
 
 /**
  * The mail bridge in-process, over the fake Mail (tests/FakeMail.php) holding the stand-in's
@@ -33,7 +33,7 @@ use Psr\Log\LoggerInterface;
 final class MailBridgeTest extends TestCase {
 	private string $state;
 	private FakeAppManager $apps;
-	private ContextLogger $logger;
+	private RecordingLogger $logger;
 	/** @var array<string, object> Mail services replaced for one test */
 	private array $overrides = [];
 
@@ -45,7 +45,7 @@ final class MailBridgeTest extends TestCase {
 			. escapeshellarg($this->state) . ' alice bob 2>&1', $out, $status);
 		$this->assertSame(0, $status, "fixture export failed (needs scripts/install.d/20-standin.sh): " . implode("\n", $out));
 		$this->apps = new FakeAppManager(['mail', 'tamebi']);
-		$this->logger = new ContextLogger();
+		$this->logger = new RecordingLogger();
 	}
 
 	protected function tearDown(): void {
@@ -201,7 +201,8 @@ final class MailBridgeTest extends TestCase {
 		$response = $this->controller('alice', '{"account_id":1,"to":["bob@example.com"],"subject":"s","body":"b"}')->send();
 		$this->assertSame([502, 'send_outcome_unknown'], [$response->getStatus(), $response->getData()['error']]);
 		$this->assertStringNotContainsString('smtp.internal', json_encode($response->getData()));
-		$this->assertStringContainsString('smtp.internal.example:587', $this->logger->text());
+		$this->assertStringContainsString('send_outcome_unknown', $this->logger->text());
+		$this->assertSame('smtp.internal.example:587 dropped the connection', $this->logger->exceptions[0]->getMessage());
 		$this->assertSame([], $this->outbox());
 	}
 
@@ -213,7 +214,7 @@ final class MailBridgeTest extends TestCase {
 			[new \TypeError('Argument #1 ($secret) must be of type int'), 500, 'internal_error'],
 			[new \RuntimeException('secret internals'), 500, 'internal_error'],
 		] as [$thrown, $status, $code]) {
-			$this->logger = new ContextLogger();
+			$this->logger = new RecordingLogger();
 			$this->overrides[AccountService::class] = new class($thrown) extends AccountService {
 				public function __construct(private \Throwable $thrown) {
 				}
@@ -286,49 +287,5 @@ final class OverridingContainer implements ContainerInterface {
 
 	public function has(string $id): bool {
 		return isset($this->overrides[$id]) || $this->mail->has($id);
-	}
-}
-
-/** Keeps each line and the exception of its context (what nextcloud.log would get). */
-final class ContextLogger implements LoggerInterface {
-	/** @var list<string> */
-	public array $lines = [];
-	/** @var list<\Throwable> */
-	public array $exceptions = [];
-
-	public function emergency(string|\Stringable $message, array $context = []): void {
-		$this->log('emergency', $message, $context);
-	}
-	public function alert(string|\Stringable $message, array $context = []): void {
-		$this->log('alert', $message, $context);
-	}
-	public function critical(string|\Stringable $message, array $context = []): void {
-		$this->log('critical', $message, $context);
-	}
-	public function error(string|\Stringable $message, array $context = []): void {
-		$this->log('error', $message, $context);
-	}
-	public function warning(string|\Stringable $message, array $context = []): void {
-		$this->log('warning', $message, $context);
-	}
-	public function notice(string|\Stringable $message, array $context = []): void {
-		$this->log('notice', $message, $context);
-	}
-	public function info(string|\Stringable $message, array $context = []): void {
-		$this->log('info', $message, $context);
-	}
-	public function debug(string|\Stringable $message, array $context = []): void {
-		$this->log('debug', $message, $context);
-	}
-	public function log($level, string|\Stringable $message, array $context = []): void {
-		$this->lines[] = $level . ' ' . $message;
-		if (($context['exception'] ?? null) instanceof \Throwable) {
-			$this->exceptions[] = $context['exception'];
-			$this->lines[] = $context['exception']->getMessage();
-		}
-	}
-
-	public function text(): string {
-		return implode("\n", $this->lines);
 	}
 }

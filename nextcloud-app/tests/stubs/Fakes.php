@@ -210,6 +210,8 @@ final class FakeClock implements ITimeFactory {
 final class RecordingLogger implements LoggerInterface {
 	/** @var list<array{string, string}> */
 	public array $lines = [];
+	/** @var list<\Throwable> */
+	public array $exceptions = [];
 
 	public function emergency(string|\Stringable $message, array $context = []): void {
 		$this->log('emergency', $message, $context);
@@ -237,6 +239,9 @@ final class RecordingLogger implements LoggerInterface {
 	}
 	public function log($level, string|\Stringable $message, array $context = []): void {
 		$this->lines[] = [(string)$level, (string)$message];
+		if (($context['exception'] ?? null) instanceof \Throwable) {
+			$this->exceptions[] = $context['exception']; // what nextcloud.log would show with the line
+		}
 	}
 
 	public function text(): string {
