@@ -3,7 +3,9 @@
 //! Tool failures are tool results with `isError: true` and `{"error": {"kind", "message"}}`,
 //! the same shape mcp-nextcloud uses. The bridge answers 404 for a message that does not
 //! exist and for one that belongs to someone else alike; this crate keeps that answer as it
-//! is. Messages never carry upstream bodies or tokens.
+//! is. Messages never carry upstream bodies or tokens. A send reads failures more carefully
+//! than a read ([`Error::from_send_status`], [`Error::send_transport`]): once the request may
+//! have reached the bridge, a failure is `outcome_unknown`, never `retryable`.
 
 use serde::Serialize;
 

@@ -215,7 +215,8 @@ final class MailContracts {
 		if ($status === LocalMessage::STATUS_NO_SENT_MAILBOX) {
 			throw MailError::backend('the account has no Sent mailbox set in Mail, so Mail sends nothing from it');
 		}
-		throw MailError::backend('Mail could not send the message', new \RuntimeException('send chain ended with status ' . var_export($status, true)));
+		// A state this bridge does not know (a newer Mail?): never claim that nothing was sent.
+		throw MailError::sendOutcomeUnknown(new \RuntimeException('send chain ended with status ' . var_export($status, true)));
 	}
 
 	/** Removes an outbox entry the chain did not finish; a failure here changes nothing for the caller. */
