@@ -17,8 +17,14 @@ use crate::store::memory::{Fact, MemoryStore};
 /// The server name the local tools are registered under (reserved in the configuration).
 pub const LOCAL_SERVER: &str = "tamebi";
 
-/// The local tools' definitions, in MCP's shape.
+/// The local tools' definitions, in MCP's shape. Built once: every turn gets a clone, whose
+/// descriptions and schemas are shared rather than copied.
 pub fn tool_defs() -> Vec<ToolDef> {
+    static DEFS: std::sync::OnceLock<Vec<ToolDef>> = std::sync::OnceLock::new();
+    DEFS.get_or_init(build_tool_defs).clone()
+}
+
+fn build_tool_defs() -> Vec<ToolDef> {
     let definitions = [
         json!({
             "name": "memory_list",

@@ -11,6 +11,7 @@
 use rmcp::model::Tool;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
 
 use crate::approval::{Category, Policy, policy_for};
 use crate::model::{FunctionSpec, ToolSpec};
@@ -24,8 +25,10 @@ pub struct ToolDef {
     pub name: String,
     /// The name the model calls it by (the tool name, or `server__name` on a clash).
     pub model_name: String,
-    pub description: String,
-    pub input_schema: Value,
+    /// Shared (with the tool-server actor's cache and each turn's tool list): a definition
+    /// is cloned into every turn, and an open stream should not hold copies of every schema.
+    pub description: Arc<str>,
+    pub input_schema: Arc<Value>,
     pub policy: Policy,
     pub visible_to_model: bool,
     pub visible_to_app: bool,
@@ -59,8 +62,8 @@ impl ToolDef {
             server: server.to_string(),
             name: tool.name.to_string(),
             model_name: tool.name.to_string(),
-            description: tool.description.as_deref().unwrap_or("").to_string(),
-            input_schema: Value::Object((*tool.input_schema).clone()),
+            description: Arc::from(tool.description.as_deref().unwrap_or("")),
+            input_schema: Arc::new(Value::Object((*tool.input_schema).clone())),
             policy: policy_for(tool.annotations.as_ref()),
             visible_to_model,
             visible_to_app,
@@ -78,8 +81,8 @@ impl ToolDef {
     pub fn from_untrusted_mcp(server: &str, tool: &Tool) -> ToolDef {
         let mut def = ToolDef::from_mcp(server, tool);
         let source = format!("{server}/tool-description");
-        def.description = crate::untrusted::envelope(&source, &def.description);
-        distrust_schema(&mut def.input_schema, &source);
+        def.description = Arc::from(crate::untrusted::envelope(&source, &def.description));
+        distrust_schema(Arc::make_mut(&mut def.input_schema), &source);
         def
     }
 
@@ -289,7 +292,7 @@ mod tests {
         // The fingerprint still covers the definition as served; policy is unchanged.
         assert_eq!(d.fingerprint, trusted.fingerprint);
         assert_eq!(d.policy.needs_approval, trusted.policy.needs_approval);
-        assert_eq!(trusted.description, t.description.as_deref().unwrap());
+        assert_eq!(&*trusted.description, t.description.as_deref().unwrap());
     }
 
     #[test]

@@ -77,11 +77,21 @@ pub struct ToolSpec {
     pub function: FunctionSpec,
 }
 
+/// The description and schema are shared with the tool's definition (which the tool-server
+/// actor caches): a turn's tool list costs references, not copies of every schema, for as
+/// long as the turn's stream is open.
 #[derive(Debug, Clone, Serialize)]
 pub struct FunctionSpec {
     pub name: String,
-    pub description: String,
-    pub parameters: Value,
+    #[serde(serialize_with = "serialize_shared")]
+    pub description: std::sync::Arc<str>,
+    #[serde(serialize_with = "serialize_shared")]
+    pub parameters: std::sync::Arc<Value>,
+}
+
+/// Serialises what an `Arc` points to (serde's own impl needs its `rc` feature).
+fn serialize_shared<T: Serialize + ?Sized, S: serde::Serializer>(value: &std::sync::Arc<T>, s: S) -> Result<S::Ok, S::Error> {
+    (**value).serialize(s)
 }
 
 /// What the stream yields, in order.
