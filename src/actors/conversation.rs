@@ -65,10 +65,11 @@ pub enum ConversationMsg {
     Delete {
         reply: RpcReplyPort<Result<bool, Error>>,
     },
-    IdleCheck {
-        generation: u64,
-    },
-    /// Time to renew this instance's lease on the conversation (store::lease).
+    /// Stop if no turn ran for the idle time (sent by the supervisor's sweep: one timer for
+    /// every conversation rather than a timer task per actor).
+    IdleCheck,
+    /// Time to renew this instance's lease on the conversation (store::lease; only when
+    /// leases expire: with SQLite nobody else could take it).
     RenewLease,
 }
 
@@ -92,7 +93,8 @@ pub struct State {
     calibration: Calibration,
     turns: u64,
     in_flight: Option<InFlight>,
-    idle_generation: u64,
+    /// Since when no turn runs (the idle stop counts from here).
+    idle_since: std::time::Instant,
     trace: crate::telemetry::tree::ActorTrace,
     /// When the lease was last renewed: without a renewal for the lease's time, another
     /// instance may own the conversation, so this actor stops.
@@ -144,13 +146,17 @@ impl Actor for ConversationActor {
             calibration: Calibration::default(),
             turns: 0,
             in_flight: None,
-            idle_generation: 0,
+            idle_since: std::time::Instant::now(),
             trace: args.trace,
             lease_renewed: std::time::Instant::now(),
         };
-        schedule_idle_check(&myself, &self.services, 0);
-        // The supervisor acquired the lease just before starting this actor.
-        myself.send_interval(self.services.ownership.renew_every(), || ConversationMsg::RenewLease);
+        // The supervisor sends IdleCheck. It acquired the lease just before starting this
+        // actor; renewing is needed only where a lease expires (each actor renews its own, so
+        // the renewals stay spread over time).
+        let own = &self.services.ownership;
+        if own.leases.expires() {
+            myself.send_interval(own.renew_every(), || ConversationMsg::RenewLease);
+        }
         Ok(state)
     }
 
@@ -191,8 +197,7 @@ impl Actor for ConversationActor {
                 TurnEvent::Calibrated(calibration) => state.calibration = calibration,
                 TurnEvent::Ended => {
                     self.end_turn(state, turn).await;
-                    state.idle_generation += 1;
-                    schedule_idle_check(&myself, &self.services, state.idle_generation);
+                    state.idle_since = std::time::Instant::now();
                 }
             },
             ConversationMsg::Delete { reply } => {
@@ -210,18 +215,14 @@ impl Actor for ConversationActor {
                     myself.stop(Some("lease lost".into()));
                 }
             }
-            ConversationMsg::IdleCheck { generation } => {
-                if state.in_flight.is_none() && generation == state.idle_generation {
+            ConversationMsg::IdleCheck => {
+                if state.in_flight.is_none() && state.idle_since.elapsed() >= self.services.config.idle_timeout {
                     myself.stop(Some("idle".into()));
                 }
             }
         }
         Ok(())
     }
-}
-
-fn schedule_idle_check(myself: &ActorRef<ConversationMsg>, services: &Services, generation: u64) {
-    myself.send_after(services.config.idle_timeout, move || ConversationMsg::IdleCheck { generation });
 }
 
 impl ConversationActor {

@@ -3,10 +3,15 @@
 //! Children are not restarted when they exit: an idle one stopped on purpose, a crashed one
 //! is revived from chat.db on its next use — that is this supervisor's restart policy, and
 //! it is why a crash never touches another conversation.
+//!
+//! It also keeps the idle time for its children: one sweep asks every actor whether it has
+//! been idle long enough to stop, instead of a timer task per conversation (with thousands of
+//! open streams that is memory per stream, issue #16).
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::conversation::{Args, ConversationActor, ConversationMsg};
 use crate::error::Error;
@@ -33,6 +38,14 @@ pub enum ConversationsMsg {
         uid: UserId,
         reply: RpcReplyPort<Vec<ActorRef<ConversationMsg>>>,
     },
+    /// The idle sweep's tick: every child checks its own idle time.
+    SweepIdle,
+}
+
+/// How often the idle sweep runs: a quarter of the idle time, so an idle actor stops at most
+/// a quarter late, within bounds that keep the sweep cheap and a test's short idle time short.
+fn sweep_every(idle: Duration) -> Duration {
+    (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30))
 }
 
 pub struct ConversationsSupervisor {
@@ -55,7 +68,8 @@ impl Actor for ConversationsSupervisor {
     type State = State;
     type Arguments = ();
 
-    async fn pre_start(&self, _myself: ActorRef<Self::Msg>, _: ()) -> Result<State, ActorProcessingErr> {
+    async fn pre_start(&self, myself: ActorRef<Self::Msg>, _: ()) -> Result<State, ActorProcessingErr> {
+        myself.send_interval(sweep_every(self.services.config.idle_timeout), || ConversationsMsg::SweepIdle);
         tracing::info!("conversations supervisor started");
         Ok(State::default())
     }
@@ -84,6 +98,11 @@ impl Actor for ConversationsSupervisor {
                         .map(|(_, a)| a.clone())
                         .collect(),
                 );
+            }
+            ConversationsMsg::SweepIdle => {
+                for actor in state.by_key.values() {
+                    let _ = actor.send_message(ConversationMsg::IdleCheck);
+                }
             }
         }
         Ok(())

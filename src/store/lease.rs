@@ -59,6 +59,12 @@ pub trait LeaseStore: Send + Sync {
     /// How long another owner still holds the lease, if one does (requests that need no
     /// actor here — a resume, a delete — are sent to that owner instead).
     async fn held_elsewhere(&self, key: &ConversationKey, owner: &str) -> Result<Option<Duration>, Error>;
+
+    /// Whether a lease lapses unless renewed (false: nobody else could take it, so holders
+    /// need not renew at all).
+    fn expires(&self) -> bool {
+        true
+    }
 }
 
 /// Leases within one process (SQLite): always granted, nothing stored.
@@ -88,6 +94,10 @@ impl LeaseStore for LocalLeases {
 
     async fn held_elsewhere(&self, _key: &ConversationKey, _owner: &str) -> Result<Option<Duration>, Error> {
         Ok(None)
+    }
+
+    fn expires(&self) -> bool {
+        false
     }
 }
 
