@@ -1,16 +1,18 @@
 //! The accept loop: HTTP/1.1 connections with bounded buffers, TCP_NODELAY, and graceful
 //! shutdown.
 //!
-//! Written out (rather than `axum::serve`) to set two things axum does not expose, both of
-//! which matter when thousands of SSE streams stay open: hyper's read buffer is capped at its
-//! minimum (our requests' headers are small; bodies stream separately), and the router is
-//! handed to each connection as a cheap clone instead of going through axum's per-connection
-//! make-service path. TCP_NODELAY: an SSE stream is many small frames, and with Nagle's
+//! Written out (rather than `axum::serve`) to set things axum does not expose, which matter
+//! when thousands of SSE streams stay open: hyper's read buffer is capped at its minimum (our
+//! requests' headers are small; bodies stream separately), the router is handed to each
+//! connection as a cheap clone instead of going through axum's per-connection make-service
+//! path, and each connection is hyper's HTTP/1.1 connection itself, not hyper-util's
+//! any-version one (whose state has room for an HTTP/2 connection and a rewind buffer that an
+//! HTTP/1.1-only server never uses, in every connection's task). TCP_NODELAY: an SSE stream is many small frames, and with Nagle's
 //! algorithm each one after the first would wait for the client's delayed ACK (up to 40 ms).
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use std::time::Duration;
@@ -28,12 +30,11 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationTok
     // Every connection's task, so the drain below can wait for the tasks themselves.
     let connections = TaskTracker::new();
     // HTTP/1.1 only: the PHP app and the island speak it, and no other protocol is offered.
-    let mut builder = auto::Builder::new(TokioExecutor::new()).http1_only();
+    let mut builder = http1::Builder::new();
     // A client that never finishes its headers does not hold a connection forever.
     builder
-        .http1()
         .max_buf_size(MAX_READ_BUF)
-        .timer(hyper_util::rt::TokioTimer::new())
+        .timer(TokioTimer::new())
         .header_read_timeout(Duration::from_secs(30));
     loop {
         let accepted = tokio::select! {
@@ -53,7 +54,8 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationTok
             tracing::warn!(error = %e, "could not set TCP_NODELAY");
         }
         let service = TowerToHyperService::new(app.clone());
-        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+        // No upgrades: no route switches protocols.
+        let connection = builder.serve_connection(TokioIo::new(stream), service);
         let watched = graceful.watch(connection);
         connections.spawn(async move {
             if let Err(e) = watched.await {
