@@ -7,8 +7,9 @@
 //! connection as a cheap clone instead of going through axum's per-connection make-service
 //! path, and each connection is hyper's HTTP/1.1 connection itself, not hyper-util's
 //! any-version one (whose state has room for an HTTP/2 connection and a rewind buffer that an
-//! HTTP/1.1-only server never uses, in every connection's task). TCP_NODELAY: an SSE stream is many small frames, and with Nagle's
-//! algorithm each one after the first would wait for the client's delayed ACK (up to 40 ms).
+//! HTTP/1.1-only server never uses, in every connection's task). TCP_NODELAY: an SSE stream
+//! is many small frames, and with Nagle's algorithm each one after the first would wait for
+//! the client's delayed ACK (up to 40 ms).
 
 use axum::Router;
 use hyper::server::conn::http1;
