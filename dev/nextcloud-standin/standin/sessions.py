@@ -143,8 +143,9 @@ class Sessions:
             if session is None or counters is None:
                 return Gate()
             if session.timed_out:
+                # Kept as a tombstone, so a client that ignores the deletion shows up in the count
+                # (stricter: Nextcloud would write the header's login into the same session id).
                 counters.dead_cookies += 1
-                del self._by_id[sid]
                 return Gate(set_cookies=[("Set-Cookie", f"{self.cookie_name}={DELETED}")], new_session=False)
             if (session.revoked or session.expires <= time.time()
                     or not hmac.compare_digest(jar.get(PASSPHRASE, ""), session.passphrase)):
@@ -193,7 +194,8 @@ class Sessions:
         with self._lock:
             if len(self._by_id) >= MAX_SESSIONS:
                 now = time.time()
-                self._by_id = {k: s for k, s in self._by_id.items() if s.expires > now and not s.revoked}
+                self._by_id = {k: s for k, s in self._by_id.items()
+                               if s.expires > now and not s.revoked and not s.timed_out}
             self._by_id[sid] = Session(uid, passphrase, fingerprint(authorization), origin, end, dav_authenticated)
         lax = "path=/; HttpOnly; expires=Fri, 31-Dec-2100 23:59:59 GMT; SameSite="
         cookies += [

@@ -161,6 +161,7 @@ def test_a_timed_out_session_deletes_its_cookie_and_the_header_decides(standin):
     alice = f"Bearer {standin.passwords['alice']}"
     session = login(standin, "alice", alice)
     name = standin_session_name(session)
+    sid = session.cookies[name]
     r = requests.post(f"{standin.url}/standin/sessions/expire", params={"uid": "alice"}, timeout=10)
     assert r.status_code == 200 and r.json() == {"timed_out": 1}
     before = counters(standin, "alice")
@@ -171,6 +172,15 @@ def test_a_timed_out_session_deletes_its_cookie_and_the_header_decides(standin):
     after = counters(standin, "alice")
     assert after["logins"] == before["logins"] + 1 and after["dead_cookies"] == before["dead_cookies"] + 1
     assert name not in session.cookies  # the client dropped it
+    # A client that ignores the deletion keeps meeting the dead session (and is counted).
+    r = requests.request("PROPFIND", standin.dav("alice"), headers={"Authorization": alice, "Depth": "0", **OCS},
+                         cookies={name: "x", **dict(session.cookies.items())}, timeout=10)
+    assert r.status_code == 207
+    stale = dict(session.cookies.items())
+    stale[name] = sid
+    r = requests.request("PROPFIND", standin.dav("alice"), headers={"Authorization": alice, "Depth": "0", **OCS},
+                         cookies=stale, timeout=10)
+    assert r.status_code == 207 and counters(standin, "alice")["dead_cookies"] == after["dead_cookies"] + 1
     assert requests.post(f"{standin.url}/standin/sessions/expire", params={"uid": "nobody"}, timeout=10).status_code == 404
 
 
