@@ -170,7 +170,8 @@ async fn every_kind_of_request_rides_on_the_session_within_the_csrf_rules() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_nextcloud_that_refuses_its_own_sessions_gets_the_bearer_alone() {
     let env = Env::start().await;
-    standin_control(&env, "sessions/settings", json!({"ocs_apirequest_passes_csrf": false})).await;
+    env.standin_control("sessions/settings", json!({"ocs_apirequest_passes_csrf": false}))
+        .await;
     let alice = env.client("alice").await;
     let a0 = env.nc_sessions("alice").await;
     for _ in 0..3 {
@@ -196,7 +197,7 @@ async fn a_timed_out_session_is_let_go() {
     let env = Env::start().await;
     let alice = env.client("alice").await;
     ok(&call(&alice, "files_list", json!({"path": ""})).await);
-    standin_control(&env, "sessions/expire?uid=alice", json!({})).await;
+    env.standin_control("sessions/expire?uid=alice", json!({})).await;
     let a0 = env.nc_sessions("alice").await;
     for _ in 0..3 {
         ok(&call(&alice, "files_list", json!({"path": ""})).await);
@@ -207,16 +208,4 @@ async fn a_timed_out_session_is_let_go() {
     // session; the third rode on it.
     assert_eq!(n(&a, "logins") - n(&a0, "logins"), 2, "{a0} {a}");
     assert_eq!(n(&a, "session_requests") - n(&a0, "session_requests"), 1, "{a0} {a}");
-}
-
-/// POSTs `body` to one of the stand-in's own control routes (`/standin/<route>`).
-async fn standin_control(env: &Env, route: &str, body: Value) {
-    let r = env
-        .nc_http()
-        .post(format!("{}/standin/{route}", env.nc.url()))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{route}: {}", r.status());
 }
