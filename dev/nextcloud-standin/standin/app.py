@@ -123,34 +123,60 @@ class StandinApp:
 
     # ---- authentication: the session cookie, else the credential (which opens a session) --
 
+    @staticmethod
+    def surface(path: str) -> str:
+        """Which part of Nextcloud serves ``path``, as far as its session and CSRF rules go."""
+        if path.startswith("/remote.php/"):
+            return "dav"
+        if path.startswith(("/ocs/v2.php/", "/ocs/v1.php/")):
+            return "ocs"
+        if path.startswith(DECK_PREFIXES):
+            return "deck"
+        return "other"
+
     def authenticate(self, req: Request, start_response):
-        """(uid, start_response with the session's Set-Cookie headers added on a login, None), or
+        """(uid, start_response with the session's Set-Cookie headers added, None), or
         (None, _, the refusal's body) once a refusal has been answered."""
         header = req.header("Authorization")
-        gate = self.p.sessions.check(req.header("Cookie"), header, bool(req.header("OCS-APIRequest")))
+        surface = self.surface(req.path)
+        ocs_header = bool(req.header("OCS-APIRequest"))
+        sessions = self.p.sessions
+        gate = sessions.check(req.header("Cookie"), header, ocs_header, req.method, surface)
+        extra_cookies = list(gate.set_cookies)
         if gate.status is not None:
             log.warning("refused a session cookie: %s", gate.message)
-            extra = WWW_AUTH if gate.status == 401 else []
+            extra = (WWW_AUTH if gate.status == 401 else []) + extra_cookies
             return None, start_response, respond(start_response, gate.status, gate.message.encode(),
                                                  "text/plain; charset=utf-8", extra)
-        if gate.uid is not None:
-            return gate.uid, start_response, None
-        if self.p.login_delay:
-            time.sleep(self.p.login_delay)
-        uid = self.p.auth.resolve(header)
-        if uid is None or header is None:
-            return None, start_response, respond(start_response, 401, b"Unauthorized", "text/plain; charset=utf-8", WWW_AUTH)
-        origin, expires = self.p.auth.origin(header)
-        cookies = self.p.sessions.login(uid, header, origin, expires)
+        if gate.uid is None:
+            if self.p.login_delay:
+                time.sleep(self.p.login_delay)
+            uid = self.p.auth.resolve(header)
+            if uid is None or header is None:
+                return None, start_response, respond(start_response, 401, b"Unauthorized", "text/plain; charset=utf-8",
+                                                     WWW_AUTH + extra_cookies)
+            basic = header.startswith("Basic ")
+            if surface == "deck" and not basic and not (ocs_header and sessions.ocs_apirequest_passes_csrf):
+                # Deck's API is @CORS: a login from anything but Basic is logged out again.
+                return None, start_response, json_response(start_response, 401, {"message": "CORS requires basic auth"})
+            origin, expires = self.p.auth.origin(header)
+            extra_cookies += sessions.login(uid, header, origin, expires, dav_authenticated=basic and surface == "dav",
+                                            new_session=gate.new_session)
+        else:
+            uid = gate.uid
+        if not extra_cookies:
+            return uid, start_response, None
 
         def with_cookies(status: str, headers: list, exc_info: object = None):
-            headers = list(headers) + cookies
+            headers = list(headers) + extra_cookies
             return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
 
         return uid, with_cookies, None
 
     def standin_control(self, req: Request, start_response):
-        """Stand-in only: per-user session counters (GET ?uid=), app-password revocation (POST
+        """Stand-in only: per-user session counters (GET ?uid=), a user's sessions timed out
+        (POST /standin/sessions/expire?uid=), whether OCS-APIRequest passes the CSRF check
+        (POST /standin/sessions/settings, JSON), app-password revocation (POST
         /standin/revoke-app-password with that password as Basic), and what the SMTP sink
         received (GET /standin/smtp-sink), as a test needs them."""
         if req.path == "/standin/smtp-sink" and req.method == "GET" and self.p.sink is not None:
@@ -162,6 +188,18 @@ class StandinApp:
             if uid not in self.p.auth.uids:
                 return respond(start_response, 404, b"no such user", "text/plain")
             return json_response(start_response, 200, self.p.sessions.counters(uid))
+        if req.path == "/standin/sessions/expire" and req.method == "POST":
+            uid = req.query.get("uid", "")
+            if uid not in self.p.auth.uids:
+                return respond(start_response, 404, b"no such user", "text/plain")
+            return json_response(start_response, 200, {"timed_out": self.p.sessions.time_out(uid)})
+        if req.path == "/standin/sessions/settings" and req.method == "POST":
+            body = req.params()
+            value = body.get("ocs_apirequest_passes_csrf")
+            if not isinstance(value, bool):
+                return json_response(start_response, 400, {"error": "ocs_apirequest_passes_csrf must be true or false"})
+            self.p.sessions.ocs_apirequest_passes_csrf = value
+            return json_response(start_response, 200, {"ocs_apirequest_passes_csrf": value})
         if req.path == "/standin/revoke-app-password" and req.method == "POST":
             uid = self.p.auth.basic(req.header("Authorization"))
             if uid is None:

@@ -597,6 +597,9 @@ async fn direct(http: &reqwest::Client, nc: &Target, o: &Options, op: Op, cookie
     };
     let mut headers = nc.bearer_headers()?;
     let bearer = Bearer::from_headers(&headers).context("bearer")?;
+    // As mcp-nextcloud sends it: without it Nextcloud's CSRF check refuses a session-carrying
+    // PROPFIND or REPORT (401 "CSRF check not passed.").
+    headers.insert("OCS-APIRequest", http::HeaderValue::from_static("true"));
     if let Cookies::Kept(jar) = cookies
         && let Some(cookie) = jar.cookie(&bearer)
     {

@@ -132,3 +132,80 @@ async fn the_session_ends_with_the_jwt() {
     let after = env.nc_sessions("alice").await;
     assert_eq!(n(&after, "cookies_presented"), n(&before, "cookies_presented"), "{before} {after}");
 }
+
+/// Every kind of request mcp-nextcloud makes rides on the session: DAV PROPFIND, PUT, MOVE,
+/// REPORT, GET and Deck. Nextcloud applies its CSRF rules to a session-carrying request
+/// (`Auth::requiresCSRFCheck` for DAV, `CORSMiddleware` for Deck's API); the stand-in applies
+/// them too, so a request without `OCS-APIRequest` would be refused and counted.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_kind_of_request_rides_on_the_session_within_the_csrf_rules() {
+    let env = Env::start().await;
+    let a0 = env.nc_sessions("alice").await;
+    let alice = env.client("alice").await;
+    ok(&call(&alice, "files_list", json!({"path": ""})).await);
+    ok(&call(&alice, "files_write", json!({"path": "session-memo.md", "content": "one"})).await);
+    ok(&call(&alice, "files_write", json!({"path": "session-memo.md", "content": "two"})).await);
+    ok(&call(&alice, "files_move", json!({"from": "session-memo.md", "to": "session-memo-2.md"})).await);
+    assert!(
+        ok(&call(&alice, "files_read", json!({"path": "session-memo-2.md"})).await)["text"]
+            .as_str()
+            .unwrap()
+            .contains("two")
+    );
+    ok(&call(&alice, "calendar_events", json!({"from": "2026-01-01", "to": "2026-01-31"})).await);
+    ok(&call(&alice, "deck_boards", json!({})).await);
+    let a = env.nc_sessions("alice").await;
+    assert_eq!(n(&a, "logins") - n(&a0, "logins"), 1, "one login, then the session: {a}");
+    assert_eq!(
+        n(&a, "csrf_refused"),
+        n(&a0, "csrf_refused"),
+        "a session request broke a CSRF rule: {a}"
+    );
+    assert!(n(&a, "session_requests") - n(&a0, "session_requests") >= 7, "{a}");
+}
+
+/// Before Nextcloud 30 the `OCS-APIRequest` header did not pass the CSRF check, so a PROPFIND
+/// with a session opened by a bearer is 401 there. The call still succeeds (the bearer alone is
+/// tried), and mcp-nextcloud stops offering sessions instead of paying two requests each time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_nextcloud_that_refuses_its_own_sessions_gets_the_bearer_alone() {
+    let env = Env::start().await;
+    env.standin_control("sessions/settings", json!({"ocs_apirequest_passes_csrf": false}))
+        .await;
+    let alice = env.client("alice").await;
+    let a0 = env.nc_sessions("alice").await;
+    for _ in 0..3 {
+        assert!(paths(ok(&call(&alice, "files_list", json!({"path": ""})).await)).contains(&"notes.txt".to_string()));
+    }
+    let a = env.nc_sessions("alice").await;
+    // Exactly one refusal: the cookie was offered once, then never again.
+    assert_eq!(n(&a, "csrf_refused") - n(&a0, "csrf_refused"), 1, "{a0} {a}");
+    assert_eq!(n(&a, "cookies_presented") - n(&a0, "cookies_presented"), 1, "{a0} {a}");
+    assert_eq!(
+        n(&a, "logins") - n(&a0, "logins"),
+        3,
+        "each call logged in with the bearer: {a0} {a}"
+    );
+}
+
+/// Nextcloud ends an idle session after `session_lifetime` by deleting the session cookie in
+/// its answer and authenticating the request from its header. mcp-nextcloud honours the
+/// deletion: the dead cookie is presented once, never again, and the next call starts a new
+/// session.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timed_out_session_is_let_go() {
+    let env = Env::start().await;
+    let alice = env.client("alice").await;
+    ok(&call(&alice, "files_list", json!({"path": ""})).await);
+    env.standin_control("sessions/expire?uid=alice", json!({})).await;
+    let a0 = env.nc_sessions("alice").await;
+    for _ in 0..3 {
+        ok(&call(&alice, "files_list", json!({"path": ""})).await);
+    }
+    let a = env.nc_sessions("alice").await;
+    assert_eq!(n(&a, "dead_cookies") - n(&a0, "dead_cookies"), 1, "{a0} {a}");
+    // The call that met the timeout logged in from its header; the next one opened a new
+    // session; the third rode on it.
+    assert_eq!(n(&a, "logins") - n(&a0, "logins"), 2, "{a0} {a}");
+    assert_eq!(n(&a, "session_requests") - n(&a0, "session_requests"), 1, "{a0} {a}");
+}

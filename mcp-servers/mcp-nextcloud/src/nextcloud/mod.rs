@@ -5,7 +5,10 @@
 //! dropped with it. A [`Session`] pairs the client with one [`Caller`] for one tool call.
 //! Statuses map to [`Error`] here, once. This module must never add a credential of its own,
 //! retry around a 403/404, or keep a bearer beyond the call. The session cookies Nextcloud
-//! hands back are kept per bearer by [`session_cookies`] and sent only with that bearer.
+//! hands back are kept per bearer by [`session_cookies`] and sent only with that bearer; every
+//! request carries `OCS-APIRequest: true`, which is what lets Nextcloud (30 and later) accept a
+//! session for anything but a GET without a browser's CSRF token. A request refused with 401
+//! while it carried a cookie is sent once more without it, so the bearer alone decides.
 //! [`Nextcloud`] also answers the auth gate's one question, whose bearer this is
 //! ([`mcp_resource_server::Identify`]), through the same client and cookies.
 
@@ -56,17 +59,43 @@ impl Nextcloud {
         })
     }
 
-    /// The caller's bearer, and their session cookie when one is held for exactly that bearer.
-    fn credential_headers(&self, bearer: &Bearer) -> HeaderMap {
+    /// The caller's bearer, and the header that tells Nextcloud this is an API client: with a
+    /// session cookie, Nextcloud's CSRF check (`Request::passesCSRFCheck`) wants a request token
+    /// or, since Nextcloud 30, this header; without it a DAV request other than GET, an OCS
+    /// call or a Deck call made with the session is refused (401, and Deck logs the session
+    /// out). Harmless without a cookie.
+    fn credential_headers(bearer: &Bearer) -> HeaderMap {
         let mut headers = bearer.headers();
-        if let Some(cookie) = self.sessions.cookie(bearer) {
-            headers.insert(http::header::COOKIE, cookie);
-        }
+        headers.insert("OCS-APIRequest", HeaderValue::from_static("true"));
         headers
     }
 
-    /// Sends a request made with `bearer` and lets the session map learn from the answer.
+    /// Sends a request made with `bearer`, with that bearer's session cookie when one is held,
+    /// and lets the session map learn from the answer. A 401 to a request that carried a
+    /// cookie is tried once more without it (if the body can be sent twice): Nextcloud checks
+    /// the session's CSRF rules before anything runs, so a refused session says nothing about
+    /// the bearer, and only the bearer's own answer may stand. If that second answer is a
+    /// success, this Nextcloud refuses our sessions and reuse stops.
     async fn send_as(&self, bearer: &Bearer, uid: Option<&str>, request: RequestBuilder, what: &str) -> Result<Response, Error> {
+        let Some(cookie) = self.sessions.cookie(bearer) else {
+            return self.send_observed(bearer, uid, request, what).await;
+        };
+        let again = request.try_clone();
+        let response = self
+            .send_observed(bearer, uid, request.header(http::header::COOKIE, cookie), what)
+            .await?;
+        let (StatusCode::UNAUTHORIZED, Some(again)) = (response.status(), again) else {
+            return Ok(response);
+        };
+        tracing::debug!(what, "nextcloud refused the session cookie; trying the bearer alone");
+        let response = self.send_observed(bearer, uid, again, what).await?;
+        if response.status().is_success() {
+            self.sessions.stop_reuse();
+        }
+        Ok(response)
+    }
+
+    async fn send_observed(&self, bearer: &Bearer, uid: Option<&str>, request: RequestBuilder, what: &str) -> Result<Response, Error> {
         let response = trace::send_builder(request, &self.base, uid, what).await?;
         self.sessions.observe(bearer, response.status(), response.headers());
         Ok(response)
@@ -88,8 +117,7 @@ impl Nextcloud {
         let request = self
             .http
             .get(ocs_user_url(&self.base))
-            .headers(self.credential_headers(bearer))
-            .header("OCS-APIRequest", "true")
+            .headers(Self::credential_headers(bearer))
             .header(http::header::ACCEPT, "application/json");
         let response = self.send_as(bearer, None, request, WHAT).await?;
         if let Some(e) = Error::from_status(response.status(), WHAT) {
@@ -147,19 +175,18 @@ impl Session<'_> {
         paths::url_segments(&self.url(["remote.php", "dav", "files", self.uid()]))
     }
 
-    /// A request with the caller's bearer attached (and that bearer's session cookie, if held).
+    /// A request with the caller's bearer attached (the bearer's session cookie, if held, is
+    /// added when it is sent).
     pub fn request(&self, method: Method, url: Url) -> RequestBuilder {
         self.nc
             .http
             .request(method, url)
-            .headers(self.nc.credential_headers(self.caller.bearer()))
+            .headers(Nextcloud::credential_headers(self.caller.bearer()))
     }
 
-    /// A request with the OCS headers as well (OCS and Deck APIs).
+    /// A request that asks for JSON (OCS and Deck APIs).
     pub fn ocs_request(&self, method: Method, url: Url) -> RequestBuilder {
-        self.request(method, url)
-            .header("OCS-APIRequest", "true")
-            .header(http::header::ACCEPT, "application/json")
+        self.request(method, url).header(http::header::ACCEPT, "application/json")
     }
 
     /// Sends `request`; transport failures and non-2xx statuses become [`Error`]s.

@@ -6,20 +6,28 @@
 //! under a key drawn at process start to the cookies Nextcloud set for that bearer:
 //!
 //! - a request can only find the slot its own bearer hashes to, so another bearer never
-//!   reaches it (Nextcloud trusts a session cookie over the `Authorization` header sent with it:
-//!   handing one user's cookie to another request would make it act as the first user);
+//!   reaches it (Nextcloud trusts a live session over the `Authorization` header sent with it:
+//!   `OC::handleRequest`, `ocs/v1.php` and the DAV auth plugin take the session's user and never
+//!   look at the header; handing one user's cookie to another request would act as the first);
 //! - a slot expires no later than its bearer: a JWT's `exp` (read unverified, used only to
-//!   shorten), at most [`MAX_TTL`]; an opaque token after [`OPAQUE_TTL`];
-//! - any 401 empties the slot; the remember-me cookies (`nc_username`, `nc_token`,
-//!   `nc_session_id`, a login credential that outlives the bearer) are never kept;
+//!   shorten), at most [`MAX_TTL`]; an opaque token after [`OPAQUE_TTL`]; a cookie's own
+//!   `Max-Age`/`Expires` shortens it further. It is never extended: when it ends the next
+//!   request logs in again, so Nextcloud checks the bearer at least that often;
+//! - any 401 empties the slot; a `Set-Cookie` that deletes the session cookie (as Nextcloud does
+//!   when a session times out) empties it too; the remember-me cookies (`nc_username`,
+//!   `nc_token`, `nc_session_id`, a login credential that outlives the bearer) are never kept;
 //! - at most [`MAX_SLOTS`] slots; never persisted, never logged (no `Debug` of contents, header
-//!   values marked sensitive).
+//!   values marked sensitive);
+//! - if Nextcloud refuses a session it opened itself while the bearer alone is accepted (a server
+//!   whose CSRF check does not take `OCS-APIRequest`, before Nextcloud 30), reuse is switched
+//!   off for the process ([`SessionCookies::stop_reuse`]) rather than paying two requests each time.
 //!
 //! It must never widen what a request may do: the bearer is still sent with every request,
 //! and Nextcloud evaluates permissions and shares per request whatever authenticated it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use http::{HeaderMap, HeaderValue, StatusCode};
@@ -27,23 +35,31 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use mcp_resource_server::Bearer;
 
 /// How long an opaque token's session is reused. The same window in which the token's uid is
-/// already trusted without asking Nextcloud again (`mcp_resource_server::identity::UID_TTL`): an app password revoked
-/// in Nextcloud ends its sessions at once anyway; for other opaque tokens this bounds how long
-/// a revoked one can still ride on its session.
+/// already trusted without asking Nextcloud again (`mcp_resource_server::identity::UID_TTL`): an
+/// app password revoked in Nextcloud ends its sessions at once anyway (Nextcloud validates such
+/// a session against the app password on every request); an opaque OIDC access token is not
+/// looked at again while its session lives, so this bounds how long a revoked one can still
+/// ride on its session.
 pub const OPAQUE_TTL: Duration = Duration::from_secs(60);
-/// Upper bound for a JWT's slot whatever its `exp` says (Nextcloud's oidc app issues 15-minute
-/// tokens).
-pub const MAX_TTL: Duration = Duration::from_secs(3600);
+/// Upper bound for a JWT's slot whatever its `exp` says. Nextcloud does not look at the JWT
+/// again while the session lives, so a token revoked at the oidc app (which checks its token
+/// table on every fresh login) stays usable through its session until the slot ends: five
+/// minutes, the interval at which Nextcloud itself re-checks a session token's credentials
+/// (`Session::checkTokenCredentials`).
+pub const MAX_TTL: Duration = Duration::from_secs(300);
 /// Upper bound on slots, so a flood of distinct tokens cannot grow memory without bound.
 pub const MAX_SLOTS: usize = 10_000;
 /// Cookies that would log in again after the session ends (Nextcloud's remember-me trio).
 const REMEMBER_ME: [&str; 3] = ["nc_username", "nc_token", "nc_session_id"];
+/// Cookies that come with a session but are not it: with only these left, the slot is useless.
+const COMPANIONS: [&str; 3] = ["oc_sessionPassphrase", "nc_sameSiteCookielax", "nc_sameSiteCookiestrict"];
 
 /// The per-bearer cookie jars. Shared by every request of the process.
 pub struct SessionCookies {
     key: [u8; 64],
     slots: Mutex<HashMap<[u8; 32], Jar>>,
     max_slots: usize,
+    stopped: AtomicBool,
 }
 
 struct Jar {
@@ -72,6 +88,7 @@ impl SessionCookies {
             key,
             slots: Mutex::new(HashMap::new()),
             max_slots: max_slots.max(1),
+            stopped: AtomicBool::new(false),
         }
     }
 
@@ -85,6 +102,9 @@ impl SessionCookies {
 
     /// The `Cookie` header to send with `bearer`'s next request, if its session is still held.
     pub fn cookie(&self, bearer: &Bearer) -> Option<HeaderValue> {
+        if self.stopped() {
+            return None;
+        }
         let slot = self.slot(bearer);
         let mut slots = self.lock();
         let jar = slots.get(&slot)?;
@@ -106,27 +126,44 @@ impl SessionCookies {
             self.lock().remove(&slot);
             return;
         }
+        if self.stopped() {
+            return;
+        }
+        let now = SystemTime::now();
         let changes: Vec<Change> = headers
             .get_all(http::header::SET_COOKIE)
             .iter()
             .filter_map(|v| v.to_str().ok())
-            .filter_map(parse_set_cookie)
+            .filter_map(|line| parse_set_cookie(line, now))
             .collect();
         if changes.is_empty() {
             return;
         }
-        let Some(expires) = deadline(bearer) else { return };
         let mut slots = self.lock();
-        if !slots.contains_key(&slot) && slots.len() >= self.max_slots {
-            make_room(&mut slots);
+        if !slots.contains_key(&slot) {
+            // Only a session cookie opens a slot (not a lone deletion or a companion cookie).
+            if !changes.iter().any(|c| matches!(c, Change::Set(name, _, _) if !is_companion(name))) {
+                return;
+            }
+            let Some(expires) = deadline(bearer) else { return };
+            if slots.len() >= self.max_slots {
+                make_room(&mut slots);
+            }
+            slots.insert(
+                slot,
+                Jar {
+                    cookies: BTreeMap::new(),
+                    expires,
+                },
+            );
         }
-        let jar = slots.entry(slot).or_insert_with(|| Jar {
-            cookies: BTreeMap::new(),
-            expires,
-        });
+        let Some(jar) = slots.get_mut(&slot) else { return };
         for change in changes {
             match change {
-                Change::Set(name, value) => {
+                Change::Set(name, value, lifetime) => {
+                    if let Some(lifetime) = lifetime {
+                        jar.expires = jar.expires.min(Instant::now() + lifetime);
+                    }
                     jar.cookies.insert(name, value);
                 }
                 Change::Delete(name) => {
@@ -134,9 +171,27 @@ impl SessionCookies {
                 }
             }
         }
-        if jar.cookies.is_empty() {
+        if jar.cookies.keys().all(|name| is_companion(name)) {
             slots.remove(&slot);
         }
+    }
+
+    /// Stops reusing sessions for the rest of the process and forgets every cookie held: for a
+    /// Nextcloud that refuses the sessions it opens for a bearer (answered 401 with the cookie,
+    /// then accepted the same request without it).
+    pub fn stop_reuse(&self) {
+        if !self.stopped.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "Nextcloud refused a session cookie it had just issued while accepting the bearer alone \
+                 (its CSRF check does not take OCS-APIRequest: Nextcloud before 30?); session reuse is off"
+            );
+        }
+        self.lock().clear();
+    }
+
+    /// Whether sessions are no longer reused ([`Self::stop_reuse`]).
+    pub fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
     }
 
     /// How many bearers have cookies held (for tests and metrics; says nothing about whose).
@@ -170,14 +225,24 @@ fn make_room(slots: &mut HashMap<[u8; 32], Jar>) {
     }
 }
 
+/// The passphrase and same-site cookies (also under the `__Host-` prefix Nextcloud gives them
+/// over HTTPS at the web root).
+fn is_companion(name: &str) -> bool {
+    let name = name.strip_prefix("__Host-").unwrap_or(name);
+    COMPANIONS.contains(&name)
+}
+
 enum Change {
-    Set(String, String),
+    /// name, value, and how long the cookie says it lives (`Max-Age` or `Expires`), if it says.
+    Set(String, String, Option<Duration>),
     Delete(String),
 }
 
-/// Reads `name=value; attributes…`. PHP deletes a cookie with an empty value or `deleted` and
-/// `Max-Age=0`; remember-me cookies and values that cannot go back into a header are ignored.
-fn parse_set_cookie(header: &str) -> Option<Change> {
+/// Reads `name=value; attributes…`. PHP deletes a cookie with the value `deleted`, an `Expires`
+/// in the past and `Max-Age=0`; any one of those (or an empty value) deletes here. `Max-Age`
+/// wins over `Expires`, as in RFC 6265. Remember-me cookies and values that cannot go back into
+/// a header are ignored.
+fn parse_set_cookie(header: &str, now: SystemTime) -> Option<Change> {
     let mut parts = header.split(';');
     let (name, value) = parts.next()?.split_once('=')?;
     let (name, value) = (name.trim(), value.trim());
@@ -185,17 +250,41 @@ fn parse_set_cookie(header: &str) -> Option<Change> {
     if !token(name) || REMEMBER_ME.contains(&name) {
         return None;
     }
-    let expired = parts.any(|attr| {
+    let (mut max_age, mut expires) = (None, None);
+    for attr in parts {
         let (k, v) = attr.split_once('=').unwrap_or((attr, ""));
-        k.trim().eq_ignore_ascii_case("max-age") && v.trim().parse::<i64>().is_ok_and(|n| n <= 0)
-    });
-    if expired || value.is_empty() || value == "deleted" {
+        let (k, v) = (k.trim(), v.trim());
+        if k.eq_ignore_ascii_case("max-age") {
+            // Unparsable means "already over": refusing to keep is the safe side.
+            max_age = Some(v.parse::<i64>().unwrap_or(0));
+        } else if k.eq_ignore_ascii_case("expires") {
+            expires = Some(
+                cookie_date(v)
+                    .map(|at| at.duration_since(now).unwrap_or(Duration::ZERO))
+                    .unwrap_or(Duration::ZERO),
+            );
+        }
+    }
+    let lifetime = match max_age {
+        Some(secs) => Some(Duration::from_secs(u64::try_from(secs).unwrap_or(0))),
+        None => expires,
+    };
+    if lifetime.is_some_and(|l| l.is_zero()) || value.is_empty() || value == "deleted" {
         return Some(Change::Delete(name.to_string()));
     }
     let value_ok = value
         .bytes()
         .all(|b| b.is_ascii_graphic() && b != b';' && b != b',' && b != b'"' && b != b'\\');
-    value_ok.then(|| Change::Set(name.to_string(), value.to_string()))
+    value_ok.then(|| Change::Set(name.to_string(), value.to_string(), lifetime))
+}
+
+/// An `Expires` date as PHP writes it (`Thu, 01 Jan 1970 00:00:01 GMT`, or with dashes as in
+/// Nextcloud's hand-written same-site cookies: `Fri, 31-Dec-2100 23:59:59 GMT`).
+fn cookie_date(text: &str) -> Option<SystemTime> {
+    let spaced = text.replace('-', " ");
+    let parsed = chrono::DateTime::parse_from_rfc2822(&spaced).ok()?;
+    let secs = u64::try_from(parsed.timestamp()).ok()?;
+    Some(std::time::UNIX_EPOCH + Duration::from_secs(secs))
 }
 
 #[cfg(test)]
@@ -268,18 +357,101 @@ mod tests {
         let jar = SessionCookies::default();
         let alice = bearer("alice-app-password");
         jar.observe(&alice, StatusCode::OK, &set_cookies(&LOGIN));
+        // A renewed session id (session_regenerate_id) replaces the old one.
+        jar.observe(&alice, StatusCode::OK, &set_cookies(&["ocabc123=sess2; path=/"]));
+        assert!(jar.cookie(&alice).unwrap().to_str().unwrap().contains("ocabc123=sess2"));
+        // A deleted companion goes; the session stays.
         jar.observe(
             &alice,
             StatusCode::OK,
-            &set_cookies(&["ocabc123=deleted; expires=Thu, 01-Jan-1970 00:00:01 GMT; Max-Age=0"]),
+            &set_cookies(&["oc_sessionPassphrase=deleted; expires=Thu, 01 Jan 1970 00:00:01 GMT; Max-Age=0; path=/"]),
         );
         assert_eq!(
             jar.cookie(&alice).unwrap().to_str().unwrap(),
-            "nc_sameSiteCookielax=true; oc_sessionPassphrase=pp1"
+            "nc_sameSiteCookielax=true; ocabc123=sess2"
         );
-        jar.observe(&alice, StatusCode::OK, &set_cookies(&["ocabc123=sess2; path=/"]));
-        assert!(jar.cookie(&alice).unwrap().to_str().unwrap().contains("ocabc123=sess2"));
+        // Nextcloud deleting the session cookie (session_lifetime passed) ends the slot: the
+        // same-site cookie left over is no session.
+        jar.observe(
+            &alice,
+            StatusCode::MULTI_STATUS,
+            &set_cookies(&["ocabc123=deleted; expires=Thu, 01 Jan 1970 00:00:01 GMT; Max-Age=0; path=/"]),
+        );
+        assert!(jar.cookie(&alice).is_none());
+        assert!(jar.is_empty());
+        // An Expires in the past deletes too, with or without Max-Age.
+        jar.observe(&alice, StatusCode::OK, &set_cookies(&LOGIN));
+        jar.observe(
+            &alice,
+            StatusCode::OK,
+            &set_cookies(&["ocabc123=x; expires=Thu, 01-Jan-1970 00:00:01 GMT"]),
+        );
+        assert!(jar.cookie(&alice).is_none());
+        // Any 401 evicts.
+        jar.observe(&alice, StatusCode::OK, &set_cookies(&LOGIN));
+        assert!(jar.cookie(&alice).is_some());
         jar.observe(&alice, StatusCode::UNAUTHORIZED, &HeaderMap::new());
+        assert!(jar.cookie(&alice).is_none());
+        assert!(jar.is_empty());
+    }
+
+    #[test]
+    fn only_a_session_cookie_opens_a_slot() {
+        let jar = SessionCookies::default();
+        let alice = bearer("alice-app-password");
+        // Companions alone (also under the __Host- prefix), lone deletions: nothing held.
+        jar.observe(
+            &alice,
+            StatusCode::OK,
+            &set_cookies(&[
+                "__Host-nc_sameSiteCookielax=true; path=/; secure; expires=Fri, 31-Dec-2100 23:59:59 GMT",
+                "__Host-nc_sameSiteCookiestrict=true; path=/; secure; expires=Fri, 31-Dec-2100 23:59:59 GMT",
+                "oc_sessionPassphrase=pp; path=/",
+                "ocabc123=deleted; Max-Age=0",
+            ]),
+        );
+        assert!(jar.is_empty());
+        jar.observe(
+            &alice,
+            StatusCode::OK,
+            &set_cookies(&["ocabc123=s; path=/", "__Host-nc_sameSiteCookiestrict=true; path=/; secure"]),
+        );
+        assert_eq!(
+            jar.cookie(&alice).unwrap().to_str().unwrap(),
+            "__Host-nc_sameSiteCookiestrict=true; ocabc123=s"
+        );
+    }
+
+    #[test]
+    fn a_cookie_lifetime_shortens_the_slot() {
+        let jar = SessionCookies::default();
+        let alice = bearer("alice-app-password");
+        jar.observe(&alice, StatusCode::OK, &set_cookies(&["ocabc123=s; Max-Age=5"]));
+        let until = jar.lock().values().next().unwrap().expires;
+        assert!(until <= Instant::now() + Duration::from_secs(5));
+        // Max-Age wins over Expires (RFC 6265); a far Expires never lengthens the slot.
+        let parsed = parse_set_cookie("a=b; Expires=Fri, 31-Dec-2100 23:59:59 GMT; Max-Age=7", SystemTime::now());
+        assert!(matches!(parsed, Some(Change::Set(_, _, Some(d))) if d == Duration::from_secs(7)));
+        jar.observe(
+            &alice,
+            StatusCode::OK,
+            &set_cookies(&["nc_sameSiteCookielax=true; expires=Fri, 31-Dec-2100 23:59:59 GMT"]),
+        );
+        assert!(jar.lock().values().next().unwrap().expires <= until);
+        assert!(cookie_date("Fri, 31-Dec-2100 23:59:59 GMT").is_some());
+        assert!(cookie_date("Thu, 01 Jan 1970 00:00:01 GMT").is_some());
+        assert!(cookie_date("next tuesday").is_none());
+    }
+
+    #[test]
+    fn stopping_reuse_forgets_and_ignores() {
+        let jar = SessionCookies::default();
+        let alice = bearer("alice-app-password");
+        jar.observe(&alice, StatusCode::OK, &set_cookies(&LOGIN));
+        assert!(jar.cookie(&alice).is_some());
+        jar.stop_reuse();
+        assert!(jar.stopped() && jar.is_empty());
+        jar.observe(&alice, StatusCode::OK, &set_cookies(&LOGIN));
         assert!(jar.cookie(&alice).is_none());
         assert!(jar.is_empty());
     }
@@ -291,9 +463,9 @@ mod tests {
         let dead = bearer(&jwt(now() - 5));
         jar.observe(&dead, StatusCode::OK, &set_cookies(&LOGIN));
         assert!(jar.cookie(&dead).is_none());
-        let live = bearer(&jwt(now() + 600));
+        let live = bearer(&jwt(now() + 120));
         let until = deadline(&live).unwrap();
-        assert!(until <= Instant::now() + Duration::from_secs(600) && until > Instant::now() + Duration::from_secs(590));
+        assert!(until <= Instant::now() + Duration::from_secs(120) && until > Instant::now() + Duration::from_secs(110));
         let long = bearer(&jwt(now() + 86_400));
         assert!(deadline(&long).unwrap() <= Instant::now() + MAX_TTL);
         let opaque = bearer("app-password");

@@ -103,6 +103,18 @@ impl Env {
 
     /// The stand-in's session counters for `uid` (logins, session_requests, cookies_presented,
     /// other_credential, remember_me_presented).
+    /// POSTs `body` to one of the stand-in's own control routes (`/standin/<route>`).
+    pub async fn standin_control(&self, route: &str, body: Value) {
+        let r = self
+            .nc_http()
+            .post(format!("{}/standin/{route}", self.nc.url()))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{route}: {}", r.status());
+    }
+
     pub async fn nc_sessions(&self, uid: &str) -> Value {
         let url = format!("{}/standin/sessions?uid={uid}", self.nc.url());
         self.nc_http().get(url).send().await.unwrap().json().await.unwrap()
