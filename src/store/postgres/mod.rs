@@ -5,6 +5,7 @@
 //! - [`connect`]: the connection pool (deadpool over tokio-postgres) and the migrations.
 //! - [`chat`], [`audit`], [`memory`]: the same operations as the SQLite files, with the same
 //!   tables, columns and stored strings.
+//! - [`lease`]: who runs which conversation; [`replay`]: G1's replay records, shared.
 //!
 //! Migrations are SQL files in `migrations/`, numbered, compiled into the binary and applied
 //! at start in order, each once, under an advisory lock so two instances starting together
@@ -17,6 +18,7 @@ pub mod audit;
 pub mod chat;
 pub mod lease;
 pub mod memory;
+pub mod replay;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
@@ -27,6 +29,7 @@ use crate::error::Error;
 const MIGRATIONS: &[(i32, &str, &str)] = &[
     (1, "initial", include_str!("migrations/0001_initial.sql")),
     (2, "leases", include_str!("migrations/0002_leases.sql")),
+    (3, "replay_and_fencing", include_str!("migrations/0003_replay_and_fencing.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations across instances ("tamebi" in ASCII).
@@ -101,4 +104,42 @@ pub async fn migrate(pool: &Pool) -> Result<(), Error> {
 /// Milliseconds since the epoch, the unit every timestamp column holds.
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
+}
+
+/// Lease and replay writes do not wait for the WAL flush: both are soft state whose loss in a
+/// PostgreSQL crash costs little (see their modules), and not waiting takes a disk flush off
+/// every signed request, conversation start, turn start and end, and renewal.
+const NO_FLUSH: &str = "SET LOCAL synchronous_commit TO OFF";
+
+/// Runs one statement in its own transaction without waiting for the flush; the number of
+/// rows it changed.
+async fn unflushed(pool: &Pool, sql: &str, params: &[&(dyn tokio_postgres::types::ToSql + Sync)]) -> Result<u64, Error> {
+    let mut client = pool.get().await?;
+    let tx = client.transaction().await?;
+    tx.batch_execute(NO_FLUSH).await?;
+    let n = tx.execute(sql, params).await?;
+    tx.commit().await?;
+    Ok(n)
+}
+
+/// A chore due at most once per period (unix seconds), claimed by one caller at a time.
+struct Every {
+    period: i64,
+    last: std::sync::atomic::AtomicI64,
+}
+
+impl Every {
+    fn new(period: i64) -> Every {
+        Every {
+            period,
+            last: std::sync::atomic::AtomicI64::new(0),
+        }
+    }
+
+    /// True for exactly one caller once the period has passed since the last claim.
+    fn due(&self, now: i64) -> bool {
+        use std::sync::atomic::Ordering;
+        let last = self.last.load(Ordering::Relaxed);
+        now - last >= self.period && self.last.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    }
 }
