@@ -507,3 +507,53 @@ async fn a_delete_after_a_takeover_is_not_undone_by_the_late_owner() {
     while let Ok(Some(_)) = running.chunk().await {}
     assert_stays_deleted(&[&a, &b], &c, "alice", "taken").await;
 }
+
+/// Issue 15 follow-up: one instance on SQLite killed with SIGKILL in the middle of a turn.
+/// After the restart, the interrupted reply is marked in its stored message (with the request
+/// id the client knows) when the conversation is next used, as a PostgreSQL takeover does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_killed_on_sqlite_is_marked_after_the_restart() {
+    let model = ScriptedModel::start();
+    model.add_rules(serde_json::from_str(SLOW_RULES).unwrap());
+    let mut o = Orchestrator::start(Options {
+        model_url: model.url(),
+        ..Options::default()
+    });
+    let c = client();
+    let body = user_turn("cut", "cut-m1", "slow reply please");
+    let mut r = o
+        .request(&c, Method::POST, "/v1/chat", "alice", &body, None)
+        .header("x-request-id", "req-sqlite-kill")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut seen = String::new();
+    while !seen.contains("text-delta") {
+        let chunk = r.chunk().await.unwrap().unwrap_or_else(|| panic!("stream ended early: {seen}"));
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    o.kill9_and_restart();
+    let (status, ..) = turn(&o, &c, "cut", "cut-m2", "quick, after the restart").await;
+    assert_eq!(status, 200);
+    let messages = stored(&o, &c, "cut").await;
+    let roles: Vec<&str> = messages.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"], "{messages:?}");
+    let markers: Vec<&Value> = messages
+        .iter()
+        .flat_map(|m| m["parts"].as_array().into_iter().flatten())
+        .filter(|p| p["type"] == "data-interrupted")
+        .collect();
+    assert_eq!(markers.len(), 1, "{messages:?}");
+    assert_eq!(markers[0]["data"]["requestId"], "req-sqlite-kill");
+    assert!(
+        messages[1]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["type"] == "data-interrupted"),
+        "the cut reply carries the marker: {:?}",
+        messages[1]
+    );
+    assert_eq!(runs_of(&model.requests(), "slow reply please"), 1, "the cut turn is not rerun");
+}

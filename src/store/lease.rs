@@ -17,8 +17,10 @@
 //! its owner may live: releasing only expires it, and rows are pruned an hour after expiry.
 //!
 //! With SQLite the files belong to one process, so there is nobody to share with:
-//! [`LocalLeases`] grants every lease (the conversations supervisor already keeps one actor
-//! per conversation in the process).
+//! [`SqliteLeases`] grants every lease (the conversations supervisor already keeps one actor
+//! per conversation in the process). It still records the turn in flight, in chat.db, so that
+//! after a kill -9 the restarted process marks that turn interrupted exactly as a PostgreSQL
+//! takeover does.
 //!
 //! This module decides who runs a conversation; it never decides what a user may do.
 
@@ -83,25 +85,87 @@ pub trait LeaseStore: Send + Sync {
     }
 }
 
-/// Leases within one process (SQLite): always granted, nothing stored.
-pub struct LocalLeases;
+/// Leases within one process (SQLite): always granted; the turn in flight is a row of chat.db's
+/// `turns_in_flight`, committed before the turn streams, so a process killed mid-turn leaves it
+/// behind for its successor.
+pub struct SqliteLeases {
+    db: super::db::Db,
+}
+
+impl SqliteLeases {
+    /// On chat.db (`chat`'s file: the markers live and die with the conversations).
+    pub fn new(chat: &super::chat::SqliteChat) -> SqliteLeases {
+        SqliteLeases { db: chat.db() }
+    }
+}
 
 #[async_trait::async_trait]
-impl LeaseStore for LocalLeases {
-    async fn acquire(&self, _key: &ConversationKey, _owner: &str, _ttl: Duration) -> Result<Acquired, Error> {
-        Ok(Acquired::Granted { interrupted: None })
+impl LeaseStore for SqliteLeases {
+    async fn acquire(&self, key: &ConversationKey, _owner: &str, _ttl: Duration) -> Result<Acquired, Error> {
+        use rusqlite::{OptionalExtension, params};
+        let (uid, cid) = (key.uid().to_string(), key.id().to_string());
+        let left = {
+            let (uid, cid) = (uid.clone(), cid.clone());
+            self.db
+                .read(move |c| {
+                    Ok(c.query_row(
+                        "SELECT message_id, request_id FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2",
+                        params![uid, cid],
+                        |r| {
+                            Ok(InterruptedTurn {
+                                message_id: r.get(0)?,
+                                request_id: r.get(1)?,
+                            })
+                        },
+                    )
+                    .optional()?)
+                })
+                .await?
+        };
+        if left.is_some() {
+            // The record is cleared here; the caller marks the turn before any new one runs.
+            self.db
+                .write(move |c| {
+                    c.execute(
+                        "DELETE FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2",
+                        params![uid, cid],
+                    )?;
+                    Ok(())
+                })
+                .await?;
+        }
+        Ok(Acquired::Granted { interrupted: left })
     }
 
     async fn renew(&self, _key: &ConversationKey, _owner: &str, _ttl: Duration) -> Result<bool, Error> {
         Ok(true)
     }
 
-    async fn turn_started(&self, _key: &ConversationKey, _owner: &str, _turn: &InterruptedTurn) -> Result<(), Error> {
-        Ok(())
+    async fn turn_started(&self, key: &ConversationKey, _owner: &str, turn: &InterruptedTurn) -> Result<(), Error> {
+        let (uid, cid) = (key.uid().to_string(), key.id().to_string());
+        let (mid, rid) = (turn.message_id.clone(), turn.request_id.clone());
+        self.db
+            .write(move |c| {
+                c.execute(
+                    "INSERT OR REPLACE INTO turns_in_flight (uid, conversation_id, message_id, request_id) VALUES (?1, ?2, ?3, ?4)",
+                    rusqlite::params![uid, cid, mid, rid],
+                )?;
+                Ok(())
+            })
+            .await
     }
 
-    async fn turn_ended(&self, _key: &ConversationKey, _owner: &str) -> Result<(), Error> {
-        Ok(())
+    async fn turn_ended(&self, key: &ConversationKey, _owner: &str) -> Result<(), Error> {
+        let (uid, cid) = (key.uid().to_string(), key.id().to_string());
+        self.db
+            .write(move |c| {
+                c.execute(
+                    "DELETE FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2",
+                    rusqlite::params![uid, cid],
+                )?;
+                Ok(())
+            })
+            .await
     }
 
     async fn release(&self, _key: &ConversationKey, _owner: &str) -> Result<(), Error> {

@@ -81,11 +81,12 @@ impl Stores {
 
     fn open_sqlite(dir: &Path) -> Result<Stores, Error> {
         std::fs::create_dir_all(dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", dir.display())))?;
+        let chat = chat::SqliteChat::open(&dir.join("chat.db"))?;
         Ok(Stores {
-            chat: Arc::new(chat::SqliteChat::open(&dir.join("chat.db"))?),
+            leases: Arc::new(lease::SqliteLeases::new(&chat)),
+            chat: Arc::new(chat),
             audit: Arc::new(audit::SqliteAudit::open(&dir.join("audit.db"))?),
             memory: Arc::new(memory::SqliteMemory::open(&dir.join("memory.db"))?),
-            leases: Arc::new(lease::LocalLeases),
             replay: None,
             instance: lease::new_instance_id(),
         })

@@ -458,12 +458,57 @@ async fn replay_records_accept_once_across_instances(s: &Stores, other: &Stores,
     assert_eq!(left, "3", "the old record is gone, the three live ones stay");
 }
 
+/// SQLite: a turn recorded in flight and never ended (the process was killed) is handed to the
+/// next acquisition after a restart, once.
+async fn a_turn_left_in_flight_is_found_after_a_restart(s: Stores, backend: &Backend) {
+    use super::lease::{Acquired, InterruptedTurn};
+    use std::time::Duration;
+    let (k, ttl) = (key("pia", "c1"), Duration::from_secs(10));
+    let (ended, cut) = (key("pia", "ended"), key("pia", "cut"));
+    let turn = |m: &str| InterruptedTurn {
+        message_id: m.into(),
+        request_id: format!("req_{m}"),
+    };
+    assert_eq!(
+        s.leases.acquire(&k, &s.instance, ttl).await.unwrap(),
+        Acquired::Granted { interrupted: None }
+    );
+    s.leases.turn_started(&k, &s.instance, &turn("a1")).await.unwrap();
+    s.leases.turn_started(&ended, &s.instance, &turn("a2")).await.unwrap();
+    s.leases.turn_ended(&ended, &s.instance).await.unwrap();
+    s.leases.turn_started(&cut, &s.instance, &turn("a3")).await.unwrap();
+    // A turn of a conversation that is erased leaves nothing to find.
+    s.chat.erase_user(&user_id("pia")).await.unwrap();
+    s.leases.turn_started(&k, &s.instance, &turn("a4")).await.unwrap();
+    s.close().await;
+    let again = Stores::open(backend).await.unwrap();
+    assert_eq!(
+        again.leases.acquire(&k, &again.instance, ttl).await.unwrap(),
+        Acquired::Granted {
+            interrupted: Some(turn("a4"))
+        }
+    );
+    assert_eq!(
+        again.leases.acquire(&k, &again.instance, ttl).await.unwrap(),
+        Acquired::Granted { interrupted: None },
+        "handed over once"
+    );
+    for other in [&ended, &cut] {
+        assert_eq!(
+            again.leases.acquire(other, &again.instance, ttl).await.unwrap(),
+            Acquired::Granted { interrupted: None }
+        );
+    }
+    again.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn suite_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    let stores = Stores::open(&Backend::Sqlite(dir.path().to_path_buf())).await.unwrap();
+    let backend = Backend::Sqlite(dir.path().to_path_buf());
+    let stores = Stores::open(&backend).await.unwrap();
     run_suite(&stores).await;
-    stores.close().await;
+    a_turn_left_in_flight_is_found_after_a_restart(stores, &backend).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
