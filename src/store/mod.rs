@@ -40,8 +40,8 @@ use crate::error::Error;
 pub enum Backend {
     /// chat.db, audit.db and memory.db in this directory.
     Sqlite(std::path::PathBuf),
-    /// A PostgreSQL database (the URL holds a password: never printed).
-    Postgres(crate::config::Secret),
+    /// A PostgreSQL database, and how the connection to it is protected.
+    Postgres(postgres::Target),
 }
 
 /// The three stores of one process. Cloning shares them.
@@ -64,8 +64,8 @@ impl Stores {
     pub async fn open(backend: &Backend) -> Result<Stores, Error> {
         match backend {
             Backend::Sqlite(dir) => Self::open_sqlite(dir),
-            Backend::Postgres(url) => {
-                let pool = postgres::connect(url.expose()).await?;
+            Backend::Postgres(target) => {
+                let pool = postgres::connect(target).await?;
                 let instance = lease::new_instance_id();
                 Ok(Stores {
                     chat: Arc::new(postgres::chat::PgChat::new(pool.clone(), instance.clone())),

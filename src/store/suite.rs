@@ -517,7 +517,7 @@ async fn suite_on_postgres() {
         return;
     };
     let url = cluster.create_database("suite").unwrap();
-    let backend = Backend::Postgres(crate::config::Secret::new(url));
+    let backend = Backend::Postgres(super::postgres::Target::parse(&url, None).unwrap());
     let stores = Stores::open(&backend).await.unwrap();
     run_suite(&stores).await;
     let other = Stores::open(&backend).await.unwrap();
