@@ -182,9 +182,17 @@ pub enum ConfigError {
 
 /// `TAMEBI_DATABASE_URL`: unset keeps the SQLite files in the data directory; a
 /// `postgres://` (or `postgresql://`) URL selects PostgreSQL. Anything else is refused, so a
-/// typo never silently falls back to a local file that other instances cannot see.
-fn database(url: Option<String>, data_dir: PathBuf) -> Result<crate::store::Backend, ConfigError> {
+/// typo never silently falls back to a local file that other instances cannot see. Its
+/// `sslmode` (disable, require, verify-full) and `TAMEBI_DATABASE_CA_FILE` are validated here
+/// too (`store::postgres::Target`).
+fn database(url: Option<String>, ca_file: Option<String>, data_dir: PathBuf) -> Result<crate::store::Backend, ConfigError> {
     let Some(url) = url else {
+        if ca_file.is_some() {
+            return Err(ConfigError::Invalid {
+                var: "TAMEBI_DATABASE_CA_FILE",
+                why: "is only for TLS to PostgreSQL (TAMEBI_DATABASE_URL is unset)".into(),
+            });
+        }
         return Ok(crate::store::Backend::Sqlite(data_dir));
     };
     let invalid = |why: &str| ConfigError::Invalid {
@@ -196,9 +204,8 @@ fn database(url: Option<String>, data_dir: PathBuf) -> Result<crate::store::Back
     }
     // Parsed now, so a malformed URL stops the start with this message (never echoing it:
     // it may hold a password).
-    url.parse::<tokio_postgres::Config>()
-        .map_err(|e| invalid(&format!("not a PostgreSQL connection URL ({e})")))?;
-    Ok(crate::store::Backend::Postgres(Secret::new(url)))
+    let target = crate::store::postgres::Target::parse(&url, ca_file.map(PathBuf::from)).map_err(|why| invalid(&why))?;
+    Ok(crate::store::Backend::Postgres(target))
 }
 
 /// Hard cap on agent steps per turn, whatever the configuration says.
@@ -243,7 +250,7 @@ impl Config {
             signing_secret,
             model,
             data_dir: data_dir.clone(),
-            database: database(get("TAMEBI_DATABASE_URL"), data_dir)?,
+            database: database(get("TAMEBI_DATABASE_URL"), get("TAMEBI_DATABASE_CA_FILE"), data_dir)?,
             mcp_servers,
             max_steps,
             otlp_endpoint: otlp_endpoint(get("OTEL_EXPORTER_OTLP_ENDPOINT"))?,
@@ -542,6 +549,24 @@ mod tests {
         let mut vars = base();
         vars.insert(k.into(), v.into());
         Config::from_vars(&vars)
+    }
+
+    #[test]
+    fn the_database_url_and_its_tls_are_validated() {
+        assert!(matches!(
+            Config::from_vars(&base()).unwrap().database,
+            crate::store::Backend::Sqlite(_)
+        ));
+        let err = with("TAMEBI_DATABASE_URL", "mysql://db/t").unwrap_err().to_string();
+        assert!(err.contains("TAMEBI_DATABASE_URL") && err.contains("postgres://"), "{err}");
+        let err = with("TAMEBI_DATABASE_URL", "postgres://u:hunter2@db.example/t?sslmode=prefer")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("sslmode=prefer is not supported") && !err.contains("hunter2"), "{err}");
+        let err = with("TAMEBI_DATABASE_CA_FILE", "/etc/ssl/ca.pem").unwrap_err().to_string();
+        assert!(err.starts_with("TAMEBI_DATABASE_CA_FILE is invalid"), "{err}");
+        let c = with("TAMEBI_DATABASE_URL", "postgres://db.example/t?sslmode=disable").unwrap();
+        assert!(matches!(c.database, crate::store::Backend::Postgres(t) if t.tls == crate::store::postgres::Tls::Off));
     }
 
     #[test]

@@ -123,7 +123,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
         store: stores.chat.clone(),
         audit: stores.audit.clone(),
         memory: stores.memory.clone(),
-        ownership: store::lease::Ownership::new(stores.leases.clone(), config.lease),
+        ownership: store::lease::Ownership::of(&stores, config.lease),
         model: model::ModelClient::new(http_client, config.model.clone()),
         tool_servers: ToolServers::new(&config.mcp_servers, config.tool_timeout),
         tasks: tasks.clone(),
@@ -151,7 +151,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
             burst: config.user_turn_burst,
             per_minute: config.user_turns_per_min,
         }),
-        replay: Arc::default(),
+        replay: Arc::new(auth::replay::ReplayGuard::new(stores.replay.clone())),
     };
     let addr = listener.local_addr().map_err(|e| Error::Internal(e.to_string()))?;
     tracing::info!(%addr, "tamebi listening");

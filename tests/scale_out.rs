@@ -9,7 +9,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use test_harness::orchestrator::{Options, Orchestrator, parts, read_sse, user_turn};
+use test_harness::orchestrator::{Options, Orchestrator, SIGNING_SECRET, Signing, fresh_nonce, parts, read_sse, unix_now, user_turn};
 use test_harness::postgres::PgCluster;
 use test_harness::scripted_model::ScriptedModel;
 
@@ -21,11 +21,15 @@ fn client() -> reqwest::Client {
 }
 
 fn start(model: &ScriptedModel, database_url: &str) -> Orchestrator {
+    start_with_lease(model, database_url, LEASE_SECS)
+}
+
+fn start_with_lease(model: &ScriptedModel, database_url: &str, lease_secs: u64) -> Orchestrator {
     Orchestrator::start(Options {
         model_url: model.url(),
         extra_env: vec![
             ("TAMEBI_DATABASE_URL".into(), database_url.into()),
-            ("TAMEBI_LEASE_SECS".into(), LEASE_SECS.to_string()),
+            ("TAMEBI_LEASE_SECS".into(), lease_secs.to_string()),
             // 200 conversations of one person at once: the per-person limit is not under test.
             ("TAMEBI_USER_MAX_TURNS".into(), "1000".into()),
         ],
@@ -332,4 +336,224 @@ async fn haproxy_keeps_each_conversation_on_one_instance_and_fails_over() {
             assert_eq!(runs_of(&requests, &format!("quick {n} {cid}")), 1, "{uid}/{cid} turn {n} ran once");
         }
     }
+}
+
+/// G1 across instances: a signed request captured on its way to one instance and replayed to
+/// another within its 60-second window is refused there (the replay records are shared).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_request_is_accepted_by_one_instance_only() {
+    let Some(pg) = PgCluster::start_or_skip() else { return };
+    let url = pg.create_database("scale_replay").unwrap();
+    let model = ScriptedModel::start();
+    model.add_rules(json!([{"match": "quick", "steps": [{"text": "Done."}]}]));
+    let instances = [start(&model, &url), start(&model, &url)];
+    let c = client();
+    let captured = |method: Method, path: &str, body: &[u8]| {
+        let c = c.clone();
+        let headers = Orchestrator::sign(&Signing {
+            uid: "alice",
+            body,
+            ts: unix_now(),
+            nonce: &fresh_nonce(),
+            credentials: "",
+            signing_secret: SIGNING_SECRET,
+        });
+        let (method, path, body) = (method, path.to_string(), body.to_vec());
+        move |o: &Orchestrator| {
+            let mut rb = c.request(method.clone(), format!("{}{path}", o.url())).body(body.clone());
+            for (k, v) in &headers {
+                rb = rb.header(k, v);
+            }
+            rb.header("content-type", "application/json").send()
+        }
+    };
+    let list = captured(Method::GET, "/v1/conversations", b"");
+    assert_eq!(list(&instances[0]).await.unwrap().status(), 200);
+    assert_eq!(list(&instances[1]).await.unwrap().status(), 401, "replayed to the other instance");
+    assert_eq!(list(&instances[0]).await.unwrap().status(), 401, "replayed to the same one");
+    // A replayed turn would run again: refused before anything runs, on either instance.
+    let body = user_turn("replayed", "r-m1", "quick once");
+    let chat = captured(Method::POST, "/v1/chat", &body);
+    let first = chat(&instances[1]).await.unwrap();
+    assert_eq!(first.status(), 200);
+    let _ = read_sse(first).await;
+    for o in &instances {
+        assert_eq!(chat(o).await.unwrap().status(), 401);
+    }
+    assert_eq!(runs_of(&model.requests(), "quick once"), 1);
+    // Fresh signatures are unaffected.
+    assert_eq!(stored(&instances[0], &c, "replayed").await.len(), 2);
+}
+
+/// Polls until a conversation is gone on every instance and stays gone for a while (a stale
+/// writer would bring it back at its next commit); panics with what came back otherwise.
+async fn assert_stays_deleted(instances: &[&Orchestrator], c: &reqwest::Client, uid: &str, cid: &str) {
+    for _ in 0..10 {
+        for o in instances {
+            let r = o
+                .request(c, Method::GET, &format!("/v1/conversations/{cid}"), uid, b"", None)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status();
+            assert_eq!(status, 404, "{cid} came back: {}", r.text().await.unwrap_or_default());
+            let list = o.get_json(c, "/v1/conversations", uid).await;
+            assert!(
+                list["conversations"].as_array().unwrap().iter().all(|x| x["id"] != cid),
+                "{cid} listed again: {list}"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// A turn that streams for about three seconds, started on `o`; returns its open response.
+async fn slow_turn(o: &Orchestrator, c: &reqwest::Client, uid: &str, cid: &str) -> reqwest::Response {
+    let body = user_turn(cid, &format!("{cid}-m1"), "slow reply please");
+    let r = o.request(c, Method::POST, "/v1/chat", uid, &body, None).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    r
+}
+
+const SLOW_RULES: &str = r#"[
+    {"match": "slow", "steps": [{"text": "This answer takes its time, a letter at a time.", "chunk_chars": 1, "delay_ms": 60}]},
+    {"match": "quick", "steps": [{"text": "Done."}]}
+]"#;
+
+/// Issue 15 follow-up: `DELETE /v1/me/data` on one instance while another runs a turn of the
+/// same person. After the 2xx nothing of the erased conversation reappears anywhere, and the
+/// person can go on under the same id with a fresh conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_erasure_on_one_instance_fences_a_turn_on_another() {
+    let Some(pg) = PgCluster::start_or_skip() else { return };
+    let url = pg.create_database("scale_erase").unwrap();
+    let model = ScriptedModel::start();
+    model.add_rules(serde_json::from_str(SLOW_RULES).unwrap());
+    let (a, b) = (start(&model, &url), start(&model, &url));
+    let c = client();
+    let mut running = slow_turn(&b, &c, "alice", "doomed").await;
+    // Part of the reply streams on B; then the erasure lands on A.
+    let first = running.chunk().await.unwrap();
+    assert!(first.is_some());
+    let erased = a
+        .request(&c, Method::DELETE, "/v1/me/data", "alice", b"", None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(erased.status(), 200);
+    let erased: Value = erased.json().await.unwrap();
+    assert_eq!(erased["erased"]["conversations"], 1, "{erased}");
+    // B's turn ends (it cannot write any more); whatever it does, nothing comes back.
+    while let Ok(Some(_)) = running.chunk().await {}
+    assert_stays_deleted(&[&a, &b], &c, "alice", "doomed").await;
+    // The same id on B again: a new conversation, without a trace of the erased one (B's
+    // stale actor may first answer "try again").
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, retry, ..) = turn(&b, &c, "doomed", "doomed-m2", "quick anew").await;
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503);
+        assert!(Instant::now() < deadline, "B never served the id again");
+        tokio::time::sleep(Duration::from_secs(retry.unwrap_or(1))).await;
+    }
+    let messages = stored(&b, &c, "doomed").await;
+    let texts: Vec<String> = messages
+        .iter()
+        .flat_map(|m| m["parts"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p["text"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        !texts.iter().any(|t| t.contains("slow") || t.contains("takes its time")),
+        "{texts:?}"
+    );
+}
+
+/// Issue 15 follow-up: a conversation delete on one instance after the owner's lease ran out
+/// while its turn still runs (its renewals stalled: simulated by expiring the row). The
+/// deleting instance takes the lease over, so the late owner cannot write the conversation
+/// back when its turn commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_after_a_takeover_is_not_undone_by_the_late_owner() {
+    let Some(pg) = PgCluster::start_or_skip() else { return };
+    let url = pg.create_database("scale_delete").unwrap();
+    let model = ScriptedModel::start();
+    model.add_rules(serde_json::from_str(SLOW_RULES).unwrap());
+    // B renews rarely (every 10 s), so its stalled renewal is easy to stand in for.
+    let (a, b) = (start(&model, &url), start_with_lease(&model, &url, 30));
+    let c = client();
+    let mut running = slow_turn(&b, &c, "alice", "taken").await;
+    assert!(running.chunk().await.unwrap().is_some());
+    let mut deleted = None;
+    for _ in 0..3 {
+        pg.psql(
+            "scale_delete",
+            "UPDATE conversation_leases SET expires_at = now() - interval '1 second' WHERE conversation_id = 'taken'",
+        )
+        .unwrap();
+        let r = a
+            .request(&c, Method::DELETE, "/v1/conversations/taken", "alice", b"", None)
+            .send()
+            .await
+            .unwrap();
+        // 503 only if B's renewal came in between (then try again).
+        if r.status() != 503 {
+            deleted = Some(r.status());
+            break;
+        }
+    }
+    assert_eq!(deleted, Some(reqwest::StatusCode::NO_CONTENT));
+    while let Ok(Some(_)) = running.chunk().await {}
+    assert_stays_deleted(&[&a, &b], &c, "alice", "taken").await;
+}
+
+/// Issue 15 follow-up: one instance on SQLite killed with SIGKILL in the middle of a turn.
+/// After the restart, the interrupted reply is marked in its stored message (with the request
+/// id the client knows) when the conversation is next used, as a PostgreSQL takeover does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_killed_on_sqlite_is_marked_after_the_restart() {
+    let model = ScriptedModel::start();
+    model.add_rules(serde_json::from_str(SLOW_RULES).unwrap());
+    let mut o = Orchestrator::start(Options {
+        model_url: model.url(),
+        ..Options::default()
+    });
+    let c = client();
+    let body = user_turn("cut", "cut-m1", "slow reply please");
+    let mut r = o
+        .request(&c, Method::POST, "/v1/chat", "alice", &body, None)
+        .header("x-request-id", "req-sqlite-kill")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut seen = String::new();
+    while !seen.contains("text-delta") {
+        let chunk = r.chunk().await.unwrap().unwrap_or_else(|| panic!("stream ended early: {seen}"));
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    o.kill9_and_restart();
+    let (status, ..) = turn(&o, &c, "cut", "cut-m2", "quick, after the restart").await;
+    assert_eq!(status, 200);
+    let messages = stored(&o, &c, "cut").await;
+    let roles: Vec<&str> = messages.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"], "{messages:?}");
+    let markers: Vec<&Value> = messages
+        .iter()
+        .flat_map(|m| m["parts"].as_array().into_iter().flatten())
+        .filter(|p| p["type"] == "data-interrupted")
+        .collect();
+    assert_eq!(markers.len(), 1, "{messages:?}");
+    assert_eq!(markers[0]["data"]["requestId"], "req-sqlite-kill");
+    assert!(
+        messages[1]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["type"] == "data-interrupted"),
+        "the cut reply carries the marker: {:?}",
+        messages[1]
+    );
+    assert_eq!(runs_of(&model.requests(), "slow reply please"), 1, "the cut turn is not rerun");
 }

@@ -59,13 +59,22 @@ final class FakeUpstream {
 		throw new \RuntimeException('fake upstream did not start: ' . @file_get_contents("{$this->state}/server.log"));
 	}
 
-	/** @return list<array{method: string, uri: string, body: string, headers: array<string, string>}> */
+	/** @return list<array{method: string, uri: string, body: string, headers: array<string, string>, at: float}> */
 	public function requests(): array {
 		$file = "{$this->state}/requests.jsonl";
 		if (!is_file($file)) {
 			return [];
 		}
 		return array_map(fn ($l) => json_decode($l, true), array_values(array_filter(explode("\n", file_get_contents($file)))));
+	}
+
+	/**
+	 * Answers every orchestrator request with 503 + X-Tamebi-Owned-Elsewhere and this
+	 * Retry-After for the next `$seconds`.
+	 */
+	public function ownedElsewhereFor(float $seconds, string $retryAfter): void {
+		file_put_contents("{$this->state}/owned-retry-after", $retryAfter);
+		file_put_contents("{$this->state}/owned-until", (string)(microtime(true) + $seconds));
 	}
 
 	public function release(): void {

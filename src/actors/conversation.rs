@@ -183,7 +183,13 @@ impl Actor for ConversationActor {
                 reply,
             } => {
                 let result = self.start_turn(&myself, state, caller, input, assistant).await;
+                let lost = matches!(result, Err(Error::OwnedElsewhere { .. }));
                 let _ = reply.send(result);
+                if lost {
+                    // The write fence refused this instance (store::lease): another one owns
+                    // the conversation now, and this actor's cache is stale.
+                    myself.stop(Some("lease lost".into()));
+                }
             }
             ConversationMsg::Subscribe { reply } => {
                 let _ = reply.send(state.in_flight.as_mut().map(InFlight::subscribe));
@@ -203,6 +209,11 @@ impl Actor for ConversationActor {
             ConversationMsg::Delete { reply } => {
                 if let Some(f) = state.in_flight.take() {
                     f.cancel.cancel();
+                    // Nothing to mark interrupted in a conversation that is gone.
+                    let own = &self.services.ownership;
+                    if let Err(e) = own.leases.turn_ended(&state.key, &own.owner).await {
+                        tracing::warn!(error = %e, "could not clear the deleted conversation's turn record");
+                    }
                 }
                 state.history = None;
                 state.summary = None;
@@ -361,8 +372,12 @@ impl ConversationActor {
             } else {
                 store.save_message_with_approvals(&state.key, &f.assistant, approvals).await
             };
-            if let Err(e) = saved {
-                tracing::error!(error = %e, "could not persist a finished part");
+            match saved {
+                // The write fence (store::lease): the conversation was taken from this
+                // instance (a delete or an erasure elsewhere). The turn stops here.
+                Err(Error::OwnedElsewhere { .. }) => f.cancel.cancel(),
+                Err(e) => tracing::error!(error = %e, "could not persist a finished part"),
+                Ok(()) => {}
             }
         }
         let frame: Arc<str> = Arc::from(part.frame());

@@ -155,6 +155,8 @@ pub enum IdentityError {
     Replayed,
     #[error("too many signed requests in the replay window")]
     ReplayWindowFull,
+    #[error("the shared replay records could not be reached")]
+    ReplayUnverifiable,
     #[error("missing or wrong admin signature")]
     NotAdmin,
 }

@@ -46,22 +46,23 @@ pub async fn delete_one(
     let Ok(key) = ConversationKey::new(&caller, &id) else {
         return Err(Error::NotFound.with_request(rid));
     };
-    // A running actor deletes (and stops its turn); otherwise the store does it directly.
+    // A running actor deletes (and stops its turn); otherwise this instance takes the
+    // conversation's lease for the delete: refused while another instance's live actor holds
+    // it (the router retries there, where that actor deletes), and once taken no previous
+    // owner can write the conversation back (store::lease, the fence).
     let existed = match find_conversation(&state, &key).await.map_err(|e| e.with_request(rid))? {
         Some(actor) => ask(&actor, |reply| ConversationMsg::Delete { reply })
             .await
             .and_then(|deleted| deleted)
             .map_err(|e| e.with_request(rid))?,
         None => {
-            // Another instance's live actor would write the conversation back: the owner
-            // deletes it (the router retries there).
-            state
-                .services
-                .ownership
-                .refuse_if_owned_elsewhere(&key)
-                .await
-                .map_err(|e| e.with_request(rid))?;
-            state.services.store.delete(&key).await.map_err(|e| e.with_request(rid))?
+            let own = &state.services.ownership;
+            own.take_over(&key).await.map_err(|e| e.with_request(rid))?;
+            let deleted = state.services.store.delete(&key).await;
+            if let Err(e) = own.leases.release(&key, &own.owner).await {
+                tracing::warn!(error = %e, "could not give back a deleted conversation's lease; it expires on its own");
+            }
+            deleted.map_err(|e| e.with_request(rid))?
         }
     };
     if existed {

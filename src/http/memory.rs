@@ -50,12 +50,28 @@ pub async fn forget(
     }
 }
 
-/// Stops the user's running conversations (so no turn writes after the erasure), erases
-/// chat.db's and memory.db's rows of the user with their bytes, and audits the erasure.
+/// Takes every conversation of the user from whichever instance runs it (store::lease: from
+/// then on no other instance writes into them), stops the user's actors here (so no turn
+/// writes after the erasure), erases chat.db's and memory.db's rows of the user with their
+/// bytes, gives the conversations back, and audits the erasure.
 pub async fn erase_me(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
     let uid = UserId::of(&caller);
-    let actors = ask(&conversations_supervisor(&state).map_err(|e| e.with_request(rid))?, |reply| {
+    let own = &state.services.ownership;
+    own.leases
+        .seize_user(&uid, &own.owner, own.ttl)
+        .await
+        .map_err(|e| e.with_request(rid))?;
+    let erased = erase_seized(&state, &caller, &uid).await;
+    if let Err(e) = own.leases.release_user(&uid, &own.owner).await {
+        tracing::warn!(error = %e, "could not give back an erased user's conversations; their leases expire on their own");
+    }
+    erased
+}
+
+async fn erase_seized(state: &AppState, caller: &Caller, uid: &UserId) -> Result<Response, ApiError> {
+    let rid = &caller.request_id;
+    let actors = ask(&conversations_supervisor(state).map_err(|e| e.with_request(rid))?, |reply| {
         ConversationsMsg::OfUser { uid: uid.clone(), reply }
     })
     .await
@@ -68,12 +84,12 @@ pub async fn erase_me(State(state): State<AppState>, Extension(caller): Extensio
         }
     }
     let services = &state.services;
-    conversations += services.store.erase_user(&uid).await.map_err(|e| e.with_request(rid))?;
-    let facts = services.memory.erase_user(&uid).await.map_err(|e| e.with_request(rid))?;
+    conversations += services.store.erase_user(uid).await.map_err(|e| e.with_request(rid))?;
+    let facts = services.memory.erase_user(uid).await.map_err(|e| e.with_request(rid))?;
     services
         .audit
         .record(
-            Entry::of(Kind::Erasure, Outcome::Erased, &caller)
+            Entry::of(Kind::Erasure, Outcome::Erased, caller)
                 .detail(format!("{conversations} conversations, {facts} memory facts"))
                 .build(),
         )

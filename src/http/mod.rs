@@ -152,7 +152,7 @@ async fn identity_layer(State(state): State<AppState>, request: Request, next: N
         Err(e) => return refusal(e, &request_id),
     };
     // Only a correctly signed request may occupy the replay memory.
-    if let Err(e) = state.replay.first_use(&nonce, ts, now) {
+    if let Err(e) = state.replay.first_use(&nonce, ts, now).await {
         return refusal(e, &request_id);
     }
     let mut request = Request::from_parts(parts, Body::from(bytes));
@@ -167,6 +167,7 @@ async fn identity_layer(State(state): State<AppState>, request: Request, next: N
 fn refusal(e: IdentityError, request_id: &str) -> Response {
     let error = match e {
         IdentityError::ReplayWindowFull => Error::Overloaded,
+        IdentityError::ReplayUnverifiable => Error::Internal(e.to_string()),
         e if e.is_bad_request() => Error::BadRequest(e.to_string()),
         e => Error::Unauthorized(e.to_string()),
     };

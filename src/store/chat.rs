@@ -49,6 +49,15 @@ CREATE TABLE IF NOT EXISTS pending_approvals (
     FOREIGN KEY (uid, conversation_id) REFERENCES conversations (uid, id) ON DELETE CASCADE
 );
 CREATE INDEX IF NOT EXISTS conversations_by_user ON conversations (uid, updated_at DESC);
+-- The turn each conversation has in flight (store::lease::SqliteLeases): a row left behind by a
+-- killed process names the reply to mark interrupted when the conversation is next used.
+CREATE TABLE IF NOT EXISTS turns_in_flight (
+    uid TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    PRIMARY KEY (uid, conversation_id)
+);
 CREATE TABLE IF NOT EXISTS summaries (
     uid TEXT NOT NULL,
     conversation_id TEXT NOT NULL,
@@ -206,6 +215,11 @@ impl SqliteChat {
         Ok(SqliteChat {
             db: Db::open(path, SCHEMA)?,
         })
+    }
+
+    /// The file's handle, for what else lives in chat.db (the turns in flight).
+    pub fn db(&self) -> Db {
+        self.db.clone()
     }
 }
 
@@ -396,7 +410,7 @@ impl ChatStore for SqliteChat {
             .db
             .write(move |c| {
                 // The cascade would do it; explicit deletes do not depend on foreign_keys.
-                for table in ["summaries", "pending_approvals", "messages"] {
+                for table in ["summaries", "pending_approvals", "messages", "turns_in_flight"] {
                     c.execute(&format!("DELETE FROM {table} WHERE uid = ?1"), params![uid])?;
                 }
                 Ok(c.execute("DELETE FROM conversations WHERE uid = ?1", params![uid])?)

@@ -8,15 +8,25 @@
 //! leases expire within `TAMEBI_LEASE_SECS`; the next instance to acquire one learns which
 //! turn was in flight and marks it interrupted in the stored message.
 //!
+//! The lease is also a fence. Every chat write made with PostgreSQL checks, in its own
+//! transaction, that the conversation's lease row is absent or names this instance (holding
+//! the row FOR KEY SHARE; taking a lease over locks it FOR UPDATE, so it waits for a write in
+//! progress). An instance that lost a conversation — its lease expired and was taken, or a
+//! delete or an erasure on another instance took it — can therefore never write into it again,
+//! even before its actor notices. For the fence to hold, a lease row is never deleted while
+//! its owner may live: releasing only expires it, and rows are pruned an hour after expiry.
+//!
 //! With SQLite the files belong to one process, so there is nobody to share with:
-//! [`LocalLeases`] grants every lease (the conversations supervisor already keeps one actor
-//! per conversation in the process).
+//! [`SqliteLeases`] grants every lease (the conversations supervisor already keeps one actor
+//! per conversation in the process). It still records the turn in flight, in chat.db, so that
+//! after a kill -9 the restarted process marks that turn interrupted exactly as a PostgreSQL
+//! takeover does.
 //!
 //! This module decides who runs a conversation; it never decides what a user may do.
 
 use std::time::Duration;
 
-use super::key::ConversationKey;
+use super::key::{ConversationKey, UserId};
 use crate::error::Error;
 
 /// What acquiring a lease found.
@@ -53,8 +63,16 @@ pub trait LeaseStore: Send + Sync {
     /// The turn ended normally: nothing to mark interrupted.
     async fn turn_ended(&self, key: &ConversationKey, owner: &str) -> Result<(), Error>;
 
-    /// Gives the lease up (the actor stopped).
+    /// Gives the lease up (the actor stopped): it expires now, still naming `owner`.
     async fn release(&self, key: &ConversationKey, owner: &str) -> Result<(), Error>;
+
+    /// Takes every conversation of `uid` for `ttl`, live leases of other instances included
+    /// (an erasure: the person's request outranks a running turn, which the fence then stops
+    /// from writing), after waiting for writes in progress. Turns in flight are not marked.
+    async fn seize_user(&self, uid: &UserId, owner: &str, ttl: Duration) -> Result<(), Error>;
+
+    /// Expires every lease of `uid` that `owner` holds (the erasure is done).
+    async fn release_user(&self, uid: &UserId, owner: &str) -> Result<(), Error>;
 
     /// How long another owner still holds the lease, if one does (requests that need no
     /// actor here — a resume, a delete — are sent to that owner instead).
@@ -67,25 +85,87 @@ pub trait LeaseStore: Send + Sync {
     }
 }
 
-/// Leases within one process (SQLite): always granted, nothing stored.
-pub struct LocalLeases;
+/// Leases within one process (SQLite): always granted; the turn in flight is a row of chat.db's
+/// `turns_in_flight`, committed before the turn streams, so a process killed mid-turn leaves it
+/// behind for its successor.
+pub struct SqliteLeases {
+    db: super::db::Db,
+}
+
+impl SqliteLeases {
+    /// On chat.db (`chat`'s file: the markers live and die with the conversations).
+    pub fn new(chat: &super::chat::SqliteChat) -> SqliteLeases {
+        SqliteLeases { db: chat.db() }
+    }
+}
 
 #[async_trait::async_trait]
-impl LeaseStore for LocalLeases {
-    async fn acquire(&self, _key: &ConversationKey, _owner: &str, _ttl: Duration) -> Result<Acquired, Error> {
-        Ok(Acquired::Granted { interrupted: None })
+impl LeaseStore for SqliteLeases {
+    async fn acquire(&self, key: &ConversationKey, _owner: &str, _ttl: Duration) -> Result<Acquired, Error> {
+        use rusqlite::{OptionalExtension, params};
+        let (uid, cid) = (key.uid().to_string(), key.id().to_string());
+        let left = {
+            let (uid, cid) = (uid.clone(), cid.clone());
+            self.db
+                .read(move |c| {
+                    Ok(c.query_row(
+                        "SELECT message_id, request_id FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2",
+                        params![uid, cid],
+                        |r| {
+                            Ok(InterruptedTurn {
+                                message_id: r.get(0)?,
+                                request_id: r.get(1)?,
+                            })
+                        },
+                    )
+                    .optional()?)
+                })
+                .await?
+        };
+        if left.is_some() {
+            // The record is cleared here; the caller marks the turn before any new one runs.
+            self.db
+                .write(move |c| {
+                    c.execute(
+                        "DELETE FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2",
+                        params![uid, cid],
+                    )?;
+                    Ok(())
+                })
+                .await?;
+        }
+        Ok(Acquired::Granted { interrupted: left })
     }
 
     async fn renew(&self, _key: &ConversationKey, _owner: &str, _ttl: Duration) -> Result<bool, Error> {
         Ok(true)
     }
 
-    async fn turn_started(&self, _key: &ConversationKey, _owner: &str, _turn: &InterruptedTurn) -> Result<(), Error> {
-        Ok(())
+    async fn turn_started(&self, key: &ConversationKey, _owner: &str, turn: &InterruptedTurn) -> Result<(), Error> {
+        let (uid, cid) = (key.uid().to_string(), key.id().to_string());
+        let (mid, rid) = (turn.message_id.clone(), turn.request_id.clone());
+        self.db
+            .write(move |c| {
+                c.execute(
+                    "INSERT OR REPLACE INTO turns_in_flight (uid, conversation_id, message_id, request_id) VALUES (?1, ?2, ?3, ?4)",
+                    rusqlite::params![uid, cid, mid, rid],
+                )?;
+                Ok(())
+            })
+            .await
     }
 
-    async fn turn_ended(&self, _key: &ConversationKey, _owner: &str) -> Result<(), Error> {
-        Ok(())
+    async fn turn_ended(&self, key: &ConversationKey, _owner: &str) -> Result<(), Error> {
+        let (uid, cid) = (key.uid().to_string(), key.id().to_string());
+        self.db
+            .write(move |c| {
+                c.execute(
+                    "DELETE FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2",
+                    rusqlite::params![uid, cid],
+                )?;
+                Ok(())
+            })
+            .await
     }
 
     async fn release(&self, _key: &ConversationKey, _owner: &str) -> Result<(), Error> {
@@ -99,24 +179,38 @@ impl LeaseStore for LocalLeases {
     fn expires(&self) -> bool {
         false
     }
+
+    async fn seize_user(&self, _uid: &UserId, _owner: &str, _ttl: Duration) -> Result<(), Error> {
+        Ok(())
+    }
+
+    async fn release_user(&self, _uid: &UserId, _owner: &str) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// A fresh id for this instance (at every start, so a restarted instance never mistakes a
+/// dead predecessor's lease for its own).
+pub fn new_instance_id() -> String {
+    format!("inst_{}", uuid::Uuid::new_v4().simple())
 }
 
 /// This instance's side of the leases: who it is, and for how long it takes a lease.
 #[derive(Clone)]
 pub struct Ownership {
     pub leases: std::sync::Arc<dyn LeaseStore>,
-    /// This instance's id (fresh at every start, so a restarted instance never mistakes a
-    /// dead predecessor's lease for its own).
+    /// This instance's id ([`new_instance_id`]; the chat store fences writes with it too).
     pub owner: String,
     /// `TAMEBI_LEASE_SECS`: how long a lease outlives its owner's last renewal.
     pub ttl: Duration,
 }
 
 impl Ownership {
-    pub fn new(leases: std::sync::Arc<dyn LeaseStore>, ttl: Duration) -> Ownership {
+    /// The ownership of the instance whose stores these are.
+    pub fn of(stores: &super::Stores, ttl: Duration) -> Ownership {
         Ownership {
-            leases,
-            owner: format!("inst_{}", uuid::Uuid::new_v4().simple()),
+            leases: stores.leases.clone(),
+            owner: stores.instance.clone(),
             ttl,
         }
     }
@@ -126,8 +220,22 @@ impl Ownership {
         self.ttl / 3
     }
 
+    /// Takes the conversation for a request that needs no actor but must not race one (a
+    /// delete): `OwnedElsewhere` while another instance holds it live (its actor deletes it
+    /// there). Taken over, no previous owner writes into it any more (the fence). Give it
+    /// back with `leases.release` when done.
+    pub async fn take_over(&self, key: &ConversationKey) -> Result<(), Error> {
+        match self.leases.acquire(key, &self.owner, self.ttl).await? {
+            Acquired::HeldElsewhere { retry_after } => Err(Error::OwnedElsewhere {
+                retry_after_secs: retry_after.as_secs().max(1),
+            }),
+            // A turn its dead owner left in flight is moot: the conversation goes.
+            Acquired::Granted { .. } => Ok(()),
+        }
+    }
+
     /// `OwnedElsewhere` when another instance holds the conversation: a request that would
-    /// act on it here without an actor (a resume, a delete) must go to that owner.
+    /// act on it here without an actor (a resume) must go to that owner.
     pub async fn refuse_if_owned_elsewhere(&self, key: &ConversationKey) -> Result<(), Error> {
         match self.leases.held_elsewhere(key, &self.owner).await? {
             Some(left) => Err(Error::OwnedElsewhere {
@@ -147,10 +255,11 @@ pub const INTERRUPTED_MESSAGE: &str = "This reply was interrupted: the server wr
 /// a reply was lost rather than nothing. Idempotent.
 pub async fn mark_interrupted(chat: &dyn super::chat::ChatStore, key: &ConversationKey, turn: &InterruptedTurn) -> Result<(), Error> {
     use crate::ui_stream::{Role, UiMessage, UiPart};
-    let stored = chat
-        .load(key)
-        .await?
-        .and_then(|c| c.messages.into_iter().find(|m| m.id == turn.message_id));
+    // A conversation deleted meanwhile stays deleted: a marker must not bring it back.
+    let Some(conversation) = chat.load(key).await? else {
+        return Ok(());
+    };
+    let stored = conversation.messages.into_iter().find(|m| m.id == turn.message_id);
     let mut message = stored.unwrap_or_else(|| UiMessage::new(turn.message_id.clone(), Role::Assistant));
     if message.parts.iter().any(|p| matches!(p, UiPart::DataInterrupted { .. })) {
         return Ok(());

@@ -12,6 +12,8 @@
 //! - [`chat`]: conversations, messages, pending approvals, summaries.
 //! - [`audit`]: tool calls, approvals, dispatches, fingerprint changes.
 //! - [`memory`]: the facts each user asked the assistant to remember.
+//! - [`lease`]: one owner per conversation across instances, and the write fence.
+//! - [`replay`]: G1's replay records shared across instances (PostgreSQL only).
 //!
 //! Every read and write of a conversation is keyed by the signed uid: a conversation id is
 //! chosen by the client, so it is never trusted alone. Both implementations pass the same
@@ -24,6 +26,7 @@ pub mod key;
 pub mod lease;
 pub mod memory;
 pub mod postgres;
+pub mod replay;
 #[cfg(test)]
 mod suite;
 
@@ -37,8 +40,8 @@ use crate::error::Error;
 pub enum Backend {
     /// chat.db, audit.db and memory.db in this directory.
     Sqlite(std::path::PathBuf),
-    /// A PostgreSQL database (the URL holds a password: never printed).
-    Postgres(crate::config::Secret),
+    /// A PostgreSQL database, and how the connection to it is protected.
+    Postgres(postgres::Target),
 }
 
 /// The three stores of one process. Cloning shares them.
@@ -49,6 +52,11 @@ pub struct Stores {
     pub memory: Arc<dyn memory::MemoryStore>,
     /// Who runs which conversation (shared only with PostgreSQL).
     pub leases: Arc<dyn lease::LeaseStore>,
+    /// G1's replay records shared by every instance (PostgreSQL); `None` with SQLite, whose
+    /// single instance keeps them in memory (`auth::replay`).
+    pub replay: Option<Arc<dyn replay::SeenRequests>>,
+    /// This instance's id: its name on leases, and what its chat writes are fenced by.
+    pub instance: String,
 }
 
 impl Stores {
@@ -56,13 +64,16 @@ impl Stores {
     pub async fn open(backend: &Backend) -> Result<Stores, Error> {
         match backend {
             Backend::Sqlite(dir) => Self::open_sqlite(dir),
-            Backend::Postgres(url) => {
-                let pool = postgres::connect(url.expose()).await?;
+            Backend::Postgres(target) => {
+                let pool = postgres::connect(target).await?;
+                let instance = lease::new_instance_id();
                 Ok(Stores {
-                    chat: Arc::new(postgres::chat::PgChat::new(pool.clone())),
+                    chat: Arc::new(postgres::chat::PgChat::new(pool.clone(), instance.clone())),
                     audit: Arc::new(postgres::audit::PgAudit::new(pool.clone())),
                     memory: Arc::new(postgres::memory::PgMemory::new(pool.clone())),
-                    leases: Arc::new(postgres::lease::PgLeases::new(pool)),
+                    leases: Arc::new(postgres::lease::PgLeases::new(pool.clone())),
+                    replay: Some(Arc::new(postgres::replay::PgReplay::new(pool))),
+                    instance,
                 })
             }
         }
@@ -70,11 +81,14 @@ impl Stores {
 
     fn open_sqlite(dir: &Path) -> Result<Stores, Error> {
         std::fs::create_dir_all(dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", dir.display())))?;
+        let chat = chat::SqliteChat::open(&dir.join("chat.db"))?;
         Ok(Stores {
-            chat: Arc::new(chat::SqliteChat::open(&dir.join("chat.db"))?),
+            leases: Arc::new(lease::SqliteLeases::new(&chat)),
+            chat: Arc::new(chat),
             audit: Arc::new(audit::SqliteAudit::open(&dir.join("audit.db"))?),
             memory: Arc::new(memory::SqliteMemory::open(&dir.join("memory.db"))?),
-            leases: Arc::new(lease::LocalLeases),
+            replay: None,
+            instance: lease::new_instance_id(),
         })
     }
 

@@ -284,34 +284,32 @@ async fn concurrent_fact_writes_respect_the_limit(s: &Stores) {
 }
 
 /// Leases shared between instances (PostgreSQL only: SQLite's belong to one process).
-async fn leases_have_one_owner_and_expire(s: &Stores) {
+/// `other` is a second instance on the same database: a is it, b is `s` (chat writes are
+/// fenced by the lease, so each writes as itself).
+async fn leases_have_one_owner_and_expire(s: &Stores, other: &Stores) {
     use super::lease::{Acquired, InterruptedTurn, mark_interrupted};
     use std::time::Duration;
     let (l, k) = (&s.leases, key("nina", "c1"));
+    let (a, b) = (other.instance.as_str(), s.instance.as_str());
     let (short, long) = (Duration::from_millis(1500), Duration::from_secs(30));
-    assert_eq!(l.acquire(&k, "a", short).await.unwrap(), Acquired::Granted { interrupted: None });
+    assert_eq!(l.acquire(&k, a, short).await.unwrap(), Acquired::Granted { interrupted: None });
     assert_eq!(
-        l.acquire(&k, "a", short).await.unwrap(),
+        l.acquire(&k, a, short).await.unwrap(),
         Acquired::Granted { interrupted: None },
         "re-acquiring is fine"
     );
-    let Acquired::HeldElsewhere { retry_after } = l.acquire(&k, "b", long).await.unwrap() else {
+    let Acquired::HeldElsewhere { retry_after } = l.acquire(&k, b, long).await.unwrap() else {
         panic!("b must not own what a holds")
     };
     assert!(
         retry_after >= Duration::from_secs(1) && retry_after <= Duration::from_secs(2),
         "{retry_after:?}"
     );
-    assert!(
-        l.held_elsewhere(&k, "b")
-            .await
-            .unwrap()
-            .is_some_and(|d| d <= Duration::from_secs(2))
-    );
-    assert_eq!(l.held_elsewhere(&k, "a").await.unwrap(), None, "not elsewhere for its owner");
-    assert_eq!(l.held_elsewhere(&key("nina", "free"), "b").await.unwrap(), None);
+    assert!(l.held_elsewhere(&k, b).await.unwrap().is_some_and(|d| d <= Duration::from_secs(2)));
+    assert_eq!(l.held_elsewhere(&k, a).await.unwrap(), None, "not elsewhere for its owner");
+    assert_eq!(l.held_elsewhere(&key("nina", "free"), b).await.unwrap(), None);
     assert_eq!(
-        l.acquire(&key("nina", "c2"), "b", long).await.unwrap(),
+        l.acquire(&key("nina", "c2"), b, long).await.unwrap(),
         Acquired::Granted { interrupted: None },
         "another conversation is free"
     );
@@ -320,23 +318,23 @@ async fn leases_have_one_owner_and_expire(s: &Stores) {
         message_id: "asst1".into(),
         request_id: "req_dead".into(),
     };
-    l.turn_started(&k, "a", &turn).await.unwrap();
-    assert!(l.renew(&k, "a", short).await.unwrap());
+    l.turn_started(&k, a, &turn).await.unwrap();
+    assert!(l.renew(&k, a, short).await.unwrap());
     let mut partial = UiMessage::new("asst1".into(), Role::Assistant);
     partial.parts.push(UiPart::Text {
         text: "Half a rep".into(),
         state: Some(crate::ui_stream::TextState::Streaming),
     });
-    s.chat.save_message(&k, &partial, None).await.unwrap();
+    other.chat.save_message(&k, &partial, None).await.unwrap();
     tokio::time::sleep(short + Duration::from_millis(300)).await;
-    let Acquired::Granted { interrupted: Some(found) } = l.acquire(&k, "b", long).await.unwrap() else {
+    let Acquired::Granted { interrupted: Some(found) } = l.acquire(&k, b, long).await.unwrap() else {
         panic!("the expired lease goes to b, with a's turn in flight")
     };
     assert_eq!(found, turn);
-    assert!(!l.renew(&k, "a", short).await.unwrap(), "a learns it lost the lease");
-    l.release(&k, "a").await.unwrap();
+    assert!(!l.renew(&k, a, short).await.unwrap(), "a learns it lost the lease");
+    l.release(&k, a).await.unwrap();
     assert!(
-        matches!(l.acquire(&k, "a", short).await.unwrap(), Acquired::HeldElsewhere { .. }),
+        matches!(l.acquire(&k, a, short).await.unwrap(), Acquired::HeldElsewhere { .. }),
         "a's release cannot free b's lease"
     );
     mark_interrupted(s.chat.as_ref(), &k, &found).await.unwrap();
@@ -365,17 +363,152 @@ async fn leases_have_one_owner_and_expire(s: &Stores) {
     let stored = s.chat.load(&k).await.unwrap().unwrap().messages;
     assert_eq!(stored.last().unwrap().id, "asst2");
     // b ends cleanly and releases: the next owner finds nothing interrupted.
-    l.turn_ended(&k, "b").await.unwrap();
-    l.release(&k, "b").await.unwrap();
+    l.turn_ended(&k, b).await.unwrap();
+    l.release(&k, b).await.unwrap();
     assert_eq!(l.acquire(&k, "c", short).await.unwrap(), Acquired::Granted { interrupted: None });
+}
+
+/// The write fence (store::lease): an instance whose conversation was taken writes nothing
+/// into it any more, whoever took it and whether or not the lease is live.
+async fn a_lost_conversation_is_fenced(s: &Stores, other: &Stores) {
+    use super::lease::{Acquired, InterruptedTurn, mark_interrupted};
+    use crate::error::Error;
+    use std::time::Duration;
+    let (k, ttl) = (key("olga", "c1"), Duration::from_secs(30));
+    let (mine, theirs) = (s.instance.as_str(), other.instance.as_str());
+    // No lease row at all: nothing to fence (a conversation nobody runs).
+    s.chat.save_message(&k, &user("m1", "first"), Some("first".into())).await.unwrap();
+    assert_eq!(
+        s.leases.acquire(&k, mine, ttl).await.unwrap(),
+        Acquired::Granted { interrupted: None }
+    );
+    let turn = InterruptedTurn {
+        message_id: "m2".into(),
+        request_id: "req_erased".into(),
+    };
+    s.leases.turn_started(&k, mine, &turn).await.unwrap();
+    s.chat.save_message(&k, &user("m2", "by the owner"), None).await.unwrap();
+    // An erasure on the other instance takes the live lease, then erases.
+    other.leases.seize_user(&user_id("olga"), theirs, ttl).await.unwrap();
+    assert!(
+        matches!(
+            s.chat.save_message(&k, &user("m3", "too late"), None).await,
+            Err(Error::OwnedElsewhere { .. })
+        ),
+        "the former owner's write is refused"
+    );
+    assert!(!s.leases.renew(&k, mine, ttl).await.unwrap(), "and its renewal tells it so");
+    assert_eq!(other.chat.erase_user(&user_id("olga")).await.unwrap(), 1);
+    other.leases.release_user(&user_id("olga"), theirs).await.unwrap();
+    assert!(matches!(
+        s.chat.save_message(&k, &user("m3", "still too late"), None).await,
+        Err(Error::OwnedElsewhere { .. })
+    ));
+    assert!(s.chat.load(&k).await.unwrap().is_none(), "nothing came back");
+    // The seizure cleared the turn record: the next owner marks nothing in the erased
+    // conversation, and a marker never recreates a deleted conversation anyway.
+    assert_eq!(
+        s.leases.acquire(&k, mine, ttl).await.unwrap(),
+        Acquired::Granted { interrupted: None }
+    );
+    mark_interrupted(s.chat.as_ref(), &k, &turn).await.unwrap();
+    assert!(s.chat.load(&k).await.unwrap().is_none());
+    // Taken back properly, the instance writes again (a new conversation under the same id).
+    s.chat.save_message(&k, &user("m4", "new"), None).await.unwrap();
+    // Released: the row keeps naming its owner, so nobody else writes without taking it.
+    s.leases.release(&k, mine).await.unwrap();
+    assert!(matches!(
+        other.chat.save_message(&k, &user("m5", "sneaky"), None).await,
+        Err(Error::OwnedElsewhere { .. })
+    ));
+    assert_eq!(
+        other.leases.acquire(&k, theirs, ttl).await.unwrap(),
+        Acquired::Granted { interrupted: None }
+    );
+    other.chat.save_message(&k, &user("m5", "taken over"), None).await.unwrap();
+    let ids: Vec<String> = s.chat.load(&k).await.unwrap().unwrap().messages.into_iter().map(|m| m.id).collect();
+    assert_eq!(ids, ["m4", "m5"]);
+}
+
+/// G1's replay records shared by two instances: of any number of uses of one nonce, on
+/// either instance and at once, exactly one is the first.
+async fn replay_records_accept_once_across_instances(s: &Stores, other: &Stores, cluster: &test_harness::postgres::PgCluster) {
+    let (mine, theirs) = (s.replay.clone().unwrap(), other.replay.clone().unwrap());
+    let now = chrono::Utc::now().timestamp();
+    let digest = [7u8; 32];
+    assert!(mine.first_seen(&digest, now + 60, now).await.unwrap());
+    assert!(
+        !theirs.first_seen(&digest, now + 60, now).await.unwrap(),
+        "replayed to the other instance"
+    );
+    assert!(!mine.first_seen(&digest, now + 60, now).await.unwrap(), "replayed to the same one");
+    let mut racers = tokio::task::JoinSet::new();
+    for i in 0..16 {
+        let store = if i % 2 == 0 { mine.clone() } else { theirs.clone() };
+        racers.spawn(async move { store.first_seen(&[9u8; 32], now + 60, now).await.unwrap() });
+    }
+    let firsts = racers.join_all().await.into_iter().filter(|first| *first).count();
+    assert_eq!(firsts, 1, "exactly one racer is first");
+    // Expired records are pruned (well after their expiry: instances' clocks may differ);
+    // live ones are kept.
+    assert!(mine.first_seen(&[1u8; 32], now - 400, now - 460).await.unwrap());
+    let later = now + 31;
+    assert!(theirs.first_seen(&[2u8; 32], later + 60, later).await.unwrap(), "this use prunes");
+    let left = cluster.psql("suite", "SELECT count(*) FROM replay_nonces").unwrap();
+    assert_eq!(left, "3", "the old record is gone, the three live ones stay");
+}
+
+/// SQLite: a turn recorded in flight and never ended (the process was killed) is handed to the
+/// next acquisition after a restart, once.
+async fn a_turn_left_in_flight_is_found_after_a_restart(s: Stores, backend: &Backend) {
+    use super::lease::{Acquired, InterruptedTurn};
+    use std::time::Duration;
+    let (k, ttl) = (key("pia", "c1"), Duration::from_secs(10));
+    let (ended, cut) = (key("pia", "ended"), key("pia", "cut"));
+    let turn = |m: &str| InterruptedTurn {
+        message_id: m.into(),
+        request_id: format!("req_{m}"),
+    };
+    assert_eq!(
+        s.leases.acquire(&k, &s.instance, ttl).await.unwrap(),
+        Acquired::Granted { interrupted: None }
+    );
+    s.leases.turn_started(&k, &s.instance, &turn("a1")).await.unwrap();
+    s.leases.turn_started(&ended, &s.instance, &turn("a2")).await.unwrap();
+    s.leases.turn_ended(&ended, &s.instance).await.unwrap();
+    s.leases.turn_started(&cut, &s.instance, &turn("a3")).await.unwrap();
+    // A turn of a conversation that is erased leaves nothing to find.
+    s.chat.erase_user(&user_id("pia")).await.unwrap();
+    s.leases.turn_started(&k, &s.instance, &turn("a4")).await.unwrap();
+    s.close().await;
+    let again = Stores::open(backend).await.unwrap();
+    assert_eq!(
+        again.leases.acquire(&k, &again.instance, ttl).await.unwrap(),
+        Acquired::Granted {
+            interrupted: Some(turn("a4"))
+        }
+    );
+    assert_eq!(
+        again.leases.acquire(&k, &again.instance, ttl).await.unwrap(),
+        Acquired::Granted { interrupted: None },
+        "handed over once"
+    );
+    for other in [&ended, &cut] {
+        assert_eq!(
+            again.leases.acquire(other, &again.instance, ttl).await.unwrap(),
+            Acquired::Granted { interrupted: None }
+        );
+    }
+    again.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn suite_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    let stores = Stores::open(&Backend::Sqlite(dir.path().to_path_buf())).await.unwrap();
+    let backend = Backend::Sqlite(dir.path().to_path_buf());
+    let stores = Stores::open(&backend).await.unwrap();
     run_suite(&stores).await;
-    stores.close().await;
+    a_turn_left_in_flight_is_found_after_a_restart(stores, &backend).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -384,13 +517,17 @@ async fn suite_on_postgres() {
         return;
     };
     let url = cluster.create_database("suite").unwrap();
-    let backend = Backend::Postgres(crate::config::Secret::new(url));
+    let backend = Backend::Postgres(super::postgres::Target::parse(&url, None).unwrap());
     let stores = Stores::open(&backend).await.unwrap();
     run_suite(&stores).await;
-    leases_have_one_owner_and_expire(&stores).await;
+    let other = Stores::open(&backend).await.unwrap();
+    leases_have_one_owner_and_expire(&stores, &other).await;
+    a_lost_conversation_is_fenced(&stores, &other).await;
+    replay_records_accept_once_across_instances(&stores, &other, &cluster).await;
+    other.close().await;
     stores.close().await;
     // Migrations are applied once: opening again finds them all and changes nothing.
     let again = Stores::open(&backend).await.unwrap();
-    assert_eq!(cluster.psql("suite", "SELECT count(*) FROM schema_migrations").unwrap(), "2");
+    assert_eq!(cluster.psql("suite", "SELECT count(*) FROM schema_migrations").unwrap(), "3");
     again.close().await;
 }

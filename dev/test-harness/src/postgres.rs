@@ -25,6 +25,17 @@ pub struct PgCluster {
 impl PgCluster {
     /// Starts a cluster, or fails saying why.
     pub fn start() -> Result<PgCluster> {
+        PgCluster::start_with(None)
+    }
+
+    /// Starts a cluster that also listens on 127.0.0.1 with `ssl=on`, serving the PEM
+    /// certificate chain and key given (copied into the cluster, readable by the server only).
+    /// [`PgCluster::tcp_url`] reaches it over TCP.
+    pub fn start_tls(cert_pem: &Path, key_pem: &Path) -> Result<PgCluster> {
+        PgCluster::start_with(Some((cert_pem, key_pem)))
+    }
+
+    fn start_with(tls: Option<(&Path, &Path)>) -> Result<PgCluster> {
         let bin = server_bindir()?;
         let dir = tempfile::Builder::new().prefix("tamebi-pg-").tempdir()?;
         let as_user = running_as_root().then_some("postgres");
@@ -50,8 +61,30 @@ impl PgCluster {
             ],
         )?;
         let socket_dir = path_str(cluster.dir.path())?.to_string();
-        let options =
+        let mut options =
             format!("-c listen_addresses='' -c unix_socket_directories='{socket_dir}' -c port={port} -c fsync=off -c max_connections=200");
+        if let Some((cert, key)) = tls {
+            let (server_cert, server_key) = (data.join("tls-server.crt"), data.join("tls-server.key"));
+            std::fs::copy(cert, &server_cert).context("copy the server certificate")?;
+            std::fs::copy(key, &server_key).context("copy the server key")?;
+            // PostgreSQL refuses a key that others can read; it must belong to the server's user.
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&server_key, std::fs::Permissions::from_mode(0o600))?;
+            }
+            if let Some(user) = as_user {
+                let status = Command::new("chown").arg(user).arg(&server_cert).arg(&server_key).status()?;
+                if !status.success() {
+                    bail!("chown of the TLS files to {user} failed");
+                }
+            }
+            options = format!(
+                "-c listen_addresses='127.0.0.1' -c unix_socket_directories='{socket_dir}' -c port={port} -c fsync=off \
+                 -c max_connections=200 -c ssl=on -c ssl_cert_file='{}' -c ssl_key_file='{}'",
+                path_str(&server_cert)?,
+                path_str(&server_key)?
+            );
+        }
         cluster.run(
             "pg_ctl",
             &[
@@ -111,6 +144,12 @@ impl PgCluster {
             self.dir.path().display(),
             self.port
         )
+    }
+
+    /// The URL of database `name` over TCP at `host` (a cluster from [`PgCluster::start_tls`]),
+    /// with `query` appended (e.g. `sslmode=verify-full`).
+    pub fn tcp_url(&self, host: &str, name: &str, query: &str) -> String {
+        format!("postgresql://postgres@{host}:{}/{name}?{query}", self.port)
     }
 
     /// Runs `psql -c sql` on database `name` and returns its unaligned output.

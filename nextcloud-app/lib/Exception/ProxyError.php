@@ -14,6 +14,7 @@ final class ProxyError extends \RuntimeException {
 		private int $status,
 		string $detail,
 		?\Throwable $previous = null,
+		private ?int $retryAfter = null,
 	) {
 		parent::__construct($detail, 0, $previous);
 	}
@@ -32,9 +33,12 @@ final class ProxyError extends \RuntimeException {
 		return new self(503, $detail);
 	}
 
-	/** The orchestrator answered with an error status; that status is passed through. */
-	public static function upstream(int $status, string $detail): self {
-		return new self($status, $detail);
+	/**
+	 * The orchestrator answered with an error status; that status is passed through, and so is
+	 * its Retry-After (whole seconds) on a 429 or 503, so the browser knows when to try again.
+	 */
+	public static function upstream(int $status, string $detail, ?int $retryAfter = null): self {
+		return new self($status, $detail, null, in_array($status, [429, 503], true) ? $retryAfter : null);
 	}
 
 	/** The orchestrator (or Nextcloud itself, on a loopback call) could not be reached. */
@@ -44,6 +48,11 @@ final class ProxyError extends \RuntimeException {
 
 	public function status(): int {
 		return $this->status;
+	}
+
+	/** Seconds the browser should wait before trying again, when the orchestrator said so. */
+	public function retryAfter(): ?int {
+		return $this->retryAfter;
 	}
 
 	/** Client mistakes are expected traffic; only server-side failures are worth an error log line. */

@@ -16,13 +16,21 @@ use OCP\Http\Client\IClientService;
  *
  * With several orchestrator instances it routes by conversation ([[Router]]: rendezvous
  * hashing) and fails over to the next instance when one cannot be reached, or answers that
- * another instance owns the conversation (503 + X-Tamebi-Owned-Elsewhere). Each attempt is
- * signed afresh (new nonce).
+ * another instance owns the conversation (503 + X-Tamebi-Owned-Elsewhere). When every instance
+ * has been tried and one still says "owned elsewhere" (an instance died and its lease has not
+ * run out yet), it waits the Retry-After that answer gave, once and only when it is short
+ * (at most MAX_WAIT_S), and tries the order again; otherwise that 503 goes to the browser with
+ * its Retry-After. Each attempt is signed afresh (new nonce).
  */
 class Orchestrator {
 	private const TIMEOUT_S = 60;
 	/** Set by an orchestrator on a 503 that means "another instance owns this conversation". */
 	public const OWNED_ELSEWHERE = 'x-tamebi-owned-elsewhere';
+	/**
+	 * The longest Retry-After waited out here, once per request: a PHP worker is held while it
+	 * waits, so a longer one goes to the browser instead.
+	 */
+	public const MAX_WAIT_S = 2;
 
 	public function __construct(
 		private AppSettings $settings,
@@ -79,23 +87,70 @@ class Orchestrator {
 	 * @param callable(string): UpstreamReply $attempt sends the request to one base URL
 	 */
 	private function failover(string $path, string $body, string $uid, callable $attempt): UpstreamReply {
-		$instances = $this->instances($path, $body, $uid);
-		$last = count($instances) - 1;
-		foreach ($instances as $i => $base) {
-			try {
-				$reply = $attempt($base);
-			} catch (ProxyError $e) {
-				if ($i === $last || $e->status() !== 502) {
-					throw $e;
-				}
-				continue;
-			}
-			if ($i < $last && $reply->status === 503 && $reply->header(self::OWNED_ELSEWHERE) !== null) {
-				continue;
-			}
-			return $reply;
+		$reply = $this->route($this->instances($path, $body, $uid), $attempt);
+		assert($reply instanceof UpstreamReply);
+		return $reply;
+	}
+
+	/**
+	 * One pass over `$instances` in order, and at most one more after a short wait (see the class
+	 * comment). Returns the first answer that is not "owned elsewhere"; else the last such answer;
+	 * throws when no instance could be reached at all.
+	 * @param list<string> $instances
+	 * @param callable(string): (UpstreamReply|UpstreamStream) $attempt sends the request to one base URL
+	 * @throws ProxyError
+	 */
+	private function route(array $instances, callable $attempt): UpstreamReply|UpstreamStream {
+		if ($instances === []) {
+			throw ProxyError::notConfigured('no orchestrator URL; run occ tamebi:setup');
 		}
-		throw ProxyError::notConfigured('no orchestrator URL; run occ tamebi:setup');
+		for ($pass = 0; ; $pass++) {
+			$held = null;
+			$unreachable = null;
+			foreach ($instances as $base) {
+				try {
+					$reply = $attempt($base);
+				} catch (ProxyError $e) {
+					if ($e->status() !== 502) {
+						self::close($held);
+						throw $e;
+					}
+					$unreachable = $e;
+					continue;
+				}
+				self::close($held);
+				if (!self::ownedElsewhere($reply)) {
+					return $reply;
+				}
+				$held = $reply;
+			}
+			if ($held === null) {
+				throw $unreachable ?? ProxyError::unreachable('no orchestrator answered');
+			}
+			$wait = self::retryAfter($held);
+			if ($pass > 0 || $wait === null || $wait > self::MAX_WAIT_S) {
+				return $held;
+			}
+			self::close($held);
+			usleep($wait * 1_000_000);
+		}
+	}
+
+	private static function ownedElsewhere(UpstreamReply|UpstreamStream $reply): bool {
+		$status = $reply instanceof UpstreamReply ? $reply->status : $reply->status();
+		return $status === 503 && $reply->header(self::OWNED_ELSEWHERE) !== null;
+	}
+
+	/** The Retry-After of an answer in whole seconds (delta-seconds only), or null. */
+	public static function retryAfter(UpstreamReply|UpstreamStream $reply): ?int {
+		$value = trim($reply->header('retry-after') ?? '');
+		return preg_match('/^[0-9]{1,6}$/', $value) === 1 ? (int)$value : null;
+	}
+
+	private static function close(UpstreamReply|UpstreamStream|null $reply): void {
+		if ($reply instanceof UpstreamStream) {
+			$reply->close();
+		}
 	}
 
 	/**
@@ -153,25 +208,12 @@ class Orchestrator {
 	 * @throws ProxyError when the orchestrator cannot be reached or the app is not set up
 	 */
 	public function stream(string $method, string $path, string $uid, string $body, array $tokens, string $requestId): UpstreamStream {
-		$instances = $this->instances($path, $body, $uid);
-		$last = count($instances) - 1;
-		foreach ($instances as $i => $base) {
+		$stream = $this->route($this->instances($path, $body, $uid), function (string $base) use ($method, $path, $uid, $body, $tokens, $requestId): UpstreamStream {
 			$headers = $this->headers($uid, $body, $tokens, $requestId, $body === '' ? '' : 'application/json');
 			$headers['Accept'] = 'text/event-stream';
-			try {
-				$stream = UpstreamStream::open($method, $base . $path, $headers, $body);
-			} catch (ProxyError $e) {
-				if ($i === $last || $e->status() !== 502) {
-					throw $e;
-				}
-				continue;
-			}
-			if ($i < $last && $stream->status() === 503 && $stream->header(self::OWNED_ELSEWHERE) !== null) {
-				$stream->close();
-				continue;
-			}
-			return $stream;
-		}
-		throw ProxyError::notConfigured('no orchestrator URL; run occ tamebi:setup');
+			return UpstreamStream::open($method, $base . $path, $headers, $body);
+		});
+		assert($stream instanceof UpstreamStream);
+		return $stream;
 	}
 }

@@ -41,7 +41,7 @@ class Relay {
 			$reply = $this->orchestrator->send($method, $path, $uid, $body, $tokens, $this->request->getId());
 			if (!$reply->isSuccess()) {
 				throw ProxyError::upstream($reply->status, "orchestrator $method $path answered {$reply->status}: "
-					. substr($reply->body, 0, self::ERROR_LOG_BYTES));
+					. substr($reply->body, 0, self::ERROR_LOG_BYTES), Orchestrator::retryAfter($reply));
 			}
 			$response = $reply->status === Http::STATUS_NO_CONTENT
 				? new Response(Http::STATUS_NO_CONTENT)
@@ -62,7 +62,8 @@ class Relay {
 			if ($status >= 300) {
 				$detail = $upstream->drain(self::ERROR_LOG_BYTES);
 				$upstream->close();
-				throw ProxyError::upstream($status, "orchestrator stream $method $path answered $status: $detail");
+				throw ProxyError::upstream($status, "orchestrator stream $method $path answered $status: $detail",
+					Orchestrator::retryAfter($upstream));
 			}
 			if ($status === Http::STATUS_NO_CONTENT) {
 				$upstream->close();
@@ -95,6 +96,9 @@ class Relay {
 		$status = ErrorShape::status($e->status());
 		$response = new JSONResponse(ErrorShape::body($status, $requestId), $status);
 		$response->addHeader('X-Request-Id', $requestId);
+		if ($e->retryAfter() !== null) {
+			$response->addHeader('Retry-After', (string)$e->retryAfter());
+		}
 		return $response;
 	}
 

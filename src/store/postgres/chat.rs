@@ -15,11 +15,32 @@ const APPROVAL_COLUMNS: &str = "approval_id, message_id, tool_call_id, server, t
 #[derive(Clone)]
 pub struct PgChat {
     pool: Pool,
+    /// This instance's lease owner id: the fence every write checks (store::lease).
+    instance: String,
 }
 
 impl PgChat {
-    pub fn new(pool: Pool) -> PgChat {
-        PgChat { pool }
+    pub fn new(pool: Pool, instance: String) -> PgChat {
+        PgChat { pool, instance }
+    }
+}
+
+/// The fence (store::lease): a write goes ahead only while the conversation's lease row is
+/// absent or names this instance. The row is held FOR KEY SHARE until the transaction ends,
+/// so a takeover (FOR UPDATE) waits for this write and every later write sees the new owner.
+async fn check_fence(tx: &deadpool_postgres::Transaction<'_>, key: &ConversationKey, instance: &str) -> Result<(), Error> {
+    let owner = tx
+        .query_opt(
+            "SELECT owner FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 FOR KEY SHARE",
+            &[&key.uid(), &key.id()],
+        )
+        .await?;
+    match owner.map(|r| r.try_get::<_, String>(0)).transpose()? {
+        Some(owner) if owner != instance => {
+            tracing::warn!("a write into a conversation this instance no longer owns was refused");
+            Err(Error::OwnedElsewhere { retry_after_secs: 1 })
+        }
+        _ => Ok(()),
     }
 }
 
@@ -33,6 +54,7 @@ impl ChatStore for PgChat {
         let assistant = save.user_assistant.as_deref();
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
+        check_fence(&tx, key, &self.instance).await?;
         if let Some(wanted) = assistant {
             // The binding is set once; the row lock keeps a concurrent first message honest.
             let bound = tx

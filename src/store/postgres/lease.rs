@@ -3,37 +3,44 @@
 use deadpool_postgres::Pool;
 use std::time::Duration;
 
+use super::{Every, NO_FLUSH, unflushed};
 use crate::error::Error;
-use crate::store::key::ConversationKey;
+use crate::store::key::{ConversationKey, UserId};
 use crate::store::lease::{Acquired, InterruptedTurn, LeaseStore};
 
-#[derive(Clone)]
 pub struct PgLeases {
     pool: Pool,
+    prune: Every,
 }
 
 impl PgLeases {
     pub fn new(pool: Pool) -> PgLeases {
-        PgLeases { pool }
+        PgLeases {
+            pool,
+            prune: Every::new(PRUNE_EVERY_SECS),
+        }
+    }
+
+    async fn prune_if_due(&self) -> Result<(), Error> {
+        if self.prune.due(chrono::Utc::now().timestamp()) {
+            let pruned = unflushed(&self.pool, PRUNE, &[]).await?;
+            tracing::debug!(pruned, "long-expired conversation leases pruned");
+        }
+        Ok(())
     }
 }
 
-/// Lease writes do not wait for the WAL flush. A lease is soft state: if PostgreSQL itself
-/// crashed and lost the last lease writes, an owner's next renewal finds its row gone or
-/// changed and its actor stops, and an interrupted turn loses only its marker. Not waiting
-/// takes a disk flush off every conversation start, turn start and end, and renewal.
-const NO_FLUSH: &str = "SET LOCAL synchronous_commit TO OFF";
+// Lease writes do not wait for the WAL flush ([`super::unflushed`]). A lease is soft state:
+// if PostgreSQL itself crashed and lost the last lease writes, an owner's next renewal finds
+// its row gone or changed and its actor stops, and an interrupted turn loses only its marker.
+// A write that depends on a lease (a delete after taking it over) waits for its own flush,
+// which flushes the lease write before it too: the WAL is flushed in order.
 
-/// Runs one lease statement in its own transaction without waiting for the flush; the number
-/// of rows it changed.
-async fn unflushed(pool: &Pool, sql: &str, params: &[&(dyn tokio_postgres::types::ToSql + Sync)]) -> Result<u64, Error> {
-    let mut client = pool.get().await?;
-    let tx = client.transaction().await?;
-    tx.batch_execute(NO_FLUSH).await?;
-    let n = tx.execute(sql, params).await?;
-    tx.commit().await?;
-    Ok(n)
-}
+/// Lease rows expired for an hour (and with no turn to mark) are pruned: their owners stopped
+/// long ago (an owner that cannot renew stops within the lease time).
+const PRUNE: &str = "DELETE FROM conversation_leases WHERE expires_at < now() - interval '1 hour' AND turn_message_id IS NULL";
+/// How often one instance prunes (inline, in the acquisition that finds it due).
+const PRUNE_EVERY_SECS: i64 = 300;
 
 fn ttl_secs(ttl: Duration) -> f64 {
     ttl.as_secs_f64()
@@ -42,11 +49,13 @@ fn ttl_secs(ttl: Duration) -> f64 {
 #[async_trait::async_trait]
 impl LeaseStore for PgLeases {
     async fn acquire(&self, key: &ConversationKey, owner: &str, ttl: Duration) -> Result<Acquired, Error> {
+        self.prune_if_due().await?;
         let (uid, cid) = (key.uid(), key.id());
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         tx.batch_execute(NO_FLUSH).await?;
-        // A row to lock: created (already ours) when there is none.
+        // A row to lock: created (already ours) when there is none. FOR UPDATE also waits for
+        // a previous owner's write in progress (writers hold the row FOR KEY SHARE, the fence).
         tx.execute(
             "INSERT INTO conversation_leases (uid, conversation_id, owner, expires_at)
              VALUES ($1, $2, $3, now() + make_interval(secs => $4))
@@ -134,10 +143,50 @@ impl LeaseStore for PgLeases {
     }
 
     async fn release(&self, key: &ConversationKey, owner: &str) -> Result<(), Error> {
+        // Expired, not deleted: the row keeps naming its last owner (and a turn it left in
+        // flight, for the next owner to mark), so a stale writer elsewhere stays fenced out.
         unflushed(
             &self.pool,
-            "DELETE FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 AND owner = $3 AND turn_message_id IS NULL",
+            "UPDATE conversation_leases SET expires_at = LEAST(expires_at, now())
+             WHERE uid = $1 AND conversation_id = $2 AND owner = $3",
             &[&key.uid(), &key.id(), &owner],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn seize_user(&self, uid: &UserId, owner: &str, ttl: Duration) -> Result<(), Error> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        tx.batch_execute(NO_FLUSH).await?;
+        // A row for every conversation of the user (one nobody runs has none yet), then every
+        // row locked FOR UPDATE, which waits for writes in progress under the fence, then
+        // taken: from here on no other instance writes into these conversations.
+        tx.execute(
+            "INSERT INTO conversation_leases (uid, conversation_id, owner, expires_at)
+             SELECT uid, id, $2, now() + make_interval(secs => $3) FROM conversations WHERE uid = $1
+             ON CONFLICT (uid, conversation_id) DO NOTHING",
+            &[&uid.as_str(), &owner, &ttl_secs(ttl)],
+        )
+        .await?;
+        tx.execute("SELECT 1 FROM conversation_leases WHERE uid = $1 FOR UPDATE", &[&uid.as_str()])
+            .await?;
+        tx.execute(
+            "UPDATE conversation_leases SET owner = $2, expires_at = now() + make_interval(secs => $3),
+               turn_message_id = NULL, turn_request_id = NULL
+             WHERE uid = $1",
+            &[&uid.as_str(), &owner, &ttl_secs(ttl)],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn release_user(&self, uid: &UserId, owner: &str) -> Result<(), Error> {
+        unflushed(
+            &self.pool,
+            "UPDATE conversation_leases SET expires_at = LEAST(expires_at, now()) WHERE uid = $1 AND owner = $2",
+            &[&uid.as_str(), &owner],
         )
         .await?;
         Ok(())
