@@ -39,6 +39,7 @@ pub mod memory;
 pub mod model;
 pub mod services;
 pub mod store;
+pub mod stream_log;
 pub mod telemetry;
 pub mod turn;
 pub mod ui_stream;
