@@ -10,11 +10,11 @@
 //! G3 lives here: a call whose policy needs approval is not executed; the turn records the
 //! exact call, asks, and ends. An approved call runs as recorded, never as echoed back.
 
+use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
-use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;

@@ -59,6 +59,8 @@ pub enum ConversationMsg {
         input: TurnInput,
         /// The conversation's assistant (resolved and checked by `http::assistants`).
         assistant: Arc<crate::assistants::Assistant>,
+        /// chat.db had no such conversation when the request was resolved.
+        new_conversation: bool,
         reply: RpcReplyPort<Result<Subscription, Error>>,
     },
     Subscribe {
@@ -107,6 +109,16 @@ pub struct State {
     /// When the lease was last renewed: without a renewal for the lease's time, another
     /// instance may own the conversation, so this actor stops.
     lease_renewed: std::time::Instant,
+    /// Where this conversation's binding is cached while this actor lives (see Drop).
+    bindings: crate::assistants::Bindings,
+}
+
+/// However the actor goes (a stop, a panic), its conversation's binding leaves the cache:
+/// the cache holds only conversations running here.
+impl Drop for State {
+    fn drop(&mut self) {
+        self.bindings.remove(&self.key);
+    }
 }
 
 struct InFlight {
@@ -150,6 +162,7 @@ impl Actor for ConversationActor {
             idle_since: std::time::Instant::now(),
             trace: args.trace,
             lease_renewed: std::time::Instant::now(),
+            bindings: self.services.bindings.clone(),
         };
         // The supervisor sends IdleCheck. It acquired the lease just before starting this
         // actor; renewing is needed only where a lease expires (each actor renews its own, so
@@ -181,9 +194,10 @@ impl Actor for ConversationActor {
                 caller,
                 input,
                 assistant,
+                new_conversation,
                 reply,
             } => {
-                let result = self.start_turn(&myself, state, caller, input, assistant).await;
+                let result = self.start_turn(&myself, state, caller, input, assistant, new_conversation).await;
                 let _ = reply.send(result);
             }
             ConversationMsg::Subscribe { reply } => {
@@ -205,6 +219,8 @@ impl Actor for ConversationActor {
                 if let Some(f) = state.in_flight.take() {
                     f.cancel.cancel();
                 }
+                // A conversation created again under this id may pick another assistant.
+                state.bindings.remove(&state.key);
                 state.history = None;
                 state.summary = None;
                 let _ = reply.send(self.services.store.delete(&state.key).await);
@@ -234,6 +250,7 @@ impl ConversationActor {
         caller: Caller,
         input: TurnInput,
         loadout: Arc<crate::assistants::Assistant>,
+        new_conversation: bool,
     ) -> Result<Subscription, Error> {
         if state.in_flight.is_some() {
             return Err(Error::Conflict("a turn is already running".into()));
@@ -241,6 +258,9 @@ impl ConversationActor {
         let store = &self.services.store;
         let mut history = match state.history.take() {
             Some(h) => h,
+            // Only this actor writes the conversation, and it has not yet: chat.db still has
+            // nothing to revive.
+            None if new_conversation && state.turns == 0 => Vec::new(),
             None => {
                 // Revival (first use, idle stop, restart): the history and its summary.
                 state.summary = store.latest_summary(&state.key).await?;
@@ -341,6 +361,8 @@ impl ConversationActor {
             let _ = committed.send(());
             in_flight.log.release(hold);
         }
+        // The binding is in chat.db now (with the user message, or from before).
+        state.bindings.insert(&state.key, &loadout);
         let subscription = in_flight.subscribe();
         state.in_flight = Some(in_flight);
         Ok(subscription)
@@ -366,7 +388,10 @@ impl ConversationActor {
         #[cfg(feature = "fault-injection")]
         if self.services.config.fault_injection {
             // Test builds only: lets an end-to-end test crash exactly this actor.
-            assert!(!message.text().contains(FAULT_PANIC_ACTOR), "fault injection: actor panic requested");
+            assert!(
+                !message.text().contains(FAULT_PANIC_ACTOR),
+                "fault injection: actor panic requested"
+            );
         }
         let store = &self.services.store;
         let saved = if approvals.is_empty() {

@@ -11,8 +11,8 @@ use std::convert::Infallible;
 use tokio_util::sync::CancellationToken;
 
 use crate::actors::conversation::Subscription;
-use crate::stream_log::{End, Next};
 use crate::error::{messages, stream_error_text};
+use crate::stream_log::{End, Next};
 use crate::ui_stream::{DONE_FRAME, PROTOCOL_HEADER, StreamPart};
 
 /// Held for the life of the response (e.g. a concurrency permit).
@@ -49,7 +49,12 @@ pub fn response(sub: Subscription, request_id: String, shutdown: CancellationTok
 }
 
 fn error_frame(message: &str, request_id: &str) -> Bytes {
-    Bytes::from(StreamPart::Error { error_text: stream_error_text(message, request_id) }.frame())
+    Bytes::from(
+        StreamPart::Error {
+            error_text: stream_error_text(message, request_id),
+        }
+        .frame(),
+    )
 }
 
 /// A response with the headers every SSE answer carries.
