@@ -75,9 +75,13 @@ impl StreamLog {
         hold
     }
 
-    /// Appends a frame; readers see it at once unless an earlier frame is still held.
+    /// Appends a frame; readers see it at once unless an earlier frame is still held. After
+    /// the end nothing is appended (a turn cancelled because its actor died may still try).
     pub fn push(&self, frame: Bytes) {
         let mut s = self.lock();
+        if s.end.is_some() {
+            return;
+        }
         s.frames.push(frame);
         if s.held.is_empty() {
             s.visible = s.frames.len();
@@ -236,6 +240,18 @@ mod tests {
         let _never = log.push_held(f("uncommitted"));
         log.finish(End::Broken);
         log.finish(End::Finished);
+        log.push(f("after the end"));
+        let mut r = log.reader();
+        assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
+        assert_eq!(next(&mut r).await, Next::End(End::Broken));
+    }
+
+    #[tokio::test]
+    async fn nothing_is_appended_after_the_end() {
+        let log = StreamLog::new();
+        log.push(f("a"));
+        log.finish(End::Broken);
+        log.push(f("from a turn cancelled too late"));
         let mut r = log.reader();
         assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
         assert_eq!(next(&mut r).await, Next::End(End::Broken));
