@@ -62,8 +62,9 @@ pub enum TurnEvent {
         approval: Option<Box<PendingApproval>>,
         hold: Hold,
     },
-    /// The turn summarised the earlier part of the conversation.
-    Summarised(Summary),
+    /// The turn summarised the earlier part of the conversation; the log holds what follows
+    /// (the part that tells the client) until the summary is stored.
+    Summarised { summary: Summary, hold: Hold },
     /// The provider's count of the last request, against our estimate.
     Calibrated(Calibration),
     /// The turn is over; nothing follows. It hands the history back (this turn's message
@@ -116,7 +117,8 @@ impl Emitter {
 
     /// Hands a new summary over, to be stored and kept for later turns.
     fn summarised(&self, summary: Summary) -> bool {
-        self.send(TurnEvent::Summarised(summary))
+        let hold = self.log.hold();
+        self.send(TurnEvent::Summarised { summary, hold })
     }
 
     /// Reports how the provider's count compares with our estimate.

@@ -208,7 +208,7 @@ impl Actor for ConversationActor {
                     let approvals = approval.map(|a| vec![*a]).unwrap_or_default();
                     self.checkpoint(state, turn, message, approvals, hold).await
                 }
-                TurnEvent::Summarised(summary) => self.store_summary(state, turn, summary).await,
+                TurnEvent::Summarised { summary, hold } => self.store_summary(state, turn, summary, hold).await,
                 TurnEvent::Calibrated(calibration) => state.calibration = calibration,
                 TurnEvent::Ended { history, message, changed } => {
                     self.end_turn(state, turn, history, message, changed).await;
@@ -405,11 +405,12 @@ impl ConversationActor {
         f.log.release(hold);
     }
 
-    /// Stores a turn's summary (once per range: chat.db keeps the first) and keeps it.
-    async fn store_summary(&self, state: &mut State, turn: u64, summary: Summary) {
-        if state.in_flight.as_ref().is_none_or(|f| f.turn != turn) {
+    /// Stores a turn's summary (once per range: chat.db keeps the first) and keeps it; then
+    /// the client may be told.
+    async fn store_summary(&self, state: &mut State, turn: u64, summary: Summary, hold: Hold) {
+        let Some(log) = state.in_flight.as_ref().filter(|f| f.turn == turn).map(|f| f.log.clone()) else {
             return;
-        }
+        };
         match self.services.store.save_summary(&state.key, &summary).await {
             Ok(_) => {
                 tracing::info!(covers = summary.covers_count, "conversation summarised");
@@ -417,6 +418,7 @@ impl ConversationActor {
             }
             Err(e) => tracing::error!(error = %e, "could not store a summary; it will be made again later"),
         }
+        log.release(hold);
     }
 
     /// Renews the lease; false when it is lost (taken by another instance), or could not
