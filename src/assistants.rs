@@ -14,6 +14,7 @@ use std::sync::Arc;
 use toml::Spanned;
 
 use crate::config::ModelRole;
+use crate::store::key::ConversationKey;
 
 /// The assistant every deployment without a file has: every tool, no extra instructions.
 pub const DEFAULT_ASSISTANT: &str = "default";
@@ -312,6 +313,37 @@ fn model_role(value: &str, known: &Known<'_>) -> Result<ModelRole, String> {
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
+    }
+}
+
+/// Which assistant each conversation with a running actor on this instance is bound to: a
+/// cache of chat.db's binding, so a turn of a running conversation does not read it again.
+/// The conversation actor fills it once its turn's binding is committed and empties it when
+/// the conversation is deleted or the actor goes; a miss only means reading chat.db. A
+/// binding never changes while its conversation exists (another assistant is a 409), so a
+/// hit is what chat.db would answer.
+#[derive(Clone, Default)]
+pub struct Bindings(Arc<std::sync::Mutex<std::collections::HashMap<ConversationKey, Arc<Assistant>>>>);
+
+impl Bindings {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<ConversationKey, Arc<Assistant>>> {
+        // Nothing panics while holding the lock; a poisoned map still holds true bindings.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn get(&self, key: &ConversationKey) -> Option<Arc<Assistant>> {
+        self.lock().get(key).cloned()
+    }
+
+    pub fn insert(&self, key: &ConversationKey, assistant: &Arc<Assistant>) {
+        let mut map = self.lock();
+        if !map.contains_key(key) {
+            map.insert(key.clone(), assistant.clone());
+        }
+    }
+
+    pub fn remove(&self, key: &ConversationKey) {
+        self.lock().remove(key);
     }
 }
 

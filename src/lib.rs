@@ -39,6 +39,7 @@ pub mod memory;
 pub mod model;
 pub mod services;
 pub mod store;
+pub mod stream_log;
 pub mod telemetry;
 pub mod turn;
 pub mod ui_stream;
@@ -128,6 +129,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
         tool_servers: ToolServers::new(&config.mcp_servers, config.tool_timeout),
         tasks: tasks.clone(),
         shutdown: shutdown.clone(),
+        bindings: Default::default(),
     });
     // No actor is registered under a global name: references live in the state below.
     let directory = actors::Directory::default();

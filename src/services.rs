@@ -22,4 +22,6 @@ pub struct Services {
     pub tool_servers: ToolServers,
     pub tasks: tokio_util::task::TaskTracker,
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// The assistant bindings of the conversations running here (a cache of chat.db's).
+    pub bindings: crate::assistants::Bindings,
 }

@@ -1,17 +1,21 @@
 //! One agent turn: model stream → tool calls → model, up to the step cap.
 //!
-//! Runs as a task and reports everything that happens as a typed [`TurnEvent`] into the
-//! channel it is given (the conversation actor consumes it; this module knows nothing of
-//! actors). It never writes to storage or to a client itself. It is the only holder of the
+//! Runs as a task. It publishes its stream parts into the turn's [`StreamLog`] (serialised
+//! once, read by every client) and reports what must be committed first as typed
+//! [`TurnEvent`]s into the channel it is given (the conversation actor consumes them and
+//! releases what the log holds; this module knows nothing of actors). It never writes to
+//! storage itself, and nothing it publishes after a change reaches a client before the
+//! consumer has committed it. It is the only holder of the
 //! caller's bearer, for exactly as long as the turn runs.
 //! G3 lives here: a call whose policy needs approval is not executed; the turn records the
 //! exact call, asks, and ends. An approved call runs as recorded, never as echoed back.
 
+use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -25,6 +29,7 @@ use crate::model::{ModelEvent, ToolSpec};
 use crate::services::Services;
 use crate::store::audit::{ApprovalState, Category, Entry, EntryBuilder, Kind, Outcome};
 use crate::store::chat::PendingApproval;
+use crate::stream_log::{Hold, StreamLog};
 use crate::ui_stream::{StreamPart, UiMessage};
 
 /// What starts a turn.
@@ -43,33 +48,47 @@ pub struct ApprovalDecision {
     pub reason: Option<String>,
 }
 
-/// Everything a turn reports, in the order it happened. Whoever runs the turn consumes these
-/// (the conversation actor folds, stores and fans them out); the turn never learns who.
+/// What a turn reports to whoever runs it, in the order it happened (the conversation actor
+/// commits, keeps and releases; the turn never learns who). Stream parts themselves go into
+/// the turn's [`StreamLog`]; only what must be committed before a client may see it comes
+/// here.
 #[derive(Debug)]
 pub enum TurnEvent {
-    /// A stream part, with the approval it asks for when it is an approval request (G3: the
-    /// consumer records the exact call in the same commit as the part).
-    Part {
-        part: StreamPart,
+    /// The assistant message as of a boundary part, which the log holds back until this
+    /// version is committed (with the approval it asks for, when the part is an approval
+    /// request: G3, the exact call is recorded in the same commit as the part).
+    Checkpoint {
+        message: UiMessage,
         approval: Option<Box<PendingApproval>>,
+        hold: Hold,
     },
-    /// The turn summarised the earlier part of the conversation.
-    Summarised(Summary),
+    /// The turn summarised the earlier part of the conversation; the log holds what follows
+    /// (the part that tells the client) until the summary is stored.
+    Summarised { summary: Summary, hold: Hold },
     /// The provider's count of the last request, against our estimate.
     Calibrated(Calibration),
-    /// The turn is over; nothing follows.
-    Ended,
+    /// The turn is over; nothing follows. It hands the history back (this turn's message
+    /// excluded; `None` when the turn was stopped half-way) and the final message, to be
+    /// committed first when `changed`.
+    Ended {
+        history: Option<Vec<UiMessage>>,
+        message: UiMessage,
+        changed: bool,
+    },
 }
 
-/// Sends a turn's events into its channel, in order.
-#[derive(Clone)]
+/// Publishes a turn's parts into its stream log and its checkpoints into its channel, in
+/// order. Each part is serialised once, here; readers send the same bytes.
 pub struct Emitter {
     events: mpsc::UnboundedSender<TurnEvent>,
+    log: Arc<StreamLog>,
+    /// The message changed since its last checkpoint.
+    dirty: bool,
 }
 
 impl Emitter {
-    pub fn new(events: mpsc::UnboundedSender<TurnEvent>) -> Self {
-        Emitter { events }
+    pub fn new(events: mpsc::UnboundedSender<TurnEvent>, log: Arc<StreamLog>) -> Self {
+        Emitter { events, log, dirty: false }
     }
 
     /// False when nobody consumes the events any more (the conversation crashed or was
@@ -78,20 +97,28 @@ impl Emitter {
         self.events.send(event).is_ok()
     }
 
-    fn emit(&self, part: StreamPart) -> bool {
-        self.send(TurnEvent::Part { part, approval: None })
-    }
-
-    fn emit_with_approval(&self, part: StreamPart, approval: PendingApproval) -> bool {
-        self.send(TurnEvent::Part {
-            part,
-            approval: Some(Box::new(approval)),
-        })
+    /// Publishes `part`, already folded into `message`. A boundary after a change (or one
+    /// asking for approval) is held in the log until the actor has committed `message`.
+    fn emit(&mut self, part: StreamPart, message: &UiMessage, approval: Option<PendingApproval>) -> bool {
+        self.dirty |= part.changes_message();
+        let frame = Bytes::from(part.frame());
+        if (part.is_boundary() && (self.dirty || approval.is_some())) || fault_marker(&part) {
+            self.dirty = false;
+            let hold = self.log.push_held(frame);
+            return self.send(TurnEvent::Checkpoint {
+                message: message.clone(),
+                approval: approval.map(Box::new),
+                hold,
+            });
+        }
+        self.log.push(frame);
+        !self.events.is_closed()
     }
 
     /// Hands a new summary over, to be stored and kept for later turns.
     fn summarised(&self, summary: Summary) -> bool {
-        self.send(TurnEvent::Summarised(summary))
+        let hold = self.log.hold();
+        self.send(TurnEvent::Summarised { summary, hold })
     }
 
     /// Reports how the provider's count compares with our estimate.
@@ -99,9 +126,22 @@ impl Emitter {
         self.send(TurnEvent::Calibrated(calibration));
     }
 
-    fn end(&self) {
-        self.send(TurnEvent::Ended);
+    fn end(&mut self, history: Option<Vec<UiMessage>>, mut message: UiMessage) {
+        let changed = message.close_open_text() | std::mem::take(&mut self.dirty);
+        self.send(TurnEvent::Ended { history, message, changed });
     }
+}
+
+/// Test builds only: a delta carrying the marker goes through the actor (as a checkpoint), so
+/// an end-to-end test can crash exactly that actor before anyone sees the delta.
+#[cfg(feature = "fault-injection")]
+fn fault_marker(part: &StreamPart) -> bool {
+    matches!(part, StreamPart::TextDelta { delta, .. } if delta.contains(crate::actors::conversation::FAULT_PANIC_ACTOR))
+}
+
+#[cfg(not(feature = "fault-injection"))]
+fn fault_marker(_: &StreamPart) -> bool {
+    false
 }
 
 pub struct Turn {
@@ -118,6 +158,10 @@ pub struct Turn {
     pub calibration: Calibration,
     pub emitter: Emitter,
     pub cancel: CancellationToken,
+    /// Resolves once the user message that started this turn is committed (`None`: nothing
+    /// to wait for). The turn may prepare and send the model request before; it reads the
+    /// answer, and so runs any tool or publishes anything a client could see, only after.
+    pub durable: Option<oneshot::Receiver<()>>,
     /// The conversation's assistant: its allow-list filters the tools offered, its
     /// instructions follow the system prompt, its model role picks the model.
     pub loadout: Arc<crate::assistants::Assistant>,
@@ -127,27 +171,37 @@ pub struct Turn {
 /// span (`telemetry::turn_span`), which never carries the uid unless the operator opted in.
 pub async fn run(turn: Turn) {
     let _in_flight = crate::telemetry::metrics::turn_in_flight();
-    let emitter = turn.emitter.clone();
     let cancel = turn.cancel.clone();
     let request_id = turn.caller.request_id.clone();
     let mut state = TurnState::new(turn);
     // A bug that panics inside the turn must still end it: otherwise the conversation would
     // wait forever for a turn that is gone (every later message answered 409).
-    let drive = std::panic::AssertUnwindSafe(state.drive()).catch_unwind();
-    let outcome = tokio::select! {
-        o = drive => o.unwrap_or_else(|_| {
-            crate::telemetry::metrics::error("turn.panic");
-            Err(TurnError::Panicked)
-        }),
-        _ = cancel.cancelled() => Err(TurnError::Cancelled),
+    let outcome = {
+        let drive = std::panic::AssertUnwindSafe(state.drive()).catch_unwind();
+        tokio::select! {
+            o = drive => o.unwrap_or_else(|_| {
+                crate::telemetry::metrics::error("turn.panic");
+                Err(TurnError::Panicked)
+            }),
+            _ = cancel.cancelled() => Err(TurnError::Cancelled),
+        }
     };
+    // A turn stopped half-way (a panic, a cancel) may have left its history borrowed
+    // (`compacted_view`): it is not handed back, and the conversation reloads it from chat.db.
+    let intact = !matches!(outcome, Err(TurnError::Panicked | TurnError::Cancelled));
     if let Err(error) = outcome {
         report(&error, &request_id);
-        emitter.emit(StreamPart::Error {
+        let _ = state.emit(StreamPart::Error {
             error_text: stream_error_text(error.public_message(), &request_id),
         });
     }
-    emitter.end();
+    let Turn {
+        mut emitter,
+        history,
+        assistant,
+        ..
+    } = state.t;
+    emitter.end(intact.then_some(history), assistant);
 }
 
 /// The one place a turn's failure is logged and put on its span, cause and all (redacted);
@@ -191,13 +245,26 @@ impl TurnState {
         }
     }
 
-    /// Emits a part and folds it into our copy of the message. Err when nobody listens any more.
+    /// Folds a part into our copy of the message and publishes it. Err when nobody listens
+    /// any more.
     fn emit(&mut self, part: StreamPart) -> Result<(), TurnError> {
+        self.emit_asking(part, None)
+    }
+
+    fn emit_asking(&mut self, part: StreamPart, approval: Option<PendingApproval>) -> Result<(), TurnError> {
         self.t.assistant.apply(&part);
-        if self.t.emitter.emit(part) {
+        if self.t.emitter.emit(part, &self.t.assistant, approval) {
             Ok(())
         } else {
             Err(TurnError::Abandoned)
+        }
+    }
+
+    /// Waits (once) until the user message that started the turn is committed.
+    async fn durable(&mut self) -> Result<(), TurnError> {
+        match self.t.durable.take() {
+            Some(committed) => committed.await.map_err(|_| TurnError::Abandoned),
+            None => Ok(()),
         }
     }
 
@@ -287,6 +354,9 @@ impl TurnState {
     /// Runs approved calls (as recorded) and reports denied ones.
     async fn apply_decisions(&mut self) -> Result<(), TurnError> {
         let decisions = std::mem::take(&mut self.t.decisions);
+        if !decisions.is_empty() {
+            self.durable().await?;
+        }
         for (decision, pending) in decisions {
             if decision.approved {
                 let part = self
@@ -325,6 +395,9 @@ impl TurnState {
             .stream_as(self.t.loadout.model, &messages, &self.specs)
             .await
             .map_err(TurnError::ModelCall)?;
+        // The request went out while the user message was being committed; its answer is
+        // read only once that commit is done.
+        self.durable().await?;
         let mut text_id: Option<String> = None;
         // Issue #10: the provider's ids and indexes are not trusted; calls get our ids and
         // what one step can make us hold is bounded (see model::tool_calls).
@@ -545,10 +618,7 @@ impl TurnState {
                     approval_id: approval.approval_id.clone(),
                     tool_call_id: call.id,
                 };
-                self.t.assistant.apply(&part);
-                if !self.t.emitter.emit_with_approval(part, approval) {
-                    return Err(TurnError::Abandoned);
-                }
+                self.emit_asking(part, Some(approval))?;
                 awaiting = true;
                 continue;
             }

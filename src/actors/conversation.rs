@@ -1,12 +1,20 @@
 //! `ConversationActor`: one per (uid, conversation). Owns the running turn's stream, the
 //! replay buffer that lets a dropped client resume, and the approval waits.
 //!
-//! The turn itself runs in a task (so the mailbox stays free for resumes) and reports what
-//! happens as [`TurnEvent`]s into a channel; the same task forwards them into this actor's
+//! The turn itself runs in a task (so the mailbox stays free for resumes). It publishes its
+//! frames into the turn's [`StreamLog`], which every client reads, and reports what must be
+//! committed as [`TurnEvent`]s into a channel; the same task forwards them into this actor's
 //! mailbox, tagged with the turn's number. This actor is the single writer of the conversation:
-//! it folds parts into the assistant message, commits to chat.db at every boundary BEFORE
-//! forwarding (a kill -9 never loses what a client saw finished), and fans frames out.
+//! a boundary frame after a change stays held in the log until this actor has committed the
+//! message it finishes, and only then is released (a kill -9 never loses what a client saw
+//! finished). So the actor handles a turn's commits and its end, not every part.
 //! It never stores the caller's bearer: only the turn task holds it, for the turn.
+//!
+//! Durability of a new user message: its commit runs while the turn already starts (reads
+//! the memory facts, sends the model request), but the turn reads the model's answer only
+//! once it is committed, and the log shows nothing before: so no client sees the turn
+//! progress, no tool runs and nothing of the reply is committed before the user message is
+//! durable. If that commit fails, the turn is cancelled and the request fails as before.
 //!
 //! While it lives it holds the conversation's lease (store::lease: with PostgreSQL, one
 //! instance at a time runs a conversation): it renews it, records the turn in flight in it,
@@ -20,7 +28,7 @@
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Caller;
@@ -29,21 +37,20 @@ use crate::error::Error;
 use crate::services::Services;
 use crate::store::chat::PendingApproval;
 use crate::store::key::ConversationKey;
+use crate::stream_log::{self, Hold, StreamLog};
 use crate::turn::{self, ApprovalDecision, Emitter, TurnEvent, TurnInput};
-use crate::ui_stream::{StreamPart, UiMessage};
+use crate::ui_stream::UiMessage;
 
-/// What a subscriber receives: frames, then `End` when the turn finished normally. A
-/// channel that closes without `End` means the actor died.
-#[derive(Debug, Clone)]
-pub enum Frame {
-    Part(Arc<str>),
-    End,
-}
+/// Test builds only: a text delta carrying this makes the actor panic (an end-to-end test
+/// crashes exactly one conversation with it).
+#[cfg(feature = "fault-injection")]
+pub const FAULT_PANIC_ACTOR: &str = "FAULT:panic-actor";
 
-/// A client's view of a running turn: what was already sent, then what follows.
+/// A client's view of a running turn: its stream log, read from the first frame (what was
+/// already sent, then what follows, each frame once). A log that ends `Broken` means the
+/// actor died.
 pub struct Subscription {
-    pub replay: Vec<Arc<str>>,
-    pub live: mpsc::UnboundedReceiver<Frame>,
+    pub log: Arc<StreamLog>,
 }
 
 pub enum ConversationMsg {
@@ -52,6 +59,8 @@ pub enum ConversationMsg {
         input: TurnInput,
         /// The conversation's assistant (resolved and checked by `http::assistants`).
         assistant: Arc<crate::assistants::Assistant>,
+        /// chat.db had no such conversation when the request was resolved.
+        new_conversation: bool,
         reply: RpcReplyPort<Result<Subscription, Error>>,
     },
     Subscribe {
@@ -86,7 +95,8 @@ pub struct Args {
 pub struct State {
     key: ConversationKey,
     /// The conversation as committed, loaded on first use. This actor is the only writer of
-    /// its conversation, so the copy stays true while the actor lives.
+    /// its conversation, so the copy stays true while the actor lives. A running turn has
+    /// it (moved, not copied) and hands it back when it ends.
     history: Option<Vec<UiMessage>>,
     /// The latest summary, loaded with the history.
     summary: Option<Summary>,
@@ -99,36 +109,39 @@ pub struct State {
     /// When the lease was last renewed: without a renewal for the lease's time, another
     /// instance may own the conversation, so this actor stops.
     lease_renewed: std::time::Instant,
+    /// Where this conversation's binding is cached while this actor lives (see Drop).
+    bindings: crate::assistants::Bindings,
+}
+
+/// However the actor goes (a stop, a panic), its conversation's binding leaves the cache:
+/// the cache holds only conversations running here.
+impl Drop for State {
+    fn drop(&mut self) {
+        self.bindings.remove(&self.key);
+    }
 }
 
 struct InFlight {
     turn: u64,
-    assistant: UiMessage,
-    /// The assistant message changed since it was last committed.
-    dirty: bool,
-    frames: Vec<Arc<str>>,
-    subscribers: Vec<mpsc::UnboundedSender<Frame>>,
+    log: Arc<StreamLog>,
     cancel: CancellationToken,
 }
 
 /// A turn whose record is gone must not keep running: however the record goes (the turn
 /// ended, the actor stopped, or the actor's state was dropped after a panic, when ractor does
 /// not call `post_stop`), its token is cancelled, so an orphaned turn cannot run tools beside
-/// the next owner's turn.
+/// the next owner's turn, and its log ends `Broken` unless it already finished (its readers
+/// then send an error part; what was held uncommitted is never shown).
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.cancel.cancel();
+        self.log.finish(stream_log::End::Broken);
     }
 }
 
 impl InFlight {
-    fn subscribe(&mut self) -> Subscription {
-        let (tx, rx) = mpsc::unbounded_channel();
-        self.subscribers.push(tx);
-        Subscription {
-            replay: self.frames.clone(),
-            live: rx,
-        }
+    fn subscribe(&self) -> Subscription {
+        Subscription { log: self.log.clone() }
     }
 }
 
@@ -149,6 +162,7 @@ impl Actor for ConversationActor {
             idle_since: std::time::Instant::now(),
             trace: args.trace,
             lease_renewed: std::time::Instant::now(),
+            bindings: self.services.bindings.clone(),
         };
         // The supervisor sends IdleCheck. It acquired the lease just before starting this
         // actor; renewing is needed only where a lease expires (each actor renews its own, so
@@ -180,9 +194,10 @@ impl Actor for ConversationActor {
                 caller,
                 input,
                 assistant,
+                new_conversation,
                 reply,
             } => {
-                let result = self.start_turn(&myself, state, caller, input, assistant).await;
+                let result = self.start_turn(&myself, state, caller, input, assistant, new_conversation).await;
                 let lost = matches!(result, Err(Error::OwnedElsewhere { .. }));
                 let _ = reply.send(result);
                 if lost {
@@ -192,17 +207,17 @@ impl Actor for ConversationActor {
                 }
             }
             ConversationMsg::Subscribe { reply } => {
-                let _ = reply.send(state.in_flight.as_mut().map(InFlight::subscribe));
+                let _ = reply.send(state.in_flight.as_ref().map(InFlight::subscribe));
             }
             ConversationMsg::Turn { turn, event } => match event {
-                TurnEvent::Part { part, approval } => {
+                TurnEvent::Checkpoint { message, approval, hold } => {
                     let approvals = approval.map(|a| vec![*a]).unwrap_or_default();
-                    self.emit(state, turn, part, approvals).await
+                    self.checkpoint(state, turn, message, approvals, hold).await
                 }
-                TurnEvent::Summarised(summary) => self.store_summary(state, turn, summary).await,
+                TurnEvent::Summarised { summary, hold } => self.store_summary(state, turn, summary, hold).await,
                 TurnEvent::Calibrated(calibration) => state.calibration = calibration,
-                TurnEvent::Ended => {
-                    self.end_turn(state, turn).await;
+                TurnEvent::Ended { history, message, changed } => {
+                    self.end_turn(state, turn, history, message, changed).await;
                     state.idle_since = std::time::Instant::now();
                 }
             },
@@ -215,6 +230,8 @@ impl Actor for ConversationActor {
                         tracing::warn!(error = %e, "could not clear the deleted conversation's turn record");
                     }
                 }
+                // A conversation created again under this id may pick another assistant.
+                state.bindings.remove(&state.key);
                 state.history = None;
                 state.summary = None;
                 let _ = reply.send(self.services.store.delete(&state.key).await);
@@ -244,6 +261,7 @@ impl ConversationActor {
         caller: Caller,
         input: TurnInput,
         loadout: Arc<crate::assistants::Assistant>,
+        new_conversation: bool,
     ) -> Result<Subscription, Error> {
         if state.in_flight.is_some() {
             return Err(Error::Conflict("a turn is already running".into()));
@@ -251,23 +269,22 @@ impl ConversationActor {
         let store = &self.services.store;
         let mut history = match state.history.take() {
             Some(h) => h,
+            // Only this actor writes the conversation, and it has not yet: chat.db still has
+            // nothing to revive.
+            None if new_conversation && state.turns == 0 => Vec::new(),
             None => {
                 // Revival (first use, idle stop, restart): the history and its summary.
                 state.summary = store.latest_summary(&state.key).await?;
                 store.load(&state.key).await?.map(|c| c.messages).unwrap_or_default()
             }
         };
-        let (assistant, decisions) = match input {
+        let (assistant, decisions, user_message) = match input {
             TurnInput::User(message) => {
-                // A new user message supersedes any approval still waiting (same transaction).
-                if let Err(e) = store.save_user_message(&state.key, &message, &loadout.name).await {
-                    state.history = Some(history);
-                    return Err(e);
-                }
-                history.push(message);
+                history.push(message.clone());
                 (
                     UiMessage::new(uuid::Uuid::new_v4().simple().to_string(), crate::ui_stream::Role::Assistant),
                     Vec::new(),
+                    Some(message),
                 )
             }
             TurnInput::Approvals(decisions) => {
@@ -282,7 +299,7 @@ impl ConversationActor {
                 };
                 // The reply continues the assistant message that asked for approval.
                 let assistant = history.pop().ok_or(Error::Forbidden("no message awaits approval".into()))?;
-                (assistant, resolved)
+                (assistant, resolved, None)
             }
         };
         state.turns += 1;
@@ -295,19 +312,12 @@ impl ConversationActor {
             tracing::warn!(error = %e, "could not record the turn in flight; a takeover could not mark it interrupted");
         }
         let cancel = self.services.shutdown.child_token();
-        state.history = Some(history.clone());
-        let mut in_flight = InFlight {
-            turn: state.turns,
-            assistant: assistant.clone(),
-            dirty: false,
-            frames: Vec::new(),
-            subscribers: Vec::new(),
-            cancel: cancel.clone(),
-        };
-        let subscription = in_flight.subscribe();
-        state.in_flight = Some(in_flight);
+        let log = StreamLog::new();
+        // A new user message is committed while the turn starts (see the module doc): until
+        // then the log shows nothing and the turn does not read the model's answer.
+        let pending_user = user_message.map(|m| (m, log.hold(), oneshot::channel::<()>()));
         let (events, received) = mpsc::unbounded_channel();
-        let emitter = Emitter::new(events);
+        let emitter = Emitter::new(events, log.clone());
         // A child of the HTTP request that asked (ractor carries the sender's span into this
         // handler), linked to this actor's start span.
         let span = crate::telemetry::turn_span(
@@ -327,14 +337,45 @@ impl ConversationActor {
             summary: state.summary.clone(),
             calibration: state.calibration,
             emitter,
-            cancel,
-            loadout,
+            cancel: cancel.clone(),
+            durable: None,
+            loadout: loadout.clone(),
+        };
+        let (run, pending_user) = match pending_user {
+            Some((message, hold, (committed, durable))) => (
+                turn::Turn {
+                    durable: Some(durable),
+                    ..run
+                },
+                Some((message, hold, committed)),
+            ),
+            None => (run, None),
         };
         let forward = forward_events(received, myself.clone(), state.turns);
         // One task runs the turn and feeds its events into this mailbox.
         self.services.tasks.spawn(async move {
             futures::join!(tracing::Instrument::instrument(turn::run(run), span), forward);
         });
+        let in_flight = InFlight {
+            turn: state.turns,
+            log,
+            cancel,
+        };
+        if let Some((message, hold, committed)) = pending_user {
+            // A new user message supersedes any approval still waiting (same transaction).
+            if let Err(e) = store.save_user_message(&state.key, &message, &loadout.name).await {
+                // The turn stops (dropping the record cancels it) and has the history: the
+                // next turn reloads it from chat.db.
+                drop(in_flight);
+                return Err(e);
+            }
+            let _ = committed.send(());
+            in_flight.log.release(hold);
+        }
+        // The binding is in chat.db now (with the user message, or from before).
+        state.bindings.insert(&state.key, &loadout);
+        let subscription = in_flight.subscribe();
+        state.in_flight = Some(in_flight);
         Ok(subscription)
     }
 
@@ -350,46 +391,46 @@ impl ConversationActor {
         self.services.audit.record(entry).await;
     }
 
-    async fn emit(&self, state: &mut State, turn: u64, part: StreamPart, approvals: Vec<PendingApproval>) {
-        let Some(f) = state.in_flight.as_mut().filter(|f| f.turn == turn) else {
+    /// Commits the message as of a boundary the log holds back, then lets readers see it.
+    async fn checkpoint(&self, state: &mut State, turn: u64, message: UiMessage, approvals: Vec<PendingApproval>, hold: Hold) {
+        let Some(f) = state.in_flight.as_ref().filter(|f| f.turn == turn) else {
             return;
         };
         #[cfg(feature = "fault-injection")]
-        if self.services.config.fault_injection
-            && let StreamPart::TextDelta { delta, .. } = &part
-        {
+        if self.services.config.fault_injection {
             // Test builds only: lets an end-to-end test crash exactly this actor.
-            assert!(!delta.contains("FAULT:panic-actor"), "fault injection: actor panic requested");
+            assert!(
+                !message.text().contains(FAULT_PANIC_ACTOR),
+                "fault injection: actor panic requested"
+            );
         }
-        f.dirty |= part.changes_message();
-        f.assistant.apply(&part);
-        // Commit at a boundary when something changed (or approvals must be recorded).
-        if part.is_boundary() && (f.dirty || !approvals.is_empty()) {
-            f.dirty = false;
-            let store = &self.services.store;
-            let saved = if approvals.is_empty() {
-                store.save_message(&state.key, &f.assistant, None).await
-            } else {
-                store.save_message_with_approvals(&state.key, &f.assistant, approvals).await
-            };
-            match saved {
-                // The write fence (store::lease): the conversation was taken from this
-                // instance (a delete or an erasure elsewhere). The turn stops here.
-                Err(Error::OwnedElsewhere { .. }) => f.cancel.cancel(),
-                Err(e) => tracing::error!(error = %e, "could not persist a finished part"),
-                Ok(()) => {}
+        let store = &self.services.store;
+        let saved = if approvals.is_empty() {
+            store.save_message(&state.key, &message, None).await
+        } else {
+            store.save_message_with_approvals(&state.key, &message, approvals).await
+        };
+        match saved {
+            // The write fence (store::lease): the conversation was taken from this
+            // instance (a delete or an erasure elsewhere). The turn stops here, and what the
+            // refused commit would have confirmed is never shown.
+            Err(Error::OwnedElsewhere { .. }) => {
+                f.log.finish(stream_log::End::Broken);
+                f.cancel.cancel();
+                return;
             }
+            Err(e) => tracing::error!(error = %e, "could not persist a finished part"),
+            Ok(()) => {}
         }
-        let frame: Arc<str> = Arc::from(part.frame());
-        f.frames.push(frame.clone());
-        f.subscribers.retain(|s| s.send(Frame::Part(frame.clone())).is_ok());
+        f.log.release(hold);
     }
 
-    /// Stores a turn's summary (once per range: chat.db keeps the first) and keeps it.
-    async fn store_summary(&self, state: &mut State, turn: u64, summary: Summary) {
-        if state.in_flight.as_ref().is_none_or(|f| f.turn != turn) {
+    /// Stores a turn's summary (once per range: chat.db keeps the first) and keeps it; then
+    /// the client may be told.
+    async fn store_summary(&self, state: &mut State, turn: u64, summary: Summary, hold: Hold) {
+        let Some(log) = state.in_flight.as_ref().filter(|f| f.turn == turn).map(|f| f.log.clone()) else {
             return;
-        }
+        };
         match self.services.store.save_summary(&state.key, &summary).await {
             Ok(_) => {
                 tracing::info!(covers = summary.covers_count, "conversation summarised");
@@ -397,6 +438,7 @@ impl ConversationActor {
             }
             Err(e) => tracing::error!(error = %e, "could not store a summary; it will be made again later"),
         }
+        log.release(hold);
     }
 
     /// Renews the lease; false when it is lost (taken by another instance), or could not
@@ -422,32 +464,28 @@ impl ConversationActor {
         }
     }
 
-    async fn end_turn(&self, state: &mut State, turn: u64) {
+    async fn end_turn(&self, state: &mut State, turn: u64, history: Option<Vec<UiMessage>>, message: UiMessage, changed: bool) {
         if state.in_flight.as_ref().is_none_or(|f| f.turn != turn) {
             return;
         }
-        let Some(mut f) = state.in_flight.take() else { return };
-        f.dirty |= f.assistant.close_open_text();
-        if f.dirty
-            && let Err(e) = self.services.store.save_message(&state.key, &f.assistant, None).await
-        {
+        let Some(f) = state.in_flight.take() else { return };
+        if changed && let Err(e) = self.services.store.save_message(&state.key, &message, None).await {
             tracing::error!(error = %e, "could not persist the final message");
         }
         let own = &self.services.ownership;
         if let Err(e) = own.leases.turn_ended(&state.key, &own.owner).await {
             tracing::warn!(error = %e, "could not record the end of a turn");
         }
-        // Keep the committed view: the history (which may already end with this message,
-        // when the turn continued it after an approval) now ends with the final version.
-        if let Some(h) = state.history.as_mut() {
-            if h.last().is_some_and(|m| m.id == f.assistant.id) {
+        // Keep the committed view: the history the turn had, now ending with the final
+        // version of its message (none handed back: reloaded from chat.db on next use).
+        state.history = history.map(|mut h| {
+            if h.last().is_some_and(|m| m.id == message.id) {
                 h.pop();
             }
-            h.push(f.assistant.clone());
-        }
-        for s in &f.subscribers {
-            let _ = s.send(Frame::End);
-        }
+            h.push(message);
+            h
+        });
+        f.log.finish(stream_log::End::Finished);
     }
 }
 

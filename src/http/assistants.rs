@@ -11,7 +11,7 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use super::AppState;
-use crate::assistants::{Assistant, AssistantInfo, Assistants};
+use crate::assistants::{Assistant, AssistantInfo, Assistants, Bindings};
 use crate::auth::Caller;
 use crate::error::{ApiError, Error};
 use crate::store::chat::ChatStore;
@@ -32,6 +32,14 @@ pub async fn list(State(state): State<AppState>, Extension(_caller): Extension<C
     }))
 }
 
+/// What a turn's request resolves to: its assistant, and whether chat.db had no such
+/// conversation when asked (so a conversation actor that never ran a turn need not read
+/// its history).
+pub struct Resolved {
+    pub assistant: Arc<Assistant>,
+    pub new_conversation: bool,
+}
+
 /// The assistant this request's turn runs with. `requested` is the body's `assistant` field.
 pub async fn resolve(
     assistants: &Assistants,
@@ -39,6 +47,19 @@ pub async fn resolve(
     conversation: &ConversationKey,
     requested: Option<&str>,
 ) -> Result<Arc<Assistant>, Error> {
+    resolve_cached(assistants, store, &Bindings::default(), conversation, requested)
+        .await
+        .map(|r| r.assistant)
+}
+
+/// [`resolve`], answering from `bindings` when the conversation runs here (no read).
+pub async fn resolve_cached(
+    assistants: &Assistants,
+    store: &dyn ChatStore,
+    bindings: &Bindings,
+    conversation: &ConversationKey,
+    requested: Option<&str>,
+) -> Result<Resolved, Error> {
     let wanted = match requested {
         Some(name) => Some(
             assistants
@@ -47,16 +68,27 @@ pub async fn resolve(
         ),
         None => None,
     };
-    let bound = match store.assistant_of(conversation).await? {
-        // A new conversation: what was asked for, or the default.
-        None => return Ok(wanted.unwrap_or(assistants.default_assistant()).clone()),
-        Some(Some(name)) => assistants.get(&name).ok_or(Error::AssistantGone(name))?,
-        // Created before assistants existed: it belongs to the default one.
-        Some(None) => assistants.default_assistant(),
+    let bound = match bindings.get(conversation) {
+        Some(bound) => bound,
+        None => match store.assistant_of(conversation).await? {
+            // A new conversation: what was asked for, or the default.
+            None => {
+                return Ok(Resolved {
+                    assistant: wanted.unwrap_or(assistants.default_assistant()).clone(),
+                    new_conversation: true,
+                });
+            }
+            Some(Some(name)) => assistants.get(&name).ok_or(Error::AssistantGone(name))?.clone(),
+            // Created before assistants existed: it belongs to the default one.
+            Some(None) => assistants.default_assistant().clone(),
+        },
     };
     match wanted {
         Some(w) if w.name != bound.name => Err(Error::AssistantBound(bound.name.clone())),
-        _ => Ok(bound.clone()),
+        _ => Ok(Resolved {
+            assistant: bound,
+            new_conversation: false,
+        }),
     }
 }
 

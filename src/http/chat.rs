@@ -47,9 +47,15 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     // Which assistant: refused (400 unknown, 409 another one's conversation) before any quota is used.
     let key = ConversationKey::new(&caller, &id).map_err(|e| e.with_request(&rid))?;
     let services = &state.services;
-    let assistant = super::assistants::resolve(&services.config.assistants, services.store.as_ref(), &key, assistant.as_deref())
-        .await
-        .map_err(|e| e.with_request(&rid))?;
+    let resolved = super::assistants::resolve_cached(
+        &services.config.assistants,
+        services.store.as_ref(),
+        &services.bindings,
+        &key,
+        assistant.as_deref(),
+    )
+    .await
+    .map_err(|e| e.with_request(&rid))?;
     // B6: the user's own share first, so one person's flood is refused before it can take
     // the machine-wide permits from everyone else.
     let admitted = state.fairness.admit(&caller.uid).map_err(|refusal| {
@@ -77,7 +83,8 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     let subscription = ask(&actor, |reply| ConversationMsg::StartTurn {
         caller: turn_caller,
         input,
-        assistant,
+        assistant: resolved.assistant,
+        new_conversation: resolved.new_conversation,
         reply,
     })
     .await

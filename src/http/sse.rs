@@ -1,56 +1,60 @@
 //! Turns a conversation subscription into an SSE response body.
 //!
-//! Frames already sent are replayed, live ones follow, and the stream always ends with
-//! `data: [DONE]`. If the actor dies mid-turn (its channel closes without `End`), or the
-//! server shuts down, the client gets a final `error` part with its request id first.
+//! The response reads the turn's stream log from its first frame: frames already sent are
+//! replayed, live ones follow, and the stream always ends with `data: [DONE]`. If the actor
+//! dies mid-turn (the log ends `Broken`), or the server shuts down, the client gets a final
+//! `error` part with its request id first.
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::response::Response;
-use futures::StreamExt;
 use std::convert::Infallible;
-use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-use crate::actors::conversation::{Frame, Subscription};
+use crate::actors::conversation::Subscription;
 use crate::error::{messages, stream_error_text};
+use crate::stream_log::{End, Next};
 use crate::ui_stream::{DONE_FRAME, PROTOCOL_HEADER, StreamPart};
 
 /// Held for the life of the response (e.g. a concurrency permit).
 pub type Guard = Box<dyn Send + Sync>;
 
 pub fn response(sub: Subscription, request_id: String, shutdown: CancellationToken, guard: Option<Guard>) -> Response {
-    let Subscription { replay, mut live } = sub;
+    let mut reader = sub.log.reader();
     let body = async_stream::stream! {
         let _guard = guard;
         let _open = crate::telemetry::metrics::sse_stream_open();
-        for frame in replay {
-            yield Ok::<_, Infallible>(frame.to_string());
-        }
         loop {
             let next = tokio::select! {
-                f = live.recv() => f,
+                n = reader.next() => n,
                 _ = shutdown.cancelled() => {
                     // Park the stream: the turn keeps its committed parts; the client may resume later.
-                    yield Ok(StreamPart::Error { error_text: stream_error_text(messages::UNAVAILABLE, &request_id) }.frame());
+                    yield Ok::<_, Infallible>(error_frame(messages::UNAVAILABLE, &request_id));
                     break;
                 }
             };
             match next {
-                Some(Frame::Part(frame)) => yield Ok(frame_text(&frame)),
-                Some(Frame::End) => break,
-                None => {
-                    yield Ok(StreamPart::Error { error_text: stream_error_text(messages::INTERNAL, &request_id) }.frame());
+                // Frames visible together go out as one chunk (one write, not one per part).
+                Next::Frames(frames) if frames.len() == 1 => yield Ok(frames.into_iter().next().unwrap_or_default()),
+                Next::Frames(frames) => yield Ok(Bytes::from(frames.concat())),
+                Next::End(End::Finished) => break,
+                Next::End(End::Broken) => {
+                    yield Ok(error_frame(messages::INTERNAL, &request_id));
                     break;
                 }
             }
         }
-        yield Ok(DONE_FRAME.to_string());
+        yield Ok(Bytes::from_static(DONE_FRAME.as_bytes()));
     };
-    sse_response(Body::from_stream(body.map(|r: Result<String, Infallible>| r)), None)
+    sse_response(Body::from_stream(body), None)
 }
 
-fn frame_text(frame: &Arc<str>) -> String {
-    frame.to_string()
+fn error_frame(message: &str, request_id: &str) -> Bytes {
+    Bytes::from(
+        StreamPart::Error {
+            error_text: stream_error_text(message, request_id),
+        }
+        .frame(),
+    )
 }
 
 /// A response with the headers every SSE answer carries.

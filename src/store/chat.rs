@@ -238,13 +238,16 @@ impl ChatStore for SqliteChat {
             .write(move |c| {
                 let now = now_ms();
                 upsert_conversation(c, &uid, &cid, title_hint.as_deref(), user_assistant.as_deref(), now)?;
-                c.execute(
+                // Cached statements: these run twice per turn, on the writer thread that every
+                // conversation's commits queue for, so they are parsed once per connection.
+                c.prepare_cached(
                     "INSERT INTO messages (uid, conversation_id, id, role, message, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                      ON CONFLICT (uid, conversation_id, id) DO UPDATE SET message = excluded.message",
-                    params![uid, cid, mid, role, json, now],
-                )?;
+                )?
+                .execute(params![uid, cid, mid, role, json, now])?;
                 if user_assistant.is_some() {
-                    c.execute("DELETE FROM pending_approvals WHERE uid = ?1 AND conversation_id = ?2", params![uid, cid])?;
+                    c.prepare_cached("DELETE FROM pending_approvals WHERE uid = ?1 AND conversation_id = ?2")?
+                        .execute(params![uid, cid])?;
                 }
                 for a in approvals {
                     c.execute(
@@ -437,23 +440,20 @@ fn upsert_conversation(
 ) -> Result<(), Error> {
     if let Some(wanted) = assistant {
         let bound: Option<Option<String>> = c
-            .query_row(
-                "SELECT assistant FROM conversations WHERE uid = ?1 AND id = ?2",
-                params![uid, cid],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT assistant FROM conversations WHERE uid = ?1 AND id = ?2")?
+            .query_row(params![uid, cid], |r| r.get(0))
             .optional()?;
         if let Some(bound) = refused_binding(bound.flatten(), wanted) {
             return Err(Error::AssistantBound(bound));
         }
     }
     let title = title_hint.map(title_from).unwrap_or_default();
-    c.execute(
+    c.prepare_cached(
         "INSERT INTO conversations (uid, id, title, assistant, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
          ON CONFLICT (uid, id) DO UPDATE SET updated_at = excluded.updated_at,
            title = CASE WHEN conversations.title = '' THEN excluded.title ELSE conversations.title END",
-        params![uid, cid, title, assistant, now],
-    )?;
+    )?
+    .execute(params![uid, cid, title, assistant, now])?;
     Ok(())
 }
 

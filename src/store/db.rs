@@ -172,7 +172,7 @@ fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
 }
 
 fn run_batch(conn: &Connection, batch: Vec<Job>) {
-    if conn.execute_batch("BEGIN IMMEDIATE").is_err() {
+    if control(conn, "BEGIN IMMEDIATE").is_err() {
         for job in batch {
             // Run each alone so its caller still gets an answer.
             let (_, done) = job(conn);
@@ -180,26 +180,44 @@ fn run_batch(conn: &Connection, batch: Vec<Job>) {
         }
         return;
     }
+    // A lone write (every write at low load) needs no savepoint: if it fails, the whole
+    // transaction is rolled back, which undoes exactly that write.
+    let alone = batch.len() == 1;
     let mut completions = Vec::with_capacity(batch.len());
+    let mut failed_alone = false;
     for job in batch {
-        let savepoint_ok = conn.execute_batch("SAVEPOINT job").is_ok();
+        let savepoint_ok = !alone && control(conn, "SAVEPOINT job").is_ok();
         let (ok, done) = job(conn);
         if savepoint_ok {
             // A failed write is undone alone; its neighbours in the batch still commit.
             if !ok {
-                let _ = conn.execute_batch("ROLLBACK TO job");
+                let _ = control(conn, "ROLLBACK TO job");
             }
-            let _ = conn.execute_batch("RELEASE job");
+            let _ = control(conn, "RELEASE job");
         }
+        failed_alone = alone && !ok;
         completions.push(done);
     }
-    let committed = conn.execute_batch("COMMIT").is_ok();
-    if !committed {
-        let _ = conn.execute_batch("ROLLBACK");
-    }
+    // A failed lone write answers its error (the job reported it), not "did not commit".
+    let committed = if failed_alone {
+        let _ = control(conn, "ROLLBACK");
+        true
+    } else {
+        let committed = control(conn, "COMMIT").is_ok();
+        if !committed {
+            let _ = control(conn, "ROLLBACK");
+        }
+        committed
+    };
     for done in completions {
         done(committed);
     }
+}
+
+/// A transaction-control statement, parsed once per connection (the writer runs these
+/// around every batch).
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
 #[cfg(test)]
@@ -229,9 +247,21 @@ mod tests {
         // A failing write does not undo its batch neighbours.
         let bad = db.write(|c| Ok(c.execute("INSERT INTO missing VALUES (1)", [])?)).await;
         assert!(bad.is_err());
+        // A lone write that fails half-way leaves nothing and answers its own error.
+        let half = db
+            .write(|c| {
+                c.execute("INSERT INTO t (n) VALUES (-1)", [])?;
+                Ok(c.execute("INSERT INTO missing VALUES (1)", [])?)
+            })
+            .await;
+        assert!(half.unwrap_err().to_string().contains("missing"));
+        let after = db.write(|c| Ok(c.execute("INSERT INTO t (n) VALUES (200)", [])?)).await;
+        assert_eq!(after.unwrap(), 1);
         db.close().await;
         let reopened = Connection::open(dir.path().join("t.db")).unwrap();
         let count: i64 = reopened.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).unwrap();
-        assert_eq!(count, 200);
+        assert_eq!(count, 201);
+        let negative: i64 = reopened.query_row("SELECT count(*) FROM t WHERE n < 0", [], |r| r.get(0)).unwrap();
+        assert_eq!(negative, 0);
     }
 }

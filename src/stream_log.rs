@@ -1,0 +1,272 @@
+//! One turn's stream: its frames in order, shared by the turn that writes them, the
+//! conversation actor that holds some of them back until they are committed, and every
+//! client that reads them (the first request and any resume).
+//!
+//! The turn appends each frame as it happens, without a message to anyone; a reader is woken
+//! and sends what is *visible*. A frame that finishes something the client could rely on (a
+//! boundary whose message must be in chat.db first) is appended *held*: it and everything
+//! after it stay invisible until the conversation actor has committed and releases it. So a
+//! kill -9 never loses what a client saw finished, while the actor is involved only at
+//! commits and at the end, not for every part.
+//!
+//! This log never decides what to commit and never touches storage; it only orders frames
+//! and says how far a reader may go. A reader starting at frame 0 gets every frame exactly
+//! once (a resume is just another reader), then the end.
+
+use bytes::Bytes;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::Notify;
+
+/// How a turn's stream ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The turn ended and everything it sent is visible.
+    Finished,
+    /// The conversation actor went away before the turn ended (a crash, a takeover, a
+    /// delete): frames still held were never committed and are never shown.
+    Broken,
+}
+
+/// A frame (or the start of the log) that waits for a commit; given back to `release`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hold(u64);
+
+#[derive(Default)]
+pub struct StreamLog {
+    state: Mutex<LogState>,
+    changed: Notify,
+}
+
+#[derive(Default)]
+struct LogState {
+    frames: Vec<Bytes>,
+    /// `frames[..visible]` may be sent.
+    visible: usize,
+    /// Holds not yet released, oldest first: (hold, first frame it hides).
+    held: VecDeque<(Hold, usize)>,
+    next_hold: u64,
+    end: Option<End>,
+}
+
+impl LogState {
+    fn reveal(&mut self) {
+        self.visible = self.held.front().map_or(self.frames.len(), |&(_, from)| from);
+    }
+}
+
+impl StreamLog {
+    pub fn new() -> Arc<StreamLog> {
+        Arc::new(StreamLog::default())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, LogState> {
+        // Nothing panics while holding the lock; a poisoned lock still holds consistent frames.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hides every frame appended from now on until `release`.
+    pub fn hold(&self) -> Hold {
+        let mut s = self.lock();
+        let hold = Hold(s.next_hold);
+        s.next_hold += 1;
+        let from = s.frames.len();
+        s.held.push_back((hold, from));
+        hold
+    }
+
+    /// Appends a frame; readers see it at once unless an earlier frame is still held. After
+    /// the end nothing is appended (a turn cancelled because its actor died may still try).
+    pub fn push(&self, frame: Bytes) {
+        let mut s = self.lock();
+        if s.end.is_some() {
+            return;
+        }
+        s.frames.push(frame);
+        if s.held.is_empty() {
+            s.visible = s.frames.len();
+            drop(s);
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Appends a frame that no reader may see before `release` (nor anything after it).
+    pub fn push_held(&self, frame: Bytes) -> Hold {
+        let hold = self.hold();
+        self.push(frame);
+        hold
+    }
+
+    /// What `hold` hid may be seen (up to the next hold still in place).
+    pub fn release(&self, hold: Hold) {
+        let mut s = self.lock();
+        let before = s.visible;
+        s.held.retain(|&(h, _)| h != hold);
+        s.reveal();
+        if s.visible != before {
+            drop(s);
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Ends the stream; the first end given counts. `Finished` shows every frame; `Broken`
+    /// leaves held frames unseen.
+    pub fn finish(&self, end: End) {
+        let mut s = self.lock();
+        if s.end.is_some() {
+            return;
+        }
+        s.end = Some(end);
+        if end == End::Finished {
+            s.held.clear();
+            s.reveal();
+        }
+        drop(s);
+        self.changed.notify_waiters();
+    }
+
+    /// A reader from the first frame.
+    pub fn reader(self: &Arc<Self>) -> Reader {
+        Reader {
+            log: self.clone(),
+            next: 0,
+        }
+    }
+}
+
+/// What a reader gets next.
+#[derive(Debug, PartialEq)]
+pub enum Next {
+    /// Frames not read before, in order.
+    Frames(Vec<Bytes>),
+    /// Nothing follows.
+    End(End),
+}
+
+/// One client's position in a log.
+pub struct Reader {
+    log: Arc<StreamLog>,
+    next: usize,
+}
+
+impl Reader {
+    /// Waits until there are visible frames this reader has not had, or the end.
+    pub async fn next(&mut self) -> Next {
+        loop {
+            let changed = self.log.changed.notified();
+            tokio::pin!(changed);
+            // Registered before looking, so a change between the look and the wait wakes us.
+            changed.as_mut().enable();
+            {
+                let s = self.log.lock();
+                if self.next < s.visible {
+                    let frames = s.frames[self.next..s.visible].to_vec();
+                    self.next = s.visible;
+                    return Next::Frames(frames);
+                }
+                if let Some(end) = s.end {
+                    return Next::End(end);
+                }
+            }
+            changed.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(s: &'static str) -> Bytes {
+        Bytes::from_static(s.as_bytes())
+    }
+
+    async fn next(r: &mut Reader) -> Next {
+        tokio::time::timeout(std::time::Duration::from_secs(5), r.next()).await.unwrap()
+    }
+
+    fn pending(r: &mut Reader) -> bool {
+        futures::FutureExt::now_or_never(r.next()).is_none()
+    }
+
+    #[tokio::test]
+    async fn held_frames_and_all_after_them_wait_for_their_release() {
+        let log = StreamLog::new();
+        let mut r = log.reader();
+        log.push(f("a"));
+        let h = log.push_held(f("b"));
+        log.push(f("c"));
+        assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
+        assert!(pending(&mut r));
+        log.release(h);
+        assert_eq!(next(&mut r).await, Next::Frames(vec![f("b"), f("c")]));
+        log.finish(End::Finished);
+        assert_eq!(next(&mut r).await, Next::End(End::Finished));
+    }
+
+    #[tokio::test]
+    async fn a_hold_before_any_frame_hides_the_start() {
+        let log = StreamLog::new();
+        let start = log.hold();
+        log.push(f("a"));
+        let b = log.push_held(f("b"));
+        let mut r = log.reader();
+        assert!(pending(&mut r));
+        log.release(start);
+        assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
+        log.release(b);
+        assert_eq!(next(&mut r).await, Next::Frames(vec![f("b")]));
+    }
+
+    #[tokio::test]
+    async fn a_late_reader_gets_every_frame_once_then_the_end() {
+        let log = StreamLog::new();
+        log.push(f("a"));
+        let mut first = log.reader();
+        assert_eq!(next(&mut first).await, Next::Frames(vec![f("a")]));
+        log.push(f("b"));
+        let mut resumed = log.reader();
+        assert_eq!(next(&mut resumed).await, Next::Frames(vec![f("a"), f("b")]));
+        assert_eq!(next(&mut first).await, Next::Frames(vec![f("b")]));
+        log.finish(End::Finished);
+        assert_eq!(next(&mut first).await, Next::End(End::Finished));
+        assert_eq!(next(&mut resumed).await, Next::End(End::Finished));
+    }
+
+    #[tokio::test]
+    async fn a_broken_stream_never_shows_what_was_held() {
+        let log = StreamLog::new();
+        log.push(f("a"));
+        let _never = log.push_held(f("uncommitted"));
+        log.finish(End::Broken);
+        log.finish(End::Finished);
+        log.push(f("after the end"));
+        let mut r = log.reader();
+        assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
+        assert_eq!(next(&mut r).await, Next::End(End::Broken));
+    }
+
+    #[tokio::test]
+    async fn nothing_is_appended_after_the_end() {
+        let log = StreamLog::new();
+        log.push(f("a"));
+        log.finish(End::Broken);
+        log.push(f("from a turn cancelled too late"));
+        let mut r = log.reader();
+        assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
+        assert_eq!(next(&mut r).await, Next::End(End::Broken));
+    }
+
+    #[tokio::test]
+    async fn a_waiting_reader_is_woken_by_a_push_from_another_task() {
+        let log = StreamLog::new();
+        let mut r = log.reader();
+        let writer = log.clone();
+        let read = async move { next(&mut r).await };
+        let (got, ()) = tokio::join!(read, async move {
+            tokio::task::yield_now().await;
+            writer.push(f("x"));
+        });
+        assert_eq!(got, Next::Frames(vec![f("x")]));
+    }
+}
