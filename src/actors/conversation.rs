@@ -308,8 +308,14 @@ impl ConversationActor {
             message_id: assistant.id.clone(),
             request_id: caller.request_id.clone(),
         };
-        if let Err(e) = own.leases.turn_started(&state.key, &own.owner, &marker).await {
-            tracing::warn!(error = %e, "could not record the turn in flight; a takeover could not mark it interrupted");
+        // The marker is written with the user message when there is one (both are queued to
+        // the same chat.db writer at once, so SQLite commits them together): one round trip
+        // before the stream shows anything. A continuation writes it before the turn starts.
+        let mut marker_write = Some(own.leases.turn_started(&state.key, &own.owner, &marker));
+        if user_message.is_none()
+            && let Some(write) = marker_write.take()
+        {
+            marker_written(write.await);
         }
         let cancel = self.services.shutdown.child_token();
         let log = StreamLog::new();
@@ -363,7 +369,16 @@ impl ConversationActor {
         };
         if let Some((message, hold, committed)) = pending_user {
             // A new user message supersedes any approval still waiting (same transaction).
-            if let Err(e) = store.save_user_message(&state.key, &message, &loadout.name).await {
+            let saved = store.save_user_message(&state.key, &message, &loadout.name);
+            let saved = match marker_write.take() {
+                Some(write) => {
+                    let (marked, saved) = futures::join!(write, saved);
+                    marker_written(marked);
+                    saved
+                }
+                None => saved.await,
+            };
+            if let Err(e) = saved {
                 // The turn stops (dropping the record cancels it) and has the history: the
                 // next turn reloads it from chat.db.
                 drop(in_flight);
@@ -472,10 +487,6 @@ impl ConversationActor {
         if changed && let Err(e) = self.services.store.save_message(&state.key, &message, None).await {
             tracing::error!(error = %e, "could not persist the final message");
         }
-        let own = &self.services.ownership;
-        if let Err(e) = own.leases.turn_ended(&state.key, &own.owner).await {
-            tracing::warn!(error = %e, "could not record the end of a turn");
-        }
         // Keep the committed view: the history the turn had, now ending with the final
         // version of its message (none handed back: reloaded from chat.db on next use).
         state.history = history.map(|mut h| {
@@ -485,7 +496,22 @@ impl ConversationActor {
             h.push(message);
             h
         });
+        // The message is committed: the client may see the end. The turn's marker goes after
+        // (a crash in between marks a finished turn interrupted: harmless, never the reverse),
+        // off the client's path.
         f.log.finish(stream_log::End::Finished);
+        let own = &self.services.ownership;
+        if let Err(e) = own.leases.turn_ended(&state.key, &own.owner).await {
+            tracing::warn!(error = %e, "could not record the end of a turn");
+        }
+    }
+}
+
+/// Logs a turn marker that could not be written: the turn still runs, but a takeover or a
+/// restart could not tell it was interrupted.
+fn marker_written(result: Result<(), Error>) {
+    if let Err(e) = result {
+        tracing::warn!(error = %e, "could not record the turn in flight; a takeover could not mark it interrupted");
     }
 }
 
