@@ -2,7 +2,11 @@
 //! composes; the compose app renders in its sandboxed frame; a frame's own request to send
 //! and a cancelled confirmation send nothing; Send in the frame followed by the island's own
 //! confirmation sends exactly one mail, and the stand-in's SMTP sink holds exactly the
-//! fields the frame and the confirmation showed. The dispatch is audited.
+//! fields the frame and the confirmation showed. The dispatch is audited. A send whose outcome
+//! is unknown (the sink's scripted `unclear.example.net`: delivered, then 451; and
+//! `slow.example.net`: delivered, answered after mcp-mail's `MAIL_BRIDGE_TIMEOUT_SECS`) shows
+//! the tool's message telling the person to check the Sent folder, keeps Send off and offers
+//! no retry: the sink holds that mail exactly once.
 //!
 //! Stack: the Nextcloud stand-in (mail bridge + SMTP sink), mcp-mail, the scripted model, the
 //! `tamebi` orchestrator (`mail=…;auth=nextcloud`) and the island's dev host. Nothing skips.
@@ -21,6 +25,49 @@ use test_harness::workspace_root;
 
 /// What the demo prompt asks for (dev/scripted-model/demo.json plays the turn).
 const PROMPT: &str = "Write a mail to Bob about the budget";
+
+/// mcp-mail's bridge timeout here: well above a loopback bridge call, well below the sink's
+/// 8 s delay for `slow.example.net`.
+const BRIDGE_TIMEOUT_SECS: &str = "4";
+/// The scripted turns that compose a mail whose send has an unknown outcome: (prompt, recipient).
+const UNCLEAR: (&str, &str) = ("Write to Carol that the report is late", "carol@unclear.example.net");
+const SLOW: (&str, &str) = ("Write to Sam that the minutes are out", "sam@slow.example.net");
+
+/// A rule that composes a short mail to `to` when the person says `prompt`.
+fn compose_rule((prompt, to): (&str, &str)) -> Value {
+    json!({"match": prompt, "steps": [
+        {"tool_calls": [{"name": "mail_compose", "arguments": {"to": [to], "subject": prompt, "body": format!("{prompt}.\n\nAlice")}}]},
+        {"text": "Here is the mail; press Send under it when it looks right."}
+    ]})
+}
+
+/// What the person sees after a send with an unknown outcome (`check` from mail.mjs).
+fn assert_unknown_outcome(c: &Value, to: &str) {
+    assert_eq!(c["to"], to, "{c}");
+    assert_eq!(c["confirmTo"], to, "{c}");
+    // One dispatch, of mail_send to that recipient.
+    let dispatched = c["dispatched"].as_array().expect("dispatched");
+    assert_eq!(dispatched.len(), 1, "{c}");
+    assert_eq!((&dispatched[0]["name"], &dispatched[0]["arguments"]["to"]), (&json!("mail_send"), &json!([to])), "{c}");
+    // The tool's own outcome_unknown message, shown as a failure, names the Sent folder.
+    let status = c["frameStatus"].as_str().expect("frame status");
+    assert!(status.starts_with("It is not known whether the mail was sent"), "{c}");
+    assert!(status.contains("Check the Sent folder before sending it again"), "{c}");
+    assert_eq!(c["frameStatusClass"], "status bad", "{c}");
+    // Send (and Save draft) stay off: a click changes nothing, the island asks nothing more.
+    assert_eq!(
+        c["frameButtons"],
+        json!([{"text": "Send", "disabled": true}, {"text": "Save draft", "disabled": true}]),
+        "{c}"
+    );
+    assert_eq!(c["frameStatusAfterClick"], status, "{c}");
+    assert_eq!(c["cardsAfter"], 0, "{c}");
+    let island = c["islandButtons"].as_array().expect("island buttons");
+    assert!(
+        island.iter().filter_map(Value::as_str).all(|b| !b.to_lowercase().contains("retry") && !b.to_lowercase().contains("try again")),
+        "{c}"
+    );
+}
 
 /// The demo's mail_compose arguments: (subject, body), read from the demo script itself so
 /// this test proves the demo `scripts/dev` plays.
@@ -54,8 +101,9 @@ async fn compose_confirm_and_send_in_chromium() {
     );
 
     let standin = tokio::task::spawn_blocking(Standin::start).await.expect("stand-in");
-    let mail = McpMail::start(standin.url(), &[]);
+    let mail = McpMail::start(standin.url(), &[("MAIL_BRIDGE_TIMEOUT_SECS", BRIDGE_TIMEOUT_SECS)]);
     let model = ScriptedModel::start_with_scripts(&workspace_root().join("dev/scripted-model/demo.json"));
+    model.add_rules(json!([compose_rule(UNCLEAR), compose_rule(SLOW)]));
     let (subject, body) = demo_mail();
     let orch = Orchestrator::start(Options {
         model_url: model.url(),
@@ -76,6 +124,8 @@ async fn compose_confirm_and_send_in_chromium() {
             ("ARTIFACTS", artifacts.display().to_string()),
             ("PATH", std::env::var("PATH").unwrap_or_default()),
             ("TZ", "UTC".to_string()),
+            ("UNCLEAR_PROMPT", UNCLEAR.0.to_string()),
+            ("SLOW_PROMPT", SLOW.0.to_string()),
         ];
         move || run_node_json(&island_dir(), "browser-tests/mail.mjs", &[], &env, Duration::from_secs(240))
     })
@@ -130,9 +180,18 @@ async fn compose_confirm_and_send_in_chromium() {
     );
     assert_eq!(c["frameStatus"], "Sent.");
 
-    // The SMTP sink holds exactly one message, with exactly the shown fields.
+    // A send with an unknown outcome: the tool's message, Send off, no retry (each once).
+    assert_unknown_outcome(&check(&report, "unclear_outcome_is_not_retried"), UNCLEAR.1);
+    assert_unknown_outcome(&check(&report, "timed_out_send_is_not_retried"), SLOW.1);
+
+    // The SMTP sink holds exactly one message per send, the first with exactly the shown fields.
     let sink = sent_mail(standin.url()).await;
-    assert_eq!(sink.len(), 1, "{sink:#?}");
+    let recipients: Vec<&Value> = sink.iter().map(|m| &m["rcpt_to"]).collect();
+    assert_eq!(
+        recipients,
+        [&json!(["bob@example.com"]), &json!([UNCLEAR.1]), &json!([SLOW.1])],
+        "{sink:#?}"
+    );
     let m = &sink[0];
     assert_eq!(m["from"], "Alice Adams <alice@example.com>");
     assert_eq!(m["to"], "bob@example.com");
@@ -152,10 +211,16 @@ async fn compose_confirm_and_send_in_chromium() {
         .expect("rows")
         .collect::<Result<_, _>>()
         .expect("rows");
-    assert_eq!(rows.len(), 1, "{rows:?}");
+    // The two sends with an unknown outcome are on record as failed dispatches.
+    let summary: Vec<(&str, &str, &str)> = rows.iter().map(|r| (r.0.as_str(), r.1.as_str(), r.4.as_str())).collect();
     assert_eq!(
-        (rows[0].0.as_str(), rows[0].1.as_str(), rows[0].4.as_str()),
-        ("app_dispatch", "alice", "ok")
+        summary,
+        [
+            ("app_dispatch", "alice", "ok"),
+            ("app_dispatch", "alice", "error"),
+            ("app_dispatch", "alice", "error")
+        ],
+        "{rows:?}"
     );
     // The hash is of exactly the arguments the person confirmed and the island dispatched.
     let confirmed = &c["dispatched"][0]["arguments"];

@@ -5,7 +5,10 @@
 //   - the frame posts mail_send on its own (no click at all): the island shows its own
 //     confirmation and nothing is dispatched; Cancel answers the frame;
 //   - Send clicked in the frame, Cancel in the island's confirmation: nothing is dispatched;
-//   - Send clicked in the frame, Send in the island's confirmation: one dispatch.
+//   - Send clicked in the frame, Send in the island's confirmation: one dispatch;
+//   - a mail whose send has an unknown outcome (the sink's scripted unclear.example.net, and
+//     slow.example.net past mcp-mail's bridge timeout): the frame shows the tool's message,
+//     Send stays off, and the island offers no second confirmation or retry.
 // Reports facts as JSON on stdout; tests/mail_browser.rs decides, and checks the sink.
 //
 // Environment: BASE_URL (the dev host), ARTIFACTS (screenshots), CHROMIUM.
@@ -33,6 +36,12 @@ async function main() {
     await runCheck(result, 'frame_request_alone_sends_nothing', () => frameAlone(page, compose.frame, doors));
     await runCheck(result, 'cancel_in_the_island_sends_nothing', () => clickSend(page, compose.frame, doors, 'cancel'));
     await runCheck(result, 'confirm_in_the_island_sends', () => clickSend(page, compose.frame, doors, 'confirm'));
+    for (const [name, prompt] of [
+      ['unclear_outcome_is_not_retried', required('UNCLEAR_PROMPT')],
+      ['timed_out_send_is_not_retried', required('SLOW_PROMPT')],
+    ]) {
+      await runCheck(result, name, () => unknownOutcome(page, prompt, doors, name));
+    }
   });
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
@@ -95,6 +104,49 @@ async function clickSend(page, frame, doors, answer) {
     frameStatus: await status.innerText(),
     paths: requests.map((d) => d.path),
     dispatched: requests.filter((d) => d.path.endsWith('/dispatch')).map((d) => JSON.parse(d.body)),
+  };
+}
+
+/** A turn composes a mail whose send ends with an unknown outcome; Send, then Send in the
+ * island: what the person sees after the one dispatch, and that nothing offers another. */
+async function unknownOutcome(page, prompt, doors, name) {
+  const composed = page.locator('.tool[data-tool="mail_compose"][data-state="output-available"]');
+  const before = await composed.count();
+  await say(page, prompt);
+  const iframe = composed.nth(before).getByTestId('app-frame');
+  await iframe.waitFor();
+  const frame = await (await iframe.elementHandle()).contentFrame();
+  await frame.locator('#send:not([disabled])').waitFor();
+  await replyDone(page);
+  const to = await frame.locator('#to').innerText();
+  const mark = doors.length;
+  await frame.locator('#send:not([disabled])').click();
+  const card = page.getByTestId('dispatch-confirm');
+  await card.waitFor();
+  const confirmTo = await card.getByTestId('confirm-to').innerText();
+  await card.getByTestId('confirm-dispatch').click();
+  await card.waitFor({ state: 'detached' });
+  const status = frame.locator('#status');
+  // Whatever the frame says once the dispatch has answered (it says "Waiting…" until then).
+  await frame.waitForFunction(() => !/Waiting/.test(document.getElementById('status').textContent));
+  await page.screenshot({ path: join(ARTIFACTS, `mail-${name}.png`), fullPage: true });
+  const buttons = (root) => root.locator('button').evaluateAll((nodes) => nodes.map((n) => ({ text: n.textContent.trim(), disabled: n.disabled })));
+  const shown = await status.innerText();
+  const frameStatusClass = await status.getAttribute('class');
+  const frameButtons = await buttons(frame);
+  // A click on Send as it now is: were it live, the frame would at once say it is waiting
+  // for a confirmation again (act() sets that before anything else).
+  await frame.locator('#send').click({ force: true });
+  return {
+    to,
+    confirmTo,
+    frameStatus: shown,
+    frameStatusAfterClick: await status.innerText(),
+    frameStatusClass,
+    frameButtons,
+    cardsAfter: await page.getByTestId('dispatch-confirm').count(),
+    islandButtons: (await buttons(page)).map((b) => b.text),
+    dispatched: doors.slice(mark).filter((d) => d.path.endsWith('/dispatch')).map((d) => JSON.parse(d.body)),
   };
 }
 
