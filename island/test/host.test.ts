@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AppHost, appRefFromOutput, frameSrc, type ConfirmRequest, type FrameRecord, type ToolHandling } from '../src/apps/host';
+import { AppHost, appRefFromOutput, frameSrc, OUTCOME_UNKNOWN_CODE, type ConfirmRequest, type FrameRecord, type ToolHandling } from '../src/apps/host';
 import { ApiError } from '../src/errors';
 
 type Listener = (event: { source: unknown; data: unknown; origin: string }) => void;
@@ -28,6 +28,8 @@ function handlingOf(name: string): ToolHandling {
 interface SetupOptions {
   /** The person's answer to each confirmation (default: they never answer). */
   answer?: (request: ConfirmRequest) => Promise<boolean>;
+  /** What the dispatch door does (default: answers `{status: 'sent'}`). */
+  dispatch?: () => Promise<{ content: unknown[]; structuredContent?: unknown }>;
 }
 
 function setup(callTool = async () => ({ content: [], structuredContent: { ok: true } }), options: SetupOptions = {}) {
@@ -40,7 +42,10 @@ function setup(callTool = async () => ({ content: [], structuredContent: { ok: t
     {
       callTool: async (server, name, args) => { calls.push([server, name, args]); return callTool(); },
       describeTool: async (_server, name) => handlingOf(name),
-      dispatchTool: async (server, name, args) => { dispatched.push([server, name, args]); return { content: [], structuredContent: { status: 'sent' } }; },
+      dispatchTool: async (server, name, args) => {
+        dispatched.push([server, name, args]);
+        return options.dispatch ? options.dispatch() : { content: [], structuredContent: { status: 'sent' } };
+      },
       confirm: (request) => { asked.push(request); return options.answer ? options.answer(request) : new Promise(() => {}); },
       openUrl: (url) => opened.push(url),
       linkBase: '',
@@ -151,6 +156,20 @@ describe('AppHost', () => {
     expect(calls).toEqual([]);
     expect(dispatched).toEqual([['nextcloud', 'mail_send', { to: ['bob@example.com'], cc: [], bcc: [], subject: 'Budget', body: 'Hi Bob', server: 'evil' }]]);
     expect(frame.received[0]).toMatchObject({ id: 7, result: { structuredContent: { status: 'sent' } } });
+  });
+
+  it('a confirmed dispatch without an answer is an unknown outcome; a refusal is not', async () => {
+    const outcomes: unknown[] = [];
+    for (const failure of [new ApiError(500, 'timeout', 'r1'), new ApiError(504, null, null), new TypeError('Failed to fetch'), new ApiError(403, 'no', 'r2')]) {
+      const { win, frame } = setup(undefined, { answer: async () => true, dispatch: async () => { throw failure; } });
+      win.emit(frame, { jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'mail_send', arguments: { to: ['bob@example.com'], subject: 's', body: 'b' } } });
+      await flush();
+      await flush();
+      outcomes.push((frame.received[0] as { error: { code: number; message: string } }).error);
+    }
+    expect(outcomes.slice(0, 3).map((e) => (e as { code: number }).code)).toEqual([OUTCOME_UNKNOWN_CODE, OUTCOME_UNKNOWN_CODE, OUTCOME_UNKNOWN_CODE]);
+    expect((outcomes[0] as { message: string }).message).toContain('Sent folder');
+    expect(outcomes[3]).toEqual({ code: -32000, message: 'This action is not allowed.' });
   });
 
   it('opens only host-built links', async () => {

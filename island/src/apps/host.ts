@@ -27,6 +27,9 @@ import { ApiError } from '../errors';
 import type { ToolResult } from '../api';
 
 export const PROTOCOL_VERSION = '2026-01-26';
+/** The JSON-RPC error code (server range) for a confirmed dispatch that got no usable answer:
+ * it may have been done, so the frame must not offer to do it again as if nothing happened. */
+export const OUTCOME_UNKNOWN_CODE = -32002;
 /** Tool calls one frame may have in flight; more are refused rather than queued. */
 export const MAX_CALLS_IN_FLIGHT = 4;
 
@@ -177,7 +180,17 @@ export class AppHost {
       this.confirming = false;
     }
     if (!confirmed) return replyError(frame, id, -32001, 'Cancelled by the person; nothing was done.');
-    reply(frame, id, await this.deps.dispatchTool(record.server, name, frozen));
+    let result: ToolResult;
+    try {
+      result = await this.deps.dispatchTool(record.server, name, frozen);
+    } catch (error) {
+      // A 4xx is the orchestrator refusing before anything ran. Anything else (its 5xx or
+      // timeout, a proxy's 502/504, a dropped connection) came after the confirmed request
+      // may have left: a mail may be out, and a second click could send it twice.
+      if (error instanceof ApiError && error.status >= 400 && error.status < 500) throw error;
+      return replyError(frame, id, OUTCOME_UNKNOWN_CODE, 'No answer came back, so it is not known whether this was done. Check (for a mail: your Sent folder) before trying again.');
+    }
+    reply(frame, id, result);
   }
 }
 
