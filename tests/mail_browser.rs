@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use test_harness::island::{DevHost, check, island_dir, require_chromium, require_node_modules, run_node_json};
 use test_harness::mcp_mail::{McpMail, sent_mail};
+use test_harness::mcp_server::McpServer;
 use test_harness::orchestrator::{Options, Orchestrator};
 use test_harness::scripted_model::ScriptedModel;
 use test_harness::standin::Standin;
@@ -28,7 +29,7 @@ const PROMPT: &str = "Write a mail to Bob about the budget";
 
 /// mcp-mail's bridge timeout here: well above a loopback bridge call, well below the sink's
 /// 8 s delay for `slow.example.net`.
-const BRIDGE_TIMEOUT_SECS: &str = "4";
+const BRIDGE_TIMEOUT_SECS: &str = "5";
 /// The scripted turns that compose a mail whose send has an unknown outcome: (prompt, recipient).
 const UNCLEAR: (&str, &str) = ("Write to Carol that the report is late", "carol@unclear.example.net");
 const SLOW: (&str, &str) = ("Write to Sam that the minutes are out", "sam@slow.example.net");
@@ -41,18 +42,31 @@ fn compose_rule((prompt, to): (&str, &str)) -> Value {
     ]})
 }
 
-/// What the person sees after a send with an unknown outcome (`check` from mail.mjs).
-fn assert_unknown_outcome(c: &Value, to: &str) {
+/// mcp-mail's outcome_unknown message, as the compose frame shows it: (start, the Sent folder).
+const TOOL_SAYS: (&str, &str) = (
+    "It is not known whether the mail was sent",
+    "Check the Sent folder before sending it again",
+);
+/// The island's own message when a confirmed dispatch got no answer (island/src/apps/host.ts).
+const ISLAND_SAYS: (&str, &str) = ("No answer came back", "your Sent folder");
+
+/// What the person sees after a send with an unknown outcome (`check` from mail.mjs); `says`
+/// is how the frame's message starts and the Sent-folder words it must hold.
+fn assert_unknown_outcome(c: &Value, to: &str, says: (&str, &str)) {
     assert_eq!(c["to"], to, "{c}");
     assert_eq!(c["confirmTo"], to, "{c}");
     // One dispatch, of mail_send to that recipient.
     let dispatched = c["dispatched"].as_array().expect("dispatched");
     assert_eq!(dispatched.len(), 1, "{c}");
-    assert_eq!((&dispatched[0]["name"], &dispatched[0]["arguments"]["to"]), (&json!("mail_send"), &json!([to])), "{c}");
+    assert_eq!(
+        (&dispatched[0]["name"], &dispatched[0]["arguments"]["to"]),
+        (&json!("mail_send"), &json!([to])),
+        "{c}"
+    );
     // The tool's own outcome_unknown message, shown as a failure, names the Sent folder.
     let status = c["frameStatus"].as_str().expect("frame status");
-    assert!(status.starts_with("It is not known whether the mail was sent"), "{c}");
-    assert!(status.contains("Check the Sent folder before sending it again"), "{c}");
+    assert!(status.starts_with(says.0), "{c}");
+    assert!(status.contains(says.1), "{c}");
     assert_eq!(c["frameStatusClass"], "status bad", "{c}");
     // Send (and Save draft) stay off: a click changes nothing, the island asks nothing more.
     assert_eq!(
@@ -64,7 +78,10 @@ fn assert_unknown_outcome(c: &Value, to: &str) {
     assert_eq!(c["cardsAfter"], 0, "{c}");
     let island = c["islandButtons"].as_array().expect("island buttons");
     assert!(
-        island.iter().filter_map(Value::as_str).all(|b| !b.to_lowercase().contains("retry") && !b.to_lowercase().contains("try again")),
+        island
+            .iter()
+            .filter_map(Value::as_str)
+            .all(|b| !b.to_lowercase().contains("retry") && !b.to_lowercase().contains("try again")),
         "{c}"
     );
 }
@@ -91,23 +108,32 @@ fn demo_mail() -> (String, String) {
     (text("subject"), text("body"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn compose_confirm_and_send_in_chromium() {
+/// The stack a browser run needs, stopped together when dropped (the dev host first).
+struct Stack {
+    host: DevHost,
+    orch: Orchestrator,
+    _model: ScriptedModel,
+    _mail: McpServer,
+    standin: Standin,
+}
+
+/// Starts the stand-in, mcp-mail (with `mail_env`), the scripted model (demo.json, with
+/// `rules` in front), the orchestrator (with `orch_env`) and the island's dev host.
+async fn start_stack(mail_env: &[(&str, &str)], orch_env: &[(&str, &str)], rules: Value) -> Stack {
     require_chromium();
     require_node_modules(
         &island_dir(),
         "playwright-core",
         "scripts/install.d/40-island.sh (npm ci in island/)",
     );
-
     let standin = tokio::task::spawn_blocking(Standin::start).await.expect("stand-in");
-    let mail = McpMail::start(standin.url(), &[("MAIL_BRIDGE_TIMEOUT_SECS", BRIDGE_TIMEOUT_SECS)]);
+    let mail = McpMail::start(standin.url(), mail_env);
     let model = ScriptedModel::start_with_scripts(&workspace_root().join("dev/scripted-model/demo.json"));
-    model.add_rules(json!([compose_rule(UNCLEAR), compose_rule(SLOW)]));
-    let (subject, body) = demo_mail();
+    model.add_rules(rules);
     let orch = Orchestrator::start(Options {
         model_url: model.url(),
         mcp_servers: format!("mail={};auth=nextcloud", mail.url()),
+        extra_env: orch_env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         ..Options::default()
     });
     let host = DevHost::start_with_servers(
@@ -116,22 +142,45 @@ async fn compose_confirm_and_send_in_chromium() {
         &[("alice", standin.app_password("alice")), ("bob", standin.app_password("bob"))],
         &["mail"],
     );
+    Stack {
+        host,
+        orch,
+        _model: model,
+        _mail: mail,
+        standin,
+    }
+}
 
-    let artifacts = workspace_root().join("test-artifacts/mail-browser");
-    let report = tokio::task::spawn_blocking({
-        let env = vec![
-            ("BASE_URL", host.url().to_string()),
-            ("ARTIFACTS", artifacts.display().to_string()),
-            ("PATH", std::env::var("PATH").unwrap_or_default()),
-            ("TZ", "UTC".to_string()),
-            ("UNCLEAR_PROMPT", UNCLEAR.0.to_string()),
-            ("SLOW_PROMPT", SLOW.0.to_string()),
-        ];
-        move || run_node_json(&island_dir(), "browser-tests/mail.mjs", &[], &env, Duration::from_secs(240))
-    })
-    .await
-    .expect("browser run");
+/// Runs browser-tests/mail.mjs against `stack` with `env` added; returns its report.
+async fn run_browser(stack: &Stack, artifacts: &str, env: &[(&'static str, String)]) -> Value {
+    let artifacts = workspace_root().join("test-artifacts").join(artifacts);
+    let mut env = env.to_vec();
+    env.extend([
+        ("BASE_URL", stack.host.url().to_string()),
+        ("ARTIFACTS", artifacts.display().to_string()),
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("TZ", "UTC".to_string()),
+    ]);
+    let report =
+        tokio::task::spawn_blocking(move || run_node_json(&island_dir(), "browser-tests/mail.mjs", &[], &env, Duration::from_secs(240)))
+            .await
+            .expect("browser run");
     eprintln!("browser report: {report:#}");
+    report
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compose_confirm_and_send_in_chromium() {
+    let stack = start_stack(
+        &[("MAIL_BRIDGE_TIMEOUT_SECS", BRIDGE_TIMEOUT_SECS)],
+        &[],
+        json!([compose_rule(UNCLEAR), compose_rule(SLOW)]),
+    )
+    .await;
+    let (standin, orch) = (&stack.standin, &stack.orch);
+    let (subject, body) = demo_mail();
+    let outcomes = json!({"unclear_outcome_is_not_retried": UNCLEAR.0, "timed_out_send_is_not_retried": SLOW.0});
+    let report = run_browser(&stack, "mail-browser", &[("UNKNOWN_OUTCOMES", outcomes.to_string())]).await;
 
     // The turn searched, read and composed; the compose app shows the mail as it will go out.
     let c = check(&report, "compose_frame_renders");
@@ -181,18 +230,24 @@ async fn compose_confirm_and_send_in_chromium() {
     assert_eq!(c["frameStatus"], "Sent.");
 
     // A send with an unknown outcome: the tool's message, Send off, no retry (each once).
-    assert_unknown_outcome(&check(&report, "unclear_outcome_is_not_retried"), UNCLEAR.1);
-    assert_unknown_outcome(&check(&report, "timed_out_send_is_not_retried"), SLOW.1);
+    assert_unknown_outcome(&check(&report, "unclear_outcome_is_not_retried"), UNCLEAR.1, TOOL_SAYS);
+    assert_unknown_outcome(&check(&report, "timed_out_send_is_not_retried"), SLOW.1, TOOL_SAYS);
 
-    // The SMTP sink holds exactly one message per send, the first with exactly the shown fields.
+    // The SMTP sink holds exactly one message per send (in no set order), Bob's with exactly
+    // the shown fields.
     let sink = sent_mail(standin.url()).await;
-    let recipients: Vec<&Value> = sink.iter().map(|m| &m["rcpt_to"]).collect();
-    assert_eq!(
-        recipients,
-        [&json!(["bob@example.com"]), &json!([UNCLEAR.1]), &json!([SLOW.1])],
-        "{sink:#?}"
-    );
-    let m = &sink[0];
+    let mut recipients: Vec<String> = sink.iter().map(|m| m["rcpt_to"].to_string()).collect();
+    recipients.sort();
+    let mut expected: Vec<String> = [json!(["bob@example.com"]), json!([UNCLEAR.1]), json!([SLOW.1])]
+        .iter()
+        .map(Value::to_string)
+        .collect();
+    expected.sort();
+    assert_eq!(recipients, expected, "{sink:#?}");
+    let m = sink
+        .iter()
+        .find(|m| m["rcpt_to"] == json!(["bob@example.com"]))
+        .expect("Bob's mail");
     assert_eq!(m["from"], "Alice Adams <alice@example.com>");
     assert_eq!(m["to"], "bob@example.com");
     assert_eq!(m["cc"], "");
@@ -229,4 +284,25 @@ async fn compose_confirm_and_send_in_chromium() {
         Some(tamebi::turn::arguments_hash(confirmed).as_str()),
         "{rows:?}"
     );
+}
+
+/// The orchestrator's own tool timeout runs out before anything answers a confirmed send
+/// (the sink holds `slow.example.net` mail for 8 s, mcp-mail waits its default 60 s): the
+/// dispatch door answers 500, and the island tells the frame the outcome is unknown, so the
+/// frame keeps Send off rather than offering the click that would send the mail twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dispatch_without_an_answer_is_not_retried_in_chromium() {
+    const NO_ANSWER: (&str, &str) = ("Write to Tom that the agenda is ready", "tom@slow.example.net");
+    let stack = start_stack(&[], &[("TAMEBI_TOOL_TIMEOUT_SECS", "5")], json!([compose_rule(NO_ANSWER)])).await;
+    let outcomes = json!({"no_answer_is_not_retried": NO_ANSWER.0});
+    let report = run_browser(
+        &stack,
+        "mail-browser-no-answer",
+        &[("UNKNOWN_OUTCOMES", outcomes.to_string()), ("DEMO", "0".to_string())],
+    )
+    .await;
+    assert_unknown_outcome(&check(&report, "no_answer_is_not_retried"), NO_ANSWER.1, ISLAND_SAYS);
+    let sink = sent_mail(stack.standin.url()).await;
+    let recipients: Vec<&Value> = sink.iter().map(|m| &m["rcpt_to"]).collect();
+    assert_eq!(recipients, [&json!([NO_ANSWER.1])], "{sink:#?}");
 }
