@@ -130,12 +130,15 @@ async fn start_stack(mail_env: &[(&str, &str)], orch_env: &[(&str, &str)], rules
     let mail = McpMail::start(standin.url(), mail_env);
     let model = ScriptedModel::start_with_scripts(&workspace_root().join("dev/scripted-model/demo.json"));
     model.add_rules(rules);
-    let orch = Orchestrator::start(Options {
+    let mut options = Options {
         model_url: model.url(),
         mcp_servers: format!("mail={};auth=nextcloud", mail.url()),
-        extra_env: orch_env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         ..Options::default()
-    });
+    };
+    options
+        .extra_env
+        .extend(orch_env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let orch = Orchestrator::start(options);
     let host = DevHost::start_with_servers(
         &orch.url(),
         standin.url(),
@@ -230,8 +233,8 @@ async fn compose_confirm_and_send_in_chromium() {
     assert_eq!(c["frameStatus"], "Sent.");
 
     // A send with an unknown outcome: the tool's message, Send off, no retry (each once).
-    assert_unknown_outcome(&check(&report, "unclear_outcome_is_not_retried"), UNCLEAR.1, TOOL_SAYS);
-    assert_unknown_outcome(&check(&report, "timed_out_send_is_not_retried"), SLOW.1, TOOL_SAYS);
+    assert_unknown_outcome(check(&report, "unclear_outcome_is_not_retried"), UNCLEAR.1, TOOL_SAYS);
+    assert_unknown_outcome(check(&report, "timed_out_send_is_not_retried"), SLOW.1, TOOL_SAYS);
 
     // The SMTP sink holds exactly one message per send (in no set order), Bob's with exactly
     // the shown fields.
@@ -301,7 +304,7 @@ async fn a_dispatch_without_an_answer_is_not_retried_in_chromium() {
         &[("UNKNOWN_OUTCOMES", outcomes.to_string()), ("DEMO", "0".to_string())],
     )
     .await;
-    assert_unknown_outcome(&check(&report, "no_answer_is_not_retried"), NO_ANSWER.1, ISLAND_SAYS);
+    assert_unknown_outcome(check(&report, "no_answer_is_not_retried"), NO_ANSWER.1, ISLAND_SAYS);
     let sink = sent_mail(stack.standin.url()).await;
     let recipients: Vec<&Value> = sink.iter().map(|m| &m["rcpt_to"]).collect();
     assert_eq!(recipients, [&json!([NO_ANSWER.1])], "{sink:#?}");
