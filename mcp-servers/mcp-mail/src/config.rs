@@ -5,7 +5,9 @@
 //! mcp-mail reads what every MCP server of Tamebi reads ([`BaseConfig`]: `NC_URL`,
 //! `MCP_BIND` defaulting to 127.0.0.1:8712, `MCP_PUBLIC_URL` = the JWT audience,
 //! `MCP_ALLOWED_HOSTS`, `RUST_LOG`, `OTEL_EXPORTER_OTLP_ENDPOINT`) and its own
-//! `MAIL_BRIDGE_TIMEOUT_SECS` (1–600, default 60): how long one call to the mail bridge may take.
+//! `MAIL_BRIDGE_TIMEOUT_SECS` (1–600, default 45): how long one call to the mail bridge may take.
+//! Below the orchestrator's default tool timeout (60 s) on purpose: a slow send should end here,
+//! as `outcome_unknown` with its Sent-folder advice, not as the orchestrator's bare timeout.
 
 use std::time::Duration;
 
@@ -16,7 +18,7 @@ use crate::error::Error;
 /// Default listen address.
 pub const DEFAULT_BIND: &str = "127.0.0.1:8712";
 /// Default upper bound of one bridge call; IMAP searches on big mailboxes can be slow.
-pub const DEFAULT_BRIDGE_TIMEOUT: Duration = Duration::from_secs(60);
+pub const DEFAULT_BRIDGE_TIMEOUT: Duration = Duration::from_secs(45);
 const TIMEOUT_VAR: &str = "MAIL_BRIDGE_TIMEOUT_SECS";
 
 /// Everything the server needs to run.
