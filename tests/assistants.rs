@@ -76,10 +76,16 @@ struct Stack {
     model: ScriptedModel,
     probe: ProbeMcp,
     http: reqwest::Client,
+    /// The `TAMEBI_ASSISTANTS` file: rewrite it and restart to change the operator's setup.
+    file: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
 async fn stack() -> Stack {
+    stack_with(FILE).await
+}
+
+async fn stack_with(assistants: &str) -> Stack {
     let (model, probe) = tokio::task::spawn_blocking(|| {
         let probe = ProbeMcp::start();
         probe.set_tools(json!([
@@ -96,7 +102,7 @@ async fn stack() -> Stack {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("assistants.toml");
-    std::fs::write(&file, FILE).unwrap();
+    std::fs::write(&file, assistants).unwrap();
     let options = Options {
         model_url: model.url(),
         mcp_servers: format!("probe={}", probe.url()),
@@ -114,6 +120,7 @@ async fn stack() -> Stack {
         model,
         probe,
         http,
+        file,
         _dir: dir,
     }
 }
@@ -302,4 +309,95 @@ async fn assistants_bind_conversations_and_filter_tools() {
     for private in ["PLANNER-MARKER", "asst-cal", "alice", "calendar is empty"] {
         assert!(!text.contains(private), "the admin route revealed {private}: {text}");
     }
+}
+
+/// The approval test's operator setup: first the cleaner may delete files, then it may not.
+const CLEANER_MAY_DELETE: &str = "[[assistant]]\nname = \"cleaner\"\ndescription = \"Files.\"\ntools = [\"probe/files_*\"]\n";
+const CLEANER_MAY_NOT_DELETE: &str = "[[assistant]]\nname = \"cleaner\"\ndescription = \"Files.\"\ntools = [\"probe/files_list\"]\n";
+
+/// audit.db rows of one conversation: (kind, tool, approval, outcome, detail).
+fn audit_of(s: &Stack, cid: &str) -> Vec<(String, String, String, String, Option<String>)> {
+    let c = rusqlite::Connection::open_with_flags(s.orch.data_dir().join("audit.db"), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let mut st = c
+        .prepare("SELECT kind, tool, approval, outcome, detail FROM audit WHERE conversation_id = ?1 ORDER BY seq")
+        .unwrap();
+    st.query_map([cid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_call_is_rechecked_against_the_allow_list_of_now() {
+    let mut s = stack_with(CLEANER_MAY_DELETE).await;
+    s.model.add_rules(json!([{"match": "asst-narrow", "steps": [
+        {"tool_calls": [{"name": "files_delete", "arguments": {"path": "/secret.txt"}}]},
+        {"text": "Understood."}
+    ]}]));
+    let r = s.post("asst-narrow", "m1", Some("cleaner")).await;
+    assert_eq!(r.status(), 200);
+    let p = parts(&read_sse(r).await);
+    let asked = of_type(&p, "tool-approval-request");
+    assert_eq!(asked.len(), 1, "files_delete waits for approval: {p:?}");
+    let message_id = of_type(&p, "start")[0]["messageId"].as_str().unwrap().to_string();
+    let call_id = asked[0]["toolCallId"].clone();
+    let input = of_type(&p, "tool-input-available")
+        .into_iter()
+        .find(|x| x["toolCallId"] == call_id)
+        .unwrap()["input"]
+        .clone();
+    let decision = json!({"id": "asst-narrow", "messages": [{"id": message_id, "role": "assistant", "parts": [
+        {"type": "dynamic-tool", "toolName": "files_delete", "toolCallId": call_id, "state": "approval-responded",
+         "input": input, "approval": {"id": asked[0]["approvalId"], "approved": true}}]}]});
+
+    // The operator narrows the cleaner while the call waits; the person then approves it.
+    std::fs::write(&s.file, CLEANER_MAY_NOT_DELETE).unwrap();
+    tokio::task::block_in_place(|| s.orch.kill9_and_restart());
+    let body = serde_json::to_vec(&decision).unwrap();
+    let r = s
+        .orch
+        .request(&s.http, Method::POST, "/v1/chat", "alice", &body, None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let p = parts(&read_sse(r).await);
+    assert!(s.probe.calls_of("files_delete").is_empty(), "the withdrawn tool ran: {p:?}");
+    let errors = of_type(&p, "tool-output-error");
+    assert_eq!(errors.len(), 1, "{p:?}");
+    assert_eq!(errors[0]["toolCallId"], call_id);
+    let text = errors[0]["errorText"].as_str().unwrap();
+    assert!(
+        text.contains("no longer has the tool files_delete") && text.contains("not run"),
+        "{text}"
+    );
+    // The model reads the refusal as data, inside the envelope.
+    let sent = s.model.requests();
+    let last = sent.last().unwrap();
+    let tool_message = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .unwrap_or_else(|| panic!("the model is told about the refused call: {last}"));
+    let content = tool_message["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("<untrusted_data") && content.contains("no longer has the tool files_delete"),
+        "the refusal reaches the model enveloped: {content}"
+    );
+    let rows = audit_of(&s, "asst-narrow");
+    assert!(
+        rows.iter().any(|(kind, tool, approval, outcome, detail)| kind == "tool_call"
+            && tool == "files_delete"
+            && approval == "approved_by_user"
+            && outcome == "refused"
+            && detail.as_deref().is_some_and(|d| d.contains("cleaner"))),
+        "{rows:?}"
+    );
+    assert!(
+        !rows
+            .iter()
+            .any(|(_, tool, _, outcome, _)| tool == "files_delete" && outcome == "ok"),
+        "{rows:?}"
+    );
 }
