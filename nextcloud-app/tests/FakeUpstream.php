@@ -36,7 +36,8 @@ final class FakeUpstream {
 		$this->waitUntilUp();
 	}
 
-	private static function freePort(): int {
+	/** A TCP port free on 127.0.0.1 right now (also for the other processes tests start). */
+	public static function freePort(): int {
 		$socket = stream_socket_server('tcp://127.0.0.1:0');
 		if ($socket === false) {
 			throw new \RuntimeException('no free port');
