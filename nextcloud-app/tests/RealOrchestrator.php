@@ -57,20 +57,10 @@ final class RealOrchestrator {
 	}
 
 	private function waitUntilUp(string $log): void {
-		$deadline = microtime(true) + 30;
-		while (microtime(true) < $deadline) {
-			$ch = curl_init($this->url . '/healthz');
-			curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_TIMEOUT => 1]);
-			if (curl_exec($ch) !== false && curl_getinfo($ch, CURLINFO_RESPONSE_CODE) === 200) {
-				return;
-			}
-			if (!proc_get_status($this->process)['running']) {
-				break;
-			}
-			usleep(50000);
+		if (!waitForHealthz($this->url, 30, fn (): bool => proc_get_status($this->process)['running'])) {
+			$this->stop();
+			throw new \RuntimeException('the orchestrator did not start: ' . @file_get_contents($log));
 		}
-		$this->stop();
-		throw new \RuntimeException('the orchestrator did not start: ' . @file_get_contents($log));
 	}
 
 	public function stop(): void {
