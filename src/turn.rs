@@ -358,7 +358,10 @@ impl TurnState {
             self.durable().await?;
         }
         for (decision, pending) in decisions {
-            if decision.approved {
+            if decision.approved && !self.t.loadout.allows(&pending.server, &pending.tool) {
+                let part = self.refuse_withdrawn(&pending).await;
+                self.emit(part)?;
+            } else if decision.approved {
                 let part = self
                     .execute(
                         &pending.server,
@@ -383,6 +386,29 @@ impl TurnState {
             }
         }
         Ok(())
+    }
+
+    /// An approved call whose tool the conversation's assistant no longer allows (the operator
+    /// narrowed its allow-list after the call was proposed). The approval was for a tool the
+    /// assistant had then; what holds is the allow-list now, so nothing runs (fail closed), the
+    /// refusal is audited, and the model reads it as an error result (through the G2 envelope).
+    async fn refuse_withdrawn(&self, pending: &PendingApproval) -> StreamPart {
+        let entry = self
+            .audit_entry(Kind::ToolCall, Outcome::Refused, &pending.server, &pending.tool)
+            .category(Category::Action)
+            .approval(ApprovalState::ApprovedByUser)
+            .arguments_sha256(pending.arguments_sha256.clone())
+            .detail(format!("no longer allowed by the assistant {}", self.t.loadout.name))
+            .build();
+        self.t.services.audit.record(entry).await;
+        StreamPart::ToolOutputError {
+            tool_call_id: pending.tool_call_id.clone(),
+            error_text: format!(
+                "This call was approved, but the assistant \"{}\" no longer has the tool {} (the operator changed its tools), so it was not run.",
+                self.t.loadout.name, pending.tool
+            ),
+            dynamic: true,
+        }
     }
 
     /// One model call. Streams its text; returns the tool calls it made.

@@ -7,7 +7,10 @@
 //! - an assistant restricted to calendar tools is never offered files tools, and a call naming
 //!   one anyway (natively or written as text) is an error result, never a call;
 //! - its instructions come after the fixed system prompt, its model role picks the model;
-//! - `GET /v1/admin/status` needs the app's admin signature and reveals configuration only.
+//! - `GET /v1/admin/status` needs the app's admin signature and reveals configuration only;
+//! - an approved call runs only if the assistant's allow-list still has its tool when it runs;
+//! - MCP Apps reach (relay, dispatch, describe) only what their conversation's assistant
+//!   allows now, and a request tied to no conversation of the caller's is refused; audited.
 #![expect(clippy::unwrap_used, reason = "a test fails by panicking")]
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -76,10 +79,16 @@ struct Stack {
     model: ScriptedModel,
     probe: ProbeMcp,
     http: reqwest::Client,
+    /// The `TAMEBI_ASSISTANTS` file: rewrite it and restart to change the operator's setup.
+    file: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
 async fn stack() -> Stack {
+    stack_with(FILE).await
+}
+
+async fn stack_with(assistants: &str) -> Stack {
     let (model, probe) = tokio::task::spawn_blocking(|| {
         let probe = ProbeMcp::start();
         probe.set_tools(json!([
@@ -96,7 +105,7 @@ async fn stack() -> Stack {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("assistants.toml");
-    std::fs::write(&file, FILE).unwrap();
+    std::fs::write(&file, assistants).unwrap();
     let options = Options {
         model_url: model.url(),
         mcp_servers: format!("probe={}", probe.url()),
@@ -114,6 +123,7 @@ async fn stack() -> Stack {
         model,
         probe,
         http,
+        file,
         _dir: dir,
     }
 }
@@ -302,4 +312,247 @@ async fn assistants_bind_conversations_and_filter_tools() {
     for private in ["PLANNER-MARKER", "asst-cal", "alice", "calendar is empty"] {
         assert!(!text.contains(private), "the admin route revealed {private}: {text}");
     }
+}
+
+/// The approval test's operator setup: first the cleaner may delete files, then it may not.
+const CLEANER_MAY_DELETE: &str = "[[assistant]]\nname = \"cleaner\"\ndescription = \"Files.\"\ntools = [\"probe/files_*\"]\n";
+const CLEANER_MAY_NOT_DELETE: &str = "[[assistant]]\nname = \"cleaner\"\ndescription = \"Files.\"\ntools = [\"probe/files_list\"]\n";
+
+type AuditRow = (String, String, String, String, Option<String>);
+
+/// audit.db rows of one conversation: (kind, tool, approval, outcome, detail).
+fn audit_of(s: &Stack, cid: &str) -> Vec<AuditRow> {
+    audit_where(s, "conversation_id", cid)
+}
+
+/// audit.db rows whose `column` is `value`: (kind, tool, approval, outcome, detail).
+fn audit_where(s: &Stack, column: &str, value: &str) -> Vec<AuditRow> {
+    let c = rusqlite::Connection::open_with_flags(s.orch.data_dir().join("audit.db"), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let mut st = c
+        .prepare(&format!(
+            "SELECT kind, tool, approval, outcome, detail FROM audit WHERE {column} = ?1 ORDER BY seq"
+        ))
+        .unwrap();
+    st.query_map([value], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_call_is_rechecked_against_the_allow_list_of_now() {
+    let mut s = stack_with(CLEANER_MAY_DELETE).await;
+    s.model.add_rules(json!([{"match": "asst-narrow", "steps": [
+        {"tool_calls": [{"name": "files_delete", "arguments": {"path": "/secret.txt"}}]},
+        {"text": "Understood."}
+    ]}]));
+    let r = s.post("asst-narrow", "m1", Some("cleaner")).await;
+    assert_eq!(r.status(), 200);
+    let p = parts(&read_sse(r).await);
+    let asked = of_type(&p, "tool-approval-request");
+    assert_eq!(asked.len(), 1, "files_delete waits for approval: {p:?}");
+    let message_id = of_type(&p, "start")[0]["messageId"].as_str().unwrap().to_string();
+    let call_id = asked[0]["toolCallId"].clone();
+    let input = of_type(&p, "tool-input-available")
+        .into_iter()
+        .find(|x| x["toolCallId"] == call_id)
+        .unwrap()["input"]
+        .clone();
+    let decision = json!({"id": "asst-narrow", "messages": [{"id": message_id, "role": "assistant", "parts": [
+        {"type": "dynamic-tool", "toolName": "files_delete", "toolCallId": call_id, "state": "approval-responded",
+         "input": input, "approval": {"id": asked[0]["approvalId"], "approved": true}}]}]});
+
+    // The operator narrows the cleaner while the call waits; the person then approves it.
+    std::fs::write(&s.file, CLEANER_MAY_NOT_DELETE).unwrap();
+    tokio::task::block_in_place(|| s.orch.kill9_and_restart());
+    let body = serde_json::to_vec(&decision).unwrap();
+    let r = s
+        .orch
+        .request(&s.http, Method::POST, "/v1/chat", "alice", &body, None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let p = parts(&read_sse(r).await);
+    assert!(s.probe.calls_of("files_delete").is_empty(), "the withdrawn tool ran: {p:?}");
+    let errors = of_type(&p, "tool-output-error");
+    assert_eq!(errors.len(), 1, "{p:?}");
+    assert_eq!(errors[0]["toolCallId"], call_id);
+    let text = errors[0]["errorText"].as_str().unwrap();
+    assert!(
+        text.contains("no longer has the tool files_delete") && text.contains("not run"),
+        "{text}"
+    );
+    // The model reads the refusal as data, inside the envelope.
+    let sent = s.model.requests();
+    let last = sent.last().unwrap();
+    let tool_message = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .unwrap_or_else(|| panic!("the model is told about the refused call: {last}"));
+    let content = tool_message["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("<untrusted_data") && content.contains("no longer has the tool files_delete"),
+        "the refusal reaches the model enveloped: {content}"
+    );
+    let rows = audit_of(&s, "asst-narrow");
+    assert!(
+        rows.iter().any(|(kind, tool, approval, outcome, detail)| kind == "tool_call"
+            && tool == "files_delete"
+            && approval == "approved_by_user"
+            && outcome == "refused"
+            && detail.as_deref().is_some_and(|d| d.contains("cleaner"))),
+        "{rows:?}"
+    );
+    assert!(
+        !rows
+            .iter()
+            .any(|(_, tool, _, outcome, _)| tool == "files_delete" && outcome == "ok"),
+        "{rows:?}"
+    );
+}
+
+/// The probe's tools for the apps test: two read-only tools any frame may relay, and two
+/// app-only tools with effects (dispatch only), one per half of the planner's allow-list.
+fn app_tools() -> Value {
+    let app_only = json!({"ui": {"visibility": ["app"]}});
+    json!([
+        {"name": "calendar_list_events", "description": "Lists events.", "inputSchema": {"type": "object"},
+         "annotations": {"readOnlyHint": true}, "reply": {"text": "no events"}},
+        {"name": "files_list", "description": "Lists files.", "inputSchema": {"type": "object"},
+         "annotations": {"readOnlyHint": true}, "reply": {"text": "secret.txt"}},
+        {"name": "calendar_send_invite", "description": "Sends an invitation.", "inputSchema": {"type": "object"},
+         "_meta": app_only, "reply": {"text": "sent"}},
+        {"name": "files_share", "description": "Shares a file.", "inputSchema": {"type": "object"},
+         "_meta": app_only, "reply": {"text": "shared"}}
+    ])
+}
+
+impl Stack {
+    /// A frame's request through one of the apps doors: (status, request id, body).
+    async fn app(&self, door: &str, uid: &str, conversation: Option<&str>, tool: &str) -> (u16, String, Value) {
+        let mut body = json!({"server": "probe", "name": tool, "arguments": {"marker": conversation}});
+        if let Some(c) = conversation {
+            body["conversation"] = json!(c);
+        }
+        let rid = format!("app-{}", fresh_nonce());
+        let r = self
+            .orch
+            .request(
+                &self.http,
+                Method::POST,
+                &format!("/v1/apps/tools/{door}"),
+                uid,
+                &serde_json::to_vec(&body).unwrap(),
+                None,
+            )
+            .header("x-request-id", &rid)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, rid, r.json().await.unwrap_or_default())
+    }
+
+    /// A frame's request that must be refused: 403, an `app_refused` row for it whose detail
+    /// says why, and the tool never reached.
+    async fn app_refused(&self, door: &str, uid: &str, conversation: Option<&str>, tool: &str, why: &str) {
+        let before = self.probe.calls_of(tool).len();
+        let (status, rid, _) = self.app(door, uid, conversation, tool).await;
+        assert_eq!(status, 403, "{door} {tool} from {conversation:?} as {uid}");
+        let rows = audit_where(self, "request_id", &rid);
+        assert!(
+            rows.iter().any(|(kind, t, approval, outcome, detail)| kind == "app_refused"
+                && t == tool
+                && approval == "refused"
+                && outcome == "refused"
+                && detail.as_deref().is_some_and(|d| d.contains(why))),
+            "{door} {tool} from {conversation:?}: {rows:?}"
+        );
+        assert_eq!(self.probe.calls_of(tool).len(), before, "{door} {tool} reached the server");
+    }
+
+    /// A conversation bound to `assistant`, made by one plain turn.
+    async fn conversation(&self, cid: &str, assistant: &str) {
+        self.model.add_rules(json!([{"match": cid, "steps": [{"text": "Hello."}]}]));
+        let r = self.post(cid, "m1", Some(assistant)).await;
+        assert_eq!(r.status(), 200);
+        read_sse(r).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apps_reach_only_what_their_conversations_assistant_allows() {
+    let mut s = stack().await;
+    let tools = app_tools();
+    tokio::task::block_in_place(|| s.probe.set_tools(tools));
+    s.conversation("app-plan", "planner").await;
+    s.conversation("app-all", "default").await;
+
+    // The planner's frame: its calendar tools through the relay, dispatch and describe ...
+    let (status, _, body) = s.app("call", "alice", Some("app-plan"), "calendar_list_events").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(s.probe.calls_of("calendar_list_events").len(), 1);
+    let (status, _, body) = s.app("describe", "alice", Some("app-plan"), "calendar_send_invite").await;
+    assert_eq!((status, body["handling"].as_str()), (200, Some("confirm")), "{body}");
+    let (status, _, body) = s.app("dispatch", "alice", Some("app-plan"), "calendar_send_invite").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(s.probe.calls_of("calendar_send_invite").len(), 1);
+    // ... and nothing outside its allow-list, through any door.
+    for door in ["call", "describe"] {
+        s.app_refused(door, "alice", Some("app-plan"), "files_list", "assistant planner")
+            .await;
+    }
+    s.app_refused("dispatch", "alice", Some("app-plan"), "files_share", "assistant planner")
+        .await;
+    let rows = audit_of(&s, "app-plan");
+    assert!(
+        rows.iter().any(|(kind, tool, ..)| kind == "app_refused" && tool == "files_share"),
+        "the refusal is on the conversation's record: {rows:?}"
+    );
+    assert!(
+        rows.iter().any(|(kind, tool, approval, outcome, _)| kind == "app_dispatch"
+            && tool == "calendar_send_invite"
+            && approval == "approved_by_user"
+            && outcome == "ok"),
+        "{rows:?}"
+    );
+    // The default assistant's frame reaches the files tools.
+    let (status, _, body) = s.app("call", "alice", Some("app-all"), "files_list").await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = s.app("dispatch", "alice", Some("app-all"), "files_share").await;
+    assert_eq!(status, 200, "{body}");
+
+    // Fail closed: a request tied to no conversation, an unknown one, another user's.
+    s.app_refused("call", "alice", None, "files_list", "not tied to a conversation")
+        .await;
+    s.app_refused("dispatch", "alice", None, "files_share", "not tied to a conversation")
+        .await;
+    s.app_refused("describe", "alice", None, "calendar_list_events", "not tied to a conversation")
+        .await;
+    s.app_refused("call", "alice", Some("app-none"), "files_list", "no such conversation")
+        .await;
+    s.app_refused("call", "bob", Some("app-all"), "files_list", "no such conversation")
+        .await;
+    let (status, _, _) = s.app("call", "alice", Some("../app-all"), "files_list").await;
+    assert_eq!(status, 400, "a malformed conversation id");
+
+    // The allow-list of now: the operator narrows the planner to files_list, then removes
+    // the default assistant (its conversation cannot be tied to any assistant any more).
+    std::fs::write(
+        &s.file,
+        "[[assistant]]\nname = \"planner\"\ndescription = \"Files list only.\"\ntools = [\"probe/files_list\"]\n",
+    )
+    .unwrap();
+    tokio::task::block_in_place(|| s.orch.kill9_and_restart());
+    s.app_refused("call", "alice", Some("app-plan"), "calendar_list_events", "assistant planner")
+        .await;
+    s.app_refused("dispatch", "alice", Some("app-plan"), "calendar_send_invite", "assistant planner")
+        .await;
+    let (status, _, body) = s.app("call", "alice", Some("app-plan"), "files_list").await;
+    assert_eq!(status, 200, "{body}");
+    s.app_refused("call", "alice", Some("app-all"), "files_list", "no longer configured")
+        .await;
 }

@@ -225,9 +225,13 @@ async fn compose_confirm_and_send_in_chromium() {
         json!({"to": "bob@example.com", "subject": subject, "body": body}),
         "{c}"
     );
+    // The island names the frame's conversation (the orchestrator lets the frame reach only what
+    // that conversation's assistant allows; the dispatch ran, so alice has that conversation).
+    let frame_conversation = c["dispatched"][0]["conversation"].as_str().unwrap_or_default().to_string();
+    assert!(!frame_conversation.is_empty(), "{c}");
     assert_eq!(
         c["dispatched"],
-        json!([{"server": "mail", "name": "mail_send", "arguments": {
+        json!([{"conversation": frame_conversation, "server": "mail", "name": "mail_send", "arguments": {
             "account_id": 1, "to": ["bob@example.com"], "cc": [], "bcc": [], "subject": subject, "body": body, "in_reply_to": 1}}])
     );
     assert_eq!(c["frameStatus"], "Sent.");
@@ -262,10 +266,11 @@ async fn compose_confirm_and_send_in_chromium() {
     // The dispatch is on record: who, which tool, the arguments' hash, the result.
     let db = rusqlite::Connection::open_with_flags(orch.data_dir().join("audit.db"), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .expect("audit.db");
-    let rows: Vec<(String, String, String, Option<String>, String)> = db
-        .prepare("SELECT kind, uid, tool, arguments_sha256, outcome FROM audit WHERE tool = 'mail_send' ORDER BY seq")
+    type Row = (String, String, String, Option<String>, String, Option<String>);
+    let rows: Vec<Row> = db
+        .prepare("SELECT kind, uid, tool, arguments_sha256, outcome, conversation_id FROM audit WHERE tool = 'mail_send' ORDER BY seq")
         .expect("query")
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
         .expect("rows")
         .collect::<Result<_, _>>()
         .expect("rows");
@@ -279,6 +284,11 @@ async fn compose_confirm_and_send_in_chromium() {
             ("app_dispatch", "alice", "error")
         ],
         "{rows:?}"
+    );
+    assert_eq!(
+        rows[0].5.as_deref(),
+        Some(frame_conversation.as_str()),
+        "the dispatch is on the conversation's record"
     );
     // The hash is of exactly the arguments the person confirmed and the island dispatched.
     let confirmed = &c["dispatched"][0]["arguments"];

@@ -9,7 +9,7 @@
  */
 import type { IslandConfig } from './config';
 import { ApiError, parseErrorBody } from './errors';
-import type { ToolHandling } from './apps/host';
+import type { ToolHandling, ToolTarget } from './apps/host';
 
 export interface ConversationSummary {
   id: string;
@@ -82,20 +82,20 @@ export class Api {
   }
 
   /** The relay for frames: read-only, app-visible tools only (the server answers 403 otherwise). */
-  async callAppTool(server: string, name: string, args: Record<string, unknown>): Promise<ToolResult> {
-    return (await this.request('POST', '/apps/tools/call', { server, name, arguments: args })) as ToolResult;
+  async callAppTool(target: ToolTarget, args: Record<string, unknown>): Promise<ToolResult> {
+    return (await this.request('POST', '/apps/tools/call', { ...target, arguments: args })) as ToolResult;
   }
 
   /** How a frame's request for a tool must be handled: relay, confirm first, or refused. */
-  async describeAppTool(server: string, name: string): Promise<ToolHandling> {
-    const body = (await this.request('POST', '/apps/tools/describe', { server, name })) as { handling?: unknown };
+  async describeAppTool(target: ToolTarget): Promise<ToolHandling> {
+    const body = (await this.request('POST', '/apps/tools/describe', { ...target })) as { handling?: unknown };
     // Anything unexpected is a refusal: the island never guesses towards running something.
     return body.handling === 'relay' || body.handling === 'confirm' ? body.handling : 'refused';
   }
 
   /** Effectful app-only tools; called only after the person's click on the island's own confirmation. */
-  async dispatchAppTool(server: string, name: string, args: Record<string, unknown>): Promise<ToolResult> {
-    return (await this.request('POST', '/apps/tools/dispatch', { server, name, arguments: args })) as ToolResult;
+  async dispatchAppTool(target: ToolTarget, args: Record<string, unknown>): Promise<ToolResult> {
+    return (await this.request('POST', '/apps/tools/dispatch', { ...target, arguments: args })) as ToolResult;
   }
 
   private async request(method: string, path: string, body?: unknown): Promise<unknown> {

@@ -37,12 +37,15 @@ function setup(callTool = async () => ({ content: [], structuredContent: { ok: t
   const opened: string[] = [];
   const calls: Array<[string, string, unknown]> = [];
   const dispatched: Array<[string, string, unknown]> = [];
+  /** The conversation each request to the orchestrator named, in order. */
+  const conversations: string[] = [];
   const asked: ConfirmRequest[] = [];
   const host = new AppHost(
     {
-      callTool: async (server, name, args) => { calls.push([server, name, args]); return callTool(); },
-      describeTool: async (_server, name) => handlingOf(name),
-      dispatchTool: async (server, name, args) => {
+      callTool: async ({ conversation, server, name }, args) => { conversations.push(conversation); calls.push([server, name, args]); return callTool(); },
+      describeTool: async ({ conversation, name }) => { conversations.push(conversation); return handlingOf(name); },
+      dispatchTool: async ({ conversation, server, name }, args) => {
+        conversations.push(conversation);
         dispatched.push([server, name, args]);
         return options.dispatch ? options.dispatch() : { content: [], structuredContent: { status: 'sent' } };
       },
@@ -56,12 +59,12 @@ function setup(callTool = async () => ({ content: [], structuredContent: { ok: t
   const frame = new FakeFrame();
   const heights: number[] = [];
   const record: FrameRecord = {
-    server: 'nextcloud', resourceUri: 'ui://nextcloud/calendar-week', toolName: 'calendar_events',
+    conversation: 'conv-1', server: 'nextcloud', resourceUri: 'ui://nextcloud/calendar-week', toolName: 'calendar_events',
     toolInput: { from: '2026-01-12' }, toolResult: { content: [], structuredContent: { events: [] } },
     onResize: (h) => heights.push(h),
   };
   host.register(frame as unknown as Window, record);
-  return { win, host, frame, opened, calls, heights, dispatched, asked };
+  return { win, host, frame, opened, calls, heights, dispatched, asked, conversations };
 }
 
 describe('AppHost', () => {
@@ -92,6 +95,22 @@ describe('AppHost', () => {
     await flush();
     expect(calls).toEqual([['nextcloud', 'calendar_event_get', { href: '/e.ics', server: 'mail' }]]);
     expect(frame.received[0]).toMatchObject({ id: 'c1', result: { structuredContent: { ok: true } } });
+  });
+
+  it('names the frame\'s own conversation at every door, whatever the frame says', async () => {
+    let release: (ok: boolean) => void = () => {};
+    const { win, host, frame, conversations } = setup(undefined, { answer: () => new Promise((r) => { release = r; }) });
+    const other = new FakeFrame();
+    host.register(other as unknown as Window, { conversation: 'conv-2', server: 'nextcloud', resourceUri: 'ui://nextcloud/files-table', toolName: 'files_list', toolInput: {}, toolResult: { content: [] }, onResize: () => {} });
+    win.emit(frame, { jsonrpc: '2.0', id: 'a', method: 'tools/call', params: { name: 'files_list', arguments: { conversation: 'conv-2' } } });
+    await flush();
+    win.emit(other, { jsonrpc: '2.0', id: 'b', method: 'tools/call', params: { name: 'mail_send', arguments: { conversation: 'conv-1' } } });
+    await flush();
+    release(true);
+    await flush();
+    await flush();
+    // frame: describe + call in conv-1; other: describe + dispatch in conv-2.
+    expect(conversations).toEqual(['conv-1', 'conv-1', 'conv-2', 'conv-2']);
   });
 
   it('turns a 403 from the relay into a JSON-RPC error', async () => {
@@ -126,7 +145,7 @@ describe('AppHost', () => {
     expect(frame.received[0]).toMatchObject({ id: 5, error: { message: 'A confirmation is already open.' } });
     // Nor may another frame replace the open question with its own.
     const other = new FakeFrame();
-    host.register(other as unknown as Window, { server: 'mail', resourceUri: 'ui://mail/compose', toolName: 'mail_compose', toolInput: {}, toolResult: { content: [] }, onResize: () => {} });
+    host.register(other as unknown as Window, { conversation: 'conv-2', server: 'mail', resourceUri: 'ui://mail/compose', toolName: 'mail_compose', toolInput: {}, toolResult: { content: [] }, onResize: () => {} });
     win.emit(other, { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'mail_send', arguments: { to: ['eve@example.com'], subject: 'x', body: 'y' } } });
     await flush();
     expect(asked).toHaveLength(1);
@@ -147,7 +166,7 @@ describe('AppHost', () => {
     const args = { to: ['bob@example.com'], cc: [], bcc: [], subject: 'Budget', body: 'Hi Bob', server: 'evil' };
     win.emit(frame, { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'mail_send', arguments: args } });
     await flush();
-    expect(asked[0]).toEqual({ server: 'nextcloud', name: 'mail_send', arguments: args });
+    expect(asked[0]).toEqual({ conversation: 'conv-1', server: 'nextcloud', name: 'mail_send', arguments: args });
     // Whatever happens to the frame's copy after the question was asked changes nothing.
     args.to.push('eve@example.com');
     release(true);

@@ -36,7 +36,8 @@ final class FakeUpstream {
 		$this->waitUntilUp();
 	}
 
-	private static function freePort(): int {
+	/** A TCP port free on 127.0.0.1 right now (also for the other processes tests start). */
+	public static function freePort(): int {
 		$socket = stream_socket_server('tcp://127.0.0.1:0');
 		if ($socket === false) {
 			throw new \RuntimeException('no free port');
@@ -47,16 +48,9 @@ final class FakeUpstream {
 	}
 
 	private function waitUntilUp(): void {
-		$deadline = microtime(true) + 10;
-		while (microtime(true) < $deadline) {
-			$ch = curl_init($this->url . '/healthz');
-			curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_TIMEOUT => 1]);
-			if (curl_exec($ch) !== false && curl_getinfo($ch, CURLINFO_RESPONSE_CODE) === 200) {
-				return;
-			}
-			usleep(20000);
+		if (!waitForHealthz($this->url, 10, fn (): bool => proc_get_status($this->process)['running'])) {
+			throw new \RuntimeException('fake upstream did not start: ' . @file_get_contents("{$this->state}/server.log"));
 		}
-		throw new \RuntimeException('fake upstream did not start: ' . @file_get_contents("{$this->state}/server.log"));
 	}
 
 	/** @return list<array{method: string, uri: string, body: string, headers: array<string, string>, at: float}> */
@@ -98,6 +92,27 @@ final class FakeUpstream {
 	public function __destruct() {
 		$this->stop();
 	}
+}
+
+/**
+ * Polls `$url/healthz` until it answers 200 (true), `$seconds` pass or `$running` says the
+ * process is gone (false). For the processes tests start (php -S, the orchestrator binary).
+ * @param callable(): bool $running
+ */
+function waitForHealthz(string $url, int $seconds, callable $running): bool {
+	$deadline = microtime(true) + $seconds;
+	while (microtime(true) < $deadline) {
+		$ch = curl_init($url . '/healthz');
+		curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_TIMEOUT => 1]);
+		if (curl_exec($ch) !== false && curl_getinfo($ch, CURLINFO_RESPONSE_CODE) === 200) {
+			return true;
+		}
+		if (!$running()) {
+			return false;
+		}
+		usleep(20000);
+	}
+	return false;
 }
 
 function posix_kill_safe(int $pid): void {

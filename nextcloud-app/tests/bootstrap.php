@@ -6,4 +6,5 @@ declare(strict_types=1);
 require_once __DIR__ . '/autoload.php';
 require_once __DIR__ . '/FakeUpstream.php';
 require_once __DIR__ . '/Standin.php';
+require_once __DIR__ . '/RealOrchestrator.php';
 require_once __DIR__ . '/AppTestCase.php';

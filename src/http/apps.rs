@@ -12,6 +12,13 @@
 //!
 //! Every call lists the caller's tools with the caller's bearer first: the rules apply to the
 //! definitions the server gives this user now, not to a cached copy.
+//!
+//! An app is shown under a tool result in one conversation, and the island names that
+//! conversation with every request (`conversation`). The three tool doors take only what the
+//! conversation's assistant allows, by its allow-list as the operator's file has it now: an
+//! app never reaches a tool its conversation's assistant could not. A request that cannot be
+//! tied to an assistant (no conversation named, none of this user's by that id, its assistant
+//! removed from the file) is refused and audited: fail closed.
 
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -23,19 +30,32 @@ use serde_json::Value;
 use super::AppState;
 use crate::approval::Category;
 use crate::apps::{APP_MIME, csp};
+use crate::assistants::Assistant;
 use crate::auth::Caller;
 use crate::error::{ApiError, Error};
 use crate::mcp::client::McpError;
 use crate::mcp::registry::{Registry, ToolDef};
-use crate::store::audit::{ApprovalState, Entry, Kind, Outcome};
+use crate::store::audit::{ApprovalState, Entry, EntryBuilder, Kind, Outcome};
+use crate::store::key::{ConversationKey, valid_conversation_id};
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
 
 #[derive(Deserialize)]
 struct ToolRequest {
+    /// The conversation the app's frame is shown in: its assistant decides what the app may call.
+    #[serde(default)]
+    conversation: Option<String>,
     server: String,
     name: String,
     #[serde(default)]
     arguments: serde_json::Map<String, Value>,
+}
+
+/// A request that passed the checks every door shares: a known server, the caller's
+/// credential for it, a conversation whose assistant allows the tool, a tool the server lists.
+struct Target {
+    def: ToolDef,
+    conversation: ConversationKey,
 }
 
 /// `?server=…&uri=…`, parsed here rather than by an extractor so that a missing or repeated
@@ -130,32 +150,28 @@ pub async fn resource(
 
 pub async fn call(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
     let req = parse_or_refuse(&state, &caller, &body).await?;
-    let def = tool_for(&state, &caller, &req).await?;
+    let target = tool_for(&state, &caller, &req).await?;
+    let def = &target.def;
     // Fourth point of distrust: frames reach app-visible, read-only tools only.
     if !def.visible_to_app || def.policy.category != Category::Data || def.policy.needs_approval {
-        return Err(refuse(&state, &caller, &req, &def, "not a read-only app tool").await);
+        return Err(refuse(&state, &caller, &req, &target, "not a read-only app tool").await);
     }
-    run(&state, &caller, req, Kind::AppCall, ApprovalState::NotNeeded, Category::Data).await
+    run(&state, &caller, req, &target, Kind::AppCall, ApprovalState::NotNeeded).await
 }
 
 pub async fn dispatch(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
     let req = parse_or_refuse(&state, &caller, &body).await?;
-    let def = tool_for(&state, &caller, &req).await?;
+    let mut target = tool_for(&state, &caller, &req).await?;
+    let def = &target.def;
     // Only app-only tools: a model-visible tool goes through the agent and G3, never here.
     if !def.visible_to_app || def.visible_to_model {
-        return Err(refuse(&state, &caller, &req, &def, "not an app-only tool").await);
+        return Err(refuse(&state, &caller, &req, &target, "not an app-only tool").await);
     }
     tracing::info!(request_id = %caller.request_id, server = %req.server, tool = %req.name, "app dispatch approved by the user's click");
-    // The click in the island's own DOM is the approval (seed: server=app-dispatch).
-    run(
-        &state,
-        &caller,
-        req,
-        Kind::AppDispatch,
-        ApprovalState::ApprovedByUser,
-        Category::Action,
-    )
-    .await
+    // The click in the island's own DOM is the approval (seed: server=app-dispatch), and
+    // what the click approves has an effect, whatever its annotations claim.
+    target.def.policy.category = Category::Action;
+    run(&state, &caller, req, &target, Kind::AppDispatch, ApprovalState::ApprovedByUser).await
 }
 
 /// How the island must handle a frame's request for `{server, name}`:
@@ -168,7 +184,7 @@ pub async fn dispatch(State(state): State<AppState>, Extension(caller): Extensio
 /// own, so a wrong or forged answer cannot make anything run.
 pub async fn describe(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
     let req = parse_or_refuse(&state, &caller, &body).await?;
-    let def = tool_for(&state, &caller, &req).await?;
+    let Target { def, .. } = tool_for(&state, &caller, &req).await?;
     let read_only = def.policy.category == Category::Data && !def.policy.needs_approval;
     let handling = match (def.visible_to_app, def.visible_to_model, read_only) {
         (true, _, true) => "relay",
@@ -179,20 +195,27 @@ pub async fn describe(State(state): State<AppState>, Extension(caller): Extensio
 }
 
 /// Audits a refused relay request and returns the 403 for it.
-async fn refuse(state: &AppState, caller: &Caller, req: &ToolRequest, def: &ToolDef, why: &str) -> ApiError {
-    audit_refusal(state, caller, &req.server, &req.name, def.policy.category, why).await;
+async fn refuse(state: &AppState, caller: &Caller, req: &ToolRequest, target: &Target, why: &str) -> ApiError {
+    let row = refusal_row(caller, &req.server, &req.name, target.def.policy.category, why).conversation(&target.conversation);
+    state.services.audit.record(row.build()).await;
     Error::Forbidden(format!("{}/{}: {why}", req.server, req.name)).with_request(&caller.request_id)
 }
 
 /// Every refused relay attempt leaves a row, whatever stopped it (issue 10.7).
 async fn audit_refusal(state: &AppState, caller: &Caller, server: &str, tool: &str, category: Category, why: &str) {
-    let row = Entry::of(Kind::AppRefused, Outcome::Refused, caller)
+    state
+        .services
+        .audit
+        .record(refusal_row(caller, server, tool, category, why).build())
+        .await;
+}
+
+fn refusal_row(caller: &Caller, server: &str, tool: &str, category: Category, why: &str) -> EntryBuilder {
+    Entry::of(Kind::AppRefused, Outcome::Refused, caller)
         .tool(server, tool)
         .category(category)
         .approval(ApprovalState::Refused)
         .detail(why)
-        .build();
-    state.services.audit.record(row).await;
 }
 
 /// Parses a relay request; one that cannot be parsed is still an attempt, and is audited
@@ -229,6 +252,9 @@ fn parse(body: &[u8]) -> Result<ToolRequest, Error> {
     if req.name.is_empty() || req.name.len() > 128 || req.server.is_empty() {
         return Err(Error::BadRequest("server and name are required".into()));
     }
+    if req.conversation.as_deref().is_some_and(|id| !valid_conversation_id(id)) {
+        return Err(Error::BadRequest("conversation must be 1-64 characters of [A-Za-z0-9_-]".into()));
+    }
     Ok(req)
 }
 
@@ -240,7 +266,7 @@ fn require_credential(state: &AppState, caller: &Caller, server: &str) -> Result
     Ok(())
 }
 
-async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Result<ToolDef, ApiError> {
+async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Result<Target, ApiError> {
     let rid = &caller.request_id;
     if !state.services.tool_servers.contains(&req.server) {
         // Names are exact: "NEXTCLOUD" is not "nextcloud", and the attempt is on record.
@@ -259,6 +285,20 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
         .await;
         return Err(e);
     }
+    let (conversation, assistant) = match app_assistant(state, caller, req).await {
+        Ok(bound) => bound,
+        Err(why) => {
+            audit_refusal(state, caller, &req.server, &req.name, Category::Action, &why).await;
+            return Err(Error::Forbidden(why).with_request(rid));
+        }
+    };
+    // The assistant's allow-list, as for the model: a tool outside it is not there for its apps.
+    if !assistant.allows(&req.server, &req.name) {
+        let why = format!("not among the tools of the assistant {}", assistant.name);
+        let row = refusal_row(caller, &req.server, &req.name, Category::Action, &why).conversation(&conversation);
+        state.services.audit.record(row.build()).await;
+        return Err(Error::Forbidden(format!("{}/{}: {why}", req.server, req.name)).with_request(rid));
+    }
     let mut defs: Vec<ToolDef> = match state.services.tool_servers.list_tools(&req.server, caller).await {
         Ok(defs) => defs,
         Err(e) => {
@@ -270,10 +310,33 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
     crate::mcp::registry::observe_fingerprints(state.services.audit.as_ref(), &mut defs, &template).await;
     let registry = Registry::new(defs);
     match registry.find(&req.server, &req.name) {
-        Some(def) => Ok(def.clone()),
+        Some(def) => Ok(Target {
+            def: def.clone(),
+            conversation,
+        }),
         None => {
             audit_refusal(state, caller, &req.server, &req.name, Category::Action, "unknown tool").await;
             Err(Error::Forbidden("unknown tool".into()).with_request(rid))
+        }
+    }
+}
+
+/// The conversation an app request names and the assistant it is bound to now. Err (the
+/// audited reason) when the request cannot be tied to an assistant: fail closed.
+async fn app_assistant(state: &AppState, caller: &Caller, req: &ToolRequest) -> Result<(ConversationKey, Arc<Assistant>), String> {
+    let Some(id) = req.conversation.as_deref() else {
+        return Err("not tied to a conversation".into());
+    };
+    let key = ConversationKey::new(caller, id).map_err(|_| "not tied to a conversation".to_string())?;
+    let services = &state.services;
+    match super::assistants::bound_assistant(&services.config.assistants, services.store.as_ref(), &key).await {
+        Ok(Some(assistant)) => Ok((key, assistant)),
+        // Another user's id is simply not found: keys carry the uid.
+        Ok(None) => Err("no such conversation".into()),
+        Err(Error::AssistantGone(name)) => Err(format!("the conversation's assistant {name} is no longer configured")),
+        Err(e) => {
+            tracing::error!(error = %e, "could not read a conversation's assistant; refusing the app request");
+            Err("the conversation's assistant could not be read".into())
         }
     }
 }
@@ -293,15 +356,16 @@ async fn run(
     state: &AppState,
     caller: &Caller,
     req: ToolRequest,
+    target: &Target,
     kind: Kind,
     approval: ApprovalState,
-    category: Category,
 ) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
     let started = std::time::Instant::now();
     let row = Entry::of(kind, Outcome::Ok, caller)
+        .conversation(&target.conversation)
         .tool(&req.server, &req.name)
-        .category(category)
+        .category(target.def.policy.category)
         .approval(approval)
         .arguments_sha256(crate::turn::arguments_hash(&Value::Object(req.arguments.clone())));
     let result = state

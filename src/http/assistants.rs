@@ -70,7 +70,8 @@ pub async fn resolve_cached(
     };
     let bound = match bindings.get(conversation) {
         Some(bound) => bound,
-        None => match store.assistant_of(conversation).await? {
+        None => match bound_assistant(assistants, store, conversation).await? {
+            Some(bound) => bound,
             // A new conversation: what was asked for, or the default.
             None => {
                 return Ok(Resolved {
@@ -78,9 +79,6 @@ pub async fn resolve_cached(
                     new_conversation: true,
                 });
             }
-            Some(Some(name)) => assistants.get(&name).ok_or(Error::AssistantGone(name))?.clone(),
-            // Created before assistants existed: it belongs to the default one.
-            Some(None) => assistants.default_assistant().clone(),
         },
     };
     match wanted {
@@ -90,6 +88,22 @@ pub async fn resolve_cached(
             new_conversation: false,
         }),
     }
+}
+
+/// The assistant an existing conversation is bound to, as the operator's file has it now.
+/// `None` when the conversation does not exist (for this user: keys carry the uid);
+/// `AssistantGone` when its assistant was removed from the file (never swapped for another).
+pub async fn bound_assistant(
+    assistants: &Assistants,
+    store: &dyn ChatStore,
+    conversation: &ConversationKey,
+) -> Result<Option<Arc<Assistant>>, Error> {
+    Ok(match store.assistant_of(conversation).await? {
+        None => None,
+        Some(Some(name)) => Some(assistants.get(&name).ok_or(Error::AssistantGone(name))?.clone()),
+        // Created before assistants existed: it belongs to the default one.
+        Some(None) => Some(assistants.default_assistant().clone()),
+    })
 }
 
 #[cfg(test)]

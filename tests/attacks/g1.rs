@@ -273,7 +273,8 @@ pub async fn replayed_requests_are_refused(s: &Stack) -> Result<()> {
     let (first, second) = twice(s, Method::GET, "/v1/conversations", b"").await?;
     ensure!((first, second) == (200, 401), "list: {first} then {second}");
 
-    let call = serde_json::to_vec(&json!({"server": "probe", "name": "probe_lookup", "arguments": {"target": marker}}))?;
+    let call =
+        serde_json::to_vec(&json!({"conversation": marker, "server": "probe", "name": "probe_lookup", "arguments": {"target": marker}}))?;
     let (first, second) = twice(s, Method::POST, "/v1/apps/tools/call", &call).await?;
     ensure!((first, second) == (200, 401), "relay: {first} then {second}");
     let ran = s

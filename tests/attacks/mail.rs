@@ -163,7 +163,7 @@ pub async fn mail_takes_only_its_own_audience(s: &Stack) -> Result<()> {
 /// model-visible effect tool is `refused`, an unknown tool is 403 and audited.
 pub async fn describe_names_the_door(s: &Stack) -> Result<()> {
     let ask = |server: &'static str, name: &'static str| async move {
-        let body = serde_json::to_vec(&json!({"server": server, "name": name}))?;
+        let body = serde_json::to_vec(&json!({"conversation": crate::stack::APP_CONVERSATION, "server": server, "name": name}))?;
         let r = s.signed(Method::POST, "/v1/apps/tools/describe", "alice", &body).send().await?;
         let status = r.status().as_u16();
         let v: serde_json::Value = r.json().await.unwrap_or_default();

@@ -18,6 +18,9 @@ use test_harness::probe_mcp::ProbeMcp;
 use test_harness::scripted_model::ScriptedModel;
 use test_harness::standin::Standin;
 
+/// The conversation (of alice's, with the default assistant) that app requests name.
+pub const APP_CONVERSATION: &str = "apps-frame";
+
 pub struct Stack {
     // Drop order: the orchestrator first, the stand-in last.
     pub orch: Orchestrator,
@@ -155,6 +158,10 @@ impl Stack {
         };
         stack.board = stack.find_board().await.expect("alice's seeded Deck board");
         stack.mkcol("alice", "escape").await.expect("MKCOL escape/");
+        // The conversation alice's app frames are shown in (relay requests name it).
+        stack.script(APP_CONVERSATION, json!([{"text": "Here is your app."}]));
+        let turn = stack.chat("alice", APP_CONVERSATION, APP_CONVERSATION).await.expect("a turn");
+        assert_eq!(turn.status, 200, "the app frames' conversation");
         stack
     }
 
@@ -224,8 +231,12 @@ impl Stack {
         self.post_chat(uid, &body).await
     }
 
-    /// A signed call to the apps endpoints: (status, request id used).
-    pub async fn apps(&self, path: &str, uid: &str, body: Value) -> Result<(u16, String)> {
+    /// A signed call to the apps endpoints: (status, request id used). A body that names no
+    /// conversation is sent from a frame of [`APP_CONVERSATION`] (the default assistant's).
+    pub async fn apps(&self, path: &str, uid: &str, mut body: Value) -> Result<(u16, String)> {
+        if let Some(fields) = body.as_object_mut() {
+            fields.entry("conversation").or_insert_with(|| json!(APP_CONVERSATION));
+        }
         let rid = format!("req-{}", uuid_like());
         let body = serde_json::to_vec(&body)?;
         let r = self

@@ -2,15 +2,21 @@
 //! `resources/list` and `resources/read` over a fixed table of compiled-in documents.
 //!
 //! Each server owns its table and its HTML (self-contained, checked by that server's tests);
-//! this module owns only how a table becomes the two MCP answers, so that every server lists
-//! and reads its apps the same way. It must never fetch or template a document: what the
-//! host renders is exactly the bytes compiled into the binary.
+//! this module owns how a table becomes the two MCP answers, so that every server lists and
+//! reads its apps the same way, and the one runtime the documents share (`apps/runtime.js`:
+//! JSON-RPC over postMessage, the handshake, size reports), placed where a document says
+//! [`RUNTIME_MARKER`]. It must never fetch or template a document with data: what the host
+//! renders is exactly the compiled-in document and runtime, the same bytes on every read.
 
 use rmcp::ErrorData;
 use rmcp::model::{ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents};
 
 /// The MIME type of an MCP App document.
 pub const MIME: &str = "text/html;profile=mcp-app";
+
+/// Where a document wants the shared runtime: before its own script, which uses `mcpApp`.
+pub const RUNTIME_MARKER: &str = "<!-- mcp-app-runtime -->";
+const RUNTIME: &str = concat!("<script>\n", include_str!("../apps/runtime.js"), "</script>");
 
 /// One app: its `ui://` URI, names for the host, and the document.
 pub struct App {
@@ -29,7 +35,7 @@ pub fn list(apps: &[App]) -> Vec<Resource> {
                 .with_title(a.title)
                 .with_description(a.description)
                 .with_mime_type(MIME)
-                .with_size(a.html.len() as u64)
+                .with_size(document(a).len() as u64)
         })
         .collect()
 }
@@ -38,7 +44,12 @@ pub fn list(apps: &[App]) -> Vec<Resource> {
 pub fn read(apps: &[App], uri: &str) -> Option<ResourceContents> {
     apps.iter()
         .find(|a| a.uri == uri)
-        .map(|a| ResourceContents::text(a.html, a.uri).with_mime_type(MIME))
+        .map(|a| ResourceContents::text(document(a), a.uri).with_mime_type(MIME))
+}
+
+/// The document as served: the app's HTML with the shared runtime at its marker (once).
+pub fn document(app: &App) -> String {
+    app.html.replacen(RUNTIME_MARKER, RUNTIME, 1)
 }
 
 /// The `resources/read` answer: the document, or the protocol's resource-not-found error.
@@ -70,5 +81,24 @@ mod tests {
         assert_eq!(listed[0].size, Some(10));
         assert!(read(APPS, "ui://test/one").is_some());
         assert!(read(APPS, "ui://test/two").is_none());
+    }
+
+    #[test]
+    fn the_runtime_stands_where_the_document_asks_for_it() {
+        let app = App {
+            html: "<p>x</p>\n<!-- mcp-app-runtime -->\n<script>mcpApp.start('x');</script>\n<!-- mcp-app-runtime -->",
+            ..APPS[0]
+        };
+        let doc = document(&app);
+        let runtime = doc.find("var mcpApp").unwrap();
+        assert!(runtime < doc.find("mcpApp.start('x')").unwrap(), "before the app's script: {doc}");
+        assert_eq!(doc.matches("var mcpApp").count(), 1, "once");
+        assert!(doc.contains("ui/initialize") && doc.contains("ui/notifications/size-changed"));
+        for forbidden in ["<script src", "fetch(", "XMLHttpRequest", "http://", "https://"] {
+            assert!(!RUNTIME.contains(forbidden), "the runtime contains {forbidden}");
+        }
+        let listed = list(std::slice::from_ref(&app));
+        assert_eq!(listed[0].size, Some(doc.len() as u64), "the size is the served document's");
+        assert_eq!(document(&APPS[0]), "<p>one</p>", "a document without the marker is served as it is");
     }
 }

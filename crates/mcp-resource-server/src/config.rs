@@ -32,6 +32,21 @@ pub struct BaseConfig {
     pub otlp_endpoint: Option<Url>,
 }
 
+/// A server's whole configuration: its own settings on top of [`BaseConfig`], read through a
+/// lookup. The process environment is read here and nowhere else, by [`ServerConfig::from_env`].
+pub trait ServerConfig: AsRef<BaseConfig> + Sized {
+    /// The server's own error type (one per crate).
+    type Error;
+
+    /// Reads the configuration through `lookup` (the environment in production, a map in tests).
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Self::Error>;
+
+    /// Reads the process environment.
+    fn from_env() -> Result<Self, Self::Error> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+}
+
 /// `name`'s value through `lookup`, trimmed; empty counts as unset.
 pub fn var(lookup: &impl Fn(&str) -> Option<String>, name: &str) -> Option<String> {
     lookup(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty())

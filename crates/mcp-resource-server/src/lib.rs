@@ -47,6 +47,6 @@ pub mod tool_result;
 
 pub use auth::AuthState;
 pub use caller::{Bearer, Caller};
-pub use config::BaseConfig;
+pub use config::{BaseConfig, ServerConfig};
 pub use error::Error;
 pub use identity::{Identify, IdentifyError, OcsIdentify};

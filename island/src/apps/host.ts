@@ -5,6 +5,8 @@
  * distrust: a sandboxed frame's origin is the string "null", so `event.source` is the only
  * honest identity), the handshake (`ui/initialize` → `ui/notifications/initialized` → tool
  * input → tool result), and what each accepted request is allowed to do:
+ *   - every tool request names the frame's own server and the conversation it is shown in
+ *     (the orchestrator lets a frame reach only what that conversation's assistant allows);
  *   - `tools/call` first asks the orchestrator how the tool is handled
  *     (`POST <apiBase>/apps/tools/describe`). Anything but an app-only effect tool goes to
  *     the relay `POST <apiBase>/apps/tools/call` for the frame's own server (which runs
@@ -34,6 +36,8 @@ export const OUTCOME_UNKNOWN_CODE = -32002;
 export const MAX_CALLS_IN_FLIGHT = 4;
 
 export interface FrameRecord {
+  /** The conversation the frame is shown in: its assistant decides which tools the frame reaches. */
+  conversation: string;
   server: string;
   resourceUri: string;
   toolName: string;
@@ -50,15 +54,23 @@ export type ToolHandling = 'relay' | 'confirm' | 'refused';
 
 /** What the person is asked to confirm: exactly what will be dispatched if they do. */
 export interface ConfirmRequest {
+  conversation: string;
   server: string;
   name: string;
   arguments: Record<string, unknown>;
 }
 
+/** Which tool a frame's request names, and the conversation the frame belongs to. */
+export interface ToolTarget {
+  conversation: string;
+  server: string;
+  name: string;
+}
+
 export interface HostDeps {
-  callTool(server: string, name: string, args: Record<string, unknown>): Promise<ToolResult>;
-  describeTool(server: string, name: string): Promise<ToolHandling>;
-  dispatchTool(server: string, name: string, args: Record<string, unknown>): Promise<ToolResult>;
+  callTool(target: ToolTarget, args: Record<string, unknown>): Promise<ToolResult>;
+  describeTool(target: ToolTarget): Promise<ToolHandling>;
+  dispatchTool(target: ToolTarget, args: Record<string, unknown>): Promise<ToolResult>;
   /** Shows the island's own confirmation; resolves true only on the person's click on confirm. */
   confirm(request: ConfirmRequest): Promise<boolean>;
   openUrl(url: string): void;
@@ -152,11 +164,12 @@ export class AppHost {
     if ((record.inFlight ?? 0) >= MAX_CALLS_IN_FLIGHT) return replyError(frame, id, -32000, 'Too many requests');
     record.inFlight = (record.inFlight ?? 0) + 1;
     try {
-      const handling = await this.deps.describeTool(record.server, name);
+      const target: ToolTarget = { conversation: record.conversation, server: record.server, name };
+      const handling = await this.deps.describeTool(target);
       if (handling === 'confirm') return await this.confirmThenDispatch(frame, record, id, name, args);
       // Everything else goes to the read-only relay, which runs it or refuses (403) and
       // audits the attempt: the orchestrator, not the island, is the authority.
-      return reply(frame, id, await this.deps.callTool(record.server, name, args));
+      return reply(frame, id, await this.deps.callTool(target, args));
     } catch (error) {
       const message = error instanceof ApiError && error.status === 403 ? 'This action is not allowed.' : 'The tool call failed.';
       replyError(frame, id, -32000, message);
@@ -175,14 +188,14 @@ export class AppHost {
     this.confirming = true;
     let confirmed = false;
     try {
-      confirmed = await this.deps.confirm({ server: record.server, name, arguments: frozen });
+      confirmed = await this.deps.confirm({ conversation: record.conversation, server: record.server, name, arguments: frozen });
     } finally {
       this.confirming = false;
     }
     if (!confirmed) return replyError(frame, id, -32001, 'Cancelled by the person; nothing was done.');
     let result: ToolResult;
     try {
-      result = await this.deps.dispatchTool(record.server, name, frozen);
+      result = await this.deps.dispatchTool({ conversation: record.conversation, server: record.server, name }, frozen);
     } catch (error) {
       // A 4xx is the orchestrator refusing before anything ran. Anything else (its 5xx or
       // timeout, a proxy's 502/504, a dropped connection) came after the confirmed request

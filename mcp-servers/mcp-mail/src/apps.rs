@@ -28,8 +28,15 @@ mod tests {
 
     #[test]
     fn compose_app_is_self_contained() {
-        let html = COMPOSE_HTML;
-        for needed in ["ui/initialize", "ui/notifications/tool-result", "mail_send", "mail_save_draft"] {
+        // Served with the shared runtime (handshake, messages) before the app's own script.
+        assert!(COMPOSE_HTML.contains(mcp_resource_server::apps::RUNTIME_MARKER));
+        let html = &mcp_resource_server::apps::document(&APPS[0]);
+        for needed in [
+            "ui/initialize",
+            "mcpApp.on('ui/notifications/tool-result'",
+            "mail_send",
+            "mail_save_draft",
+        ] {
             assert!(html.contains(needed), "{needed}");
         }
         for forbidden in [

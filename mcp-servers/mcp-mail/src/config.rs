@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use mcp_resource_server::BaseConfig;
+use mcp_resource_server::{BaseConfig, ServerConfig};
 
 use crate::error::Error;
 
@@ -36,14 +36,10 @@ impl AsRef<BaseConfig> for Config {
     }
 }
 
-impl Config {
-    /// Reads the process environment.
-    pub fn from_env() -> Result<Self, Error> {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
+impl ServerConfig for Config {
+    type Error = Error;
 
-    /// Reads configuration through `lookup` (the environment in production, a map in tests).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         let bridge_timeout = match lookup(TIMEOUT_VAR) {
             None => DEFAULT_BRIDGE_TIMEOUT,
             Some(raw) => match raw.trim().parse::<u64>() {

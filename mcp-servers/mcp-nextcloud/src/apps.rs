@@ -2,7 +2,8 @@
 //! `resources/list` and `resources/read` as `text/html;profile=mcp-app`.
 //!
 //! The HTML is compiled in (include_str!), so what a host renders is exactly what was
-//! reviewed. These documents must stay self-contained: inline script and style, no network.
+//! reviewed. These documents must stay self-contained: inline script and style, no network;
+//! the shared app runtime (mcp_resource_server::apps) is placed at their runtime marker.
 //! Hosts treat them as untrusted code (sandboxed frames, CSP from the document's hashes).
 
 use mcp_resource_server::apps::App;
@@ -37,10 +38,13 @@ mod tests {
     #[test]
     fn apps_are_self_contained() {
         for a in APPS {
-            assert!(a.html.contains("ui/initialize"), "{}", a.uri);
-            assert!(a.html.contains("ui/notifications/tool-result"), "{}", a.uri);
+            // The shared runtime (handshake, messages) stands before the app's own script.
+            assert!(a.html.contains(mcp_resource_server::apps::RUNTIME_MARKER), "{}", a.uri);
+            let doc = mcp_resource_server::apps::document(a);
+            assert!(doc.contains("ui/initialize"), "{}", a.uri);
+            assert!(doc.contains("mcpApp.on('ui/notifications/tool-result'"), "{}", a.uri);
             for forbidden in ["<script src", "fetch(", "XMLHttpRequest", "<link ", "http://", "https://"] {
-                assert!(!a.html.contains(forbidden), "{} contains {forbidden}", a.uri);
+                assert!(!doc.contains(forbidden), "{} contains {forbidden}", a.uri);
             }
         }
         assert!(mcp_resource_server::apps::read(APPS, CALENDAR_WEEK).is_some());

@@ -8,8 +8,8 @@
 
 use std::path::PathBuf;
 
-use mcp_resource_server::BaseConfig;
 use mcp_resource_server::config::var;
+use mcp_resource_server::{BaseConfig, ServerConfig};
 
 use crate::error::Error;
 
@@ -33,14 +33,10 @@ impl AsRef<BaseConfig> for Config {
     }
 }
 
-impl Config {
-    /// Reads the process environment.
-    pub fn from_env() -> Result<Self, Error> {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
+impl ServerConfig for Config {
+    type Error = Error;
 
-    /// Reads configuration through `lookup` (the environment in production, a map in tests).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         let base = BaseConfig::from_lookup(&lookup, DEFAULT_BIND)?;
         let index_path = var(&lookup, "MCP_INDEX_PATH").map_or_else(|| PathBuf::from("./data/index.db"), PathBuf::from);
         let webhook_secret = var(&lookup, "MCP_WEBHOOK_SECRET");

@@ -4,6 +4,7 @@
 
 use std::process::ExitCode;
 
+use mcp_resource_server::ServerConfig;
 use mcp_resource_server::serve::{self, Binary};
 
 fn main() -> ExitCode {

@@ -8,7 +8,6 @@ use OCA\Tamebi\Service\AppSettings;
 use OCA\Tamebi\Service\Checks;
 use OCA\Tamebi\Service\OidcClients;
 use OCA\Tamebi\Service\OidcFlow;
-use OCA\Tamebi\Service\Router;
 use Symfony\Component\Console\Command\Command;
 use Symfony\Component\Console\Input\InputInterface;
 use Symfony\Component\Console\Input\InputOption;
@@ -38,16 +37,15 @@ class Setup extends Command {
 	}
 
 	protected function execute(InputInterface $input, OutputInterface $output): int {
-		$orchestrator = (string)$input->getOption('orchestrator-url');
-		$mcp = (string)$input->getOption('mcp-url');
 		// Several orchestrator instances may be listed, comma separated (routed by conversation).
-		$orchestrators = Router::urls($orchestrator);
-		$checked = array_map(static fn (string $url): array => ['--orchestrator-url', $url], $orchestrators === [] ? [''] : $orchestrators);
-		foreach ([...$checked, ['--mcp-url', $mcp]] as [$option, $url]) {
-			if (!AppSettings::validUrl($url)) {
-				$output->writeln("<error>$option must be an absolute http(s) URL without credentials (several orchestrator URLs: comma separated), got '$url'.</error>");
-				return 1;
-			}
+		try {
+			['orchestrators' => $orchestrators, 'mcp' => $mcp] = SetupOptions::parse(
+				(string)$input->getOption('orchestrator-url'),
+				(string)$input->getOption('mcp-url'),
+			);
+		} catch (\InvalidArgumentException $e) {
+			$output->writeln('<error>' . $e->getMessage() . '</error>');
+			return 1;
 		}
 		$application = $this->getApplication();
 		$clients = $application === null ? null : new OidcClients($application);
@@ -57,7 +55,7 @@ class Setup extends Command {
 		}
 
 		// Validated and available: now change things.
-		$this->settings->set(AppSettings::ORCHESTRATOR_URL, implode(', ', $orchestrators));
+		$this->settings->set(AppSettings::ORCHESTRATOR_URL, SetupOptions::stored($orchestrators));
 		$this->settings->set(AppSettings::MCP_URL, $mcp);
 		$this->ensureClient($clients, $mcp, $output);
 		$this->ensureSecrets((bool)$input->getOption('rotate-secrets'), $output);

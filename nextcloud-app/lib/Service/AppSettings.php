@@ -104,14 +104,18 @@ class AppSettings {
 		return ($id === '' || $secret === '') ? null : ['id' => $id, 'secret' => $secret];
 	}
 
-	/** Validates an operator-given URL: absolute http(s), no credentials, no fragment. */
+	/**
+	 * Validates an operator-given URL: absolute http(s), a port (if any) of 1-65535, no
+	 * credentials, no query (paths are appended to it; a `?` would swallow them), no fragment.
+	 */
 	public static function validUrl(string $url): bool {
-		if (filter_var($url, FILTER_VALIDATE_URL) === false) {
+		if (filter_var($url, FILTER_VALIDATE_URL) === false || str_contains($url, '?')) {
 			return false;
 		}
 		$parts = parse_url($url);
 		return is_array($parts)
 			&& in_array(strtolower($parts['scheme'] ?? ''), ['http', 'https'], true)
+			&& (!isset($parts['port']) || ($parts['port'] >= 1 && $parts['port'] <= 65535))
 			&& !isset($parts['user'])
 			&& !isset($parts['fragment']);
 	}

@@ -6,19 +6,43 @@ namespace OCA\Tamebi\Tests\Unit;
 
 use OCA\Tamebi\Controller\AdminController;
 use OCA\Tamebi\Service\AdminStatus;
+use OCA\Tamebi\Service\AppSettings;
+use OCA\Tamebi\Service\Orchestrator;
 use OCA\Tamebi\Service\Signer;
+use OCA\Tamebi\Tests\RealOrchestrator;
+use OCA\Tamebi\Tests\Stubs\CurlClientService;
+use OCA\Tamebi\Tests\Stubs\FakeClock;
 use OCA\Tamebi\Tests\Stubs\FakeGroupManager;
 use OCA\Tamebi\Tests\Stubs\FakeUser;
 use OCA\Tamebi\Tests\Stubs\FakeUserSession;
+use OCA\Tamebi\Tests\Stubs\MemoryAppConfig;
 
 /**
  * The admin status: signed for an admin only (IGroupManager asked first), never with a user's
- * token, refused by the (fake) orchestrator without the admin signature, and shown read-only
- * and escaped on the settings page.
+ * token, refused by the real orchestrator binary without the admin signature (its own 403,
+ * passed through), and shown read-only and escaped on the settings page (fed by the fake
+ * upstream, whose status has every case the page renders).
  */
 final class AdminStatusTest extends AppTestCase {
-	private function status(string $uid, array $admins): AdminStatus {
-		return new AdminStatus($this->orchestrator, new FakeUserSession(new FakeUser($uid)), new FakeGroupManager($admins), $this->logger);
+	private ?RealOrchestrator $real = null;
+
+	protected function tearDown(): void {
+		$this->real?->stop();
+		parent::tearDown();
+	}
+
+	private function status(string $uid, array $admins, ?Orchestrator $orchestrator = null): AdminStatus {
+		return new AdminStatus($orchestrator ?? $this->orchestrator, new FakeUserSession(new FakeUser($uid)), new FakeGroupManager($admins), $this->logger);
+	}
+
+	/** The app's orchestrator client pointed at the real binary, signing with `$signing`. */
+	private function realOrchestrator(string $signing = self::SIGNING): Orchestrator {
+		$this->real ??= new RealOrchestrator(self::PROXY, self::SIGNING);
+		$settings = new AppSettings(new MemoryAppConfig());
+		$settings->set(AppSettings::ORCHESTRATOR_URL, $this->real->url);
+		$settings->set(AppSettings::PROXY_SECRET, self::PROXY);
+		$settings->set(AppSettings::SIGNING_SECRET, $signing);
+		return new Orchestrator($settings, new CurlClientService(), new FakeClock());
 	}
 
 	public function testAnAdminGetsTheStatusWithTheAdminSignatureAndNoToken(): void {
@@ -49,10 +73,34 @@ final class AdminStatusTest extends AppTestCase {
 		self::assertSame(403, $response->getStatus());
 	}
 
-	public function testAUserSignatureAloneIsRefusedUpstream(): void {
-		// What a non-admin path could produce at best: the ordinary G1 headers, no admin signature.
-		$reply = $this->orchestrator->send('GET', AdminStatus::PATH, 'alice', '', [], 'req-1');
-		self::assertSame(403, $reply->status);
+	public function testAUserSignatureAloneIsRefusedByTheOrchestratorItself(): void {
+		$real = $this->realOrchestrator();
+		// What a non-admin path could produce at best: the ordinary G1 headers, no admin signature,
+		// even for an admin's uid. The refusal is the orchestrator's own, in its error shape.
+		foreach (['alice', 'root'] as $uid) {
+			$reply = $real->send('GET', AdminStatus::PATH, $uid, '', [], "req-user-$uid");
+			self::assertSame(403, $reply->status, $reply->body);
+			$error = json_decode($reply->body, true)['error'] ?? null;
+			self::assertIsArray($error, $reply->body);
+			self::assertSame("req-user-$uid", $error['requestId']);
+			self::assertStringNotContainsString('planner', $reply->body);
+		}
+		// The same uid with the admin signature is answered: the signature made the difference.
+		$result = $this->status('root', ['root'], $real)->fetch('req-admin');
+		self::assertTrue($result['ok'], $result['error']);
+		self::assertSame('nextcloud', $result['status']['servers'][0]['name']);
+		self::assertSame('default', $result['status']['assistants'][0]['name']);
+	}
+
+	public function testTheOrchestratorsRefusalOfABadSignatureReachesThePage(): void {
+		// An app whose signing secret is not the orchestrator's (a rotation half done): the
+		// orchestrator refuses, and the page says the orchestrator refused, with its status.
+		$result = $this->status('root', ['root'], $this->realOrchestrator('another-signing-secret-0123456789abcdef01234'))->fetch('req-bad');
+		self::assertFalse($result['ok']);
+		self::assertNull($result['status']);
+		self::assertSame('The orchestrator refused the status request (HTTP 401).', $result['error']);
+		$html = $this->render(['orchestrator' => $result]);
+		self::assertStringContainsString('The orchestrator refused the status request (HTTP 401).', $html);
 	}
 
 	public function testTheSignatureMatchesTheOrchestratorsVector(): void {
