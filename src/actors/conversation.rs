@@ -61,6 +61,9 @@ pub enum ConversationMsg {
         assistant: Arc<crate::assistants::Assistant>,
         /// chat.db had no such conversation when the request was resolved.
         new_conversation: bool,
+        /// The asking request's span: the turn's span is its child. Passed here because ractor
+        /// runs without `message_span_propogation` (a span in every mailbox slot, issue #16).
+        parent: tracing::Span,
         reply: RpcReplyPort<Result<Subscription, Error>>,
     },
     Subscribe {
@@ -195,9 +198,11 @@ impl Actor for ConversationActor {
                 input,
                 assistant,
                 new_conversation,
+                parent,
                 reply,
             } => {
-                let result = self.start_turn(&myself, state, caller, input, assistant, new_conversation).await;
+                let start = self.start_turn(&myself, state, caller, input, assistant, new_conversation);
+                let result = tracing::Instrument::instrument(start, parent).await;
                 let lost = matches!(result, Err(Error::OwnedElsewhere { .. }));
                 let _ = reply.send(result);
                 if lost {
@@ -324,8 +329,8 @@ impl ConversationActor {
         let pending_user = user_message.map(|m| (m, log.hold(), oneshot::channel::<()>()));
         let (events, received) = mpsc::unbounded_channel();
         let emitter = Emitter::new(events, log.clone());
-        // A child of the HTTP request that asked (ractor carries the sender's span into this
-        // handler), linked to this actor's start span.
+        // A child of the HTTP request that asked (its span is this handler's, see `StartTurn`),
+        // linked to this actor's start span.
         let span = crate::telemetry::turn_span(
             &caller.request_id,
             state.key.id(),

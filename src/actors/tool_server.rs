@@ -332,9 +332,8 @@ impl ToolServerActor {
     }
 
     /// Runs one call in its own task (one user's slow tool never delays another's), inside an
-    /// `mcp.call` span that is a child of the tool span that asked (ractor carries the sender's
-    /// span into this handler). The outcome goes to `deliver`; what it tells about the server
-    /// comes back to this actor.
+    /// `mcp.call` span that is a child of the tool span that asked (`ctx.parent`). The outcome
+    /// goes to `deliver`; what it tells about the server comes back to this actor.
     #[expect(clippy::too_many_arguments, reason = "one call's whole description, used in three places")]
     fn spawn_call<T, F, Fut>(
         &self,
@@ -351,6 +350,7 @@ impl ToolServerActor {
         Fut: Future<Output = Result<T, McpError>> + Send,
     {
         let span = tracing::info_span!(
+            parent: &ctx.parent,
             "mcp.call",
             request_id = %ctx.request_id,
             op = method,
@@ -586,6 +586,8 @@ impl ToolServers {
             request_id: caller.request_id.clone(),
             // Set by the tool-server actor from its `mcp.call` span.
             traceparent: None,
+            // Runs on the caller's side: the span current here is the tool span that asks.
+            parent: tracing::Span::current(),
             timeout: self.timeout,
         };
         Ok((actor, ctx))

@@ -85,6 +85,7 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
         input,
         assistant: resolved.assistant,
         new_conversation: resolved.new_conversation,
+        parent: tracing::Span::current(),
         reply,
     })
     .await

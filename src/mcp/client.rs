@@ -26,6 +26,10 @@ pub struct CallContext {
     pub bearer: Option<NcBearer>,
     pub request_id: String,
     pub traceparent: Option<String>,
+    /// The span that asked for this operation (a tool span): the tool-server actor's
+    /// `mcp.call` span is its child. Carried here because ractor runs without
+    /// `message_span_propogation`, which put a span in every mailbox slot (issue #16).
+    pub parent: tracing::Span,
     pub timeout: Duration,
 }
 

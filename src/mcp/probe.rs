@@ -42,6 +42,7 @@ pub async fn probe(http: &reqwest::Client, server: &McpServer, request_id: &str)
             bearer: None,
             request_id: request_id.to_string(),
             traceparent: None,
+            parent: tracing::Span::none(),
             timeout: PROBE_TIMEOUT,
         };
         if let Ok(tools) = client::list_tools(http, &ctx).await {
