@@ -180,7 +180,30 @@ final class MailBridgeTest extends TestCase {
 		$this->assertSame(502, $response->getStatus());
 		$this->assertSame(['error' => 'send_outcome_unknown', 'message' => MailError::SEND_UNKNOWN_MESSAGE], $response->getData());
 		$this->assertCount(1, $this->sent(), 'in this scenario the mail did go out');
-		$this->assertSame([], $this->outbox());
+		// Mail's own record of the unclear state stays: Mail refuses to send that entry again.
+		$this->assertCount(1, $this->outbox());
+	}
+
+	public function testADatabaseFailureWhilePreparingIsAPlainFailureNotAnUnknownOutcome(): void {
+		$fake = new FakeMail($this->state);
+		$this->overrides[OutboxService::class] = new class($fake) extends OutboxService {
+			public function __construct(private FakeMail $mail) {
+			}
+			public function saveMessage(Account $account, LocalMessage $message, array $to, array $cc, array $bcc, array $attachments = []): LocalMessage {
+				// LocalMessageMapper::saveWithRecipients rethrows whatever the database threw.
+				throw new \RuntimeException('SQLSTATE[HY000]: db.internal gone away');
+			}
+			public function sendMessage(LocalMessage $message, Account $account): LocalMessage {
+				throw new \LogicException('nothing may be sent after a failed save');
+			}
+			public function deleteMessage(string $userId, LocalMessage $message): void {
+				$this->mail->outboxDelete($userId, $message);
+			}
+		};
+		$response = $this->controller('alice', '{"account_id":1,"to":["bob@example.com"],"subject":"s","body":"b"}')->send();
+		$this->assertSame([502, 'mail_backend'], [$response->getStatus(), $response->getData()['error']]);
+		$this->assertStringNotContainsString('db.internal', json_encode($response->getData()));
+		$this->assertSame([[], []], [$this->sent(), $this->outbox()]);
 	}
 
 	public function testAnExceptionFromInsideTheSendChainIsAnUnknownOutcome(): void {

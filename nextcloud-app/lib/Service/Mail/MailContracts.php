@@ -185,9 +185,14 @@ final class MailContracts {
 		$local->setSmimeEncrypt(false);
 		$local->setRequestMdn(false);
 		$outbox = $this->outbox();
-		// Until sendMessage is called nothing can have gone out: a failure is a plain 502.
-		$saved = $this->backend(fn () => $outbox->saveMessage($account, $local, self::recipients($c['to']),
-			self::recipients($c['cc']), self::recipients($c['bcc'])), 'Mail could not prepare the message');
+		// Until sendMessage is called nothing can have gone out: any failure (Mail's, or its
+		// database's: the mapper rethrows whatever it caught) is a plain 502, never "unknown".
+		try {
+			$saved = $outbox->saveMessage($account, $local, self::recipients($c['to']),
+				self::recipients($c['cc']), self::recipients($c['bcc']));
+		} catch (\Throwable $e) {
+			throw MailError::backend('Mail could not prepare the message', $e);
+		}
 		try {
 			$result = $outbox->sendMessage($saved, $account);
 		} catch (\Throwable $e) {
@@ -200,15 +205,18 @@ final class MailContracts {
 			return; // sent, copied to Sent, the replied-to mail flagged; Mail removed the outbox entry
 		}
 		if ($status === LocalMessage::STATUS_IMAP_SENT_MAILBOX_FAIL) {
-			// Sent, but the copy into Sent failed: Mail keeps it in the outbox to retry the copy.
+			// Sent, but the copy into Sent failed. The entry stays in Mail's outbox (it has no
+			// send time, so no background job picks it up): sending it again from Mail only
+			// retries the copy, as the chain skips SMTP at this status.
 			return;
+		}
+		if ($status === LocalMessage::STATUS_ERROR) {
+			// Mail's "unclear sent state" (an SMTP error other than a definite refusal). The entry
+			// is kept: it is Mail's record of the unclear state, and Mail refuses to resend it.
+			throw MailError::sendOutcomeUnknown(new \RuntimeException('Mail reported an unclear sent state'));
 		}
 		// Every other end state means the chain stopped; the outbox entry would only confuse.
 		$this->discard($uid, $outbox, $result);
-		if ($status === LocalMessage::STATUS_ERROR) {
-			// Mail's "unclear sent state" (an SMTP error other than a definite refusal).
-			throw MailError::sendOutcomeUnknown(new \RuntimeException('Mail reported an unclear sent state'));
-		}
 		if ($status === LocalMessage::STATUS_SMPT_SEND_FAIL) {
 			throw MailError::backend('the mail server refused the message; nothing was sent');
 		}
