@@ -107,13 +107,20 @@ class AppSettings {
 	/**
 	 * Validates an operator-given URL: absolute http(s), a port (if any) of 1-65535, no
 	 * credentials, no query (paths are appended to it; a `?` would swallow them), no fragment.
+	 * Not FILTER_VALIDATE_URL: it refuses host names with `_`, which container names such as
+	 * `tamebi_orchestrator` have and which HTTP clients resolve fine.
 	 */
 	public static function validUrl(string $url): bool {
-		if (filter_var($url, FILTER_VALIDATE_URL) === false || str_contains($url, '?')) {
+		if (preg_match('/[\s\x00-\x1f\x7f?]/', $url) === 1) {
 			return false;
 		}
 		$parts = parse_url($url);
+		$host = is_array($parts) ? ($parts['host'] ?? '') : '';
+		$hostOk = preg_match('/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?)$/', $host) === 1
+			&& !str_contains($host, '..');
 		return is_array($parts)
+			&& $hostOk
+			&& preg_match('#^[A-Za-z][A-Za-z0-9+.-]*://#', $url) === 1
 			&& in_array(strtolower($parts['scheme'] ?? ''), ['http', 'https'], true)
 			&& (!isset($parts['port']) || ($parts['port'] >= 1 && $parts['port'] <= 65535))
 			&& !isset($parts['user'])

@@ -36,6 +36,20 @@ final class SetupOptionsTest extends TestCase {
 		self::assertSame(['https://tamebi.example.test'], self::ok('https://tamebi.example.test')['orchestrators']);
 		self::assertSame(['http://[::1]:8700'], self::ok('http://[::1]:8700')['orchestrators']);
 		self::assertSame(['http://10.0.0.5:8700'], self::ok(' http://10.0.0.5:8700 ')['orchestrators']);
+		// Container names often have underscores (FILTER_VALIDATE_URL refused them).
+		self::assertSame(['http://tamebi_orchestrator:8700'], self::ok('http://tamebi_orchestrator:8700')['orchestrators']);
+	}
+
+	public function testMalformedHostsAreRefused(): void {
+		foreach (['http://:8700', 'http://-tamebi:8700', 'http://tamebi..example:8700', 'http://tam ebi:8700', 'http:/tamebi:8700', 'http://[zz]:8700', "http://tamebi\x00:8700"] as $url) {
+			try {
+				SetupOptions::parse($url, 'https://mcp.example.test/mcp');
+			} catch (\InvalidArgumentException) {
+				$this->addToAssertionCount(1);
+				continue;
+			}
+			self::fail("accepted the orchestrator URL '$url'");
+		}
 	}
 
 	public function testTrailingSlashesAreDroppedFromOrchestratorUrlsNotFromTheirPath(): void {
