@@ -271,6 +271,18 @@ impl ConversationActor {
         if state.in_flight.is_some() {
             return Err(Error::Conflict("a turn is already running".into()));
         }
+        // Where leases expire (several instances), another instance may have taken or erased
+        // this conversation since the last renewal; the write fence would refuse the commit,
+        // but only after the cached history went to the model. So the lease is confirmed
+        // before anything cached is used: an erased conversation never leaves this process.
+        if self.services.ownership.leases.expires() && state.history.is_some() && !self.renew_lease(state).await {
+            state.history = None;
+            state.summary = None;
+            state.bindings.remove(&state.key);
+            return Err(Error::OwnedElsewhere {
+                retry_after_secs: self.services.ownership.ttl.as_secs().max(1),
+            });
+        }
         let store = &self.services.store;
         let mut history = match state.history.take() {
             Some(h) => h,
@@ -385,8 +397,13 @@ impl ConversationActor {
             };
             if let Err(e) = saved {
                 // The turn stops (dropping the record cancels it) and has the history: the
-                // next turn reloads it from chat.db.
+                // next turn reloads it from chat.db. No reply exists, so none may be marked
+                // interrupted later.
                 drop(in_flight);
+                let own = &self.services.ownership;
+                if let Err(e) = own.leases.turn_ended(&state.key, &own.owner).await {
+                    tracing::warn!(error = %e, "could not clear the record of a turn that never started");
+                }
                 return Err(e);
             }
             let _ = committed.send(());
@@ -439,7 +456,14 @@ impl ConversationActor {
                 f.cancel.cancel();
                 return;
             }
-            Err(e) => tracing::error!(error = %e, "could not persist a finished part"),
+            // Any other failed commit: the boundary is not in chat.db, so the client must not
+            // see it finished either (the turn stops; the client gets the error part).
+            Err(e) => {
+                tracing::error!(error = %e, "could not persist a finished part; the turn stops");
+                f.log.finish(stream_log::End::Broken);
+                f.cancel.cancel();
+                return;
+            }
             Ok(()) => {}
         }
         f.log.release(hold);
@@ -490,7 +514,12 @@ impl ConversationActor {
         }
         let Some(f) = state.in_flight.take() else { return };
         if changed && let Err(e) = self.services.store.save_message(&state.key, &message, None).await {
+            // The end is not in chat.db: the client must not see the turn finished, and the
+            // turn's marker stays, so the next owner marks the stored reply interrupted.
             tracing::error!(error = %e, "could not persist the final message");
+            state.history = None;
+            f.log.finish(stream_log::End::Broken);
+            return;
         }
         // Keep the committed view: the history the turn had, now ending with the final
         // version of its message (none handed back: reloaded from chat.db on next use).

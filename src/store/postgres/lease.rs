@@ -21,12 +21,15 @@ impl PgLeases {
         }
     }
 
-    async fn prune_if_due(&self) -> Result<(), Error> {
+    /// Housekeeping: a failed prune is logged and retried at the next due time; it never
+    /// refuses the acquisition that happened to find it due.
+    async fn prune_if_due(&self) {
         if self.prune.due(chrono::Utc::now().timestamp()) {
-            let pruned = unflushed(&self.pool, PRUNE, &[]).await?;
-            tracing::debug!(pruned, "long-expired conversation leases pruned");
+            match unflushed(&self.pool, PRUNE, &[]).await {
+                Ok(pruned) => tracing::debug!(pruned, "long-expired conversation leases pruned"),
+                Err(e) => tracing::warn!(error = %e, "could not prune expired conversation leases"),
+            }
         }
-        Ok(())
     }
 }
 
@@ -49,7 +52,7 @@ fn ttl_secs(ttl: Duration) -> f64 {
 #[async_trait::async_trait]
 impl LeaseStore for PgLeases {
     async fn acquire(&self, key: &ConversationKey, owner: &str, ttl: Duration) -> Result<Acquired, Error> {
-        self.prune_if_due().await?;
+        self.prune_if_due().await;
         let (uid, cid) = (key.uid(), key.id());
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;

@@ -31,13 +31,17 @@ impl PgReplay {
 impl SeenRequests for PgReplay {
     async fn first_seen(&self, digest: &[u8; 32], expires_at: i64, now: i64) -> Result<bool, Error> {
         if self.prune.due(now) {
+            // Housekeeping: a failed prune is logged, never a refusal of this request.
             let pruned = unflushed(
                 &self.pool,
                 "DELETE FROM replay_nonces WHERE expires_at < $1",
                 &[&(now - PRUNE_GRACE_SECS)],
             )
-            .await?;
-            tracing::debug!(pruned, "expired replay records pruned");
+            .await;
+            match pruned {
+                Ok(pruned) => tracing::debug!(pruned, "expired replay records pruned"),
+                Err(e) => tracing::warn!(error = %e, "could not prune expired replay records"),
+            }
         }
         // The primary key decides: of two instances inserting the same digest, the second
         // waits for the first to commit and then inserts nothing. A record is never replaced,
