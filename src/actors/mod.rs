@@ -41,8 +41,11 @@ use conversations::{ConversationsMsg, Running};
 /// root supervisor fills it at start and after every restart.
 #[derive(Clone, Default)]
 pub struct Directory {
-    conversations: Arc<RwLock<Option<(ActorRef<ConversationsMsg>, Running)>>>,
+    conversations: Arc<RwLock<Option<Supervisor>>>,
 }
+
+/// The conversations supervisor and its running children.
+type Supervisor = (ActorRef<ConversationsMsg>, Running);
 
 impl Directory {
     /// The running conversations supervisor.
