@@ -7,10 +7,16 @@
 //! It also keeps the idle time for its children: one sweep asks every actor whether it has
 //! been idle long enough to stop, instead of a timer task per conversation (with thousands of
 //! open streams that is memory per stream, issue #16).
+//!
+//! The running actors are kept in [`Running`], which the HTTP handlers read directly: a turn
+//! of a running conversation reaches its actor without a round trip through this supervisor
+//! (issue #16). Only this supervisor writes it (inserted once spawned, i.e. once the lease is
+//! held; removed when the actor exits), so a miss, or a reference to an actor that has just
+//! stopped, still comes here, where the lease is acquired.
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use super::conversation::{Args, ConversationActor, ConversationMsg};
@@ -52,11 +58,33 @@ pub struct ConversationsSupervisor {
     pub services: Arc<Services>,
     /// This supervisor's place in the trace (children's start spans go under it).
     pub trace: ActorTrace,
+    /// Its running children, by conversation (it alone writes them; handlers read them).
+    pub running: Running,
+}
+
+/// The running conversation actors of one conversations supervisor, by conversation. Read by
+/// anyone, written only by that supervisor.
+#[derive(Clone, Default)]
+pub struct Running(Arc<RwLock<HashMap<ConversationKey, ActorRef<ConversationMsg>>>>);
+
+impl Running {
+    /// The actor of this conversation, if it runs (it may have stopped an instant ago: a send
+    /// to it then fails, and the caller asks the supervisor).
+    pub fn get(&self, key: &ConversationKey) -> Option<ActorRef<ConversationMsg>> {
+        self.read().get(key).cloned()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<ConversationKey, ActorRef<ConversationMsg>>> {
+        self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<ConversationKey, ActorRef<ConversationMsg>>> {
+        self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 #[derive(Default)]
 pub struct State {
-    by_key: HashMap<ConversationKey, ActorRef<ConversationMsg>>,
     key_of: HashMap<ractor::ActorId, ConversationKey>,
     /// Each child's place in the trace; empty when spans are not exported.
     traces: HashMap<ractor::ActorId, ActorTrace>,
@@ -77,22 +105,23 @@ impl Actor for ConversationsSupervisor {
     async fn handle(&self, myself: ActorRef<Self::Msg>, msg: Self::Msg, state: &mut State) -> Result<(), ActorProcessingErr> {
         match msg {
             ConversationsMsg::Get { key, reply } => {
-                let result = match state.by_key.get(&key) {
-                    Some(actor) => Ok(actor.clone()),
+                let running = self.running.get(&key);
+                let result = match running {
+                    Some(actor) => Ok(actor),
                     None => self.spawn(&myself, state, key).await,
                 };
                 let _ = reply.send(result);
             }
             ConversationsMsg::Find { key, reply } => {
-                let _ = reply.send(state.by_key.get(&key).cloned());
+                let _ = reply.send(self.running.get(&key));
             }
             ConversationsMsg::Count { reply } => {
-                let _ = reply.send(state.by_key.len());
+                let _ = reply.send(self.running.read().len());
             }
             ConversationsMsg::OfUser { uid, reply } => {
                 let _ = reply.send(
-                    state
-                        .by_key
+                    self.running
+                        .read()
                         .iter()
                         .filter(|(k, _)| *k.user() == uid)
                         .map(|(_, a)| a.clone())
@@ -100,7 +129,7 @@ impl Actor for ConversationsSupervisor {
                 );
             }
             ConversationsMsg::SweepIdle => {
-                for actor in state.by_key.values() {
+                for actor in self.running.read().values() {
                     let _ = actor.send_message(ConversationMsg::IdleCheck);
                 }
             }
@@ -118,7 +147,7 @@ impl Actor for ConversationsSupervisor {
             SupervisionEvent::ActorStarted(_) => {}
             SupervisionEvent::ActorTerminated(cell, _, reason) => {
                 if let Some(key) = state.key_of.remove(&cell.get_id()) {
-                    state.by_key.remove(&key);
+                    self.running.write().remove(&key);
                 }
                 if let Some(trace) = state.traces.remove(&cell.get_id()) {
                     trace.event(Supervision::from_stop_reason(reason.as_deref()), reason.as_deref());
@@ -128,7 +157,7 @@ impl Actor for ConversationsSupervisor {
             SupervisionEvent::ActorFailed(cell, error) => {
                 state.crashes += 1;
                 if let Some(key) = state.key_of.remove(&cell.get_id()) {
-                    state.by_key.remove(&key);
+                    self.running.write().remove(&key);
                 }
                 if let Some(trace) = state.traces.remove(&cell.get_id()) {
                     trace.event(Supervision::Crashed, Some(&error.to_string()));
@@ -195,7 +224,7 @@ impl ConversationsSupervisor {
         }
         tracing::debug!(actor_id = %actor_ref.get_id(), "conversation actor spawned");
         state.key_of.insert(actor_ref.get_id(), key.clone());
-        state.by_key.insert(key, actor_ref.clone());
+        self.running.write().insert(key, actor_ref.clone());
         Ok(actor_ref)
     }
 }

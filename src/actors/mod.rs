@@ -32,15 +32,20 @@ use ractor::ActorRef;
 use std::sync::{Arc, RwLock};
 
 use crate::error::Error;
-use conversations::ConversationsMsg;
+use crate::store::key::ConversationKey;
+use conversation::ConversationMsg;
+use conversations::{ConversationsMsg, Running};
 
 /// Where the application finds the conversations supervisor. Kept in the application state,
 /// never in ractor's process-global registry (so two orchestrators can share a process); the
 /// root supervisor fills it at start and after every restart.
 #[derive(Clone, Default)]
 pub struct Directory {
-    conversations: Arc<RwLock<Option<ActorRef<ConversationsMsg>>>>,
+    conversations: Arc<RwLock<Option<Supervisor>>>,
 }
+
+/// The conversations supervisor and its running children.
+type Supervisor = (ActorRef<ConversationsMsg>, Running);
 
 impl Directory {
     /// The running conversations supervisor.
@@ -48,12 +53,20 @@ impl Directory {
         self.conversations
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+            .as_ref()
+            .map(|(actor, _)| actor.clone())
             .ok_or_else(|| Error::Internal("conversations supervisor not running".into()))
     }
 
-    pub(crate) fn set_conversations(&self, actor: ActorRef<ConversationsMsg>) {
-        *self.conversations.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(actor);
+    /// The actor of a running conversation, read without asking the supervisor (none when it
+    /// is not running, or the supervisor is not).
+    pub fn running_conversation(&self, key: &ConversationKey) -> Option<ActorRef<ConversationMsg>> {
+        let guard = self.conversations.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        guard.as_ref().and_then(|(_, running)| running.get(key))
+    }
+
+    pub(crate) fn set_conversations(&self, actor: ActorRef<ConversationsMsg>, running: Running) {
+        *self.conversations.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((actor, running));
     }
 }
 

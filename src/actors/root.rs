@@ -125,13 +125,15 @@ impl Actor for RootSupervisor {
 impl RootSupervisor {
     async fn start_conversations(&self, myself: &ActorRef<RootMsg>, state: &mut State) -> Result<(), ActorProcessingErr> {
         let starting = state.trace.start_child("conversations", CONVERSATIONS_NAME);
+        let running = super::conversations::Running::default();
         let sup = ConversationsSupervisor {
             services: self.services.clone(),
             trace: starting.trace.clone(),
+            running: running.clone(),
         };
         let spawned = Actor::spawn_linked(None, sup, (), myself.get_cell()).await.map(|(a, _)| a);
         if let Ok(actor) = &spawned {
-            self.directory.set_conversations(actor.clone());
+            self.directory.set_conversations(actor.clone(), running);
         }
         self.started(state, Child::Conversations, starting, spawned.map(|a| a.get_id()))
     }

@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::fairness::Refusal;
-use super::{AppState, ask, conversation_actor, find_conversation, sse, valid_conversation_id};
-use crate::actors::conversation::ConversationMsg;
+use super::{AppState, ask, ask_or_return, conversation_actor, find_conversation, sse, valid_conversation_id};
+use crate::actors::conversation::{ConversationMsg, Subscription};
 use crate::auth::Caller;
 use crate::error::{ApiError, Error, TurnLimit};
 use crate::store::key::ConversationKey;
@@ -78,25 +78,79 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     if state.services.shutdown.is_cancelled() {
         return Err(Error::ShuttingDown.with_request(&rid));
     }
-    let actor = conversation_actor(&state, key).await.map_err(|e| e.with_request(&rid))?;
-    let turn_caller = caller.clone();
-    let subscription = ask(&actor, |reply| ConversationMsg::StartTurn {
-        caller: turn_caller,
+    let turn = TurnStart {
+        caller: caller.clone(),
         input,
         assistant: resolved.assistant,
         new_conversation: resolved.new_conversation,
         parent: tracing::Span::current(),
-        reply,
-    })
-    .await
-    .and_then(|started| started)
-    .map_err(|e| e.with_request(&rid))?;
+    };
+    let subscription = start_turn(&state, key, turn).await.map_err(|e| e.with_request(&rid))?;
     Ok(sse::response(
         subscription,
         rid,
         state.services.shutdown.clone(),
         Some(Box::new((permit, admitted))),
     ))
+}
+
+/// What starts a turn, short of the reply port.
+struct TurnStart {
+    caller: Caller,
+    input: TurnInput,
+    assistant: std::sync::Arc<crate::assistants::Assistant>,
+    new_conversation: bool,
+    /// The asking request's span (the turn's span is its child).
+    parent: tracing::Span,
+}
+
+impl TurnStart {
+    fn into_message(self, reply: ractor::RpcReplyPort<Result<Subscription, Error>>) -> ConversationMsg {
+        ConversationMsg::StartTurn {
+            caller: self.caller,
+            input: self.input,
+            assistant: self.assistant,
+            new_conversation: self.new_conversation,
+            parent: self.parent,
+            reply,
+        }
+    }
+
+    /// The turn a `StartTurn` message that was not delivered asked for.
+    fn from_message(message: ConversationMsg) -> Option<TurnStart> {
+        match message {
+            ConversationMsg::StartTurn {
+                caller,
+                input,
+                assistant,
+                new_conversation,
+                parent,
+                ..
+            } => Some(TurnStart {
+                caller,
+                input,
+                assistant,
+                new_conversation,
+                parent,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Starts the turn in the conversation's actor. A running one is reached directly (no round
+/// trip through the conversations supervisor, issue #16); one that is not running, or has
+/// just stopped, through the supervisor, which starts it once it holds the lease.
+async fn start_turn(state: &AppState, key: ConversationKey, turn: TurnStart) -> Result<Subscription, Error> {
+    let turn = match state.actors.running_conversation(&key) {
+        Some(actor) => match ask_or_return(&actor, |reply| turn.into_message(reply)).await {
+            Ok(answer) => return answer?,
+            Err(undelivered) => TurnStart::from_message(undelivered).ok_or_else(|| Error::Internal("not a turn".into()))?,
+        },
+        None => turn,
+    };
+    let actor = conversation_actor(state, key).await?;
+    ask(&actor, |reply| turn.into_message(reply)).await?
 }
 
 pub async fn resume(

@@ -203,6 +203,23 @@ where
         .success_or(Error::Internal("actor did not answer".into()))
 }
 
+/// Like [`ask`], but a message the actor could no longer take (it has stopped) is handed back
+/// instead of failing, so that it can be sent elsewhere.
+pub(crate) async fn ask_or_return<M, T>(
+    actor: &ractor::ActorRef<M>,
+    message: impl FnOnce(ractor::RpcReplyPort<T>) -> M,
+) -> Result<Result<T, Error>, M>
+where
+    M: ractor::Message,
+    T: Send + 'static,
+{
+    match actor.call(message, Some(ACTOR_CALL_TIMEOUT)).await {
+        Ok(answer) => Ok(answer.success_or(Error::Internal("actor did not answer".into()))),
+        Err(ractor::MessagingErr::SendErr(undelivered)) => Err(undelivered),
+        Err(e) => Ok(Err(Error::Internal(e.to_string()))),
+    }
+}
+
 /// The running actor of a conversation, if any.
 async fn find_conversation(state: &AppState, key: &ConversationKey) -> Result<Option<ractor::ActorRef<ConversationMsg>>, Error> {
     let key = key.clone();

@@ -66,11 +66,24 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, Error> + Send + 'static,
     {
+        self.write_then(f, || {}).await
+    }
+
+    /// [`Db::write`], and `after` runs on the writer thread once the transaction has ended
+    /// (committed or not), even when nobody awaits the result any more (a cancelled request):
+    /// what must follow every commit, such as dropping a cache of what it changed.
+    pub async fn write_then<T, F, A>(&self, f: F, after: A) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, Error> + Send + 'static,
+        A: FnOnce() + Send + 'static,
+    {
         let (tx, rx) = oneshot::channel::<Result<T, Error>>();
         let job: Job = Box::new(move |conn| {
             let result = f(conn);
             let ok = result.is_ok();
             let done: Completion = Box::new(move |committed| {
+                after();
                 let result = match (committed, result) {
                     (true, r) => r,
                     (false, _) => Err(Error::Internal("transaction did not commit".into())),
