@@ -183,6 +183,8 @@ impl ConversationsSupervisor {
             Acquired::Granted { interrupted } => {
                 if let Some(turn) = interrupted {
                     crate::store::lease::mark_interrupted(self.services.store.as_ref(), key, &turn).await?;
+                    // Marked (idempotently): only now may the record of the turn go.
+                    own.leases.turn_ended(key, &own.owner).await?;
                 }
                 Ok(())
             }

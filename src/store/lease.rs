@@ -104,36 +104,24 @@ impl LeaseStore for SqliteLeases {
     async fn acquire(&self, key: &ConversationKey, _owner: &str, _ttl: Duration) -> Result<Acquired, Error> {
         use rusqlite::{OptionalExtension, params};
         let (uid, cid) = (key.uid().to_string(), key.id().to_string());
-        let left = {
-            let (uid, cid) = (uid.clone(), cid.clone());
-            self.db
-                .read(move |c| {
-                    Ok(c.query_row(
-                        "SELECT message_id, request_id FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2",
-                        params![uid, cid],
-                        |r| {
-                            Ok(InterruptedTurn {
-                                message_id: r.get(0)?,
-                                request_id: r.get(1)?,
-                            })
-                        },
-                    )
-                    .optional()?)
-                })
-                .await?
-        };
-        if left.is_some() {
-            // The record is cleared here; the caller marks the turn before any new one runs.
-            self.db
-                .write(move |c| {
-                    c.execute(
-                        "DELETE FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2",
-                        params![uid, cid],
-                    )?;
-                    Ok(())
-                })
-                .await?;
-        }
+        let left = self
+            .db
+            .read(move |c| {
+                Ok(c.query_row(
+                    "SELECT message_id, request_id FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2",
+                    params![uid, cid],
+                    |r| {
+                        Ok(InterruptedTurn {
+                            message_id: r.get(0)?,
+                            request_id: r.get(1)?,
+                        })
+                    },
+                )
+                .optional()?)
+            })
+            .await?;
+        // The record stays until the caller has marked the turn (then `turn_ended`): a failure
+        // or a crash in between leaves it for the next acquisition, never lost.
         Ok(Acquired::Granted { interrupted: left })
     }
 

@@ -488,10 +488,19 @@ async fn a_turn_left_in_flight_is_found_after_a_restart(s: Stores, backend: &Bac
             interrupted: Some(turn("a4"))
         }
     );
+    // Kept until the caller has marked the turn and says so: a crash in between loses nothing.
+    assert_eq!(
+        again.leases.acquire(&k, &again.instance, ttl).await.unwrap(),
+        Acquired::Granted {
+            interrupted: Some(turn("a4"))
+        },
+        "kept until marked"
+    );
+    again.leases.turn_ended(&k, &again.instance).await.unwrap();
     assert_eq!(
         again.leases.acquire(&k, &again.instance, ttl).await.unwrap(),
         Acquired::Granted { interrupted: None },
-        "handed over once"
+        "gone once marked"
     );
     for other in [&ended, &cut] {
         assert_eq!(

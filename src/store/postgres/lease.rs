@@ -80,13 +80,14 @@ impl LeaseStore for PgLeases {
                 retry_after: Duration::from_secs_f64(remaining.ceil().max(1.0)),
             });
         }
+        // The turn marker stays until the caller has marked the turn (then `turn_ended`): a
+        // failure or a crash in between leaves it for the next acquisition, never lost.
         let interrupted = match (row.try_get::<_, Option<String>>(2)?, row.try_get::<_, Option<String>>(3)?) {
             (Some(message_id), Some(request_id)) => Some(InterruptedTurn { message_id, request_id }),
             _ => None,
         };
         tx.execute(
-            "UPDATE conversation_leases SET owner = $3, expires_at = now() + make_interval(secs => $4),
-               turn_message_id = NULL, turn_request_id = NULL
+            "UPDATE conversation_leases SET owner = $3, expires_at = now() + make_interval(secs => $4)
              WHERE uid = $1 AND conversation_id = $2",
             &[&uid, &cid, &owner, &ttl_secs(ttl)],
         )
