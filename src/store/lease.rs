@@ -217,8 +217,10 @@ impl Ownership {
             Acquired::HeldElsewhere { retry_after } => Err(Error::OwnedElsewhere {
                 retry_after_secs: retry_after.as_secs().max(1),
             }),
-            // A turn its dead owner left in flight is moot: the conversation goes.
-            Acquired::Granted { .. } => Ok(()),
+            // A turn its dead owner left in flight is moot: the conversation goes, and so does
+            // the record of the turn.
+            Acquired::Granted { interrupted: None } => Ok(()),
+            Acquired::Granted { interrupted: Some(_) } => self.leases.turn_ended(key, &self.owner).await,
         }
     }
 
