@@ -39,6 +39,10 @@ pub enum Error {
     UserTurnLimit { which: TurnLimit, retry_after_secs: u64 },
     #[error("shutting down")]
     ShuttingDown,
+    /// Something this instance needs for every request (the shared replay records) cannot be
+    /// reached right now: refused (fail closed), but as a passing outage, with a retry delay.
+    #[error("temporarily unavailable: {reason}")]
+    Unavailable { reason: String, retry_after_secs: u64 },
     /// Another instance owns this conversation (its lease, `store::lease`): the router
     /// retries there, or here after the delay (when the owner died, its lease expires).
     #[error("conversation owned by another instance")]
@@ -155,7 +159,7 @@ impl Error {
             Error::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Error::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::Overloaded | Error::UserTurnLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Error::ShuttingDown | Error::OwnedElsewhere { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Error::ShuttingDown | Error::OwnedElsewhere { .. } | Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Error::Storage(_) | Error::Postgres(_) | Error::PostgresPool(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -178,7 +182,7 @@ impl Error {
             Error::UserTurnLimit {
                 which: TurnLimit::Rate, ..
             } => messages::TOO_FAST,
-            Error::ShuttingDown => messages::UNAVAILABLE,
+            Error::ShuttingDown | Error::Unavailable { .. } => messages::UNAVAILABLE,
             Error::OwnedElsewhere { .. } => messages::MOVING,
             Error::Storage(_) | Error::Postgres(_) | Error::PostgresPool(_) | Error::Internal(_) => messages::INTERNAL,
         }
@@ -210,7 +214,9 @@ impl IntoResponse for ApiError {
             tracing::info!(request_id = %self.request_id, status = status.as_u16(), error = %crate::auth::redact::redact(&self.error.to_string()), "request refused");
         }
         let retry_after = match self.error {
-            Error::UserTurnLimit { retry_after_secs, .. } | Error::OwnedElsewhere { retry_after_secs } => Some(retry_after_secs),
+            Error::UserTurnLimit { retry_after_secs, .. }
+            | Error::OwnedElsewhere { retry_after_secs }
+            | Error::Unavailable { retry_after_secs, .. } => Some(retry_after_secs),
             _ => None,
         };
         let mut response = shaped(status, self.error.public_message(), &self.request_id, retry_after);
@@ -274,6 +280,22 @@ pub fn stream_error_text(message: &str, request_id: &str) -> String {
 mod tests {
     use super::*;
     use crate::model::ModelError;
+
+    #[test]
+    fn a_passing_outage_is_a_503_with_a_delay_and_no_detail() {
+        let response = Error::Unavailable {
+            reason: "replay records: connection refused to db.internal".into(),
+            retry_after_secs: 1,
+        }
+        .with_request("req_1")
+        .into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers().get(http::header::RETRY_AFTER).unwrap(), "1");
+        assert!(
+            response.headers().get(OWNED_ELSEWHERE_HEADER).is_none(),
+            "not a 'try another instance'"
+        );
+    }
 
     #[test]
     fn turn_errors_keep_their_cause_but_show_only_fixed_messages() {

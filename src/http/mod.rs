@@ -167,7 +167,12 @@ async fn identity_layer(State(state): State<AppState>, request: Request, next: N
 fn refusal(e: IdentityError, request_id: &str) -> Response {
     let error = match e {
         IdentityError::ReplayWindowFull => Error::Overloaded,
-        IdentityError::ReplayUnverifiable => Error::Internal(e.to_string()),
+        // G1 fails closed when the shared replay records cannot answer; a 503 with a delay
+        // tells the PHP app (which passes Retry-After on) that this passes.
+        IdentityError::ReplayUnverifiable => Error::Unavailable {
+            reason: e.to_string(),
+            retry_after_secs: 1,
+        },
         e if e.is_bad_request() => Error::BadRequest(e.to_string()),
         e => Error::Unauthorized(e.to_string()),
     };
