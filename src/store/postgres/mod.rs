@@ -109,12 +109,13 @@ fn take_sslmode(url: &str) -> (String, Option<String>) {
     let mut mode = None;
     let kept: Vec<&str> = query
         .split('&')
-        .filter(|pair| match pair.strip_prefix("sslmode=") {
-            Some(value) => {
-                mode = Some(value.to_string());
+        // Compared decoded: a percent-encoded `sslmode` key must not slip past as "no TLS".
+        .filter(|pair| match url::form_urlencoded::parse(pair.as_bytes()).next() {
+            Some((key, value)) if key == "sslmode" => {
+                mode = Some(value.into_owned());
                 false
             }
-            None => true,
+            _ => true,
         })
         .collect();
     let url = if kept.is_empty() {
@@ -495,6 +496,11 @@ mod tests {
             ("postgres://h/db".to_string(), Some("disable".into()))
         );
         assert_eq!(take_sslmode("postgres://h/db"), ("postgres://h/db".to_string(), None));
+        assert_eq!(
+            take_sslmode("postgres://h/db?ssl%6Dode=require"),
+            ("postgres://h/db".to_string(), Some("require".to_string())),
+            "an encoded key is still the mode"
+        );
     }
 
     #[test]
