@@ -83,6 +83,10 @@ class Bridge:
     def sent(self) -> list[dict]:
         raise NotImplementedError
 
+    def sent_mailbox(self, uid: str, present: bool) -> None:
+        """Sets or unsets `uid`'s Sent mailbox in Mail (the account setting under Default folders)."""
+        raise NotImplementedError
+
     def stop(self) -> None:
         raise NotImplementedError
 
@@ -124,6 +128,10 @@ class StandinBridge(Bridge):
                         "in_reply_to": m["in_reply_to"] or None, "html": m["content_type"] != "text/plain"})
         return out
 
+    def sent_mailbox(self, uid: str, present: bool) -> None:
+        r = requests.post(f"{self.url}/standin/mail/sent-mailbox", params={"uid": uid}, json={"set": present}, timeout=10)
+        r.raise_for_status()
+
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=10)
@@ -160,6 +168,14 @@ class PhpBridge(Bridge):
             out.append({"from": m["from"], "to": m["to"], "cc": m["cc"], "bcc": m["bcc"], "bcc_header": "",
                         "subject": m["subject"], "body": m["body"], "in_reply_to": m["in_reply_to"], "html": m["html"]})
         return out
+
+    def sent_mailbox(self, uid: str, present: bool) -> None:
+        state = json.loads(self.state.read_text())
+        account = next(a["id"] for a in state["accounts"] if a["uid"] == uid)
+        for box in state["mailboxes"]:
+            if box["account_id"] == account and box["name"] == "Sent":
+                box["special_use"] = ["sent"] if present else []
+        self.state.write_text(json.dumps(state))
 
     def stop(self) -> None:
         self.proc.terminate()

@@ -279,6 +279,27 @@ def test_an_smtp_refusal_is_502_and_nothing_goes_out(bridge):
     assert sent_box(bridge)["total"] == sent_before
 
 
+def test_without_a_sent_mailbox_nothing_goes_out_and_the_answer_says_what_to_fix(bridge):
+    # Mail's send chain stops before SMTP when the account has no Sent mailbox (Mail answers 403
+    # "Configuration error" in its own API). A setting only the person can change: 409 with its
+    # own code, never the retryable mail_backend.
+    before = len(bridge.sent())
+    bridge.sent_mailbox("bob", False)
+    try:
+        boxes = check(bridge.get("/accounts/2/mailboxes", uid="bob"), "mailboxes")["ocs"]["data"]["mailboxes"]
+        assert not any(b["special_use"] == ["sent"] for b in boxes)
+        r = bridge.post("/send", {**VALID, "account_id": 2, "to": ["alice@example.com"]}, uid="bob")
+        data = error(r, 409, "no_sent_mailbox")
+        assert data["message"] == ("This mail account has no Sent folder set, so Mail sends nothing from it. "
+                                   "Choose one in Mail (account settings, Default folders), then send again. "
+                                   "Nothing was sent.")
+        assert len(bridge.sent()) == before
+    finally:
+        bridge.sent_mailbox("bob", True)
+    check(bridge.post("/send", {**VALID, "account_id": 2, "to": ["alice@example.com"]}, uid="bob"), "sent")
+    assert len(bridge.sent()) == before + 1
+
+
 # ---- drafts ------------------------------------------------------------------------------
 
 def test_draft_is_saved_into_drafts_and_sends_nothing(bridge):

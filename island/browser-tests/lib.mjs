@@ -1,7 +1,8 @@
 // What the browser-test scripts share: launching Debian's Chromium with one persistent
-// profile, running named checks that record facts (never pass/fail), and the few page and
-// frame gestures every script needs. Must never sleep: every wait is for a condition.
-import { mkdtemp, rm } from 'node:fs/promises';
+// profile, opening the chat as a person, running named checks that record facts (never
+// pass/fail), and the few page and frame gestures every script needs. Must never sleep: every
+// wait is for a condition.
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -49,6 +50,44 @@ export async function watchedPage(context, result) {
   page.on('console', (m) => result.console.push({ type: m.type(), text: m.text().slice(0, 400), url: m.location()?.url ?? '' }));
   page.on('pageerror', (e) => result.pageErrors.push(String(e?.message ?? e).slice(0, 400)));
   return page;
+}
+
+/** Where the island sends app tool calls (the frame relay and the click-dispatched door). */
+const APP_DOORS = '/apps/tamebi/api/apps/tools/';
+
+/**
+ * One script's browser session: creates `artifacts`, launches Chromium, opens the chat as alice
+ * at `base` and waits for the composer, then runs `use({ context, page, appCalls })`, and at
+ * the end prints `result` as one JSON line on stdout. `appCalls` fills with every `request`
+ * (`{path, body}`) or `response` (`{path, status}`, as `record` says) to the app tool doors.
+ */
+export async function inChat({ base, artifacts, result, record }, use) {
+  await mkdir(artifacts, { recursive: true });
+  await withBrowser(async (context) => {
+    const page = await watchedPage(context, result);
+    const appCalls = [];
+    page.on(record, (r) => {
+      if (!r.url().includes(APP_DOORS)) return;
+      const path = new URL(r.url()).pathname;
+      appCalls.push(record === 'request' ? { path, body: r.postData() ?? '' } : { path, status: r.status() });
+    });
+    await page.goto(`${base}/apps/tamebi/?as=alice`);
+    await page.getByTestId('composer').waitFor();
+    await use({ context, page, appCalls });
+  });
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+/** The finished `.tool` cards of tool `name` in the chat. */
+export const finishedTools = (page, name) => page.locator(`.tool[data-tool="${name}"][data-state="output-available"]`);
+
+/** Waits for the app frame of `tool` (one `.tool` card) and returns its iframe element
+ * locator and its frame. */
+export async function appFrame(tool) {
+  const iframe = tool.getByTestId('app-frame');
+  await iframe.waitFor();
+  const frame = await (await iframe.elementHandle()).contentFrame();
+  return { iframe, frame };
 }
 
 /** Runs one check into `result.checks[name]`; an exception is that check's error. */

@@ -13,25 +13,15 @@
 //
 // Environment: BASE_URL (the dev host), ARTIFACTS (screenshots), CHROMIUM; UNKNOWN_OUTCOMES
 // (JSON {check name: prompt} for the unknown-outcome checks), DEMO=0 skips the demo's checks.
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { frameRpc, replyDone, required, runCheck, say, watchedPage, withBrowser } from './lib.mjs';
+import { appFrame, finishedTools, frameRpc, inChat, replyDone, required, runCheck, say } from './lib.mjs';
 
 const BASE = required('BASE_URL').replace(/\/+$/, '');
 const ARTIFACTS = required('ARTIFACTS');
 const result = { checks: {}, console: [], pageErrors: [] };
 
 async function main() {
-  await mkdir(ARTIFACTS, { recursive: true });
-  await withBrowser(async (context) => {
-    const page = await watchedPage(context, result);
-    const doors = [];
-    page.on('request', (r) => {
-      if (r.url().includes('/apps/tamebi/api/apps/tools/')) doors.push({ path: new URL(r.url()).pathname, body: r.postData() ?? '' });
-    });
-    await page.goto(`${BASE}/apps/tamebi/?as=alice`);
-    await page.getByTestId('composer').waitFor();
-
+  await inChat({ base: BASE, artifacts: ARTIFACTS, result, record: 'request' }, async ({ page, appCalls: doors }) => {
     if (process.env.DEMO !== '0') {
       const compose = await runCheck(result, 'compose_frame_renders', () => composeFrame(page));
       if (!compose?.frame) return;
@@ -43,16 +33,13 @@ async function main() {
       await runCheck(result, name, () => unknownOutcome(page, prompt, doors, name));
     }
   });
-  process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
 async function composeFrame(page) {
   await say(page, 'Write a mail to Bob about the budget');
-  const tool = page.locator('.tool[data-tool="mail_compose"][data-state="output-available"]');
+  const tool = finishedTools(page, 'mail_compose');
   await tool.waitFor();
-  const iframe = tool.getByTestId('app-frame');
-  await iframe.waitFor();
-  const frame = await (await iframe.elementHandle()).contentFrame();
+  const { iframe, frame } = await appFrame(tool);
   await frame.locator('#send:not([disabled])').waitFor();
   await replyDone(page);
   const shown = await frame.evaluate(() => ({
@@ -110,12 +97,10 @@ async function clickSend(page, frame, doors, answer) {
 /** A turn composes a mail whose send ends with an unknown outcome; Send, then Send in the
  * island: what the person sees after the one dispatch, and that nothing offers another. */
 async function unknownOutcome(page, prompt, doors, name) {
-  const composed = page.locator('.tool[data-tool="mail_compose"][data-state="output-available"]');
+  const composed = finishedTools(page, 'mail_compose');
   const before = await composed.count();
   await say(page, prompt);
-  const iframe = composed.nth(before).getByTestId('app-frame');
-  await iframe.waitFor();
-  const frame = await (await iframe.elementHandle()).contentFrame();
+  const { frame } = await appFrame(composed.nth(before));
   await frame.locator('#send:not([disabled])').waitFor();
   await replyDone(page);
   const to = await frame.locator('#to').innerText();

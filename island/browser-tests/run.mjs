@@ -11,9 +11,8 @@
 //
 // Environment: BASE_URL (the dev host), NC_URL (where app links point), ARTIFACTS (a
 // directory for screenshots), CHROMIUM (default /usr/bin/chromium).
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { WAIT, frameRpc, replyDone, required, runCheck, say, watchedPage, withBrowser } from './lib.mjs';
+import { WAIT, appFrame, finishedTools, frameRpc, inChat, replyDone, required, runCheck, say } from './lib.mjs';
 
 const BASE = required('BASE_URL').replace(/\/+$/, '');
 const NC_URL = required('NC_URL').replace(/\/+$/, '');
@@ -23,17 +22,7 @@ const ARTIFACTS = required('ARTIFACTS');
 const result = { checks: {}, console: [], pageErrors: [] };
 
 async function main() {
-  await mkdir(ARTIFACTS, { recursive: true });
-  await withBrowser(async (context) => {
-    const page = await watchedPage(context, result);
-    const relay = [];
-    page.on('response', (r) => {
-      if (r.url().includes('/apps/tamebi/api/apps/tools/')) relay.push({ path: new URL(r.url()).pathname, status: r.status() });
-    });
-
-    await page.goto(`${BASE}/apps/tamebi/?as=alice`);
-    await page.getByTestId('composer').waitFor();
-
+  await inChat({ base: BASE, artifacts: ARTIFACTS, result, record: 'response' }, async ({ context, page, appCalls: relay }) => {
     const calendar = await run('calendar_week_renders_in_sandboxed_frame', () => calendarWeek(page));
     if (calendar?.frame) {
       await run('frame_is_isolated_from_the_host', () => isolation(page, calendar.frame));
@@ -46,7 +35,6 @@ async function main() {
     await run('deny_runs_nothing', () => approval(page, 'deny'));
     await run('assistant_picker_binds_the_conversation', () => assistantPicker(page));
   });
-  process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
 /** Runs one check into this run's result. */
@@ -56,11 +44,9 @@ const run = (name, fn) => runCheck(result, name, fn);
 
 async function calendarWeek(page) {
   await say(page, 'Show my calendar for the week of 12 January 2026');
-  const tool = page.locator('.tool[data-tool="calendar_events"][data-state="output-available"]');
+  const tool = finishedTools(page, 'calendar_events');
   await tool.waitFor();
-  const iframe = tool.getByTestId('app-frame');
-  await iframe.waitFor();
-  const frame = await (await iframe.elementHandle()).contentFrame();
+  const { iframe, frame } = await appFrame(tool);
   const event = frame.locator('.event', { hasText: 'Quarterly planning' });
   await event.waitFor();
   await page.getByText('Here is your week of 12 January 2026.').waitFor();
@@ -272,10 +258,7 @@ async function filesTable(page) {
   await page.getByTestId('new-conversation').click();
   await page.locator('.message').first().waitFor({ state: 'detached' });
   await say(page, 'List my files');
-  const tool = page.locator('.tool[data-tool="files_list"][data-state="output-available"]');
-  const iframe = tool.getByTestId('app-frame');
-  await iframe.waitFor();
-  const frame = await (await iframe.elementHandle()).contentFrame();
+  const { iframe, frame } = await appFrame(finishedTools(page, 'files_list'));
   await frame.locator('#rows tr').first().waitFor();
   await page.getByText('Those are your files.').waitFor();
   await replyDone(page);

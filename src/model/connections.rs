@@ -15,6 +15,10 @@
 //! clients) and the shared client for plain `http`; `prior-knowledge` speaks HTTP/2 without
 //! negotiation (h2c on plain HTTP: vLLM or Ollama behind an HTTP/2 proxy); `off` never
 //! speaks HTTP/2. This module owns connections only: it never sees a request's content.
+//!
+//! For `https` providers the pool's clients share one TLS configuration and one certificate
+//! verifier ([`SharedTls`]): left to itself every `reqwest::Client` loads the platform's root
+//! certificates into a verifier of its own (about 75 KB per pooled connection).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,6 +41,8 @@ pub struct Pool {
     http2_prior_knowledge: bool,
     /// No provider URL is `https`: the pool's clients never open a TLS connection.
     plain_http: bool,
+    /// The TLS set-up every client of the pool is built with (`https` providers only).
+    tls: Option<Box<SharedTls>>,
     per_connection: usize,
     connections: Mutex<Vec<Connection>>,
 }
@@ -69,6 +75,7 @@ impl Connections {
             mode => Connections::Pool(Pool {
                 http2_prior_knowledge: mode == ModelHttp2::PriorKnowledge,
                 plain_http: !any_tls,
+                tls: any_tls.then(|| Box::new(SharedTls::new(mode == ModelHttp2::PriorKnowledge))),
                 per_connection: config.streams_per_connection.max(1),
                 connections: Mutex::new(Vec::new()),
             }),
@@ -134,6 +141,9 @@ impl Pool {
         if self.http2_prior_knowledge {
             b = b.http2_prior_knowledge();
         }
+        if let Some(tls) = &self.tls {
+            b = b.tls_backend_preconfigured(tls.config()?);
+        }
         if self.plain_http {
             // Every client otherwise loads the platform's root certificates into a trust store
             // of its own (about 75 KB per pooled connection, 0.8 KiB per open stream at 100
@@ -143,6 +153,49 @@ impl Pool {
             b = b.tls_certs_only(std::iter::empty::<reqwest::Certificate>());
         }
         b.build().map_err(|e| format!("model http client: {e}"))
+    }
+}
+
+/// One rustls configuration for all of a pool's clients: one verifier over the platform's
+/// trust store (what reqwest would build per client), the same protocol versions, and the ALPN
+/// offer reqwest would make (`h2` then `http/1.1`; only `h2` with prior knowledge). Each client
+/// gets a clone, whose verifier and session cache are shared (`Arc`s).
+struct SharedTls {
+    config: Result<rustls::ClientConfig, String>,
+    #[cfg(test)]
+    verifier: Option<std::sync::Arc<rustls_platform_verifier::Verifier>>,
+}
+
+impl SharedTls {
+    fn new(http2_only: bool) -> SharedTls {
+        let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let verifier = rustls_platform_verifier::Verifier::new(provider.clone())
+            .map(std::sync::Arc::new)
+            .map_err(|e| format!("model TLS: cannot load the platform's trust store: {e}"));
+        let config = verifier.clone().and_then(|verifier| {
+            let mut config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(|e| format!("model TLS: {e}"))?
+                .dangerous()
+                .with_custom_certificate_verifier(verifier)
+                .with_no_client_auth();
+            config.alpn_protocols = if http2_only {
+                vec![b"h2".to_vec()]
+            } else {
+                vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+            };
+            Ok(config)
+        });
+        SharedTls {
+            config,
+            #[cfg(test)]
+            verifier: verifier.ok(),
+        }
+    }
+
+    /// The configuration for one more client.
+    fn config(&self) -> Result<rustls::ClientConfig, String> {
+        self.config.clone()
     }
 }
 
@@ -196,5 +249,36 @@ mod tests {
         let _more = (c.checkout().unwrap(), c.checkout().unwrap());
         assert_eq!(c.pooled(), 2);
         drop(third);
+    }
+
+    #[test]
+    fn https_pool_clients_share_one_verifier() {
+        for mode in [ModelHttp2::Auto, ModelHttp2::PriorKnowledge] {
+            let c = Connections::new(reqwest::Client::new(), &config(mode, &["https://a/v1"], 1));
+            let Connections::Pool(pool) = &c else {
+                panic!("an https provider gets the pool")
+            };
+            let tls = pool.tls.as_ref().unwrap();
+            let verifier = tls.verifier.clone().unwrap();
+            let alpn = &tls.config.as_ref().unwrap().alpn_protocols;
+            let h2_only = mode == ModelHttp2::PriorKnowledge;
+            assert_eq!(alpn.len(), if h2_only { 1 } else { 2 });
+            assert_eq!(alpn[0], b"h2");
+            // Held here, by the pool (its record and its template config) and nothing else yet.
+            assert_eq!(std::sync::Arc::strong_count(&verifier), 3);
+            let leases: Vec<_> = (0..3).map(|_| c.checkout().unwrap()).collect();
+            assert_eq!(c.pooled(), 3, "one stream per connection: three clients");
+            // Every client verifies with the one verifier (reqwest keeps clones of the shared
+            // config), rather than loading a trust store of its own.
+            let held = std::sync::Arc::strong_count(&verifier) - 3;
+            assert!(held >= 3 && held % 3 == 0, "{held} references from three clients");
+            drop(leases);
+        }
+        // Plain http: no TLS set-up at all.
+        let c = Connections::new(reqwest::Client::new(), &config(ModelHttp2::PriorKnowledge, &["http://a/v1"], 1));
+        let Connections::Pool(pool) = &c else {
+            panic!("prior knowledge gets the pool")
+        };
+        assert!(pool.tls.is_none());
     }
 }

@@ -43,6 +43,8 @@ MAX_SUBJECT, MAX_BODY = 998, 100_000
 UNAVAILABLE = "Mail is not set up on this Nextcloud"
 SEND_UNKNOWN = ("Mail could not tell whether the message went out: it may have been sent. "
                 "Check the Sent mailbox before sending it again.")
+NO_SENT_MAILBOX = ("This mail account has no Sent folder set, so Mail sends nothing from it. "
+                   "Choose one in Mail (account settings, Default folders), then send again. Nothing was sent.")
 # One address, no display name: the shape the contract allows (docs/mail-bridge-api.md).
 ADDRESS = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
 COMPOSE_FIELDS = {"account_id", "to", "cc", "bcc", "subject", "body", "in_reply_to"}
@@ -316,6 +318,12 @@ class Mail:
         self.store = store
         self.available = available
         self.smtp = smtp
+        # Users whose account has no Sent mailbox set in Mail (POST /standin/mail/sent-mailbox):
+        # their "Sent" folder loses its special use and Mail's send chain refuses to send.
+        self.without_sent: set[str] = set()
+
+    def set_sent_mailbox(self, uid: str, present: bool) -> None:
+        (self.without_sent.discard if present else self.without_sent.add)(uid)
 
     def route(self, req: Request, uid: str, rest: str) -> tuple[int, object]:
         """``rest`` is the path below ``apps/tamebi/api/v1/mail``; returns (status, data)."""
@@ -353,6 +361,8 @@ class Mail:
         for name, special in FOLDERS.items():
             ids = self.store.message_ids(uid, name)
             unread = sum(1 for _, key in ids if "S" not in self.store.load(uid, name, key)[1])
+            if special == ["sent"] and uid in self.without_sent:
+                special = []
             out.append({"id": self.store.mailbox_id(uid, name), "account_id": self.store.account(uid), "name": name,
                         "special_use": special, "unread": unread, "total": len(ids)})
         return out
@@ -434,6 +444,9 @@ class Mail:
         recipients = list(c["to"]) + list(c["cc"]) + list(c["bcc"])  # type: ignore[operator]
         if not recipients:
             raise invalid("a message needs at least one recipient (to, cc or bcc)")
+        if uid in self.without_sent:
+            # Mail's send chain (SentMailboxHandler) stops first, before SMTP: a setting to fix.
+            raise MailError(409, "no_sent_mailbox", NO_SENT_MAILBOX)
         if self.smtp is None:
             raise MailError(502, "mail_backend", "no SMTP server is configured")
         try:

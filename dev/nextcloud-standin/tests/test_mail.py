@@ -142,6 +142,24 @@ def test_a_failure_after_data_is_an_unknown_outcome_and_files_no_copy(standin):
     assert data(mail(standin, "GET", "alice", "messages/5"))["answered"] is False
 
 
+def test_the_sent_mailbox_switch_is_per_user_and_checks_its_input(standin):
+    control = f"{standin.url}/standin/mail/sent-mailbox"
+    assert requests.post(control, params={"uid": "alice"}, json={"set": "no"}, timeout=10).status_code == 400
+    assert requests.post(control, params={"uid": "nobody"}, json={"set": False}, timeout=10).status_code == 404
+    assert requests.post(control, params={"uid": "alice"}, json={"set": False}, timeout=10).status_code == 200
+    try:
+        body = {"account_id": 1, "to": ["bob@example.com"], "subject": "x", "body": "y"}
+        r = mail(standin, "POST", "alice", "send", json=body)
+        assert r.status_code == 409 and data(r)["error"] == "no_sent_mailbox", r.text
+        # bob's account is untouched, and nothing reached the SMTP sink for alice
+        bob = {**body, "account_id": data(mail(standin, "GET", "bob", "accounts"))["accounts"][0]["id"]}
+        assert mail(standin, "POST", "bob", "send", json=bob).status_code == 200
+        assert [m["mail_from"] for m in sink(standin)["messages"]] == ["bob@example.com"]
+    finally:
+        requests.post(control, params={"uid": "alice"}, json={"set": True}, timeout=10)
+    assert mail(standin, "POST", "alice", "send", json=body).status_code == 200
+
+
 def test_without_mail_every_route_is_501(tmp_path):
     s = Standin(tmp_path / "state", extra=["--without-mail"])
     try:

@@ -13,6 +13,9 @@ use serde::Serialize;
 pub const MAIL_UNAVAILABLE: &str = "Mail is not set up on this Nextcloud";
 /// The text the person sees when a send may or may not have happened.
 pub const OUTCOME_UNKNOWN: &str = "It is not known whether the mail was sent: the answer from Nextcloud was lost or unclear. Check the Sent folder before sending it again.";
+/// What the person sees when the bridge says the account must be set up first (its 409) but
+/// gave no reason of its own.
+pub const SETUP_REQUIRED: &str = "This mail account is not set up to send in Mail; check its settings there. Nothing was sent.";
 /// The bridge's error code for a send whose outcome Mail could not tell (docs/mail-bridge-api.md).
 pub const BRIDGE_SEND_OUTCOME_UNKNOWN: &str = "send_outcome_unknown";
 
@@ -34,6 +37,11 @@ pub enum Error {
     /// The bridge answered 501: the Mail app is missing or disabled.
     #[error("{MAIL_UNAVAILABLE}")]
     MailUnavailable,
+    /// The bridge answered 409: the account is in a state only the person can change (no Sent
+    /// mailbox set in Mail). Nothing happened, and trying again unchanged cannot work, so it is
+    /// not retryable; the bridge's message says what to fix.
+    #[error("{0}")]
+    SetupRequired(String),
     /// 5xx, timeouts, connection failures, IMAP/SMTP failures: trying again later may work.
     #[error("{0}")]
     Retryable(String),
@@ -52,6 +60,7 @@ pub enum Kind {
     Retryable,
     InvalidArgument,
     Unavailable,
+    SetupRequired,
     OutcomeUnknown,
 }
 
@@ -63,6 +72,7 @@ impl Error {
             Error::AuthExpired => Kind::AuthExpired,
             Error::NotFound => Kind::NotFound,
             Error::MailUnavailable => Kind::Unavailable,
+            Error::SetupRequired(_) => Kind::SetupRequired,
             Error::Retryable(_) => Kind::Retryable,
             Error::OutcomeUnknown => Kind::OutcomeUnknown,
         }
@@ -74,7 +84,8 @@ impl Error {
     }
 
     /// Maps a bridge answer's HTTP status to an error, `None` for success. `message` is the
-    /// bridge's own text for a 400 (it names the bad field, never anyone's data).
+    /// bridge's own fixed text for a 400 (it names the bad field, never anyone's data) or a 409
+    /// (what the person must set up in Mail).
     pub fn from_status(status: http::StatusCode, message: Option<&str>) -> Option<Self> {
         let code = status.as_u16();
         match code {
@@ -85,6 +96,7 @@ impl Error {
             401 => Some(Error::AuthExpired),
             // 403 and 404 are one answer, on purpose.
             403 | 404 | 410 => Some(Error::NotFound),
+            409 => Some(Error::SetupRequired(message.map_or_else(|| SETUP_REQUIRED.into(), |m| cut(m, 300)))),
             501 => Some(Error::MailUnavailable),
             502 => Some(Error::Retryable("the mail server reported a failure; try again later".into())),
             _ => Some(Error::Retryable(format!(
@@ -158,6 +170,7 @@ mod tests {
         assert_eq!(k(401), Some(Kind::AuthExpired));
         assert_eq!(k(403), Some(Kind::NotFound));
         assert_eq!(k(404), Some(Kind::NotFound));
+        assert_eq!(k(409), Some(Kind::SetupRequired));
         assert_eq!(k(501), Some(Kind::Unavailable));
         assert_eq!(k(502), Some(Kind::Retryable));
         assert_eq!(k(503), Some(Kind::Retryable));
@@ -171,6 +184,8 @@ mod tests {
         assert_eq!(k(404, Some("not_found")), Some(Kind::NotFound));
         assert_eq!(k(501, Some("mail_unavailable")), Some(Kind::Unavailable));
         assert_eq!(k(502, Some("mail_backend")), Some(Kind::Retryable));
+        // No Sent mailbox: nothing went out, and only the person can fix it (not retryable).
+        assert_eq!(k(409, Some("no_sent_mailbox")), Some(Kind::SetupRequired));
         assert_eq!(k(502, Some("send_outcome_unknown")), Some(Kind::OutcomeUnknown));
         assert_eq!(k(502, None), Some(Kind::OutcomeUnknown)); // a proxy's 502, not the bridge's
         assert_eq!(k(500, Some("internal_error")), Some(Kind::OutcomeUnknown));
@@ -178,6 +193,16 @@ mod tests {
         let e = Error::OutcomeUnknown;
         assert!(e.to_string().contains("Check the Sent folder"), "{e}");
         assert_eq!(serde_json::to_value(e.kind()).unwrap(), "outcome_unknown");
+    }
+
+    #[test]
+    fn a_setup_to_fix_keeps_the_bridges_instructions() {
+        let said = "This mail account has no Sent folder set, so Mail sends nothing from it. Choose one in Mail (account settings, Default folders), then send again. Nothing was sent.";
+        let e = Error::from_send_status(StatusCode::CONFLICT, Some("no_sent_mailbox"), Some(said)).unwrap();
+        assert_eq!(e.to_string(), said);
+        assert_eq!(serde_json::to_value(e.kind()).unwrap(), "setup_required");
+        let bare = Error::from_status(StatusCode::CONFLICT, None).unwrap();
+        assert_eq!(bare.to_string(), SETUP_REQUIRED);
     }
 
     #[test]

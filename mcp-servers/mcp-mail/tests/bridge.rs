@@ -311,3 +311,40 @@ async fn a_send_with_an_unknown_outcome_is_not_retryable() {
     assert_eq!(error_kind(&r).as_deref(), Some("not_found"), "{}", text(&r));
     alice.cancel().await.ok();
 }
+
+/// An account without a Sent mailbox set in Mail cannot send (Mail's send chain stops before
+/// SMTP). That is a setting for the person to fix, not a passing failure: `setup_required`,
+/// never `retryable`, with the bridge's words on what to do; nothing goes out. Set it again and
+/// the same mail sends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_without_a_sent_mailbox_says_what_to_set_up() {
+    let (nc, mcp) = stack(Standin::start).await;
+    let sent_mailbox = |present: bool| {
+        let url = format!("{}/standin/mail/sent-mailbox?uid=alice", nc.url());
+        async move {
+            let r = reqwest::Client::new()
+                .post(url)
+                .json(&json!({"set": present}))
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "{}", r.status());
+        }
+    };
+    let alice = connect(&mcp.url(), nc.app_password("alice")).await;
+    let mail = json!({"to": ["bob@example.com"], "subject": "Numbers", "body": "See attached.\n"});
+    sent_mailbox(false).await;
+    let r = call(&alice, "mail_send", mail.clone()).await;
+    assert_eq!(error_kind(&r).as_deref(), Some("setup_required"), "{}", text(&r));
+    assert!(
+        text(&r).contains("no Sent folder set") && text(&r).contains("Default folders"),
+        "{}",
+        text(&r)
+    );
+    assert!(sent_mail(nc.url()).await.is_empty());
+    sent_mailbox(true).await;
+    let r = call(&alice, "mail_send", mail).await;
+    assert_eq!(error_kind(&r), None, "{}", text(&r));
+    assert_eq!(sent_mail(nc.url()).await.len(), 1);
+    alice.cancel().await.ok();
+}

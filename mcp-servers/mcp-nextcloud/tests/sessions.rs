@@ -10,7 +10,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Env, call, connect, err_kind, ok, paths};
+use common::{Client, Env, call, connect, err_kind, ok, paths};
 use serde_json::{Value, json};
 
 fn n(v: &Value, key: &str) -> u64 {
@@ -166,7 +166,8 @@ async fn every_kind_of_request_rides_on_the_session_within_the_csrf_rules() {
 
 /// Before Nextcloud 30 the `OCS-APIRequest` header did not pass the CSRF check, so a PROPFIND
 /// with a session opened by a bearer is 401 there. The call still succeeds (the bearer alone is
-/// tried), and mcp-nextcloud stops offering sessions instead of paying two requests each time.
+/// tried), and mcp-nextcloud stops offering that bearer a session instead of paying two
+/// requests each time.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_nextcloud_that_refuses_its_own_sessions_gets_the_bearer_alone() {
     let env = Env::start().await;
@@ -186,6 +187,74 @@ async fn a_nextcloud_that_refuses_its_own_sessions_gets_the_bearer_alone() {
         3,
         "each call logged in with the bearer: {a0} {a}"
     );
+}
+
+/// Lists alice's or bob's files root `times` times.
+async fn list(client: &Client, times: usize) {
+    for _ in 0..times {
+        ok(&call(client, "files_list", json!({"path": ""})).await);
+    }
+}
+
+async fn sessions_refused(env: &Env, refused: bool) {
+    env.standin_control("sessions/settings", json!({"ocs_apirequest_passes_csrf": !refused}))
+        .await;
+}
+
+/// One bearer whose session Nextcloud refused (here: while the stand-in briefly applied the
+/// pre-30 CSRF rule) goes without a session for a while; every other bearer keeps reusing its
+/// own. It used to switch reuse off for the whole process.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_refused_session_leaves_the_other_bearers_theirs() {
+    let env = Env::start().await;
+    let alice = env.client("alice").await;
+    sessions_refused(&env, true).await;
+    list(&alice, 1).await;
+    sessions_refused(&env, false).await;
+    let (a0, b0) = (env.nc_sessions("alice").await, env.nc_sessions("bob").await);
+    let bob = env.client("bob").await;
+    list(&bob, 3).await;
+    list(&alice, 2).await;
+    let (a, b) = (env.nc_sessions("alice").await, env.nc_sessions("bob").await);
+    assert_eq!(
+        n(&b, "logins") - n(&b0, "logins"),
+        1,
+        "bob logged in once, then rode on his session: {b0} {b}"
+    );
+    assert!(n(&b, "session_requests") - n(&b0, "session_requests") >= 3, "{b0} {b}");
+    // alice's bearer is not offered a session again yet: each call logs in, no cookie shown.
+    assert_eq!(n(&a, "cookies_presented"), n(&a0, "cookies_presented"), "{a0} {a}");
+    assert_eq!(n(&a, "logins") - n(&a0, "logins"), 2, "{a0} {a}");
+}
+
+/// When several bearers' sessions are refused, the server refuses everyone's (a Nextcloud before
+/// 30): reuse pauses for every bearer, new ones included, rather than costing each of them a
+/// refused request. (The pause ends after ten minutes: the unit tests cover that.)
+#[tokio::test(flavor = "multi_thread")]
+async fn refusals_from_several_bearers_pause_reuse_for_everyone() {
+    let env = Env::start().await;
+    sessions_refused(&env, true).await;
+    let alice = env.client("alice").await;
+    let bob = env.client("bob").await;
+    let jwt = env.nc.mint_jwt("alice", &env.mcp.url(), Duration::from_secs(300));
+    let alice_jwt = connect(&env.mcp.url(), &jwt).await;
+    let (a0, b0) = (env.nc_sessions("alice").await, env.nc_sessions("bob").await);
+    for client in [&alice, &bob, &alice_jwt] {
+        list(client, 2).await;
+    }
+    let (a1, b1) = (env.nc_sessions("alice").await, env.nc_sessions("bob").await);
+    assert_eq!(n(&a1, "csrf_refused") - n(&a0, "csrf_refused"), 2, "{a0} {a1}");
+    assert_eq!(n(&b1, "csrf_refused") - n(&b0, "csrf_refused"), 1, "{b0} {b1}");
+    // Even once the server would take sessions again, nobody is offered one during the pause.
+    sessions_refused(&env, false).await;
+    let later = env.nc.mint_jwt("alice", &env.mcp.url(), Duration::from_secs(300));
+    let alice_later = connect(&env.mcp.url(), &later).await;
+    list(&alice_later, 3).await;
+    list(&bob, 2).await;
+    let (a2, b2) = (env.nc_sessions("alice").await, env.nc_sessions("bob").await);
+    assert_eq!(n(&a2, "cookies_presented"), n(&a1, "cookies_presented"), "{a1} {a2}");
+    assert_eq!(n(&b2, "cookies_presented"), n(&b1, "cookies_presented"), "{b1} {b2}");
+    assert!(n(&a2, "logins") - n(&a1, "logins") >= 3, "{a1} {a2}");
 }
 
 /// Nextcloud ends an idle session after `session_lifetime` by deleting the session cookie in

@@ -170,8 +170,10 @@ final class MailBridgeTest extends TestCase {
 		$state['mailboxes'][1]['special_use'] = []; // alice's "Sent" is no longer her Sent mailbox
 		file_put_contents($this->state, json_encode($state));
 		$response = $this->controller('alice', '{"account_id":1,"to":["bob@example.com"],"subject":"s","body":"b"}')->send();
-		$this->assertSame([502, 'mail_backend'], [$response->getStatus(), $response->getData()['error']]);
-		$this->assertStringContainsString('no Sent mailbox', $response->getData()['message']);
+		// A setting only the person can change: not a passing backend failure, and says what to do.
+		$this->assertSame(409, $response->getStatus());
+		$this->assertSame(['error' => 'no_sent_mailbox', 'message' => MailError::NO_SENT_MAILBOX_MESSAGE], $response->getData());
+		$this->assertStringContainsString('Default folders', $response->getData()['message']);
 		$this->assertSame([[], []], [$this->sent(), $this->outbox()]);
 	}
 

@@ -75,7 +75,8 @@ impl Nextcloud {
     /// cookie is tried once more without it (if the body can be sent twice): Nextcloud checks
     /// the session's CSRF rules before anything runs, so a refused session says nothing about
     /// the bearer, and only the bearer's own answer may stand. If that second answer is a
-    /// success, this Nextcloud refuses our sessions and reuse stops.
+    /// success, Nextcloud refused this bearer's session: it gets none for a while (and if
+    /// several bearers are refused, nobody does for a while: [`SessionCookies::refused`]).
     async fn send_as(&self, bearer: &Bearer, uid: Option<&str>, request: RequestBuilder, what: &str) -> Result<Response, Error> {
         let Some(cookie) = self.sessions.cookie(bearer) else {
             return self.send_observed(bearer, uid, request, what).await;
@@ -90,7 +91,7 @@ impl Nextcloud {
         tracing::debug!(what, "nextcloud refused the session cookie; trying the bearer alone");
         let response = self.send_observed(bearer, uid, again, what).await?;
         if response.status().is_success() {
-            self.sessions.stop_reuse();
+            self.sessions.refused(bearer);
         }
         Ok(response)
     }

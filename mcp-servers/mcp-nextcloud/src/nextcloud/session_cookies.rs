@@ -18,16 +18,18 @@
 //!   `nc_token`, `nc_session_id`, a login credential that outlives the bearer) are never kept;
 //! - at most [`MAX_SLOTS`] slots; never persisted, never logged (no `Debug` of contents, header
 //!   values marked sensitive);
-//! - if Nextcloud refuses a session it opened itself while the bearer alone is accepted (a server
-//!   whose CSRF check does not take `OCS-APIRequest`, before Nextcloud 30), reuse is switched
-//!   off for the process ([`SessionCookies::stop_reuse`]) rather than paying two requests each time.
+//! - if Nextcloud refuses a session it opened itself while the bearer alone is accepted
+//!   ([`SessionCookies::refused`]), that bearer gets no session for [`REFUSED_TTL`]; when
+//!   [`PAUSE_AFTER`] different bearers are refused within that time (a server whose CSRF check
+//!   does not take `OCS-APIRequest`, before Nextcloud 30, refuses everyone's), reuse pauses for
+//!   everyone for [`PAUSE`] and is then tried again. One bearer's refusal never switches reuse
+//!   off for the others, and nothing switches it off for good.
 //!
 //! It must never widen what a request may do: the bearer is still sent with every request,
 //! and Nextcloud evaluates permissions and shares per request whatever authenticated it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use http::{HeaderMap, HeaderValue, StatusCode};
@@ -49,6 +51,16 @@ pub const OPAQUE_TTL: Duration = Duration::from_secs(60);
 pub const MAX_TTL: Duration = Duration::from_secs(300);
 /// Upper bound on slots, so a flood of distinct tokens cannot grow memory without bound.
 pub const MAX_SLOTS: usize = 10_000;
+/// How long a bearer whose session Nextcloud refused (401 with the cookie, success without it)
+/// goes without one: no longer than any slot would have lived, so its next token, or the same
+/// one after a transient refusal, is offered a session again.
+pub const REFUSED_TTL: Duration = MAX_TTL;
+/// How many different bearers refused within [`REFUSED_TTL`] mean the server refuses sessions
+/// for everyone (rather than one user's session being in a state it will not serve).
+pub const PAUSE_AFTER: usize = 3;
+/// How long reuse pauses for everyone after [`PAUSE_AFTER`] refusals. Then it is tried again, so
+/// a server that refuses every session costs [`PAUSE_AFTER`] extra requests per pause.
+pub const PAUSE: Duration = Duration::from_secs(600);
 /// Cookies that would log in again after the session ends (Nextcloud's remember-me trio).
 const REMEMBER_ME: [&str; 3] = ["nc_username", "nc_token", "nc_session_id"];
 /// Cookies that come with a session but are not it: with only these left, the slot is useless.
@@ -57,9 +69,35 @@ const COMPANIONS: [&str; 3] = ["oc_sessionPassphrase", "nc_sameSiteCookielax", "
 /// The per-bearer cookie jars. Shared by every request of the process.
 pub struct SessionCookies {
     key: [u8; 64],
-    slots: Mutex<HashMap<[u8; 32], Jar>>,
+    state: Mutex<State>,
     max_slots: usize,
-    stopped: AtomicBool,
+}
+
+#[derive(Default)]
+struct State {
+    slots: HashMap<[u8; 32], Jar>,
+    /// Bearers (by slot name) whose session Nextcloud refused, and until when they get none.
+    refused: HashMap<[u8; 32], Instant>,
+    /// Until when no bearer gets a session ([`PAUSE_AFTER`] refusals).
+    paused_until: Option<Instant>,
+}
+
+impl State {
+    /// Whether `slot`'s bearer may hold a session now (not paused, not refused).
+    fn reuse_allowed(&mut self, slot: &[u8; 32], now: Instant) -> bool {
+        if self.paused_until.is_some_and(|until| until > now) {
+            return false;
+        }
+        self.paused_until = None;
+        match self.refused.get(slot) {
+            Some(until) if *until > now => false,
+            Some(_) => {
+                self.refused.remove(slot);
+                true
+            }
+            None => true,
+        }
+    }
 }
 
 struct Jar {
@@ -86,9 +124,8 @@ impl SessionCookies {
         rand::fill(&mut key[..]);
         SessionCookies {
             key,
-            slots: Mutex::new(HashMap::new()),
+            state: Mutex::new(State::default()),
             max_slots: max_slots.max(1),
-            stopped: AtomicBool::new(false),
         }
     }
 
@@ -96,20 +133,21 @@ impl SessionCookies {
         bearer.keyed_digest(&self.key)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Jar>> {
-        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The `Cookie` header to send with `bearer`'s next request, if its session is still held.
     pub fn cookie(&self, bearer: &Bearer) -> Option<HeaderValue> {
-        if self.stopped() {
+        let slot = self.slot(bearer);
+        let now = Instant::now();
+        let mut state = self.lock();
+        if !state.reuse_allowed(&slot, now) {
             return None;
         }
-        let slot = self.slot(bearer);
-        let mut slots = self.lock();
-        let jar = slots.get(&slot)?;
-        if jar.expires <= Instant::now() {
-            slots.remove(&slot);
+        let jar = state.slots.get(&slot)?;
+        if jar.expires <= now {
+            state.slots.remove(&slot);
             return None;
         }
         let line = jar.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ");
@@ -123,10 +161,7 @@ impl SessionCookies {
     pub fn observe(&self, bearer: &Bearer, status: StatusCode, headers: &HeaderMap) {
         let slot = self.slot(bearer);
         if status == StatusCode::UNAUTHORIZED {
-            self.lock().remove(&slot);
-            return;
-        }
-        if self.stopped() {
+            self.lock().slots.remove(&slot);
             return;
         }
         let now = SystemTime::now();
@@ -139,7 +174,11 @@ impl SessionCookies {
         if changes.is_empty() {
             return;
         }
-        let mut slots = self.lock();
+        let mut state = self.lock();
+        if !state.reuse_allowed(&slot, Instant::now()) {
+            return;
+        }
+        let slots = &mut state.slots;
         if !slots.contains_key(&slot) {
             // Only a session cookie opens a slot (not a lone deletion or a companion cookie).
             if !changes.iter().any(|c| matches!(c, Change::Set(name, _, _) if !is_companion(name))) {
@@ -147,7 +186,7 @@ impl SessionCookies {
             }
             let Some(expires) = deadline(bearer) else { return };
             if slots.len() >= self.max_slots {
-                make_room(&mut slots);
+                make_room(slots);
             }
             slots.insert(
                 slot,
@@ -176,27 +215,41 @@ impl SessionCookies {
         }
     }
 
-    /// Stops reusing sessions for the rest of the process and forgets every cookie held: for a
-    /// Nextcloud that refuses the sessions it opens for a bearer (answered 401 with the cookie,
-    /// then accepted the same request without it).
-    pub fn stop_reuse(&self) {
-        if !self.stopped.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                "Nextcloud refused a session cookie it had just issued while accepting the bearer alone \
-                 (its CSRF check does not take OCS-APIRequest: Nextcloud before 30?); session reuse is off"
-            );
+    /// Learns that Nextcloud refused `bearer`'s session (401 with the cookie) and accepted the
+    /// same request with the bearer alone: that bearer's cookies go and it gets no session for
+    /// [`REFUSED_TTL`]. The [`PAUSE_AFTER`]th different bearer refused within that time pauses
+    /// reuse for everyone for [`PAUSE`], with one warning (the server refuses every session).
+    pub fn refused(&self, bearer: &Bearer) {
+        let slot = self.slot(bearer);
+        let now = Instant::now();
+        let mut state = self.lock();
+        state.slots.remove(&slot);
+        // Never more than PAUSE_AFTER entries: reaching it clears the record.
+        state.refused.retain(|_, until| *until > now);
+        state.refused.insert(slot, now + REFUSED_TTL);
+        if state.refused.len() < PAUSE_AFTER {
+            tracing::debug!("Nextcloud refused a session it had issued while accepting the bearer alone; not reused for that bearer");
+            return;
         }
-        self.lock().clear();
+        tracing::warn!(
+            bearers = state.refused.len(),
+            pause_secs = PAUSE.as_secs(),
+            "Nextcloud refused the sessions it had issued to several bearers while accepting the bearers alone \
+             (its CSRF check does not take OCS-APIRequest: Nextcloud before 30?); session reuse pauses"
+        );
+        state.paused_until = Some(now + PAUSE);
+        state.slots.clear();
+        state.refused.clear();
     }
 
-    /// Whether sessions are no longer reused ([`Self::stop_reuse`]).
-    pub fn stopped(&self) -> bool {
-        self.stopped.load(Ordering::Relaxed)
+    /// Whether session reuse is paused for everyone now ([`Self::refused`]).
+    pub fn paused(&self) -> bool {
+        self.lock().paused_until.is_some_and(|until| until > Instant::now())
     }
 
     /// How many bearers have cookies held (for tests and metrics; says nothing about whose).
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().slots.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -427,7 +480,7 @@ mod tests {
         let jar = SessionCookies::default();
         let alice = bearer("alice-app-password");
         jar.observe(&alice, StatusCode::OK, &set_cookies(&["ocabc123=s; Max-Age=5"]));
-        let until = jar.lock().values().next().unwrap().expires;
+        let until = jar.lock().slots.values().next().unwrap().expires;
         assert!(until <= Instant::now() + Duration::from_secs(5));
         // Max-Age wins over Expires (RFC 6265); a far Expires never lengthens the slot.
         let parsed = parse_set_cookie("a=b; Expires=Fri, 31-Dec-2100 23:59:59 GMT; Max-Age=7", SystemTime::now());
@@ -437,23 +490,65 @@ mod tests {
             StatusCode::OK,
             &set_cookies(&["nc_sameSiteCookielax=true; expires=Fri, 31-Dec-2100 23:59:59 GMT"]),
         );
-        assert!(jar.lock().values().next().unwrap().expires <= until);
+        assert!(jar.lock().slots.values().next().unwrap().expires <= until);
         assert!(cookie_date("Fri, 31-Dec-2100 23:59:59 GMT").is_some());
         assert!(cookie_date("Thu, 01 Jan 1970 00:00:01 GMT").is_some());
         assert!(cookie_date("next tuesday").is_none());
     }
 
     #[test]
-    fn stopping_reuse_forgets_and_ignores() {
+    fn a_refused_session_stops_reuse_for_that_bearer_only_and_for_a_while() {
         let jar = SessionCookies::default();
-        let alice = bearer("alice-app-password");
+        let (alice, bob) = (bearer("alice-app-password"), bearer("bob-app-password"));
         jar.observe(&alice, StatusCode::OK, &set_cookies(&LOGIN));
-        assert!(jar.cookie(&alice).is_some());
-        jar.stop_reuse();
-        assert!(jar.stopped() && jar.is_empty());
+        jar.observe(&bob, StatusCode::OK, &set_cookies(&LOGIN));
+        jar.refused(&alice);
+        // alice's cookies are gone and she is given none, even when Nextcloud sets new ones...
+        assert!(jar.cookie(&alice).is_none());
         jar.observe(&alice, StatusCode::OK, &set_cookies(&LOGIN));
         assert!(jar.cookie(&alice).is_none());
-        assert!(jar.is_empty());
+        // ...while bob keeps his session and anyone else still gets one.
+        assert!(!jar.paused());
+        assert!(jar.cookie(&bob).is_some());
+        let carol = bearer("carol-app-password");
+        jar.observe(&carol, StatusCode::OK, &set_cookies(&LOGIN));
+        assert!(jar.cookie(&carol).is_some());
+        assert_eq!(jar.len(), 2);
+        // When the refusal has run its time, alice is offered a session again.
+        jar.lock().refused.values_mut().for_each(|until| *until = Instant::now());
+        jar.observe(&alice, StatusCode::OK, &set_cookies(&LOGIN));
+        assert!(jar.cookie(&alice).is_some());
+        assert!(jar.lock().refused.is_empty());
+    }
+
+    #[test]
+    fn refusals_from_several_bearers_pause_reuse_for_everyone_for_a_while() {
+        let jar = SessionCookies::default();
+        let bearers: Vec<Bearer> = (0..PAUSE_AFTER + 1).map(|i| bearer(&format!("token-{i}"))).collect();
+        let last = &bearers[PAUSE_AFTER];
+        jar.observe(last, StatusCode::OK, &set_cookies(&LOGIN));
+        // The same bearer refused again counts once.
+        jar.refused(&bearers[0]);
+        jar.refused(&bearers[0]);
+        for b in &bearers[1..PAUSE_AFTER - 1] {
+            jar.refused(b);
+        }
+        assert!(!jar.paused() && jar.cookie(last).is_some());
+        jar.refused(&bearers[PAUSE_AFTER - 1]);
+        // Paused: every cookie forgotten, none kept or sent, for any bearer.
+        assert!(jar.paused() && jar.is_empty());
+        assert!(jar.cookie(last).is_none());
+        jar.observe(last, StatusCode::OK, &set_cookies(&LOGIN));
+        assert!(jar.cookie(last).is_none() && jar.is_empty());
+        // The pause ends: reuse is tried again, refused bearers included.
+        let until = jar.lock().paused_until.unwrap();
+        assert!(until > Instant::now() + PAUSE - Duration::from_secs(5) && until <= Instant::now() + PAUSE);
+        jar.lock().paused_until = Some(Instant::now());
+        assert!(!jar.paused());
+        for b in &bearers {
+            jar.observe(b, StatusCode::OK, &set_cookies(&LOGIN));
+            assert!(jar.cookie(b).is_some());
+        }
     }
 
     #[test]
@@ -472,7 +567,7 @@ mod tests {
         assert!(deadline(&opaque).unwrap() <= Instant::now() + OPAQUE_TTL);
         // A slot past its deadline is gone.
         jar.observe(&opaque, StatusCode::OK, &set_cookies(&LOGIN));
-        jar.lock().values_mut().for_each(|j| j.expires = Instant::now());
+        jar.lock().slots.values_mut().for_each(|j| j.expires = Instant::now());
         assert!(jar.cookie(&opaque).is_none());
         assert!(jar.is_empty());
     }

@@ -221,7 +221,7 @@ final class MailContracts {
 			throw MailError::backend('the mail server refused the message; nothing was sent');
 		}
 		if ($status === LocalMessage::STATUS_NO_SENT_MAILBOX) {
-			throw MailError::backend('the account has no Sent mailbox set in Mail, so Mail sends nothing from it');
+			throw MailError::noSentMailbox();
 		}
 		// A state this bridge does not know (a newer Mail?): never claim that nothing was sent.
 		throw MailError::sendOutcomeUnknown(new \RuntimeException('send chain ended with status ' . var_export($status, true)));

@@ -18,6 +18,8 @@ final class MailError extends \RuntimeException {
 	public const SEND_UNKNOWN_MESSAGE = 'Mail could not tell whether the message went out: it may have been sent. '
 		. 'Check the Sent mailbox before sending it again.';
 	public const INTERNAL_MESSAGE = 'The mail bridge failed; the details are in the Nextcloud log';
+	public const NO_SENT_MAILBOX_MESSAGE = 'This mail account has no Sent folder set, so Mail sends nothing from it. '
+		. 'Choose one in Mail (account settings, Default folders), then send again. Nothing was sent.';
 
 	private function __construct(
 		public readonly int $status,
@@ -44,6 +46,15 @@ final class MailError extends \RuntimeException {
 	/** Mail, IMAP or SMTP failed and nothing was sent or stored; `$message` is fixed text. */
 	public static function backend(string $message, ?\Throwable $cause = null): self {
 		return new self(502, 'mail_backend', $message, $cause);
+	}
+
+	/**
+	 * The account is not set up to send: Mail refuses to send from an account without a Sent
+	 * mailbox (its send chain stops before SMTP). Only the person can fix it, in Mail's settings,
+	 * so it is 409 with its own code: trying again unchanged gives the same answer.
+	 */
+	public static function noSentMailbox(): self {
+		return new self(409, 'no_sent_mailbox', self::NO_SENT_MAILBOX_MESSAGE);
 	}
 
 	/**
