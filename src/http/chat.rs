@@ -81,8 +81,7 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     let turn = TurnStart {
         caller: caller.clone(),
         input,
-        assistant: resolved.assistant,
-        new_conversation: resolved.new_conversation,
+        assistant: resolved,
         parent: tracing::Span::current(),
     };
     let subscription = start_turn(&state, key, turn).await.map_err(|e| e.with_request(&rid))?;
@@ -99,7 +98,6 @@ struct TurnStart {
     caller: Caller,
     input: TurnInput,
     assistant: std::sync::Arc<crate::assistants::Assistant>,
-    new_conversation: bool,
     /// The asking request's span (the turn's span is its child).
     parent: tracing::Span,
 }
@@ -110,7 +108,6 @@ impl TurnStart {
             caller: self.caller,
             input: self.input,
             assistant: self.assistant,
-            new_conversation: self.new_conversation,
             parent: self.parent,
             reply,
         }
@@ -123,14 +120,12 @@ impl TurnStart {
                 caller,
                 input,
                 assistant,
-                new_conversation,
                 parent,
                 ..
             } => Some(TurnStart {
                 caller,
                 input,
                 assistant,
-                new_conversation,
                 parent,
             }),
             _ => None,
