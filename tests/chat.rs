@@ -418,3 +418,36 @@ async fn a_silent_primary_model_falls_back_once() {
         .collect();
     assert_eq!(models, vec!["primary", "backup"]);
 }
+
+/// Issue review, item 3: an actor that stops between the handler's lookup and its `StartTurn`
+/// (here on purpose, as an idle stop would) is replaced by a fresh one once; the person gets
+/// the turn, revived from chat.db, never a 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_actor_stopping_before_a_turn_is_replaced_not_a_failure() {
+    let model = ScriptedModel::start();
+    model.add_rules(json!([
+        {"match": "first words", "steps": [{"text": "Noted."}]},
+        {"match": "stop-before-turn", "steps": [{"text": "Still here."}]}
+    ]));
+    let orch = start(&model);
+    let c = client();
+    assert_eq!(
+        text_of(&parts(&orch.chat(&c, "alice", "stale", "m1", "first words").await)),
+        "Noted."
+    );
+    let body = user_turn("stale", "m2", "FAULT:stop-before-turn, then go on");
+    let r = orch
+        .request(&c, Method::POST, "/v1/chat", "alice", &body, None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let p = parts(&read_sse(r).await);
+    assert_eq!(text_of(&p), "Still here.");
+    assert_eq!(types(&p).last().map(String::as_str), Some("finish"));
+    // The fresh actor read the history from chat.db: the model saw the first turn.
+    let seen = model.requests();
+    assert!(seen.last().unwrap().to_string().contains("first words"), "{seen:?}");
+    let conv: Value = orch.get_json(&c, "/v1/conversations/stale", "alice").await;
+    assert_eq!(conv["messages"].as_array().unwrap().len(), 4, "{conv}");
+}

@@ -46,6 +46,11 @@ use crate::ui_stream::UiMessage;
 #[cfg(feature = "fault-injection")]
 pub const FAULT_PANIC_ACTOR: &str = "FAULT:panic-actor";
 
+/// Test builds only: a user message carrying this, sent to an actor that already ran a turn,
+/// finds that actor stopping (as an idle stop between a handler's lookup and its message
+/// would): it stops without answering. A fresh actor runs the turn as usual.
+#[cfg(feature = "fault-injection")]
+pub const FAULT_STOP_BEFORE_TURN: &str = "FAULT:stop-before-turn";
 
 /// A client's view of a running turn: its stream log, read from the first frame (what was
 /// already sent, then what follows, each frame once). A log that ends `Broken` means the
@@ -199,6 +204,15 @@ impl Actor for ConversationActor {
                 parent,
                 reply,
             } => {
+                #[cfg(feature = "fault-injection")]
+                if self.services.config.fault_injection
+                    && state.turns > 0
+                    && matches!(&input, TurnInput::User(m) if m.text().contains(FAULT_STOP_BEFORE_TURN))
+                {
+                    drop(reply);
+                    myself.stop(Some("fault injection: stopped before the turn".into()));
+                    return Ok(());
+                }
                 let start = self.start_turn(&myself, state, caller, input, assistant);
                 let result = tracing::Instrument::instrument(start, parent).await;
                 let lost = matches!(result, Err(Error::OwnedElsewhere { .. }));
