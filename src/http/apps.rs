@@ -102,7 +102,7 @@ pub async fn resource(
         .map_err(|e| match e {
             // The server does not know that document (or refused the read): not found, not a crash.
             McpError::Refused(_) => Error::NotFound.with_request(&rid),
-            e => Error::Internal(e.to_string()).with_request(&rid),
+            e => upstream_error(e).with_request(&rid),
         })?;
     let contents = serde_json::to_value(&r.contents).unwrap_or(Value::Null);
     let html = contents
@@ -303,7 +303,7 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
         Ok(defs) => defs,
         Err(e) => {
             audit_failure(state, caller, req, "could not list the server's tools").await;
-            return Err(Error::Internal(e.to_string()).with_request(rid));
+            return Err(upstream_error(e).with_request(rid));
         }
     };
     let template = Entry::of(Kind::FingerprintChanged, Outcome::Changed, caller).build();
@@ -379,6 +379,20 @@ async fn run(
     };
     let row = row.duration_ms(started.elapsed().as_millis() as i64).outcome(outcome).build();
     state.services.audit.record(row).await;
-    let r = result.map_err(|e| Error::Internal(e.to_string()).with_request(rid))?;
+    // A tool's own failure (mcp-mail's outcome_unknown among them) is a result with
+    // `isError`, answered 200 as the tool wrote it; only a call that got no usable answer
+    // is an HTTP error.
+    let r = result.map_err(|e| upstream_error(e).with_request(rid))?;
     Ok(Json(r).into_response())
+}
+
+/// A tool server's failure as a status the island can act on: 504 when it did not answer in
+/// time, 502 when it could not be reached or its answer was unusable. Both mean "not known
+/// whether it was done" (the island answers a dispatch's frame with -32002), never a 500.
+fn upstream_error(e: McpError) -> Error {
+    match e {
+        McpError::Timeout => Error::UpstreamTimeout,
+        McpError::NoCredential => Error::Unauthorized(e.to_string()),
+        McpError::Transport(_) | McpError::Refused(_) => Error::Upstream(e.to_string()),
+    }
 }
