@@ -231,7 +231,7 @@ describe('appRefFromOutput and frameSrc', () => {
   it('reads the app reference from a tool output', () => {
     const ref = appRefFromOutput({ content: [], _meta: { ui: { resourceUri: 'ui://nextcloud/files-table' }, server: 'nextcloud' } });
     expect(ref).toEqual({ server: 'nextcloud', resourceUri: 'ui://nextcloud/files-table' });
-    expect(frameSrc('/apps/tamebi/frame', ref!)).toBe('/apps/tamebi/frame?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Ffiles-table');
+    expect(frameSrc('/apps/tamebi/frame', ref!, 'conv_1')).toBe('/apps/tamebi/frame?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Ffiles-table&conversation=conv_1');
   });
   it('refuses anything but a ui:// uri and a plain server name', () => {
     expect(appRefFromOutput({ _meta: { ui: { resourceUri: 'https://evil.example' }, server: 'n' } })).toBeNull();

@@ -245,7 +245,9 @@ export function appRefFromOutput(output: unknown): AppRef | null {
   return { server, resourceUri };
 }
 
-/** The frame route for an app: always the route, never srcdoc, blob: or data: (second point). */
-export function frameSrc(frameUrl: string, ref: AppRef): string {
-  return `${frameUrl}?${new URLSearchParams({ server: ref.server, uri: ref.resourceUri }).toString()}`;
+/** The frame route for an app: always the route, never srcdoc, blob: or data: (second point).
+ *  `conversation` is the one the frame is shown in, as for the tool doors: the orchestrator
+ *  serves the document only if that conversation's assistant may use the app's server. */
+export function frameSrc(frameUrl: string, ref: AppRef, conversation: string): string {
+  return `${frameUrl}?${new URLSearchParams({ server: ref.server, uri: ref.resourceUri, conversation }).toString()}`;
 }
