@@ -104,6 +104,12 @@ impl Assistant {
         self.tools.iter().any(|p| p.matches(server, tool))
     }
 
+    /// Whether any tool of `server` may be in its allow-list (an MCP App document of that
+    /// server is shown only under such a tool's result).
+    pub fn allows_server(&self, server: &str) -> bool {
+        self.tools.iter().any(|p| glob(&p.server, server))
+    }
+
     /// The fixed system prompt (with its data-handling rules) followed by this assistant's
     /// instructions. The instructions can add, never replace: they come last and say so.
     pub fn system_prompt(&self, fixed: String) -> String {

@@ -47,6 +47,13 @@ pub enum Error {
     /// retries there, or here after the delay (when the owner died, its lease expires).
     #[error("conversation owned by another instance")]
     OwnedElsewhere { retry_after_secs: u64 },
+    /// A tool server did not answer within `TAMEBI_TOOL_TIMEOUT_SECS` (504): whatever it was
+    /// asked may or may not have been done.
+    #[error("tool server timed out")]
+    UpstreamTimeout,
+    /// A tool server could not be reached, or answered with something unusable (502).
+    #[error("tool server failed: {0}")]
+    Upstream(String),
     #[error("storage: {0}")]
     Storage(#[from] rusqlite::Error),
     #[error("postgres: {0}")]
@@ -94,6 +101,9 @@ pub mod messages {
     pub const UNAVAILABLE: &str = "The service is restarting. Please try again in a moment.";
     pub const MOVING: &str = "This conversation is being served by another server. Please try again in a moment.";
     pub const INTERNAL: &str = "Something went wrong. Please try again.";
+    /// Not "try again": a request that may have had an effect (a mail sent) must be checked first.
+    pub const UPSTREAM_TIMEOUT: &str = "The tool did not answer in time. It is not known whether it did anything: check (for a mail: your Sent folder) before trying again.";
+    pub const UPSTREAM: &str = "The tool could not be reached or gave no usable answer. It is not known whether it did anything: check (for a mail: your Sent folder) before trying again.";
     /// A turn stopped at the operator's token bound (`TAMEBI_TURN_MAX_TOKENS`).
     pub const TOKEN_BOUND: &str = "This answer stopped here: it reached the token limit set for one turn. Ask again to continue.";
 }
@@ -160,6 +170,8 @@ impl Error {
             Error::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::Overloaded | Error::UserTurnLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::ShuttingDown | Error::OwnedElsewhere { .. } | Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Error::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
+            Error::Upstream(_) => StatusCode::BAD_GATEWAY,
             Error::Storage(_) | Error::Postgres(_) | Error::PostgresPool(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -184,6 +196,8 @@ impl Error {
             } => messages::TOO_FAST,
             Error::ShuttingDown | Error::Unavailable { .. } => messages::UNAVAILABLE,
             Error::OwnedElsewhere { .. } => messages::MOVING,
+            Error::UpstreamTimeout => messages::UPSTREAM_TIMEOUT,
+            Error::Upstream(_) => messages::UPSTREAM,
             Error::Storage(_) | Error::Postgres(_) | Error::PostgresPool(_) | Error::Internal(_) => messages::INTERNAL,
         }
     }

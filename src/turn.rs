@@ -33,7 +33,7 @@ use crate::stream_log::{Hold, StreamLog};
 use crate::ui_stream::{StreamPart, UiMessage};
 
 /// What starts a turn.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum TurnInput {
     /// A new user message.
     User(UiMessage),

@@ -556,3 +556,105 @@ async fn apps_reach_only_what_their_conversations_assistant_allows() {
     s.app_refused("call", "alice", Some("app-all"), "files_list", "no longer configured")
         .await;
 }
+
+/// Review item 4: a tool server that does not answer in time is a 504 and one that cannot be
+/// reached a 502, at the relay and the dispatch door alike, with the fixed JSON message the
+/// island can show; never a bare 500. (A dispatch's 5xx stays "outcome unknown" in the island.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_or_unreachable_tool_server_is_504_or_502_never_500() {
+    // Accepts connections and never answers a byte.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    let holder = tokio_util::task::TaskTracker::new().spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((connection, _)) = silent.accept().await {
+            held.push(connection);
+        }
+    });
+    // A port nobody listens on any more.
+    let gone_addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let model = ScriptedModel::start();
+    model.add_rules(json!([{"match": "hello", "steps": [{"text": "Hi."}]}]));
+    let orch = Orchestrator::start(Options {
+        model_url: model.url(),
+        mcp_servers: format!("silent=http://{silent_addr}/mcp;auth=none,gone=http://{gone_addr}/mcp;auth=none"),
+        extra_env: vec![("TAMEBI_TOOL_TIMEOUT_SECS".into(), "1".into())],
+    });
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+    orch.chat(&http, "alice", "upstream", "m1", "hello").await;
+    for (server, status, message) in [
+        ("silent", 504, "The tool did not answer in time."),
+        ("gone", 502, "The tool could not be reached or gave no usable answer."),
+    ] {
+        for door in ["call", "dispatch"] {
+            let body = json!({"conversation": "upstream", "server": server, "name": "anything", "arguments": {}});
+            let r = orch
+                .request(
+                    &http,
+                    Method::POST,
+                    &format!("/v1/apps/tools/{door}"),
+                    "alice",
+                    &serde_json::to_vec(&body).unwrap(),
+                    None,
+                )
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status().as_u16(), status, "{server} via {door}");
+            let answer: Value = r.json().await.unwrap();
+            let shown = answer["error"]["message"].as_str().unwrap_or_default();
+            assert!(shown.starts_with(message), "{server} via {door}: {answer}");
+            assert!(answer["error"]["requestId"].is_string(), "{answer}");
+        }
+    }
+    holder.abort();
+}
+
+/// Review item 5: an app's document is served under the same rule as its tool doors. The
+/// frame names its conversation (`?conversation=`); the document is read only when that
+/// conversation's assistant may use the app's server. No conversation, an unknown one, another
+/// user's, or an assistant without that server: 403, audited, and the server is never asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_document_is_served_only_for_its_conversations_assistant() {
+    let file = format!("{FILE}\n[[assistant]]\nname = \"elsewhere\"\ndescription = \"Other servers only.\"\ntools = [\"other*/*\"]\n");
+    let s = stack_with(&file).await;
+    s.conversation("doc-all", "default").await;
+    s.conversation("doc-elsewhere", "elsewhere").await;
+    let reads = || s.probe.requests().iter().filter(|r| r["rpc"] == "resources/read").count();
+    let resource = |uid: &'static str, conversation: Option<&str>| {
+        let mut path = "/v1/apps/resource?server=probe&uri=ui%3A%2F%2Fprobe%2Fview".to_string();
+        if let Some(c) = conversation {
+            path.push_str(&format!("&conversation={c}"));
+        }
+        let rid = format!("doc-{}", fresh_nonce());
+        let request = s
+            .orch
+            .request(&s.http, Method::GET, &path, uid, b"", None)
+            .header("x-request-id", &rid);
+        async move { (request.send().await.unwrap().status().as_u16(), rid) }
+    };
+    // The default assistant's conversation: asked for (the probe has no such document: 404).
+    let (status, _) = resource("alice", Some("doc-all")).await;
+    assert_eq!(status, 404);
+    let asked = tokio::task::block_in_place(reads);
+    assert_eq!(asked, 1, "the server was asked once");
+    for (uid, conversation, why) in [
+        ("alice", Some("doc-elsewhere"), "no tool of this server"),
+        ("alice", None, "not tied to a conversation"),
+        ("alice", Some("doc-none"), "no such conversation"),
+        ("bob", Some("doc-all"), "no such conversation"),
+    ] {
+        let (status, rid) = resource(uid, conversation).await;
+        assert_eq!(status, 403, "{uid} {conversation:?}");
+        let rows = audit_where(&s, "request_id", &rid);
+        assert!(
+            rows.iter().any(|(kind, _, _, outcome, detail)| kind == "app_refused"
+                && outcome == "refused"
+                && detail.as_deref().is_some_and(|d| d.contains(why))),
+            "{uid} {conversation:?}: {rows:?}"
+        );
+    }
+    assert_eq!(tokio::task::block_in_place(reads), asked, "a refused document was read");
+    let (status, _) = resource("alice", Some("../doc-all")).await;
+    assert_eq!(status, 400, "a malformed conversation id");
+}

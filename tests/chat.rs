@@ -418,3 +418,128 @@ async fn a_silent_primary_model_falls_back_once() {
         .collect();
     assert_eq!(models, vec!["primary", "backup"]);
 }
+
+/// Issue review, item 3: an actor that stops between the handler's lookup and its `StartTurn`
+/// (here on purpose, as an idle stop would) is replaced by a fresh one once; the person gets
+/// the turn, revived from chat.db, never a 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_actor_stopping_before_a_turn_is_replaced_not_a_failure() {
+    let model = ScriptedModel::start();
+    model.add_rules(json!([
+        {"match": "first words", "steps": [{"text": "Noted."}]},
+        {"match": "stop-before-turn", "steps": [{"text": "Still here."}]}
+    ]));
+    let orch = start(&model);
+    let c = client();
+    assert_eq!(
+        text_of(&parts(&orch.chat(&c, "alice", "stale", "m1", "first words").await)),
+        "Noted."
+    );
+    let body = user_turn("stale", "m2", "FAULT:stop-before-turn, then go on");
+    let r = orch
+        .request(&c, Method::POST, "/v1/chat", "alice", &body, None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let p = parts(&read_sse(r).await);
+    assert_eq!(text_of(&p), "Still here.");
+    assert_eq!(types(&p).last().map(String::as_str), Some("finish"));
+    // The fresh actor read the history from chat.db: the model saw the first turn.
+    let seen = model.requests();
+    assert!(seen.last().unwrap().to_string().contains("first words"), "{seen:?}");
+    let conv: Value = orch.get_json(&c, "/v1/conversations/stale", "alice").await;
+    assert_eq!(conv["messages"].as_array().unwrap().len(), 4, "{conv}");
+}
+
+/// Issue review, item 1: a delete racing a new turn of the same (idle) conversation. Whatever
+/// the order, once the delete has answered nothing of the deleted conversation comes back: no
+/// reply written into it after the delete (a conversation that exists afterwards is a new one,
+/// starting with the new user message), and a new conversation under that id was never
+/// answered from the deleted history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_racing_a_turn_never_brings_the_conversation_back() {
+    let model = ScriptedModel::start();
+    model.add_rules(json!([
+        {"match": "first words", "steps": [{"text": "Noted."}]},
+        {"match": "racing", "steps": [{"text": "A reply that takes a little while.", "chunk_chars": 2, "delay_ms": 5}]}
+    ]));
+    let orch = Orchestrator::start(Options {
+        model_url: model.url(),
+        extra_env: vec![("TAMEBI_IDLE_SECS".into(), "1".into())],
+        ..Options::default()
+    });
+    let c = client();
+    const ROUNDS: usize = 24;
+    // One user per round: a person's own share of running turns (B6) is not what this tests.
+    let racer = |i: usize| format!("racer{i:02}");
+    for i in 0..ROUNDS {
+        orch.chat(&c, &racer(i), &format!("race{i:02}"), "m1", &format!("first words r{i:02}x"))
+            .await;
+    }
+    // Every actor idles out: the turns below find no running conversation.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let rounds = (0..ROUNDS).map(|i| {
+        let (orch, c) = (&orch, &c);
+        async move {
+            let id = format!("race{i:02}");
+            let chat = async {
+                let body = user_turn(&id, "m2", &format!("racing r{i:02}x"));
+                let r = orch
+                    .request(c, Method::POST, "/v1/chat", &racer(i), &body, None)
+                    .send()
+                    .await
+                    .unwrap();
+                let status = r.status();
+                read_sse(r).await;
+                status
+            };
+            let delete = async {
+                // Spread over the turn's start, so that some rounds land in every window.
+                tokio::time::sleep(Duration::from_micros(300 * i as u64)).await;
+                let path = format!("/v1/conversations/{id}");
+                orch.request(c, Method::DELETE, &path, &racer(i), b"", None)
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+            };
+            let (chat, delete) = tokio::join!(chat, delete);
+            (i, chat, delete)
+        }
+    });
+    let results = futures::future::join_all(rounds).await;
+    // Let any write still in flight land (a turn cancelled by the delete, an actor stopping).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let requests = model.requests();
+    for (i, chat, delete) in results {
+        assert_eq!(delete, 204, "round {i}: the conversation existed");
+        // Whichever came first, the turn is answered: a turn that asked an actor the delete
+        // stopped gets a fresh one, never a 500.
+        assert_eq!(chat, 200, "round {i}");
+        let r = orch
+            .request(&c, Method::GET, &format!("/v1/conversations/race{i:02}"), &racer(i), b"", None)
+            .send()
+            .await
+            .unwrap();
+        if r.status() == 404 {
+            continue;
+        }
+        let conv: Value = r.json().await.unwrap();
+        let first = &conv["messages"][0];
+        assert_eq!(first["role"], "user", "round {i}: a reply came back without its question: {conv}");
+        assert!(
+            !conv.to_string().contains("first words"),
+            "round {i}: deleted messages came back: {conv}"
+        );
+        // The conversation that exists is a new one: its turn never saw the deleted history.
+        let marker = format!("racing r{i:02}x");
+        let asked = requests.iter().filter(|q| q.to_string().contains(&marker));
+        for q in asked {
+            assert!(
+                !q.to_string().contains(&format!("first words r{i:02}x")),
+                "round {i}: the new conversation was answered from the deleted history"
+            );
+        }
+    }
+}

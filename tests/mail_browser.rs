@@ -189,7 +189,7 @@ async fn compose_confirm_and_send_in_chromium() {
     let c = check(&report, "compose_frame_renders");
     assert_eq!(c["tools"], json!(["mail_search", "mail_read", "mail_compose"]));
     assert_eq!(c["sandbox"], "allow-scripts");
-    assert_eq!(c["src"], "/apps/tamebi/frame?server=mail&uri=ui%3A%2F%2Fmail%2Fcompose");
+    test_harness::island::assert_frame_src(c, "/apps/tamebi/frame?server=mail&uri=ui%3A%2F%2Fmail%2Fcompose");
     assert_eq!(
         c["shown"],
         json!({"from": "Alice Adams <alice@example.com>", "to": "bob@example.com", "subject": subject, "body": body})

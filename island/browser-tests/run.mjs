@@ -198,7 +198,9 @@ async function tampered(page) {
     };
     await route.fulfill({ status: response.status(), headers, body });
   });
-  const src = (mode) => `/apps/tamebi/frame?${new URLSearchParams({ server: 'nextcloud', uri: 'ui://nextcloud/calendar-week', probe: mode })}`;
+  // The document is served for the conversation the island's own frame is shown in.
+  const conversation = await page.evaluate(() => new URL(document.querySelector('iframe[data-app]').src).searchParams.get('conversation'));
+  const src = (mode) => `/apps/tamebi/frame?${new URLSearchParams({ server: 'nextcloud', uri: 'ui://nextcloud/calendar-week', conversation, probe: mode })}`;
   // Each probe frame is sandboxed like the island's; it either says ui/initialize (its script
   // ran) or the browser reports a refused inline script for it.
   const load = (mode) =>

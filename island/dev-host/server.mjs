@@ -71,8 +71,11 @@ async function handle(config, requestToken, req, res) {
     if (!uid) return sendError(res, 401, requestId);
     const server = url.searchParams.get('server') ?? '';
     const uri = url.searchParams.get('uri') ?? '';
+    const conversation = url.searchParams.get('conversation') ?? '';
     if (!/^[A-Za-z0-9_.-]{1,64}$/.test(server) || !uri.startsWith('ui://') || uri.length > 512) return sendError(res, 400, requestId);
-    const query = new URLSearchParams({ server, uri }).toString();
+    if (conversation !== '' && !/^[A-Za-z0-9_-]{1,64}$/.test(conversation)) return sendError(res, 400, requestId);
+    // Passed on as given: the orchestrator refuses a document for no conversation (403).
+    const query = new URLSearchParams(conversation === '' ? { server, uri } : { server, uri, conversation }).toString();
     return forward(config, { uid, method: 'GET', path: `/v1/apps/resource?${query}`, body: Buffer.alloc(0), requestId, res, frame: true });
   }
 

@@ -100,11 +100,12 @@ describe('dev host', () => {
 
   it('serves a frame with exactly the orchestrator\'s policy, and none without one', async () => {
     const { cookie } = await login('alice');
-    const r = await fetch(`${base}/apps/tamebi/frame?server=nextcloud&uri=${encodeURIComponent('ui://nextcloud/calendar-week')}`, { headers: { cookie } });
+    const r = await fetch(`${base}/apps/tamebi/frame?server=nextcloud&uri=${encodeURIComponent('ui://nextcloud/calendar-week')}&conversation=c_1`, { headers: { cookie } });
     expect(r.status).toBe(200);
     expect(r.headers.get('content-security-policy')).toBe("default-src 'none'; script-src 'sha256-x'");
     expect(await r.text()).toBe('<p>app</p>');
-    expect(seen.at(-1).url).toBe('/v1/apps/resource?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Fcalendar-week');
+    expect(seen.at(-1).url).toBe('/v1/apps/resource?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Fcalendar-week&conversation=c_1');
+    expect((await fetch(`${base}/apps/tamebi/frame?server=nextcloud&uri=ui://x&conversation=../c`, { headers: { cookie } })).status).toBe(400);
     const bare = await fetch(`${base}/apps/tamebi/frame?server=nextcloud&uri=ui://nopolicy`, { headers: { cookie } });
     expect(bare.status).toBe(502);
     expect(bare.headers.get('content-security-policy')).toBeNull();

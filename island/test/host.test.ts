@@ -113,6 +113,19 @@ describe('AppHost', () => {
     expect(conversations).toEqual(['conv-1', 'conv-1', 'conv-2', 'conv-2']);
   });
 
+  it('tells a frame our own message for a tool server that timed out or was unreachable, never a proxy\'s text', async () => {
+    const timedOut = 'The tool did not answer in time. It is not known whether it did anything.';
+    const failures = [new ApiError(504, timedOut, 'r1'), new ApiError(502, 'Bad gateway from a proxy', null), new ApiError(500, 'x', 'r2')];
+    const told: unknown[] = [];
+    for (const failure of failures) {
+      const { win, frame } = setup(async () => { throw failure; });
+      win.emit(frame, { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'files_list' } });
+      await flush();
+      told.push((frame.received[0] as { error?: { message?: string } }).error?.message);
+    }
+    expect(told).toEqual([timedOut, 'The tool call failed.', 'The tool call failed.']);
+  });
+
   it('turns a 403 from the relay into a JSON-RPC error', async () => {
     const { win, frame } = setup(async () => { throw new ApiError(403, 'This action is not allowed.', 'r1'); });
     win.emit(frame, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'files_list' } });
@@ -231,7 +244,7 @@ describe('appRefFromOutput and frameSrc', () => {
   it('reads the app reference from a tool output', () => {
     const ref = appRefFromOutput({ content: [], _meta: { ui: { resourceUri: 'ui://nextcloud/files-table' }, server: 'nextcloud' } });
     expect(ref).toEqual({ server: 'nextcloud', resourceUri: 'ui://nextcloud/files-table' });
-    expect(frameSrc('/apps/tamebi/frame', ref!)).toBe('/apps/tamebi/frame?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Ffiles-table');
+    expect(frameSrc('/apps/tamebi/frame', ref!, 'conv_1')).toBe('/apps/tamebi/frame?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Ffiles-table&conversation=conv_1');
   });
   it('refuses anything but a ui:// uri and a plain server name', () => {
     expect(appRefFromOutput({ _meta: { ui: { resourceUri: 'https://evil.example' }, server: 'n' } })).toBeNull();

@@ -46,6 +46,12 @@ use crate::ui_stream::UiMessage;
 #[cfg(feature = "fault-injection")]
 pub const FAULT_PANIC_ACTOR: &str = "FAULT:panic-actor";
 
+/// Test builds only: a user message carrying this, sent to an actor that already ran a turn,
+/// finds that actor stopping (as an idle stop between a handler's lookup and its message
+/// would): it stops without answering. A fresh actor runs the turn as usual.
+#[cfg(feature = "fault-injection")]
+pub const FAULT_STOP_BEFORE_TURN: &str = "FAULT:stop-before-turn";
+
 /// A client's view of a running turn: its stream log, read from the first frame (what was
 /// already sent, then what follows, each frame once). A log that ends `Broken` means the
 /// actor died.
@@ -59,8 +65,6 @@ pub enum ConversationMsg {
         input: TurnInput,
         /// The conversation's assistant (resolved and checked by `http::assistants`).
         assistant: Arc<crate::assistants::Assistant>,
-        /// chat.db had no such conversation when the request was resolved.
-        new_conversation: bool,
         /// The asking request's span: the turn's span is its child. Passed here because ractor
         /// runs without `message_span_propogation` (a span in every mailbox slot, issue #16).
         parent: tracing::Span,
@@ -197,11 +201,19 @@ impl Actor for ConversationActor {
                 caller,
                 input,
                 assistant,
-                new_conversation,
                 parent,
                 reply,
             } => {
-                let start = self.start_turn(&myself, state, caller, input, assistant, new_conversation);
+                #[cfg(feature = "fault-injection")]
+                if self.services.config.fault_injection
+                    && state.turns > 0
+                    && matches!(&input, TurnInput::User(m) if m.text().contains(FAULT_STOP_BEFORE_TURN))
+                {
+                    drop(reply);
+                    myself.stop(Some("fault injection: stopped before the turn".into()));
+                    return Ok(());
+                }
+                let start = self.start_turn(&myself, state, caller, input, assistant);
                 let result = tracing::Instrument::instrument(start, parent).await;
                 let lost = matches!(result, Err(Error::OwnedElsewhere { .. }));
                 let _ = reply.send(result);
@@ -266,7 +278,6 @@ impl ConversationActor {
         caller: Caller,
         input: TurnInput,
         loadout: Arc<crate::assistants::Assistant>,
-        new_conversation: bool,
     ) -> Result<Subscription, Error> {
         if state.in_flight.is_some() {
             return Err(Error::Conflict("a turn is already running".into()));
@@ -286,14 +297,21 @@ impl ConversationActor {
         let store = &self.services.store;
         let mut history = match state.history.take() {
             Some(h) => h,
-            // Only this actor writes the conversation, and it has not yet: chat.db still has
-            // nothing to revive.
-            None if new_conversation && state.turns == 0 => Vec::new(),
-            None => {
-                // Revival (first use, idle stop, restart): the history and its summary.
-                state.summary = store.latest_summary(&state.key).await?;
-                store.load(&state.key).await?.map(|c| c.messages).unwrap_or_default()
-            }
+            // First use, idle stop, restart: chat.db decides, read now that this actor holds
+            // the conversation. Never a "new conversation" hint resolved before that: with
+            // several instances another one may have written messages in between, and a turn
+            // must never run without them. A conversation chat.db does not have has no
+            // summary either (one read, not two).
+            None => match store.load(&state.key).await? {
+                Some(conversation) => {
+                    state.summary = store.latest_summary(&state.key).await?;
+                    conversation.messages
+                }
+                None => {
+                    state.summary = None;
+                    Vec::new()
+                }
+            },
         };
         let (assistant, decisions, user_message) = match input {
             TurnInput::User(message) => {

@@ -1,6 +1,7 @@
 //! MCP Apps endpoints: frame documents, the frame relay, and the island's dispatch door.
 //!
-//! - `GET /v1/apps/resource`: the app's HTML with a CSP built from the document itself.
+//! - `GET /v1/apps/resource`: the app's HTML with a CSP built from the document itself, for a
+//!   frame in a conversation whose assistant may use the app's server.
 //! - `POST /v1/apps/tools/call`: what a frame may ask for. Only tools whose visibility
 //!   includes "app" and whose G3 policy is read-only data; anything else is 403. A frame's
 //!   script can call the moment it loads, and no host can see a click inside a sandboxed
@@ -14,7 +15,8 @@
 //! definitions the server gives this user now, not to a cached copy.
 //!
 //! An app is shown under a tool result in one conversation, and the island names that
-//! conversation with every request (`conversation`). The three tool doors take only what the
+//! conversation with every request (`conversation`). The document is served only for a server
+//! the conversation's assistant may use, and the three tool doors take only what the
 //! conversation's assistant allows, by its allow-list as the operator's file has it now: an
 //! app never reaches a tool its conversation's assistant could not. A request that cannot be
 //! tied to an assistant (no conversation named, none of this user's by that id, its assistant
@@ -58,17 +60,21 @@ struct Target {
     conversation: ConversationKey,
 }
 
-/// `?server=…&uri=…`, parsed here rather than by an extractor so that a missing or repeated
-/// field is our own 400, never a framework's plain-text rejection.
+/// `?conversation=…&server=…&uri=…`, parsed here rather than by an extractor so that a missing
+/// or repeated field is our own 400, never a framework's plain-text rejection. `conversation`
+/// is what the tool doors take in their body: the conversation the frame is shown in (its
+/// absence is refused, and audited, like theirs).
 struct ResourceQuery {
+    conversation: Option<String>,
     server: String,
     uri: String,
 }
 
 fn resource_query(raw: Option<&str>) -> Result<ResourceQuery, Error> {
-    let (mut server, mut uri) = (None, None);
+    let (mut conversation, mut server, mut uri) = (None, None, None);
     for (key, value) in url::form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
         let slot = match key.as_ref() {
+            "conversation" => &mut conversation,
             "server" => &mut server,
             "uri" => &mut uri,
             _ => continue,
@@ -77,8 +83,11 @@ fn resource_query(raw: Option<&str>) -> Result<ResourceQuery, Error> {
             return Err(Error::BadRequest(format!("{key} given twice")));
         }
     }
+    if conversation.as_deref().is_some_and(|id| !valid_conversation_id(id)) {
+        return Err(Error::BadRequest("conversation must be 1-64 characters of [A-Za-z0-9_-]".into()));
+    }
     match (server, uri) {
-        (Some(server), Some(uri)) => Ok(ResourceQuery { server, uri }),
+        (Some(server), Some(uri)) => Ok(ResourceQuery { conversation, server, uri }),
         _ => Err(Error::BadRequest("server and uri are required".into())),
     }
 }
@@ -94,6 +103,21 @@ pub async fn resource(
         return Err(Error::NotFound.with_request(&rid));
     }
     require_credential(&state, &caller, &q.server)?;
+    // The same rule as the tool doors: an app is shown only in a conversation whose assistant
+    // may use its server, so a document of any other server is not served for it.
+    let (conversation, assistant) = match conversation_assistant(&state, &caller, q.conversation.as_deref()).await {
+        Ok(bound) => bound,
+        Err(why) => {
+            audit_refusal(&state, &caller, &q.server, &q.uri, Category::Data, &why).await;
+            return Err(Error::Forbidden(why).with_request(&rid));
+        }
+    };
+    if !assistant.allows_server(&q.server) {
+        let why = format!("no tool of this server is among those of the assistant {}", assistant.name);
+        let row = refusal_row(&caller, &q.server, &q.uri, Category::Data, &why).conversation(&conversation);
+        state.services.audit.record(row.build()).await;
+        return Err(Error::Forbidden(why).with_request(&rid));
+    }
     let r = state
         .services
         .tool_servers
@@ -102,7 +126,7 @@ pub async fn resource(
         .map_err(|e| match e {
             // The server does not know that document (or refused the read): not found, not a crash.
             McpError::Refused(_) => Error::NotFound.with_request(&rid),
-            e => Error::Internal(e.to_string()).with_request(&rid),
+            e => upstream_error(e).with_request(&rid),
         })?;
     let contents = serde_json::to_value(&r.contents).unwrap_or(Value::Null);
     let html = contents
@@ -285,7 +309,7 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
         .await;
         return Err(e);
     }
-    let (conversation, assistant) = match app_assistant(state, caller, req).await {
+    let (conversation, assistant) = match conversation_assistant(state, caller, req.conversation.as_deref()).await {
         Ok(bound) => bound,
         Err(why) => {
             audit_refusal(state, caller, &req.server, &req.name, Category::Action, &why).await;
@@ -303,7 +327,7 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
         Ok(defs) => defs,
         Err(e) => {
             audit_failure(state, caller, req, "could not list the server's tools").await;
-            return Err(Error::Internal(e.to_string()).with_request(rid));
+            return Err(upstream_error(e).with_request(rid));
         }
     };
     let template = Entry::of(Kind::FingerprintChanged, Outcome::Changed, caller).build();
@@ -323,8 +347,12 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
 
 /// The conversation an app request names and the assistant it is bound to now. Err (the
 /// audited reason) when the request cannot be tied to an assistant: fail closed.
-async fn app_assistant(state: &AppState, caller: &Caller, req: &ToolRequest) -> Result<(ConversationKey, Arc<Assistant>), String> {
-    let Some(id) = req.conversation.as_deref() else {
+async fn conversation_assistant(
+    state: &AppState,
+    caller: &Caller,
+    conversation: Option<&str>,
+) -> Result<(ConversationKey, Arc<Assistant>), String> {
+    let Some(id) = conversation else {
         return Err("not tied to a conversation".into());
     };
     let key = ConversationKey::new(caller, id).map_err(|_| "not tied to a conversation".to_string())?;
@@ -379,6 +407,20 @@ async fn run(
     };
     let row = row.duration_ms(started.elapsed().as_millis() as i64).outcome(outcome).build();
     state.services.audit.record(row).await;
-    let r = result.map_err(|e| Error::Internal(e.to_string()).with_request(rid))?;
+    // A tool's own failure (mcp-mail's outcome_unknown among them) is a result with
+    // `isError`, answered 200 as the tool wrote it; only a call that got no usable answer
+    // is an HTTP error.
+    let r = result.map_err(|e| upstream_error(e).with_request(rid))?;
     Ok(Json(r).into_response())
+}
+
+/// A tool server's failure as a status the island can act on: 504 when it did not answer in
+/// time, 502 when it could not be reached or its answer was unusable. Both mean "not known
+/// whether it was done" (the island answers a dispatch's frame with -32002), never a 500.
+fn upstream_error(e: McpError) -> Error {
+    match e {
+        McpError::Timeout => Error::UpstreamTimeout,
+        McpError::NoCredential => Error::Unauthorized(e.to_string()),
+        McpError::Transport(_) | McpError::Refused(_) => Error::Upstream(e.to_string()),
+    }
 }

@@ -32,14 +32,6 @@ pub async fn list(State(state): State<AppState>, Extension(_caller): Extension<C
     }))
 }
 
-/// What a turn's request resolves to: its assistant, and whether chat.db had no such
-/// conversation when asked (so a conversation actor that never ran a turn need not read
-/// its history).
-pub struct Resolved {
-    pub assistant: Arc<Assistant>,
-    pub new_conversation: bool,
-}
-
 /// The assistant this request's turn runs with. `requested` is the body's `assistant` field.
 pub async fn resolve(
     assistants: &Assistants,
@@ -47,19 +39,20 @@ pub async fn resolve(
     conversation: &ConversationKey,
     requested: Option<&str>,
 ) -> Result<Arc<Assistant>, Error> {
-    resolve_cached(assistants, store, &Bindings::default(), conversation, requested)
-        .await
-        .map(|r| r.assistant)
+    resolve_cached(assistants, store, &Bindings::default(), conversation, requested).await
 }
 
-/// [`resolve`], answering from `bindings` when the conversation runs here (no read).
+/// [`resolve`], answering from `bindings` when the conversation runs here (no read). Whether
+/// the conversation exists is not decided here: the request is resolved before its turn
+/// holds the conversation, and another instance (or a delete) may change it in between, so
+/// the turn reads the history itself (`actors::conversation`).
 pub async fn resolve_cached(
     assistants: &Assistants,
     store: &dyn ChatStore,
     bindings: &Bindings,
     conversation: &ConversationKey,
     requested: Option<&str>,
-) -> Result<Resolved, Error> {
+) -> Result<Arc<Assistant>, Error> {
     let wanted = match requested {
         Some(name) => Some(
             assistants
@@ -73,20 +66,12 @@ pub async fn resolve_cached(
         None => match bound_assistant(assistants, store, conversation).await? {
             Some(bound) => bound,
             // A new conversation: what was asked for, or the default.
-            None => {
-                return Ok(Resolved {
-                    assistant: wanted.unwrap_or(assistants.default_assistant()).clone(),
-                    new_conversation: true,
-                });
-            }
+            None => return Ok(wanted.unwrap_or(assistants.default_assistant()).clone()),
         },
     };
     match wanted {
         Some(w) if w.name != bound.name => Err(Error::AssistantBound(bound.name.clone())),
-        _ => Ok(Resolved {
-            assistant: bound,
-            new_conversation: false,
-        }),
+        _ => Ok(bound),
     }
 }
 

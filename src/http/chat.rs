@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::fairness::Refusal;
-use super::{AppState, ask, ask_or_return, conversation_actor, find_conversation, sse, valid_conversation_id};
+use super::{AppState, ask, ask_conversation, find_conversation, sse, valid_conversation_id};
 use crate::actors::conversation::{ConversationMsg, Subscription};
 use crate::auth::Caller;
 use crate::error::{ApiError, Error, TurnLimit};
@@ -81,8 +81,7 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     let turn = TurnStart {
         caller: caller.clone(),
         input,
-        assistant: resolved.assistant,
-        new_conversation: resolved.new_conversation,
+        assistant: resolved,
         parent: tracing::Span::current(),
     };
     let subscription = start_turn(&state, key, turn).await.map_err(|e| e.with_request(&rid))?;
@@ -95,62 +94,40 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
 }
 
 /// What starts a turn, short of the reply port.
+#[derive(Clone)]
 struct TurnStart {
     caller: Caller,
     input: TurnInput,
     assistant: std::sync::Arc<crate::assistants::Assistant>,
-    new_conversation: bool,
     /// The asking request's span (the turn's span is its child).
     parent: tracing::Span,
 }
 
 impl TurnStart {
-    fn into_message(self, reply: ractor::RpcReplyPort<Result<Subscription, Error>>) -> ConversationMsg {
+    fn message(&self, reply: ractor::RpcReplyPort<Result<Subscription, Error>>) -> ConversationMsg {
+        let TurnStart {
+            caller,
+            input,
+            assistant,
+            parent,
+        } = self.clone();
         ConversationMsg::StartTurn {
-            caller: self.caller,
-            input: self.input,
-            assistant: self.assistant,
-            new_conversation: self.new_conversation,
-            parent: self.parent,
+            caller,
+            input,
+            assistant,
+            parent,
             reply,
-        }
-    }
-
-    /// The turn a `StartTurn` message that was not delivered asked for.
-    fn from_message(message: ConversationMsg) -> Option<TurnStart> {
-        match message {
-            ConversationMsg::StartTurn {
-                caller,
-                input,
-                assistant,
-                new_conversation,
-                parent,
-                ..
-            } => Some(TurnStart {
-                caller,
-                input,
-                assistant,
-                new_conversation,
-                parent,
-            }),
-            _ => None,
         }
     }
 }
 
 /// Starts the turn in the conversation's actor. A running one is reached directly (no round
-/// trip through the conversations supervisor, issue #16); one that is not running, or has
-/// just stopped, through the supervisor, which starts it once it holds the lease.
+/// trip through the conversations supervisor, issue #16); one that is not running through
+/// the supervisor, which starts it once it holds the lease. One that stops between the two
+/// (an idle stop) is replaced once, never a failed request ([`super::ask_conversation`]).
 async fn start_turn(state: &AppState, key: ConversationKey, turn: TurnStart) -> Result<Subscription, Error> {
-    let turn = match state.actors.running_conversation(&key) {
-        Some(actor) => match ask_or_return(&actor, |reply| turn.into_message(reply)).await {
-            Ok(answer) => return answer?,
-            Err(undelivered) => TurnStart::from_message(undelivered).ok_or_else(|| Error::Internal("not a turn".into()))?,
-        },
-        None => turn,
-    };
-    let actor = conversation_actor(state, key).await?;
-    ask(&actor, |reply| turn.into_message(reply)).await?
+    let running = state.actors.running_conversation(&key);
+    ask_conversation(state, &key, running, |reply| turn.message(reply)).await?
 }
 
 pub async fn resume(

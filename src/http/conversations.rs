@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 
-use super::{AppState, ask, find_conversation};
+use super::AppState;
 use crate::actors::conversation::ConversationMsg;
 use crate::auth::Caller;
 use crate::error::{ApiError, Error};
@@ -46,25 +46,18 @@ pub async fn delete_one(
     let Ok(key) = ConversationKey::new(&caller, &id) else {
         return Err(Error::NotFound.with_request(rid));
     };
-    // A running actor deletes (and stops its turn); otherwise this instance takes the
-    // conversation's lease for the delete: refused while another instance's live actor holds
-    // it (the router retries there, where that actor deletes), and once taken no previous
-    // owner can write the conversation back (store::lease, the fence).
-    let existed = match find_conversation(&state, &key).await.map_err(|e| e.with_request(rid))? {
-        Some(actor) => ask(&actor, |reply| ConversationMsg::Delete { reply })
-            .await
-            .and_then(|deleted| deleted)
-            .map_err(|e| e.with_request(rid))?,
-        None => {
-            let own = &state.services.ownership;
-            own.take_over(&key).await.map_err(|e| e.with_request(rid))?;
-            let deleted = state.services.store.delete(&key).await;
-            if let Err(e) = own.leases.release(&key, &own.owner).await {
-                tracing::warn!(error = %e, "could not give back a deleted conversation's lease; it expires on its own");
-            }
-            deleted.map_err(|e| e.with_request(rid))?
-        }
-    };
+    // The conversation's actor deletes it, started for the delete if it is not running. So a
+    // delete and a turn of the same conversation are two messages to one actor, never two
+    // paths that interleave: a turn that started first is stopped, its later commits are
+    // dropped, and the actor stops before this answers; a turn that asks after it gets a
+    // fresh actor that finds nothing in chat.db. Starting the actor takes the conversation's
+    // lease: refused while another instance's live actor holds it (the router retries there,
+    // where that actor deletes), and once taken no previous owner can write the conversation
+    // back (store::lease, the fence).
+    let existed = super::ask_conversation(&state, &key, None, |reply| ConversationMsg::Delete { reply })
+        .await
+        .and_then(|deleted| deleted)
+        .map_err(|e| e.with_request(rid))?;
     if existed {
         Ok(http::StatusCode::NO_CONTENT.into_response())
     } else {

@@ -52,7 +52,7 @@ pub async fn forget(
 
 /// Takes every conversation of the user from whichever instance runs it (store::lease: from
 /// then on no other instance writes into them), stops the user's actors here (so no turn
-/// writes after the erasure), erases chat.db's and memory.db's rows of the user with their
+/// writes after the erasure; once more after the rows went, for an actor started meanwhile), erases chat.db's and memory.db's rows of the user with their
 /// bytes, gives the conversations back, and audits the erasure.
 pub async fn erase_me(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
@@ -71,21 +71,15 @@ pub async fn erase_me(State(state): State<AppState>, Extension(caller): Extensio
 
 async fn erase_seized(state: &AppState, caller: &Caller, uid: &UserId) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
-    let actors = ask(&conversations_supervisor(state).map_err(|e| e.with_request(rid))?, |reply| {
-        ConversationsMsg::OfUser { uid: uid.clone(), reply }
-    })
-    .await
-    .map_err(|e| e.with_request(rid))?;
-    let mut conversations = 0;
-    for actor in actors {
-        // Delete cancels the running turn, erases that conversation and stops the actor.
-        if let Ok(Ok(true)) = ask(&actor, |reply| ConversationMsg::Delete { reply }).await {
-            conversations += 1;
-        }
-    }
+    let mut conversations = delete_running(state, uid).await.map_err(|e| e.with_request(rid))?;
     let services = &state.services;
     conversations += services.store.erase_user(uid).await.map_err(|e| e.with_request(rid))?;
     let facts = services.memory.erase_user(uid).await.map_err(|e| e.with_request(rid))?;
+    // An actor started while the rows went (a turn that arrived meanwhile) may have read the
+    // history before they went, and would write its turn back after: it deletes its
+    // conversation too (what it wrote is not counted: it was never the erased data). One
+    // started from here on reads chat.db after the erasure.
+    delete_running(state, uid).await.map_err(|e| e.with_request(rid))?;
     services
         .audit
         .record(
@@ -96,4 +90,22 @@ async fn erase_seized(state: &AppState, caller: &Caller, uid: &UserId) -> Result
         .await;
     tracing::info!(request_id = %rid, conversations, facts, "user data erased");
     Ok(Json(serde_json::json!({ "erased": { "conversations": conversations, "memoryFacts": facts } })).into_response())
+}
+
+/// Has every running actor of `uid` delete its conversation (cancelling its turn) and stop;
+/// how many conversations that deleted.
+async fn delete_running(state: &AppState, uid: &UserId) -> Result<usize, Error> {
+    let actors = ask(&conversations_supervisor(state)?, |reply| ConversationsMsg::OfUser {
+        uid: uid.clone(),
+        reply,
+    })
+    .await?;
+    let mut deleted = 0;
+    for actor in actors {
+        // An actor that stopped meanwhile writes nothing more; its rows go with the erasure.
+        if let Ok(Ok(true)) = ask(&actor, |reply| ConversationMsg::Delete { reply }).await {
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
 }

@@ -208,21 +208,38 @@ where
         .success_or(Error::Internal("actor did not answer".into()))
 }
 
-/// Like [`ask`], but a message the actor could no longer take (it has stopped) is handed back
-/// instead of failing, so that it can be sent elsewhere.
-pub(crate) async fn ask_or_return<M, T>(
-    actor: &ractor::ActorRef<M>,
-    message: impl FnOnce(ractor::RpcReplyPort<T>) -> M,
-) -> Result<Result<T, Error>, M>
+/// Asks the actor of a conversation, started if needed: `running` when the caller already
+/// has it (a running conversation reached without the supervisor, issue #16), otherwise the
+/// supervisor's. An actor that stops before it answers (an idle stop between the lookup and
+/// the message: the message is then refused, or dropped unread from its mailbox) is not an
+/// error the user sees: once it has fully stopped, the supervisor starts a fresh one, which
+/// is asked once more. `message` is therefore built up to twice.
+pub(crate) async fn ask_conversation<T>(
+    state: &AppState,
+    key: &ConversationKey,
+    running: Option<ractor::ActorRef<ConversationMsg>>,
+    message: impl Fn(ractor::RpcReplyPort<T>) -> ConversationMsg,
+) -> Result<T, Error>
 where
-    M: ractor::Message,
     T: Send + 'static,
 {
-    match actor.call(message, Some(ACTOR_CALL_TIMEOUT)).await {
-        Ok(answer) => Ok(answer.success_or(Error::Internal("actor did not answer".into()))),
-        Err(ractor::MessagingErr::SendErr(undelivered)) => Err(undelivered),
-        Err(e) => Ok(Err(Error::Internal(e.to_string()))),
+    let actor = match running {
+        Some(actor) => actor,
+        None => conversation_actor(state, key.clone()).await?,
+    };
+    match actor.call(&message, Some(ACTOR_CALL_TIMEOUT)).await {
+        Ok(ractor::rpc::CallResult::Success(answer)) => return Ok(answer),
+        Ok(ractor::rpc::CallResult::Timeout) => return Err(Error::Internal("actor did not answer in time".into())),
+        Ok(ractor::rpc::CallResult::SenderError) | Err(ractor::MessagingErr::SendErr(_)) => {}
+        Err(e) => return Err(Error::Internal(e.to_string())),
     }
+    // Stopped (or stopping) before it answered. Its exit reaches the supervisor before `wait`
+    // returns, so the supervisor no longer hands it out, and its lease is given back.
+    tracing::debug!("a conversation actor stopped before answering; asking a fresh one");
+    if actor.wait(Some(ACTOR_CALL_TIMEOUT)).await.is_err() {
+        return Err(Error::Internal("a stopping conversation actor did not stop in time".into()));
+    }
+    ask(&conversation_actor(state, key.clone()).await?, message).await
 }
 
 /// The running actor of a conversation, if any.

@@ -208,22 +208,6 @@ impl Ownership {
         self.ttl / 3
     }
 
-    /// Takes the conversation for a request that needs no actor but must not race one (a
-    /// delete): `OwnedElsewhere` while another instance holds it live (its actor deletes it
-    /// there). Taken over, no previous owner writes into it any more (the fence). Give it
-    /// back with `leases.release` when done.
-    pub async fn take_over(&self, key: &ConversationKey) -> Result<(), Error> {
-        match self.leases.acquire(key, &self.owner, self.ttl).await? {
-            Acquired::HeldElsewhere { retry_after } => Err(Error::OwnedElsewhere {
-                retry_after_secs: retry_after.as_secs().max(1),
-            }),
-            // A turn its dead owner left in flight is moot: the conversation goes, and so does
-            // the record of the turn.
-            Acquired::Granted { interrupted: None } => Ok(()),
-            Acquired::Granted { interrupted: Some(_) } => self.leases.turn_ended(key, &self.owner).await,
-        }
-    }
-
     /// `OwnedElsewhere` when another instance holds the conversation: a request that would
     /// act on it here without an actor (a resume) must go to that owner.
     pub async fn refuse_if_owned_elsewhere(&self, key: &ConversationKey) -> Result<(), Error> {

@@ -387,7 +387,10 @@ async fn a_lost_conversation_is_fenced(s: &Stores, other: &Stores) {
         request_id: "req_erased".into(),
     };
     s.leases.turn_started(&k, mine, &turn).await.unwrap();
-    s.chat.save_message(&k, &user("m2", "by the owner"), None).await.unwrap();
+    s.chat
+        .save_message_with_approvals(&k, &user("m2", "by the owner"), vec![approval("ap_olga", "m2")])
+        .await
+        .unwrap();
     // An erasure on the other instance takes the live lease, then erases.
     other.leases.seize_user(&user_id("olga"), theirs, ttl).await.unwrap();
     assert!(
@@ -397,6 +400,23 @@ async fn a_lost_conversation_is_fenced(s: &Stores, other: &Stores) {
         ),
         "the former owner's write is refused"
     );
+    // Nor may it consume an approval (and run its call) or store a summary any more.
+    assert!(matches!(
+        s.chat.take_approval(&k, "ap_olga").await,
+        Err(Error::OwnedElsewhere { .. })
+    ));
+    assert_eq!(
+        other.chat.pending_approvals(&k).await.unwrap().len(),
+        1,
+        "the approval was not used up"
+    );
+    let summary = crate::compaction::Summary {
+        covers_count: 1,
+        covers_until_id: "m1".into(),
+        text: "late".into(),
+    };
+    assert!(matches!(s.chat.save_summary(&k, &summary).await, Err(Error::OwnedElsewhere { .. })));
+    assert!(other.chat.latest_summary(&k).await.unwrap().is_none());
     assert!(!s.leases.renew(&k, mine, ttl).await.unwrap(), "and its renewal tells it so");
     assert_eq!(other.chat.erase_user(&user_id("olga")).await.unwrap(), 1);
     other.leases.release_user(&user_id("olga"), theirs).await.unwrap();

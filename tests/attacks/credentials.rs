@@ -66,7 +66,7 @@ pub async fn third_party_server_never_sees_a_credential(s: &Stack) -> Result<()>
     let r = s
         .signed(
             Method::GET,
-            "/v1/apps/resource?server=weather&uri=ui%3A%2F%2Fweather%2Fmap",
+            "/v1/apps/resource?server=weather&uri=ui%3A%2F%2Fweather%2Fmap&conversation=apps-frame",
             "alice",
             b"",
         )

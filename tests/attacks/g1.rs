@@ -16,7 +16,7 @@ use tokio::net::TcpStream;
 
 use crate::stack::{Stack, uuid_like};
 
-const FIXED: [&str; 11] = [
+const FIXED: [&str; 13] = [
     "The request was not understood.",
     "Not signed in.",
     "This action is not allowed.",
@@ -28,6 +28,8 @@ const FIXED: [&str; 11] = [
     "Too many requests. Please wait a moment.",
     "Something went wrong. Please try again.",
     "The service is restarting. Please try again in a moment.",
+    tamebi::error::messages::UPSTREAM_TIMEOUT,
+    tamebi::error::messages::UPSTREAM,
 ];
 
 fn addr(s: &Stack) -> String {
@@ -325,21 +327,34 @@ async fn check_shape(r: reqwest::Response, what: &str, want: u16, sent_id: Optio
 /// 10.7: every error the orchestrator emits has the fixed JSON shape and a request id:
 /// framework rejections, wrong methods, unknown routes, unknown `ui://` documents, bad bodies.
 pub async fn every_error_has_the_fixed_shape(s: &Stack) -> Result<()> {
-    let signed: [(Method, &str, &[u8], u16); 11] = [
+    let signed: [(Method, &str, &[u8], u16); 13] = [
         (Method::GET, "/v1/apps/resource", b"", 400),
         (Method::GET, "/v1/apps/resource?server=nextcloud", b"", 400),
         (Method::GET, "/v1/apps/resource?server=nextcloud&uri=x&uri=y", b"", 400),
         (
             Method::GET,
-            "/v1/apps/resource?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Fno-such-app",
+            "/v1/apps/resource?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Fno-such-app&conversation=apps-frame",
             b"",
             404,
         ),
         (
             Method::GET,
-            "/v1/apps/resource?server=weather&uri=ui%3A%2F%2Fweather%2Fnone",
+            "/v1/apps/resource?server=weather&uri=ui%3A%2F%2Fweather%2Fnone&conversation=apps-frame",
             b"",
             404,
+        ),
+        // A document for no conversation, or one that is not the caller's: refused like the tool doors.
+        (
+            Method::GET,
+            "/v1/apps/resource?server=weather&uri=ui%3A%2F%2Fweather%2Fnone",
+            b"",
+            403,
+        ),
+        (
+            Method::GET,
+            "/v1/apps/resource?server=weather&uri=ui%3A%2F%2Fweather%2Fnone&conversation=not-alices",
+            b"",
+            403,
         ),
         (Method::PUT, "/v1/chat", b"{}", 405),
         (Method::PATCH, "/v1/conversations", b"", 405),

@@ -155,3 +155,15 @@ pub fn check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::V
     );
     c
 }
+
+/// Asserts that a browser report's `src` is the frame route `route` (`…/frame?server=…&uri=…`)
+/// followed by the conversation the frame is shown in (the document is served only for that
+/// conversation's assistant).
+pub fn assert_frame_src(report: &serde_json::Value, route: &str) {
+    let src = report["src"].as_str().unwrap_or_default();
+    let conversation = src.strip_prefix(route).and_then(|rest| rest.strip_prefix("&conversation="));
+    assert!(
+        conversation.is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')),
+        "{report}"
+    );
+}

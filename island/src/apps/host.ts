@@ -171,8 +171,7 @@ export class AppHost {
       // audits the attempt: the orchestrator, not the island, is the authority.
       return reply(frame, id, await this.deps.callTool(target, args));
     } catch (error) {
-      const message = error instanceof ApiError && error.status === 403 ? 'This action is not allowed.' : 'The tool call failed.';
-      replyError(frame, id, -32000, message);
+      replyError(frame, id, -32000, relayFailure(error));
     } finally {
       record.inFlight = (record.inFlight ?? 1) - 1;
     }
@@ -205,6 +204,16 @@ export class AppHost {
     }
     reply(frame, id, result);
   }
+}
+
+/** What a frame is told when the relay failed: a refusal; the orchestrator's own fixed message
+ *  (it carries a request id) for a tool server that timed out (504) or could not be reached
+ *  (502); anything else, a proxy's text included, as a plain failure. */
+function relayFailure(error: unknown): string {
+  if (!(error instanceof ApiError)) return 'The tool call failed.';
+  if (error.status === 403) return 'This action is not allowed.';
+  if ((error.status === 502 || error.status === 504) && error.serverMessage && error.requestId) return error.serverMessage;
+  return 'The tool call failed.';
 }
 
 /** A deep, plain copy (JSON round trip): no getters, prototypes or shared references survive. */
@@ -245,7 +254,9 @@ export function appRefFromOutput(output: unknown): AppRef | null {
   return { server, resourceUri };
 }
 
-/** The frame route for an app: always the route, never srcdoc, blob: or data: (second point). */
-export function frameSrc(frameUrl: string, ref: AppRef): string {
-  return `${frameUrl}?${new URLSearchParams({ server: ref.server, uri: ref.resourceUri }).toString()}`;
+/** The frame route for an app: always the route, never srcdoc, blob: or data: (second point).
+ *  `conversation` is the one the frame is shown in, as for the tool doors: the orchestrator
+ *  serves the document only if that conversation's assistant may use the app's server. */
+export function frameSrc(frameUrl: string, ref: AppRef, conversation: string): string {
+  return `${frameUrl}?${new URLSearchParams({ server: ref.server, uri: ref.resourceUri, conversation }).toString()}`;
 }

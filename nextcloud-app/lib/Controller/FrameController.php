@@ -38,14 +38,24 @@ class FrameController extends Controller {
 	#[NoAdminRequired]
 	#[NoCSRFRequired]
 	#[UseSession]
-	public function show(string $server = '', string $uri = ''): Response {
+	public function show(string $server = '', string $uri = '', string $conversation = ''): Response {
 		try {
 			self::checkTarget($server, $uri);
+			// The conversation the frame is shown in, as the tool doors take it: the orchestrator
+			// serves the document only if that conversation's assistant may use the server, and
+			// refuses one for no conversation (403). Passed on as given, never chosen here.
+			if ($conversation !== '' && preg_match('/^[A-Za-z0-9_-]{1,64}$/D', $conversation) !== 1) {
+				throw ProxyError::badRequest('malformed conversation id');
+			}
 			$user = $this->userSession->getUser();
 			if ($user === null) {
 				throw ProxyError::upstream(401, 'no user in session');
 			}
-			$path = '/v1/apps/resource?' . http_build_query(['server' => $server, 'uri' => $uri], '', '&', PHP_QUERY_RFC3986);
+			$query = ['server' => $server, 'uri' => $uri];
+			if ($conversation !== '') {
+				$query['conversation'] = $conversation;
+			}
+			$path = '/v1/apps/resource?' . http_build_query($query, '', '&', PHP_QUERY_RFC3986);
 			$reply = $this->orchestrator->send('GET', $path, $user->getUID(), '', $this->tokens->accessTokens(), $this->request->getId());
 			if (!$reply->isSuccess()) {
 				throw ProxyError::upstream($reply->status, "app resource answered {$reply->status}");

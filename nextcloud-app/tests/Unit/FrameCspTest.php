@@ -37,12 +37,12 @@ final class FrameCspTest extends AppTestCase {
 		$this->giveToken();
 		$controller = new FrameController($this->request, $this->orchestrator, $this->tokens,
 			new FakeUserSession(new FakeUser('alice')), $this->relay);
-		$response = $controller->show('files', 'ui://files/preview.html');
+		$response = $controller->show('files', 'ui://files/preview.html', 'conv_1');
 		self::assertInstanceOf(FrameResponse::class, $response);
 
 		$sent = $this->orchestratorRequests();
 		self::assertCount(1, $sent);
-		self::assertSame('/v1/apps/resource?server=files&uri=ui%3A%2F%2Ffiles%2Fpreview.html', $sent[0]['uri']);
+		self::assertSame('/v1/apps/resource?server=files&uri=ui%3A%2F%2Ffiles%2Fpreview.html&conversation=conv_1', $sent[0]['uri']);
 		self::assertSame('nextcloud=access-live', $sent[0]['headers']['x-tamebi-credentials']);
 		$expected = "default-src 'none'; script-src 'sha256-" . base64_encode(hash('sha256', 'document.body.dataset.ok = "1"', true))
 			. "'; connect-src 'none'; img-src data:; frame-ancestors 'self'; base-uri 'none'; form-action 'none'";
@@ -63,6 +63,9 @@ final class FrameCspTest extends AppTestCase {
 			new FakeUserSession(new FakeUser('alice')), $this->relay);
 		foreach ([['../x', 'ui://a'], ['files', 'https://evil.example/'], ['files', "ui://a\nb"], ['', 'ui://a']] as [$server, $uri]) {
 			self::assertSame(400, $controller->show($server, $uri)->getStatus());
+		}
+		foreach (['../c', 'c 1', str_repeat('c', 65)] as $conversation) {
+			self::assertSame(400, $controller->show('files', 'ui://files/preview.html', $conversation)->getStatus());
 		}
 		self::assertSame([], $this->orchestratorRequests());
 	}

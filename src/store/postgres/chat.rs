@@ -127,11 +127,13 @@ impl ChatStore for PgChat {
     }
 
     async fn take_approval(&self, key: &ConversationKey, approval_id: &str) -> Result<Option<PendingApproval>, Error> {
-        // One statement: two instances racing for the same approval cannot both get it.
-        let row = self
-            .pool
-            .get()
-            .await?
+        // Fenced like every write: an instance that lost the conversation must not use up (and
+        // then run) an approval its new owner would honour. One statement takes it: two
+        // instances racing for the same approval cannot both get it.
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        check_fence(&tx, key, &self.instance).await?;
+        let row = tx
             .query_opt(
                 &format!(
                     "DELETE FROM pending_approvals WHERE approval_id = $1 AND uid = $2 AND conversation_id = $3 RETURNING {APPROVAL_COLUMNS}"
@@ -139,6 +141,7 @@ impl ChatStore for PgChat {
                 &[&approval_id, &key.uid(), &key.id()],
             )
             .await?;
+        tx.commit().await?;
         row.as_ref().map(row_to_approval).transpose()
     }
 
@@ -221,10 +224,11 @@ impl ChatStore for PgChat {
 
     async fn save_summary(&self, key: &ConversationKey, summary: &Summary) -> Result<bool, Error> {
         let covers = i64::try_from(summary.covers_count).map_err(|_| Error::Internal("summary range too large".into()))?;
-        let n = self
-            .pool
-            .get()
-            .await?
+        // Fenced like every write (store::lease).
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        check_fence(&tx, key, &self.instance).await?;
+        let n = tx
             .execute(
                 "INSERT INTO summaries (uid, conversation_id, covers_count, covers_until_id, text, created_at)
                  SELECT $1::TEXT, $2::TEXT, $3::BIGINT, $4::TEXT, $5::TEXT, $6::BIGINT
@@ -233,6 +237,7 @@ impl ChatStore for PgChat {
                 &[&key.uid(), &key.id(), &covers, &summary.covers_until_id, &summary.text, &now_ms()],
             )
             .await?;
+        tx.commit().await?;
         Ok(n > 0)
     }
 
