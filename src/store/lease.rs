@@ -134,10 +134,11 @@ impl LeaseStore for SqliteLeases {
         let (mid, rid) = (turn.message_id.clone(), turn.request_id.clone());
         self.db
             .write(move |c| {
-                c.execute(
+                // Cached: the marker is written and cleared on every turn.
+                c.prepare_cached(
                     "INSERT OR REPLACE INTO turns_in_flight (uid, conversation_id, message_id, request_id) VALUES (?1, ?2, ?3, ?4)",
-                    rusqlite::params![uid, cid, mid, rid],
-                )?;
+                )?
+                .execute(rusqlite::params![uid, cid, mid, rid])?;
                 Ok(())
             })
             .await
@@ -147,10 +148,8 @@ impl LeaseStore for SqliteLeases {
         let (uid, cid) = (key.uid().to_string(), key.id().to_string());
         self.db
             .write(move |c| {
-                c.execute(
-                    "DELETE FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2",
-                    rusqlite::params![uid, cid],
-                )?;
+                c.prepare_cached("DELETE FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2")?
+                    .execute(rusqlite::params![uid, cid])?;
                 Ok(())
             })
             .await
