@@ -7,7 +7,9 @@
 //! mailbox, tagged with the turn's number. This actor is the single writer of the conversation:
 //! a boundary frame after a change stays held in the log until this actor has committed the
 //! message it finishes, and only then is released (a kill -9 never loses what a client saw
-//! finished). So the actor handles a turn's commits and its end, not every part.
+//! finished). So the actor handles a turn's commits and its end, not every part; a turn that
+//! ends with nothing left to commit closes its log without waiting for this actor (see
+//! `forward_events`).
 //! It never stores the caller's bearer: only the turn task holds it, for the turn.
 //!
 //! Durability of a new user message: its commit runs while the turn already starts (reads
@@ -374,7 +376,7 @@ impl ConversationActor {
             ),
             None => (run, None),
         };
-        let forward = forward_events(received, myself.clone(), state.turns);
+        let forward = forward_events(received, myself.clone(), state.turns, log.clone());
         // One task runs the turn and feeds its events into this mailbox.
         self.services.tasks.spawn(async move {
             futures::join!(tracing::Instrument::instrument(turn::run(run), span), forward);
@@ -551,10 +553,21 @@ fn marker_written(result: Result<(), Error>) {
 
 /// Moves a turn's events into the actor's mailbox until the turn ends or the actor is gone;
 /// then it drops the receiver, so the turn's next event fails and the turn stops.
-async fn forward_events(mut events: mpsc::UnboundedReceiver<TurnEvent>, actor: ActorRef<ConversationMsg>, turn: u64) {
+///
+/// A turn that ends with nothing left to commit is closed here, without waiting for the actor
+/// (one mailbox hop less before a client sees the end): the log shows the end once its last
+/// hold is released, i.e. once the actor has committed every checkpoint, so what a client sees
+/// finished is still committed. It is closed only after the end is in the mailbox: a client's
+/// next request, sent once it saw the end, reaches the actor after the turn's end, never
+/// while the actor still counts the turn as running.
+async fn forward_events(mut events: mpsc::UnboundedReceiver<TurnEvent>, actor: ActorRef<ConversationMsg>, turn: u64, log: Arc<StreamLog>) {
     while let Some(event) = events.recv().await {
+        let nothing_to_commit = matches!(event, TurnEvent::Ended { changed: false, .. });
         if actor.send_message(ConversationMsg::Turn { turn, event }).is_err() {
             break;
+        }
+        if nothing_to_commit {
+            log.finish_when_released();
         }
     }
 }
