@@ -37,7 +37,7 @@ use crate::auth::Caller;
 use crate::compaction::{Calibration, Summary};
 use crate::error::Error;
 use crate::services::Services;
-use crate::store::chat::PendingApproval;
+use crate::store::chat::{PendingApproval, Save};
 use crate::store::key::ConversationKey;
 use crate::stream_log::{self, Hold, StreamLog};
 use crate::turn::{self, ApprovalDecision, Emitter, TurnEvent, TurnInput};
@@ -130,6 +130,8 @@ struct InFlight {
     turn: u64,
     log: Arc<StreamLog>,
     cancel: CancellationToken,
+    /// The turn's record (store::lease) went with its final message's commit.
+    record_ended: bool,
 }
 
 /// A turn whose record is gone must not keep running: however the record goes (the turn
@@ -217,9 +219,18 @@ impl Actor for ConversationActor {
                 let _ = reply.send(state.in_flight.as_ref().map(InFlight::subscribe));
             }
             ConversationMsg::Turn { turn, event } => match event {
-                TurnEvent::Checkpoint { message, approval, hold } => {
-                    let approvals = approval.map(|a| vec![*a]).unwrap_or_default();
-                    self.checkpoint(state, turn, message, approvals, hold).await
+                TurnEvent::Checkpoint {
+                    message,
+                    approval,
+                    hold,
+                    ends_turn,
+                } => {
+                    let save = Save {
+                        approvals: approval.map(|a| vec![*a]).unwrap_or_default(),
+                        ends_turn,
+                        ..Save::default()
+                    };
+                    self.checkpoint(state, turn, message, save, hold).await
                 }
                 TurnEvent::Summarised { summary, hold } => self.store_summary(state, turn, summary, hold).await,
                 TurnEvent::Calibrated(calibration) => state.calibration = calibration,
@@ -385,6 +396,7 @@ impl ConversationActor {
             turn: state.turns,
             log,
             cancel,
+            record_ended: false,
         };
         if let Some((message, hold, committed)) = pending_user {
             // A new user message supersedes any approval still waiting (same transaction).
@@ -431,8 +443,8 @@ impl ConversationActor {
     }
 
     /// Commits the message as of a boundary the log holds back, then lets readers see it.
-    async fn checkpoint(&self, state: &mut State, turn: u64, message: UiMessage, approvals: Vec<PendingApproval>, hold: Hold) {
-        let Some(f) = state.in_flight.as_ref().filter(|f| f.turn == turn) else {
+    async fn checkpoint(&self, state: &mut State, turn: u64, message: UiMessage, save: Save, hold: Hold) {
+        let Some(f) = state.in_flight.as_mut().filter(|f| f.turn == turn) else {
             return;
         };
         #[cfg(feature = "fault-injection")]
@@ -443,13 +455,8 @@ impl ConversationActor {
                 "fault injection: actor panic requested"
             );
         }
-        let store = &self.services.store;
-        let saved = if approvals.is_empty() {
-            store.save_message(&state.key, &message, None).await
-        } else {
-            store.save_message_with_approvals(&state.key, &message, approvals).await
-        };
-        match saved {
+        let ends_turn = save.ends_turn;
+        match self.services.store.save(&state.key, &message, save).await {
             // The write fence (store::lease): the conversation was taken from this
             // instance (a delete or an erasure elsewhere). The turn stops here, and what the
             // refused commit would have confirmed is never shown.
@@ -466,7 +473,7 @@ impl ConversationActor {
                 f.cancel.cancel();
                 return;
             }
-            Ok(()) => {}
+            Ok(()) => f.record_ended |= ends_turn,
         }
         f.log.release(hold);
     }
@@ -514,14 +521,22 @@ impl ConversationActor {
         if state.in_flight.as_ref().is_none_or(|f| f.turn != turn) {
             return;
         }
-        let Some(f) = state.in_flight.take() else { return };
-        if changed && let Err(e) = self.services.store.save_message(&state.key, &message, None).await {
-            // The end is not in chat.db: the client must not see the turn finished, and the
-            // turn's marker stays, so the next owner marks the stored reply interrupted.
-            tracing::error!(error = %e, "could not persist the final message");
-            state.history = None;
-            f.log.finish(stream_log::End::Broken);
-            return;
+        let Some(mut f) = state.in_flight.take() else { return };
+        if changed {
+            // The final version, and with it the end of the turn's record.
+            let save = Save {
+                ends_turn: true,
+                ..Save::default()
+            };
+            if let Err(e) = self.services.store.save(&state.key, &message, save).await {
+                // The end is not in chat.db: the client must not see the turn finished, and the
+                // turn's marker stays, so the next owner marks the stored reply interrupted.
+                tracing::error!(error = %e, "could not persist the final message");
+                state.history = None;
+                f.log.finish(stream_log::End::Broken);
+                return;
+            }
+            f.record_ended = true;
         }
         // Keep the committed view: the history the turn had, now ending with the final
         // version of its message (none handed back: reloaded from chat.db on next use).
@@ -532,13 +547,16 @@ impl ConversationActor {
             h.push(message);
             h
         });
-        // The message is committed: the client may see the end. The turn's marker goes after
-        // (a crash in between marks a finished turn interrupted: harmless, never the reverse),
-        // off the client's path.
+        // The message is committed: the client may see the end. The turn's marker went with
+        // the final message's commit; if no commit was final (a turn whose last step called
+        // tools, a stopped turn), it goes now, after (a crash in between marks a finished
+        // turn interrupted: harmless, never the reverse), off the client's path.
         f.log.finish(stream_log::End::Finished);
-        let own = &self.services.ownership;
-        if let Err(e) = own.leases.turn_ended(&state.key, &own.owner).await {
-            tracing::warn!(error = %e, "could not record the end of a turn");
+        if !f.record_ended {
+            let own = &self.services.ownership;
+            if let Err(e) = own.leases.turn_ended(&state.key, &own.owner).await {
+                tracing::warn!(error = %e, "could not record the end of a turn");
+            }
         }
     }
 }

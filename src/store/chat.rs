@@ -131,6 +131,11 @@ pub struct Save {
     /// bound to another one is refused with [`Error::AssistantBound`] and nothing is
     /// written), and drops the approvals still pending in the conversation.
     pub user_assistant: Option<String>,
+    /// The message is its turn's final version: the record of the turn in flight that writes
+    /// it (store::lease) goes in the same transaction, so a turn's end costs no commit of its
+    /// own and a crash can never leave a complete reply marked interrupted. Only a record
+    /// naming this message goes; a later turn's record stays.
+    pub ends_turn: bool,
 }
 
 /// chat.db's operations, whatever the database. Every write resolves only once committed:
@@ -157,8 +162,8 @@ pub trait ChatStore: Send + Sync {
     async fn save_user_message(&self, key: &ConversationKey, message: &UiMessage, assistant: &str) -> Result<(), Error> {
         let save = Save {
             title_hint: Some(message.text()),
-            approvals: Vec::new(),
             user_assistant: Some(assistant.to_string()),
+            ..Save::default()
         };
         self.save(key, message, save).await
     }
@@ -245,6 +250,7 @@ impl ChatStore for SqliteChat {
             title_hint,
             approvals,
             user_assistant,
+            ends_turn,
         } = save;
         let (uid, cid) = (key.uid().to_string(), key.id().to_string());
         let json = serde_json::to_string(message).map_err(|e| Error::Internal(e.to_string()))?;
@@ -263,6 +269,11 @@ impl ChatStore for SqliteChat {
                 if user_assistant.is_some() {
                     c.prepare_cached("DELETE FROM pending_approvals WHERE uid = ?1 AND conversation_id = ?2")?
                         .execute(params![uid, cid])?;
+                }
+                if ends_turn {
+                    // The marker lives in this file (store::lease::SqliteLeases).
+                    c.prepare_cached("DELETE FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2 AND message_id = ?3")?
+                        .execute(params![uid, cid, mid])?;
                 }
                 for a in approvals {
                     c.execute(
