@@ -338,14 +338,11 @@ impl ConversationActor {
             message_id: assistant.id.clone(),
             request_id: caller.request_id.clone(),
         };
-        // The marker is written with the user message when there is one (both are queued to
-        // the same chat.db writer at once, so SQLite commits them together): one round trip
-        // before the stream shows anything. A continuation writes it before the turn starts.
-        let mut marker_write = Some(own.leases.turn_started(&state.key, &own.owner, &marker));
-        if user_message.is_none()
-            && let Some(write) = marker_write.take()
-        {
-            marker_written(write.await);
+        // The marker is written in the user message's transaction when there is one: one
+        // commit before the stream shows anything. A continuation writes it before the turn
+        // starts.
+        if user_message.is_none() {
+            marker_written(own.leases.turn_started(&state.key, &own.owner, &marker).await);
         }
         let cancel = self.services.shutdown.child_token();
         let log = StreamLog::new();
@@ -399,25 +396,19 @@ impl ConversationActor {
             record_ended: false,
         };
         if let Some((message, hold, committed)) = pending_user {
-            // A new user message supersedes any approval still waiting (same transaction).
-            let saved = store.save_user_message(&state.key, &message, &loadout.name);
-            let saved = match marker_write.take() {
-                Some(write) => {
-                    let (marked, saved) = futures::join!(write, saved);
-                    marker_written(marked);
-                    saved
-                }
-                None => saved.await,
+            // A new user message supersedes any approval still waiting, and starts the turn's
+            // record (same transaction).
+            let save = Save {
+                title_hint: Some(message.text()),
+                user_assistant: Some(loadout.name.clone()),
+                starts_turn: Some(marker),
+                ..Save::default()
             };
-            if let Err(e) = saved {
+            if let Err(e) = store.save(&state.key, &message, save).await {
                 // The turn stops (dropping the record cancels it) and has the history: the
-                // next turn reloads it from chat.db. No reply exists, so none may be marked
-                // interrupted later.
+                // next turn reloads it from chat.db. No reply exists, and its record was not
+                // written either (same transaction): nothing will be marked interrupted.
                 drop(in_flight);
-                let own = &self.services.ownership;
-                if let Err(e) = own.leases.turn_ended(&state.key, &own.owner).await {
-                    tracing::warn!(error = %e, "could not clear the record of a turn that never started");
-                }
                 return Err(e);
             }
             let _ = committed.send(());

@@ -136,6 +136,9 @@ pub struct Save {
     /// own and a crash can never leave a complete reply marked interrupted. Only a record
     /// naming this message goes; a later turn's record stays.
     pub ends_turn: bool,
+    /// The message starts a turn: its record in flight (store::lease) is written in the same
+    /// transaction, so a turn's start costs no commit of its own.
+    pub starts_turn: Option<crate::store::lease::InterruptedTurn>,
 }
 
 /// chat.db's operations, whatever the database. Every write resolves only once committed:
@@ -251,6 +254,7 @@ impl ChatStore for SqliteChat {
             approvals,
             user_assistant,
             ends_turn,
+            starts_turn,
         } = save;
         let (uid, cid) = (key.uid().to_string(), key.id().to_string());
         let json = serde_json::to_string(message).map_err(|e| Error::Internal(e.to_string()))?;
@@ -269,6 +273,12 @@ impl ChatStore for SqliteChat {
                 if user_assistant.is_some() {
                     c.prepare_cached("DELETE FROM pending_approvals WHERE uid = ?1 AND conversation_id = ?2")?
                         .execute(params![uid, cid])?;
+                }
+                if let Some(turn) = starts_turn {
+                    c.prepare_cached(
+                        "INSERT OR REPLACE INTO turns_in_flight (uid, conversation_id, message_id, request_id) VALUES (?1, ?2, ?3, ?4)",
+                    )?
+                    .execute(params![uid, cid, turn.message_id, turn.request_id])?;
                 }
                 if ends_turn {
                     // The marker lives in this file (store::lease::SqliteLeases).

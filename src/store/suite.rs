@@ -50,8 +50,8 @@ async fn run_suite(s: &Stores) {
     a_final_message_ends_its_turns_record(s).await;
 }
 
-/// A turn's final message ends the turn's record in the same commit; a commit that is not
-/// final, or of another message, leaves it.
+/// A turn's user message starts the turn's record in the same commit, and its final message
+/// ends it; a commit that is not final, or of another message, leaves it.
 async fn a_final_message_ends_its_turns_record(s: &Stores) {
     use super::lease::{Acquired, InterruptedTurn};
     let (k, ttl) = (key("quin", "c1"), std::time::Duration::from_secs(10));
@@ -61,8 +61,14 @@ async fn a_final_message_ends_its_turns_record(s: &Stores) {
         message_id: "q-a1".into(),
         request_id: "req_q".into(),
     };
-    s.chat.save_user_message(&k, &user("q-u1", "hello"), "default").await.unwrap();
-    s.leases.turn_started(&k, &s.instance, &turn).await.unwrap();
+    // The user message's commit starts the record.
+    let starts = Save {
+        title_hint: Some("hello".into()),
+        user_assistant: Some("default".into()),
+        starts_turn: Some(turn.clone()),
+        ..Save::default()
+    };
+    s.chat.save(&k, &user("q-u1", "hello"), starts).await.unwrap();
     let final_save = || Save {
         ends_turn: true,
         ..Save::default()
