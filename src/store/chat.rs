@@ -275,10 +275,7 @@ impl ChatStore for SqliteChat {
                         .execute(params![uid, cid])?;
                 }
                 if let Some(turn) = starts_turn {
-                    c.prepare_cached(
-                        "INSERT OR REPLACE INTO turns_in_flight (uid, conversation_id, message_id, request_id) VALUES (?1, ?2, ?3, ?4)",
-                    )?
-                    .execute(params![uid, cid, turn.message_id, turn.request_id])?;
+                    super::lease::record_turn(c, &uid, &cid, &turn.message_id, &turn.request_id)?;
                 }
                 if ends_turn {
                     // The marker lives in this file (store::lease::SqliteLeases).

@@ -93,8 +93,7 @@ impl ChatStore for PgChat {
         if let Some(turn) = &save.starts_turn {
             // The marker lives in this instance's lease row (store::postgres::lease).
             tx.execute(
-                "UPDATE conversation_leases SET turn_message_id = $4, turn_request_id = $5
-                 WHERE uid = $1 AND conversation_id = $2 AND owner = $3",
+                super::lease::RECORD_TURN,
                 &[&uid, &cid, &self.instance, &turn.message_id, &turn.request_id],
             )
             .await?;
