@@ -57,7 +57,9 @@ pub trait LeaseStore: Send + Sync {
     /// Extends a lease this owner still holds; false when it was lost (expired and taken).
     async fn renew(&self, key: &ConversationKey, owner: &str, ttl: Duration) -> Result<bool, Error>;
 
-    /// Records the turn in flight (cleared by `turn_ended`).
+    /// Records the turn in flight (cleared by `turn_ended`). A turn started by a user message
+    /// records it in that message's transaction instead, and its final message's commit clears
+    /// it (`store::chat::Save::{starts_turn, ends_turn}`).
     async fn turn_started(&self, key: &ConversationKey, owner: &str, turn: &InterruptedTurn) -> Result<(), Error>;
 
     /// The turn ended normally: nothing to mark interrupted.
