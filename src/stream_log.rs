@@ -7,7 +7,8 @@
 //! boundary whose message must be in chat.db first) is appended *held*: it and everything
 //! after it stay invisible until the conversation actor has committed and releases it. So a
 //! kill -9 never loses what a client saw finished, while the actor is involved only at
-//! commits and at the end, not for every part.
+//! commits, not for every part. A turn that ends with nothing left to commit closes its log
+//! itself ([`StreamLog::finish_when_released`]): the end shows once the last hold is released.
 //!
 //! This log never decides what to commit and never touches storage; it only orders frames
 //! and says how far a reader may go. A reader starting at frame 0 gets every frame exactly
@@ -47,11 +48,16 @@ struct LogState {
     held: VecDeque<(Hold, usize)>,
     next_hold: u64,
     end: Option<End>,
+    /// The turn has ended: `Finished` follows as soon as nothing is held any more.
+    closing: bool,
 }
 
 impl LogState {
     fn reveal(&mut self) {
         self.visible = self.held.front().map_or(self.frames.len(), |&(_, from)| from);
+        if self.closing && self.held.is_empty() && self.end.is_none() {
+            self.end = Some(End::Finished);
+        }
     }
 }
 
@@ -100,10 +106,10 @@ impl StreamLog {
     /// What `hold` hid may be seen (up to the next hold still in place).
     pub fn release(&self, hold: Hold) {
         let mut s = self.lock();
-        let before = s.visible;
+        let before = (s.visible, s.end);
         s.held.retain(|&(h, _)| h != hold);
         s.reveal();
-        if s.visible != before {
+        if (s.visible, s.end) != before {
             drop(s);
             self.changed.notify_waiters();
         }
@@ -123,6 +129,23 @@ impl StreamLog {
         }
         drop(s);
         self.changed.notify_waiters();
+    }
+
+    /// The turn appended its last frame: the stream ends `Finished` once every hold is
+    /// released (at once if none is), so a reader gets the last frames and the end together.
+    /// What is held stays unseen until its commit; a `Broken` end before that still wins.
+    pub fn finish_when_released(&self) {
+        let mut s = self.lock();
+        if s.end.is_some() {
+            return;
+        }
+        s.closing = true;
+        s.reveal();
+        let ended = s.end.is_some();
+        drop(s);
+        if ended {
+            self.changed.notify_waiters();
+        }
     }
 
     /// A reader from the first frame.
@@ -241,6 +264,37 @@ mod tests {
         log.finish(End::Broken);
         log.finish(End::Finished);
         log.push(f("after the end"));
+        let mut r = log.reader();
+        assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
+        assert_eq!(next(&mut r).await, Next::End(End::Broken));
+    }
+
+    #[tokio::test]
+    async fn a_closing_log_ends_finished_only_once_every_hold_is_released() {
+        let log = StreamLog::new();
+        let mut r = log.reader();
+        log.push(f("a"));
+        let h = log.push_held(f("b"));
+        log.push(f("c"));
+        log.finish_when_released();
+        assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
+        assert!(pending(&mut r), "the end must wait for the held frame's commit");
+        log.release(h);
+        assert_eq!(next(&mut r).await, Next::Frames(vec![f("b"), f("c")]));
+        assert_eq!(next(&mut r).await, Next::End(End::Finished));
+        // Nothing held: it ends at once.
+        let plain = StreamLog::new();
+        plain.finish_when_released();
+        assert_eq!(next(&mut plain.reader()).await, Next::End(End::Finished));
+    }
+
+    #[tokio::test]
+    async fn a_closing_log_that_breaks_never_shows_what_was_held() {
+        let log = StreamLog::new();
+        log.push(f("a"));
+        let _never = log.push_held(f("uncommitted"));
+        log.finish_when_released();
+        log.finish(End::Broken);
         let mut r = log.reader();
         assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
         assert_eq!(next(&mut r).await, Next::End(End::Broken));

@@ -61,6 +61,9 @@ pub enum TurnEvent {
         message: UiMessage,
         approval: Option<Box<PendingApproval>>,
         hold: Hold,
+        /// Nothing after this part changes the message (the text end of a step without tool
+        /// calls): this version is final, and its commit may end the turn's record.
+        ends_turn: bool,
     },
     /// The turn summarised the earlier part of the conversation; the log holds what follows
     /// (the part that tells the client) until the summary is stored.
@@ -84,11 +87,18 @@ pub struct Emitter {
     log: Arc<StreamLog>,
     /// The message changed since its last checkpoint.
     dirty: bool,
+    /// The part being emitted is the last to change the message.
+    last_change: bool,
 }
 
 impl Emitter {
     pub fn new(events: mpsc::UnboundedSender<TurnEvent>, log: Arc<StreamLog>) -> Self {
-        Emitter { events, log, dirty: false }
+        Emitter {
+            events,
+            log,
+            dirty: false,
+            last_change: false,
+        }
     }
 
     /// False when nobody consumes the events any more (the conversation crashed or was
@@ -109,6 +119,7 @@ impl Emitter {
                 message: message.clone(),
                 approval: approval.map(Box::new),
                 hold,
+                ends_turn: self.last_change,
             });
         }
         self.log.push(frame);
@@ -249,6 +260,14 @@ impl TurnState {
     /// any more.
     fn emit(&mut self, part: StreamPart) -> Result<(), TurnError> {
         self.emit_asking(part, None)
+    }
+
+    /// [`TurnState::emit`] for the last part that changes the message: its checkpoint says so.
+    fn emit_last_change(&mut self, part: StreamPart) -> Result<(), TurnError> {
+        self.t.emitter.last_change = true;
+        let emitted = self.emit(part);
+        self.t.emitter.last_change = false;
+        emitted
     }
 
     fn emit_asking(&mut self, part: StreamPart, approval: Option<PendingApproval>) -> Result<(), TurnError> {
@@ -471,10 +490,18 @@ impl TurnState {
                 }
             }
         }
+        let calls = calls.finish();
         if let Some(tid) = text_id.take() {
-            self.emit(StreamPart::TextEnd { id: tid })?;
+            let end = StreamPart::TextEnd { id: tid };
+            // A step without calls is the turn's last (`drive`): only parts that change
+            // nothing follow its text's end.
+            if calls.is_empty() {
+                self.emit_last_change(end)?
+            } else {
+                self.emit(end)?
+            }
         }
-        Ok(calls.finish())
+        Ok(calls)
     }
 
     /// What this step sends the model: within the budget (rung 1 and the floor always), with

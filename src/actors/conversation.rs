@@ -7,7 +7,9 @@
 //! mailbox, tagged with the turn's number. This actor is the single writer of the conversation:
 //! a boundary frame after a change stays held in the log until this actor has committed the
 //! message it finishes, and only then is released (a kill -9 never loses what a client saw
-//! finished). So the actor handles a turn's commits and its end, not every part.
+//! finished). So the actor handles a turn's commits and its end, not every part; a turn that
+//! ends with nothing left to commit closes its log without waiting for this actor (see
+//! `forward_events`).
 //! It never stores the caller's bearer: only the turn task holds it, for the turn.
 //!
 //! Durability of a new user message: its commit runs while the turn already starts (reads
@@ -35,7 +37,7 @@ use crate::auth::Caller;
 use crate::compaction::{Calibration, Summary};
 use crate::error::Error;
 use crate::services::Services;
-use crate::store::chat::PendingApproval;
+use crate::store::chat::{PendingApproval, Save};
 use crate::store::key::ConversationKey;
 use crate::stream_log::{self, Hold, StreamLog};
 use crate::turn::{self, ApprovalDecision, Emitter, TurnEvent, TurnInput};
@@ -132,6 +134,8 @@ struct InFlight {
     turn: u64,
     log: Arc<StreamLog>,
     cancel: CancellationToken,
+    /// The turn's record (store::lease) went with its final message's commit.
+    record_ended: bool,
 }
 
 /// A turn whose record is gone must not keep running: however the record goes (the turn
@@ -227,9 +231,18 @@ impl Actor for ConversationActor {
                 let _ = reply.send(state.in_flight.as_ref().map(InFlight::subscribe));
             }
             ConversationMsg::Turn { turn, event } => match event {
-                TurnEvent::Checkpoint { message, approval, hold } => {
-                    let approvals = approval.map(|a| vec![*a]).unwrap_or_default();
-                    self.checkpoint(state, turn, message, approvals, hold).await
+                TurnEvent::Checkpoint {
+                    message,
+                    approval,
+                    hold,
+                    ends_turn,
+                } => {
+                    let save = Save {
+                        approvals: approval.map(|a| vec![*a]).unwrap_or_default(),
+                        ends_turn,
+                        ..Save::default()
+                    };
+                    self.checkpoint(state, turn, message, save, hold).await
                 }
                 TurnEvent::Summarised { summary, hold } => self.store_summary(state, turn, summary, hold).await,
                 TurnEvent::Calibrated(calibration) => state.calibration = calibration,
@@ -343,14 +356,11 @@ impl ConversationActor {
             message_id: assistant.id.clone(),
             request_id: caller.request_id.clone(),
         };
-        // The marker is written with the user message when there is one (both are queued to
-        // the same chat.db writer at once, so SQLite commits them together): one round trip
-        // before the stream shows anything. A continuation writes it before the turn starts.
-        let mut marker_write = Some(own.leases.turn_started(&state.key, &own.owner, &marker));
-        if user_message.is_none()
-            && let Some(write) = marker_write.take()
-        {
-            marker_written(write.await);
+        // The marker is written in the user message's transaction when there is one: one
+        // commit before the stream shows anything. A continuation writes it before the turn
+        // starts.
+        if user_message.is_none() {
+            marker_written(own.leases.turn_started(&state.key, &own.owner, &marker).await);
         }
         let cancel = self.services.shutdown.child_token();
         let log = StreamLog::new();
@@ -392,7 +402,7 @@ impl ConversationActor {
             ),
             None => (run, None),
         };
-        let forward = forward_events(received, myself.clone(), state.turns);
+        let forward = forward_events(received, myself.clone(), state.turns, log.clone());
         // One task runs the turn and feeds its events into this mailbox.
         self.services.tasks.spawn(async move {
             futures::join!(tracing::Instrument::instrument(turn::run(run), span), forward);
@@ -401,27 +411,22 @@ impl ConversationActor {
             turn: state.turns,
             log,
             cancel,
+            record_ended: false,
         };
         if let Some((message, hold, committed)) = pending_user {
-            // A new user message supersedes any approval still waiting (same transaction).
-            let saved = store.save_user_message(&state.key, &message, &loadout.name);
-            let saved = match marker_write.take() {
-                Some(write) => {
-                    let (marked, saved) = futures::join!(write, saved);
-                    marker_written(marked);
-                    saved
-                }
-                None => saved.await,
+            // A new user message supersedes any approval still waiting, and starts the turn's
+            // record (same transaction).
+            let save = Save {
+                title_hint: Some(message.text()),
+                user_assistant: Some(loadout.name.clone()),
+                starts_turn: Some(marker),
+                ..Save::default()
             };
-            if let Err(e) = saved {
+            if let Err(e) = store.save(&state.key, &message, save).await {
                 // The turn stops (dropping the record cancels it) and has the history: the
-                // next turn reloads it from chat.db. No reply exists, so none may be marked
-                // interrupted later.
+                // next turn reloads it from chat.db. No reply exists, and its record was not
+                // written either (same transaction): nothing will be marked interrupted.
                 drop(in_flight);
-                let own = &self.services.ownership;
-                if let Err(e) = own.leases.turn_ended(&state.key, &own.owner).await {
-                    tracing::warn!(error = %e, "could not clear the record of a turn that never started");
-                }
                 return Err(e);
             }
             let _ = committed.send(());
@@ -447,8 +452,8 @@ impl ConversationActor {
     }
 
     /// Commits the message as of a boundary the log holds back, then lets readers see it.
-    async fn checkpoint(&self, state: &mut State, turn: u64, message: UiMessage, approvals: Vec<PendingApproval>, hold: Hold) {
-        let Some(f) = state.in_flight.as_ref().filter(|f| f.turn == turn) else {
+    async fn checkpoint(&self, state: &mut State, turn: u64, message: UiMessage, save: Save, hold: Hold) {
+        let Some(f) = state.in_flight.as_mut().filter(|f| f.turn == turn) else {
             return;
         };
         #[cfg(feature = "fault-injection")]
@@ -459,13 +464,8 @@ impl ConversationActor {
                 "fault injection: actor panic requested"
             );
         }
-        let store = &self.services.store;
-        let saved = if approvals.is_empty() {
-            store.save_message(&state.key, &message, None).await
-        } else {
-            store.save_message_with_approvals(&state.key, &message, approvals).await
-        };
-        match saved {
+        let ends_turn = save.ends_turn;
+        match self.services.store.save(&state.key, &message, save).await {
             // The write fence (store::lease): the conversation was taken from this
             // instance (a delete or an erasure elsewhere). The turn stops here, and what the
             // refused commit would have confirmed is never shown.
@@ -482,7 +482,7 @@ impl ConversationActor {
                 f.cancel.cancel();
                 return;
             }
-            Ok(()) => {}
+            Ok(()) => f.record_ended |= ends_turn,
         }
         f.log.release(hold);
     }
@@ -530,14 +530,22 @@ impl ConversationActor {
         if state.in_flight.as_ref().is_none_or(|f| f.turn != turn) {
             return;
         }
-        let Some(f) = state.in_flight.take() else { return };
-        if changed && let Err(e) = self.services.store.save_message(&state.key, &message, None).await {
-            // The end is not in chat.db: the client must not see the turn finished, and the
-            // turn's marker stays, so the next owner marks the stored reply interrupted.
-            tracing::error!(error = %e, "could not persist the final message");
-            state.history = None;
-            f.log.finish(stream_log::End::Broken);
-            return;
+        let Some(mut f) = state.in_flight.take() else { return };
+        if changed {
+            // The final version, and with it the end of the turn's record.
+            let save = Save {
+                ends_turn: true,
+                ..Save::default()
+            };
+            if let Err(e) = self.services.store.save(&state.key, &message, save).await {
+                // The end is not in chat.db: the client must not see the turn finished, and the
+                // turn's marker stays, so the next owner marks the stored reply interrupted.
+                tracing::error!(error = %e, "could not persist the final message");
+                state.history = None;
+                f.log.finish(stream_log::End::Broken);
+                return;
+            }
+            f.record_ended = true;
         }
         // Keep the committed view: the history the turn had, now ending with the final
         // version of its message (none handed back: reloaded from chat.db on next use).
@@ -548,13 +556,16 @@ impl ConversationActor {
             h.push(message);
             h
         });
-        // The message is committed: the client may see the end. The turn's marker goes after
-        // (a crash in between marks a finished turn interrupted: harmless, never the reverse),
-        // off the client's path.
+        // The message is committed: the client may see the end. The turn's marker went with
+        // the final message's commit; if no commit was final (a turn whose last step called
+        // tools, a stopped turn), it goes now, after (a crash in between marks a finished
+        // turn interrupted: harmless, never the reverse), off the client's path.
         f.log.finish(stream_log::End::Finished);
-        let own = &self.services.ownership;
-        if let Err(e) = own.leases.turn_ended(&state.key, &own.owner).await {
-            tracing::warn!(error = %e, "could not record the end of a turn");
+        if !f.record_ended {
+            let own = &self.services.ownership;
+            if let Err(e) = own.leases.turn_ended(&state.key, &own.owner).await {
+                tracing::warn!(error = %e, "could not record the end of a turn");
+            }
         }
     }
 }
@@ -569,10 +580,21 @@ fn marker_written(result: Result<(), Error>) {
 
 /// Moves a turn's events into the actor's mailbox until the turn ends or the actor is gone;
 /// then it drops the receiver, so the turn's next event fails and the turn stops.
-async fn forward_events(mut events: mpsc::UnboundedReceiver<TurnEvent>, actor: ActorRef<ConversationMsg>, turn: u64) {
+///
+/// A turn that ends with nothing left to commit is closed here, without waiting for the actor
+/// (one mailbox hop less before a client sees the end): the log shows the end once its last
+/// hold is released, i.e. once the actor has committed every checkpoint, so what a client sees
+/// finished is still committed. It is closed only after the end is in the mailbox: a client's
+/// next request, sent once it saw the end, reaches the actor after the turn's end, never
+/// while the actor still counts the turn as running.
+async fn forward_events(mut events: mpsc::UnboundedReceiver<TurnEvent>, actor: ActorRef<ConversationMsg>, turn: u64, log: Arc<StreamLog>) {
     while let Some(event) = events.recv().await {
+        let nothing_to_commit = matches!(event, TurnEvent::Ended { changed: false, .. });
         if actor.send_message(ConversationMsg::Turn { turn, event }).is_err() {
             break;
+        }
+        if nothing_to_commit {
+            log.finish_when_released();
         }
     }
 }

@@ -15,6 +15,17 @@ use crate::compaction::Summary;
 use crate::error::Error;
 use crate::ui_stream::{Role, UiMessage};
 
+/// chat.db as of [`LAYOUT_VERSION`]. Laid out for the two commits of every turn (issue #16):
+/// each writes as few b-tree pages (WAL frames) as it can.
+/// - `conversations` and `turns_in_flight` are WITHOUT ROWID: a row lives in its primary key's
+///   b-tree alone, not in a table plus an index on the key.
+/// - `messages.seq` is the rowid without AUTOINCREMENT, so an insert does not also rewrite
+///   `sqlite_sequence`. A new row still gets a seq above every row in the table (the largest
+///   plus one), which is all `seq` is for: the order of a conversation's messages. A seq can be
+///   handed out again only after the rows above it were deleted, and messages go only with their
+///   whole conversation, so no remaining message ever sees a reused seq.
+/// - No index on `(uid, updated_at)`: bumping `updated_at` rewrites the conversation row's page
+///   only; listing sorts one user's conversations (found through the primary key) instead.
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS conversations (
     uid TEXT NOT NULL,
@@ -22,10 +33,11 @@ CREATE TABLE IF NOT EXISTS conversations (
     title TEXT NOT NULL DEFAULT '',
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
+    assistant TEXT,
     PRIMARY KEY (uid, id)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS messages (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq INTEGER PRIMARY KEY,
     uid TEXT NOT NULL,
     conversation_id TEXT NOT NULL,
     id TEXT NOT NULL,
@@ -48,7 +60,6 @@ CREATE TABLE IF NOT EXISTS pending_approvals (
     created_at INTEGER NOT NULL,
     FOREIGN KEY (uid, conversation_id) REFERENCES conversations (uid, id) ON DELETE CASCADE
 );
-CREATE INDEX IF NOT EXISTS conversations_by_user ON conversations (uid, updated_at DESC);
 -- The turn each conversation has in flight (store::lease::SqliteLeases): a row left behind by a
 -- killed process names the reply to mark interrupted when the conversation is next used.
 CREATE TABLE IF NOT EXISTS turns_in_flight (
@@ -57,7 +68,7 @@ CREATE TABLE IF NOT EXISTS turns_in_flight (
     message_id TEXT NOT NULL,
     request_id TEXT NOT NULL,
     PRIMARY KEY (uid, conversation_id)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS summaries (
     uid TEXT NOT NULL,
     conversation_id TEXT NOT NULL,
@@ -69,6 +80,10 @@ CREATE TABLE IF NOT EXISTS summaries (
     FOREIGN KEY (uid, conversation_id) REFERENCES conversations (uid, id) ON DELETE CASCADE
 );
 "#;
+
+/// The layout [`SCHEMA`] describes, kept in chat.db's `user_version`. 0: a file from before
+/// (or a new one); 1: `conversations.assistant` added; 2: the per-turn layout above.
+const LAYOUT_VERSION: i64 = 2;
 
 /// A conversation as listed.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -116,6 +131,14 @@ pub struct Save {
     /// bound to another one is refused with [`Error::AssistantBound`] and nothing is
     /// written), and drops the approvals still pending in the conversation.
     pub user_assistant: Option<String>,
+    /// The message is its turn's final version: the record of the turn in flight that writes
+    /// it (store::lease) goes in the same transaction, so a turn's end costs no commit of its
+    /// own and a crash can never leave a complete reply marked interrupted. Only a record
+    /// naming this message goes; a later turn's record stays.
+    pub ends_turn: bool,
+    /// The message starts a turn: its record in flight (store::lease) is written in the same
+    /// transaction, so a turn's start costs no commit of its own.
+    pub starts_turn: Option<crate::store::lease::InterruptedTurn>,
 }
 
 /// chat.db's operations, whatever the database. Every write resolves only once committed:
@@ -142,8 +165,8 @@ pub trait ChatStore: Send + Sync {
     async fn save_user_message(&self, key: &ConversationKey, message: &UiMessage, assistant: &str) -> Result<(), Error> {
         let save = Save {
             title_hint: Some(message.text()),
-            approvals: Vec::new(),
             user_assistant: Some(assistant.to_string()),
+            ..Save::default()
         };
         self.save(key, message, save).await
     }
@@ -230,6 +253,8 @@ impl ChatStore for SqliteChat {
             title_hint,
             approvals,
             user_assistant,
+            ends_turn,
+            starts_turn,
         } = save;
         let (uid, cid) = (key.uid().to_string(), key.id().to_string());
         let json = serde_json::to_string(message).map_err(|e| Error::Internal(e.to_string()))?;
@@ -248,6 +273,14 @@ impl ChatStore for SqliteChat {
                 if user_assistant.is_some() {
                     c.prepare_cached("DELETE FROM pending_approvals WHERE uid = ?1 AND conversation_id = ?2")?
                         .execute(params![uid, cid])?;
+                }
+                if let Some(turn) = starts_turn {
+                    super::lease::record_turn(c, &uid, &cid, &turn.message_id, &turn.request_id)?;
+                }
+                if ends_turn {
+                    // The marker lives in this file (store::lease::SqliteLeases).
+                    c.prepare_cached("DELETE FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2 AND message_id = ?3")?
+                        .execute(params![uid, cid, mid])?;
                 }
                 for a in approvals {
                     c.execute(
@@ -463,11 +496,21 @@ pub(crate) fn refused_binding(bound: Option<String>, wanted: &str) -> Option<Str
     bound.filter(|b| b != wanted)
 }
 
-/// Schema changes after the first release, each guarded so it runs once: `conversations.assistant`
-/// (NULL for conversations created before assistants existed).
+/// Brings chat.db to [`LAYOUT_VERSION`] in place, losing nothing; a new file gets [`SCHEMA`] as
+/// it is. Guarded by `user_version`, so a file is migrated once; each step is one transaction.
 fn migrate(path: &Path) -> Result<(), Error> {
-    let c = Connection::open(path)?;
-    c.execute_batch(SCHEMA)?;
+    let mut c = Connection::open(path)?;
+    let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version >= LAYOUT_VERSION {
+        return Ok(());
+    }
+    if !table_exists(&c, "conversations")? {
+        let tx = c.transaction()?;
+        tx.execute_batch(SCHEMA)?;
+        tx.pragma_update(None, "user_version", LAYOUT_VERSION)?;
+        return Ok(tx.commit()?);
+    }
+    // From before assistants: the column the copy below reads (NULL: the default assistant).
     let has_assistant: bool = c.query_row(
         "SELECT COUNT(*) > 0 FROM pragma_table_info('conversations') WHERE name = 'assistant'",
         [],
@@ -476,7 +519,49 @@ fn migrate(path: &Path) -> Result<(), Error> {
     if !has_assistant {
         c.execute_batch("ALTER TABLE conversations ADD COLUMN assistant TEXT")?;
     }
+    relayout(&mut c)
+}
+
+/// The tables whose layout changed, rebuilt as [`SCHEMA`] says, rows and `seq`s copied as they
+/// are (SQLite's own recipe for a table change: foreign keys off, the old tables renamed away
+/// without rewriting what refers to them, the new ones created, filled, the old ones dropped).
+/// Everything happens in one transaction: a crash leaves the old file untouched.
+fn relayout(c: &mut Connection) -> Result<(), Error> {
+    const REBUILT: [(&str, &str); 3] = [
+        ("conversations", "uid, id, title, created_at, updated_at, assistant"),
+        ("messages", "seq, uid, conversation_id, id, role, message, created_at"),
+        ("turns_in_flight", "uid, conversation_id, message_id, request_id"),
+    ];
+    c.pragma_update(None, "foreign_keys", "OFF")?;
+    c.pragma_update(None, "legacy_alter_table", "ON")?;
+    let tx = c.transaction()?;
+    let mut present = Vec::new();
+    for (table, columns) in REBUILT {
+        if table_exists(&tx, table)? {
+            tx.execute_batch(&format!("ALTER TABLE {table} RENAME TO old_{table}"))?;
+            present.push((table, columns));
+        }
+    }
+    tx.execute_batch(SCHEMA)?;
+    for (table, columns) in &present {
+        tx.execute_batch(&format!("INSERT INTO {table} ({columns}) SELECT {columns} FROM old_{table}"))?;
+    }
+    // Children first; each old table's indexes go with it (conversations_by_user too).
+    for (table, _) in present.iter().rev() {
+        tx.execute_batch(&format!("DROP TABLE old_{table}"))?;
+    }
+    tx.pragma_update(None, "user_version", LAYOUT_VERSION)?;
+    tx.commit()?;
+    c.pragma_update(None, "legacy_alter_table", "OFF")?;
     Ok(())
+}
+
+fn table_exists(c: &Connection, table: &str) -> Result<bool, Error> {
+    Ok(c.query_row(
+        "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [table],
+        |r| r.get(0),
+    )?)
 }
 
 /// The string a role is stored as. Explicit, so renaming a variant never changes stored data.
@@ -543,6 +628,169 @@ mod tests {
         let s = SqliteChat::open(&path).unwrap();
         drop(SqliteChat::open(&path).unwrap()); // the guarded ALTER runs once
         assert_eq!(s.assistant_of(&key("alice", "old")).await.unwrap(), Some(None));
+    }
+
+    /// chat.db as every release before the per-turn layout created it (user_version 0).
+    const SCHEMA_BEFORE_LAYOUT: &str = "
+        CREATE TABLE conversations (uid TEXT NOT NULL, id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '',
+            created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, assistant TEXT, PRIMARY KEY (uid, id));
+        CREATE TABLE messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, uid TEXT NOT NULL, conversation_id TEXT NOT NULL,
+            id TEXT NOT NULL, role TEXT NOT NULL, message TEXT NOT NULL, created_at INTEGER NOT NULL,
+            UNIQUE (uid, conversation_id, id),
+            FOREIGN KEY (uid, conversation_id) REFERENCES conversations (uid, id) ON DELETE CASCADE);
+        CREATE TABLE pending_approvals (approval_id TEXT PRIMARY KEY, uid TEXT NOT NULL, conversation_id TEXT NOT NULL,
+            message_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL,
+            arguments TEXT NOT NULL, arguments_sha256 TEXT NOT NULL, created_at INTEGER NOT NULL,
+            FOREIGN KEY (uid, conversation_id) REFERENCES conversations (uid, id) ON DELETE CASCADE);
+        CREATE INDEX conversations_by_user ON conversations (uid, updated_at DESC);
+        CREATE TABLE turns_in_flight (uid TEXT NOT NULL, conversation_id TEXT NOT NULL, message_id TEXT NOT NULL,
+            request_id TEXT NOT NULL, PRIMARY KEY (uid, conversation_id));
+        CREATE TABLE summaries (uid TEXT NOT NULL, conversation_id TEXT NOT NULL, covers_count INTEGER NOT NULL,
+            covers_until_id TEXT NOT NULL, text TEXT NOT NULL, created_at INTEGER NOT NULL,
+            PRIMARY KEY (uid, conversation_id, covers_count),
+            FOREIGN KEY (uid, conversation_id) REFERENCES conversations (uid, id) ON DELETE CASCADE);";
+
+    fn user_message(id: &str, text: &str) -> String {
+        serde_json::json!({"id": id, "role": "user", "parts": [{"type": "text", "text": text}]}).to_string()
+    }
+
+    #[tokio::test]
+    async fn a_chat_db_from_before_the_per_turn_layout_is_upgraded_in_place_losing_nothing() {
+        use crate::store::key::test_key as key;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chat.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;").unwrap();
+            c.execute_batch(SCHEMA_BEFORE_LAYOUT).unwrap();
+            c.execute_batch(
+                "INSERT INTO conversations VALUES ('alice', 'a1', 'First', 1, 30, 'default'), ('alice', 'a2', 'Second', 2, 20, NULL),
+                    ('bob', 'a1', 'Bob''s', 3, 10, 'research');",
+            )
+            .unwrap();
+            // seqs with a gap (5 was deleted once) and an order that is not the ids' order.
+            let rows = [
+                (1, "alice", "a1", "m-b", "one"),
+                (2, "bob", "a1", "m-x", "bob"),
+                (3, "alice", "a1", "m-a", "two"),
+                (6, "alice", "a2", "m-c", "other"),
+            ];
+            for (seq, uid, cid, id, text) in rows {
+                c.execute(
+                    "INSERT INTO messages (seq, uid, conversation_id, id, role, message, created_at) VALUES (?1, ?2, ?3, ?4, 'user', ?5, 1)",
+                    params![seq, uid, cid, id, user_message(id, text)],
+                )
+                .unwrap();
+            }
+            c.execute_batch(
+                "INSERT INTO pending_approvals VALUES ('ap1', 'alice', 'a1', 'm-a', 'tc1', 'nextcloud', 'files_delete', '{\"path\":\"/x\"}', 'h', 5);
+                 INSERT INTO turns_in_flight VALUES ('alice', 'a2', 'm-c', 'req-1');
+                 INSERT INTO summaries VALUES ('alice', 'a1', 1, 'm-b', 'summary', 7);",
+            )
+            .unwrap();
+        }
+        let s = SqliteChat::open(&path).unwrap();
+        drop(SqliteChat::open(&path).unwrap()); // a second open migrates nothing
+
+        let texts = |c: Conversation| c.messages.iter().map(UiMessage::text).collect::<Vec<_>>();
+        assert_eq!(texts(s.load(&key("alice", "a1")).await.unwrap().unwrap()), ["one", "two"]);
+        assert_eq!(texts(s.load(&key("bob", "a1")).await.unwrap().unwrap()), ["bob"]);
+        let listed: Vec<_> = s
+            .list(&crate::store::key::test_user("alice"))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.id, c.title, c.updated_at))
+            .collect();
+        assert_eq!(listed, [("a1".into(), "First".into(), 30), ("a2".into(), "Second".into(), 20)]);
+        assert_eq!(s.assistant_of(&key("alice", "a1")).await.unwrap(), Some(Some("default".into())));
+        assert_eq!(s.assistant_of(&key("alice", "a2")).await.unwrap(), Some(None));
+        let pending = s.pending_approvals(&key("alice", "a1")).await.unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].arguments, serde_json::json!({"path": "/x"}));
+        assert_eq!(s.latest_summary(&key("alice", "a1")).await.unwrap().unwrap().text, "summary");
+        let leases = crate::store::lease::SqliteLeases::new(&s);
+        let found = crate::store::lease::LeaseStore::acquire(&leases, &key("alice", "a2"), "me", std::time::Duration::from_secs(1)).await;
+        let crate::store::lease::Acquired::Granted { interrupted: Some(turn) } = found.unwrap() else {
+            panic!("the turn in flight was lost");
+        };
+        assert_eq!((turn.message_id.as_str(), turn.request_id.as_str()), ("m-c", "req-1"));
+
+        // A new message follows every older one; the foreign keys still cascade.
+        let later = UiMessage::new("m-0".into(), Role::Assistant);
+        s.save_message(&key("alice", "a1"), &later, None).await.unwrap();
+        let ids: Vec<_> = s
+            .load(&key("alice", "a1"))
+            .await
+            .unwrap()
+            .unwrap()
+            .messages
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(ids, ["m-b", "m-a", "m-0"]);
+        assert!(s.delete(&key("alice", "a1")).await.unwrap());
+        s.close().await;
+
+        let c = Connection::open(&path).unwrap();
+        let count = |sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+        assert_eq!(count("SELECT seq FROM messages WHERE id = 'm-c'"), 6);
+        assert_eq!(
+            count("SELECT COUNT(*) FROM messages WHERE uid = 'alice' AND conversation_id = 'a1'"),
+            0
+        );
+        assert_eq!(count("SELECT COUNT(*) FROM pending_approvals"), 0);
+        assert_eq!(count("SELECT COUNT(*) FROM summaries"), 0);
+        assert_eq!(count("SELECT COUNT(*) FROM messages"), 2);
+        assert_eq!(count("PRAGMA user_version"), LAYOUT_VERSION);
+        let layout: Vec<String> = c
+            .prepare("SELECT name || ': ' || COALESCE(sql, '') FROM sqlite_master ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let of = |name: &str| {
+            layout
+                .iter()
+                .find(|l| l.starts_with(&format!("{name}: ")))
+                .cloned()
+                .unwrap_or_default()
+        };
+        assert!(of("conversations").ends_with("WITHOUT ROWID"), "{layout:?}");
+        assert!(of("turns_in_flight").ends_with("WITHOUT ROWID"), "{layout:?}");
+        assert!(!of("messages").contains("AUTOINCREMENT"), "{layout:?}");
+        assert!(
+            !layout
+                .iter()
+                .any(|l| l.starts_with("old_") || l.starts_with("conversations_by_user")),
+            "{layout:?}"
+        );
+        assert!(of("pending_approvals").contains("REFERENCES conversations (uid, id)"), "{layout:?}");
+        let orphans: Vec<String> = c
+            .prepare("PRAGMA foreign_key_check")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(orphans.is_empty(), "{orphans:?}");
+    }
+
+    #[tokio::test]
+    async fn a_new_chat_db_gets_the_per_turn_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chat.db");
+        SqliteChat::open(&path).unwrap().close().await;
+        let c = Connection::open(&path).unwrap();
+        assert_eq!(
+            c.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0)).unwrap(),
+            LAYOUT_VERSION
+        );
+        let sql: String = c
+            .query_row("SELECT sql FROM sqlite_master WHERE name = 'conversations'", [], |r| r.get(0))
+            .unwrap();
+        assert!(sql.ends_with("WITHOUT ROWID"), "{sql}");
     }
 
     #[test]

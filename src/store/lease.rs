@@ -57,7 +57,9 @@ pub trait LeaseStore: Send + Sync {
     /// Extends a lease this owner still holds; false when it was lost (expired and taken).
     async fn renew(&self, key: &ConversationKey, owner: &str, ttl: Duration) -> Result<bool, Error>;
 
-    /// Records the turn in flight (cleared by `turn_ended`).
+    /// Records the turn in flight (cleared by `turn_ended`). A turn started by a user message
+    /// records it in that message's transaction instead, and its final message's commit clears
+    /// it (`store::chat::Save::{starts_turn, ends_turn}`).
     async fn turn_started(&self, key: &ConversationKey, owner: &str, turn: &InterruptedTurn) -> Result<(), Error>;
 
     /// The turn ended normally: nothing to mark interrupted.
@@ -132,25 +134,15 @@ impl LeaseStore for SqliteLeases {
     async fn turn_started(&self, key: &ConversationKey, _owner: &str, turn: &InterruptedTurn) -> Result<(), Error> {
         let (uid, cid) = (key.uid().to_string(), key.id().to_string());
         let (mid, rid) = (turn.message_id.clone(), turn.request_id.clone());
-        self.db
-            .write(move |c| {
-                c.execute(
-                    "INSERT OR REPLACE INTO turns_in_flight (uid, conversation_id, message_id, request_id) VALUES (?1, ?2, ?3, ?4)",
-                    rusqlite::params![uid, cid, mid, rid],
-                )?;
-                Ok(())
-            })
-            .await
+        self.db.write(move |c| record_turn(c, &uid, &cid, &mid, &rid)).await
     }
 
     async fn turn_ended(&self, key: &ConversationKey, _owner: &str) -> Result<(), Error> {
         let (uid, cid) = (key.uid().to_string(), key.id().to_string());
         self.db
             .write(move |c| {
-                c.execute(
-                    "DELETE FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2",
-                    rusqlite::params![uid, cid],
-                )?;
+                c.prepare_cached("DELETE FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2")?
+                    .execute(rusqlite::params![uid, cid])?;
                 Ok(())
             })
             .await
@@ -175,6 +167,14 @@ impl LeaseStore for SqliteLeases {
     async fn release_user(&self, _uid: &UserId, _owner: &str) -> Result<(), Error> {
         Ok(())
     }
+}
+
+/// Writes the record of the turn in flight into chat.db (here, or inside a chat write that
+/// starts a turn: `store::chat::Save::starts_turn`). Cached: it runs on every turn.
+pub(super) fn record_turn(c: &rusqlite::Connection, uid: &str, cid: &str, message_id: &str, request_id: &str) -> Result<(), Error> {
+    c.prepare_cached("INSERT OR REPLACE INTO turns_in_flight (uid, conversation_id, message_id, request_id) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(rusqlite::params![uid, cid, message_id, request_id])?;
+    Ok(())
 }
 
 /// A fresh id for this instance (at every start, so a restarted instance never mistakes a

@@ -47,6 +47,45 @@ async fn run_suite(s: &Stores) {
     audit_rows_and_fingerprints_round_trip(s).await;
     facts_are_per_user_and_limited(s).await;
     concurrent_fact_writes_respect_the_limit(s).await;
+    a_final_message_ends_its_turns_record(s).await;
+}
+
+/// A turn's user message starts the turn's record in the same commit, and its final message
+/// ends it; a commit that is not final, or of another message, leaves it.
+async fn a_final_message_ends_its_turns_record(s: &Stores) {
+    use super::lease::{Acquired, InterruptedTurn};
+    let (k, ttl) = (key("quin", "c1"), std::time::Duration::from_secs(10));
+    let probe = || s.leases.acquire(&k, &s.instance, ttl);
+    assert_eq!(probe().await.unwrap(), Acquired::Granted { interrupted: None });
+    let turn = InterruptedTurn {
+        message_id: "q-a1".into(),
+        request_id: "req_q".into(),
+    };
+    // The user message's commit starts the record.
+    let starts = Save {
+        title_hint: Some("hello".into()),
+        user_assistant: Some("default".into()),
+        starts_turn: Some(turn.clone()),
+        ..Save::default()
+    };
+    s.chat.save(&k, &user("q-u1", "hello"), starts).await.unwrap();
+    let final_save = || Save {
+        ends_turn: true,
+        ..Save::default()
+    };
+    let in_flight = Acquired::Granted {
+        interrupted: Some(turn.clone()),
+    };
+    s.chat
+        .save(&k, &UiMessage::new("q-older".into(), Role::Assistant), final_save())
+        .await
+        .unwrap();
+    assert_eq!(probe().await.unwrap(), in_flight, "another message's final version");
+    let reply = UiMessage::new("q-a1".into(), Role::Assistant);
+    s.chat.save(&k, &reply, Save::default()).await.unwrap();
+    assert_eq!(probe().await.unwrap(), in_flight, "a checkpoint that is not final");
+    s.chat.save(&k, &reply, final_save()).await.unwrap();
+    assert_eq!(probe().await.unwrap(), Acquired::Granted { interrupted: None });
 }
 
 async fn conversations_are_per_user(s: &Stores) {

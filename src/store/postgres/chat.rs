@@ -90,6 +90,24 @@ impl ChatStore for PgChat {
             )
             .await?;
         }
+        if let Some(turn) = &save.starts_turn {
+            // The marker lives in this instance's lease row (store::postgres::lease).
+            tx.execute(
+                super::lease::RECORD_TURN,
+                &[&uid, &cid, &self.instance, &turn.message_id, &turn.request_id],
+            )
+            .await?;
+        }
+        if save.ends_turn {
+            // The marker lives in this instance's lease row (store::postgres::lease), held
+            // FOR KEY SHARE by the fence above.
+            tx.execute(
+                "UPDATE conversation_leases SET turn_message_id = NULL, turn_request_id = NULL
+                 WHERE uid = $1 AND conversation_id = $2 AND owner = $3 AND turn_message_id = $4",
+                &[&uid, &cid, &self.instance, &message.id],
+            )
+            .await?;
+        }
         for a in &save.approvals {
             tx.execute(
                 "INSERT INTO pending_approvals (approval_id, uid, conversation_id, message_id, tool_call_id, server, tool, arguments, arguments_sha256, created_at)

@@ -45,6 +45,12 @@ const PRUNE: &str = "DELETE FROM conversation_leases WHERE expires_at < now() - 
 /// How often one instance prunes (inline, in the acquisition that finds it due).
 const PRUNE_EVERY_SECS: i64 = 300;
 
+/// Records the turn in flight in the owner's lease row (here, or inside a chat write that
+/// starts a turn: `store::chat::Save::starts_turn`). $1 uid, $2 conversation, $3 owner,
+/// $4 message id, $5 request id.
+pub(super) const RECORD_TURN: &str = "UPDATE conversation_leases SET turn_message_id = $4, turn_request_id = $5
+     WHERE uid = $1 AND conversation_id = $2 AND owner = $3";
+
 fn ttl_secs(ttl: Duration) -> f64 {
     ttl.as_secs_f64()
 }
@@ -110,8 +116,7 @@ impl LeaseStore for PgLeases {
     async fn turn_started(&self, key: &ConversationKey, owner: &str, turn: &InterruptedTurn) -> Result<(), Error> {
         unflushed(
             &self.pool,
-            "UPDATE conversation_leases SET turn_message_id = $4, turn_request_id = $5
-             WHERE uid = $1 AND conversation_id = $2 AND owner = $3",
+            RECORD_TURN,
             &[&key.uid(), &key.id(), &owner, &turn.message_id, &turn.request_id],
         )
         .await?;
