@@ -82,7 +82,8 @@ CREATE TABLE IF NOT EXISTS summaries (
 "#;
 
 /// The layout [`SCHEMA`] describes, kept in chat.db's `user_version`. 0: a file from before
-/// (or a new one); 1: `conversations.assistant` added; 2: the per-turn layout above.
+/// this version was kept (with or without `conversations.assistant`; no build wrote 1, and 0
+/// and 1 are migrated alike); 2: the per-turn layout above.
 const LAYOUT_VERSION: i64 = 2;
 
 /// A conversation as listed.
@@ -499,9 +500,18 @@ pub(crate) fn refused_binding(bound: Option<String>, wanted: &str) -> Option<Str
 /// Brings chat.db to [`LAYOUT_VERSION`] in place, losing nothing; a new file gets [`SCHEMA`] as
 /// it is. Guarded by `user_version`, so a file is migrated once; each step is one transaction.
 fn migrate(path: &Path) -> Result<(), Error> {
-    let mut c = Connection::open(path)?;
+    // `open_conn`: secure_delete on, so the old tables this drops leave no user text in freed
+    // pages (an erasure later only zeroes what the new tables hold).
+    let mut c = crate::store::db::open_conn(path)?;
     let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if version >= LAYOUT_VERSION {
+    if version > LAYOUT_VERSION {
+        // An older build must not write into a layout it does not know.
+        return Err(Error::Internal(format!(
+            "{} has chat.db layout {version}, newer than this build's ({LAYOUT_VERSION}): run a newer Tamebi",
+            path.display()
+        )));
+    }
+    if version == LAYOUT_VERSION {
         return Ok(());
     }
     if !table_exists(&c, "conversations")? {
@@ -525,7 +535,9 @@ fn migrate(path: &Path) -> Result<(), Error> {
 /// The tables whose layout changed, rebuilt as [`SCHEMA`] says, rows and `seq`s copied as they
 /// are (SQLite's own recipe for a table change: foreign keys off, the old tables renamed away
 /// without rewriting what refers to them, the new ones created, filled, the old ones dropped).
-/// Everything happens in one transaction: a crash leaves the old file untouched.
+/// Everything happens in one transaction: a crash leaves the old file untouched. Renaming the
+/// old tables away first (which SQLite's recipe warns about) is safe here because
+/// `legacy_alter_table` keeps references unrewritten and chat.db has no triggers or views.
 fn relayout(c: &mut Connection) -> Result<(), Error> {
     const REBUILT: [(&str, &str); 3] = [
         ("conversations", "uid, id, title, created_at, updated_at, assistant"),
@@ -550,9 +562,17 @@ fn relayout(c: &mut Connection) -> Result<(), Error> {
     for (table, _) in present.iter().rev() {
         tx.execute_batch(&format!("DROP TABLE old_{table}"))?;
     }
+    // Step 10 of SQLite's recipe: the copied rows must still satisfy every foreign key.
+    let broken: i64 = tx.query_row("SELECT COUNT(*) FROM pragma_foreign_key_check", [], |r| r.get(0))?;
+    if broken > 0 {
+        return Err(Error::Internal(format!(
+            "chat.db layout upgrade: {broken} rows break a foreign key; the file is left as it was"
+        )));
+    }
     tx.pragma_update(None, "user_version", LAYOUT_VERSION)?;
     tx.commit()?;
     c.pragma_update(None, "legacy_alter_table", "OFF")?;
+    c.pragma_update(None, "foreign_keys", "ON")?;
     Ok(())
 }
 
@@ -652,6 +672,51 @@ mod tests {
 
     fn user_message(id: &str, text: &str) -> String {
         serde_json::json!({"id": id, "role": "user", "parts": [{"type": "text", "text": text}]}).to_string()
+    }
+
+    #[tokio::test]
+    async fn an_erasure_after_the_layout_upgrade_leaves_none_of_the_old_text_on_disk() {
+        const MARKER: &str = "zq-marker-of-alice-zq";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chat.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(SCHEMA_BEFORE_LAYOUT).unwrap();
+            c.execute_batch("INSERT INTO conversations VALUES ('alice', 'a1', 'First', 1, 30, NULL);")
+                .unwrap();
+            // Enough rows to fill pages of their own, which the upgrade's DROP TABLE frees.
+            for seq in 1..=200 {
+                let id = format!("m-{seq}");
+                c.execute(
+                    "INSERT INTO messages (seq, uid, conversation_id, id, role, message, created_at) VALUES (?1, 'alice', 'a1', ?2, 'user', ?3, 1)",
+                    params![seq, id, user_message(&id, &format!("{MARKER} {seq}"))],
+                )
+                .unwrap();
+            }
+        }
+        let s = SqliteChat::open(&path).unwrap();
+        assert_eq!(s.erase_user(&crate::store::key::test_user("alice")).await.unwrap(), 1);
+        s.close().await;
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend(std::fs::read(dir.path().join("chat.db-wal")).unwrap_or_default());
+        let found = bytes.windows(MARKER.len()).filter(|w| *w == MARKER.as_bytes()).count();
+        assert_eq!(found, 0, "an erased user's text is still in chat.db's bytes");
+    }
+
+    #[test]
+    fn a_chat_db_from_a_newer_build_is_refused_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chat.db");
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", LAYOUT_VERSION + 1)
+            .unwrap();
+        let Err(e) = SqliteChat::open(&path) else {
+            panic!("a newer layout was opened")
+        };
+        assert!(e.to_string().contains("newer than this build"), "{e}");
+        let c = Connection::open(&path).unwrap();
+        assert!(!table_exists(&c, "conversations").unwrap(), "the refused file was written");
     }
 
     #[tokio::test]

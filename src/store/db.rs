@@ -141,7 +141,9 @@ impl Db {
     }
 }
 
-fn open_conn(path: &Path) -> Result<Connection, Error> {
+/// A connection set up as every connection to a Tamebi database must be (also the one a
+/// migration uses: a table it drops must leave zeros behind, not a user's text).
+pub(crate) fn open_conn(path: &Path) -> Result<Connection, Error> {
     let conn = Connection::open(path)?;
     // WAL + NORMAL: a committed transaction survives a process kill (only an OS crash can
     // lose the last ones); readers never block the writer.
