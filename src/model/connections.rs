@@ -142,6 +142,9 @@ impl Pool {
             b = b.http2_prior_knowledge();
         }
         if let Some(tls) = &self.tls {
+            // reqwest ignores every later `.tls_*` option on a preconfigured backend: the shared
+            // config is all the TLS there is. It names aws-lc-rs itself (nothing here installs a
+            // process-wide rustls provider).
             b = b.tls_backend_preconfigured(tls.config()?);
         }
         if self.plain_http {
@@ -280,5 +283,71 @@ mod tests {
             panic!("prior knowledge gets the pool")
         };
         assert!(pool.tls.is_none());
+    }
+
+    /// A TLS server on 127.0.0.1 presenting a self-signed certificate (src/model/testdata):
+    /// accepts one connection and returns how its handshake ended.
+    fn self_signed_server() -> (u16, std::thread::JoinHandle<Result<(), rustls::Error>>) {
+        let cert = rustls::pki_types::CertificateDer::from(include_bytes!("testdata/self-signed-cert.der").to_vec());
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(include_bytes!("testdata/self-signed-key.der").to_vec().into());
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert], key)
+            .unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut tcp, _) = listener.accept().unwrap();
+            tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut tls = rustls::ServerConnection::new(Arc::new(config)).unwrap();
+            while tls.is_handshaking() {
+                if let Err(e) = tls.complete_io(&mut tcp) {
+                    let tls_error = e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()).cloned();
+                    return Err(tls_error.unwrap_or_else(|| rustls::Error::General(e.to_string())));
+                }
+            }
+            Ok(())
+        });
+        (port, server)
+    }
+
+    /// Guards the shared config's verifier: one that accepted every certificate would let
+    /// anyone on the path read the model traffic.
+    #[tokio::test]
+    async fn pool_clients_refuse_a_certificate_of_unknown_issuer() {
+        let (port, server) = self_signed_server();
+        let url = format!("https://127.0.0.1:{port}/v1");
+        let c = Connections::new(reqwest::Client::new(), &config(ModelHttp2::Auto, &[&url], 1));
+        assert!(matches!(c, Connections::Pool(_)));
+        let (client, _lease) = c.checkout().unwrap();
+        let sent = client.get(format!("{url}/models")).send().await;
+        let err = sent.expect_err("a self-signed certificate must be refused");
+        assert!(err.is_connect(), "{err:?}");
+        // Refused by the verifier, for the certificate's issuer...
+        let mut next: Option<&(dyn std::error::Error + 'static)> = Some(&err);
+        let mut tls_error = None;
+        while let Some(e) = next {
+            if let Some(found) = e.downcast_ref::<rustls::Error>() {
+                tls_error = Some(found.clone());
+                break;
+            }
+            // rustls's error travels inside io::Errors, whose source() skips what they wrap.
+            next = match e.downcast_ref::<std::io::Error>() {
+                Some(io) => io.get_ref().map(|inner| inner as &(dyn std::error::Error + 'static)),
+                None => e.source(),
+            };
+        }
+        assert_eq!(
+            tls_error,
+            Some(rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)),
+            "{err:?}"
+        );
+        // ...which ended the handshake with unknown_ca, before any request was sent.
+        assert_eq!(
+            server.join().unwrap(),
+            Err(rustls::Error::AlertReceived(rustls::AlertDescription::UnknownCA))
+        );
     }
 }

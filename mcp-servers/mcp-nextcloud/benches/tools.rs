@@ -406,9 +406,9 @@ fn start_ours(nc_url: &str) -> anyhow::Result<(Process, String, tempfile::TempDi
 
 /// Starts nextcloud-mcp-server from its venv, if installed. It holds one account's password
 /// (that is its design: one configured account), so the bench client sends it no bearer. It
-/// logs in with Basic, keeps no cookies and sends `OCS-APIRequest: true` on every request (a
-/// default of its HTTP client in the pinned 0.202.1), so Deck's `@CORS` API serves it on
-/// Nextcloud and on the stand-in alike; a refusal would show as "deck_get_boards fails".
+/// logs in with Basic and keeps no cookies; Basic auth is what Deck's `@CORS` API accepts
+/// (on Nextcloud and on the stand-in alike), and the peer also sends `OCS-APIRequest: true` on
+/// most of its Deck calls. A refusal would show as "deck_get_boards fails".
 fn start_theirs(nc_url: &str, user: &str, password: &str) -> anyhow::Result<Option<(Process, String)>> {
     let venv = workspace_root().join("mcp-servers/mcp-nextcloud/benches/python/.venv");
     let exe = venv.join("bin/nextcloud-mcp-server");

@@ -17,6 +17,7 @@ use OCA\Tamebi\Tests\Stubs\FakeUserSession;
 use OCA\Tamebi\Tests\Stubs\RecordingLogger;
 use OCA\Mail\Account;
 use OCA\Mail\Db\LocalMessage;
+use OCA\Mail\Exception\SentMailboxNotSetException;
 use OCA\Mail\Exception\ServiceException;
 use OCA\Mail\Service\AccountService;
 use OCA\Mail\Service\OutboxService;
@@ -177,6 +178,33 @@ final class MailBridgeTest extends TestCase {
 		$this->assertSame([[], []], [$this->sent(), $this->outbox()]);
 	}
 
+	/** Mail releases whose SentMailboxHandler throws instead of setting the status: same answer. */
+	public function testASentMailboxNotSetExceptionIsNoSentMailboxNotAnUnknownOutcome(): void {
+		$this->sendChainThrows(new SentMailboxNotSetException());
+		$response = $this->controller('alice', '{"account_id":1,"to":["bob@example.com"],"subject":"s","body":"b"}')->send();
+		$this->assertSame(409, $response->getStatus());
+		$this->assertSame(['error' => 'no_sent_mailbox', 'message' => MailError::NO_SENT_MAILBOX_MESSAGE], $response->getData());
+		$this->assertSame([[], []], [$this->sent(), $this->outbox()]);
+	}
+
+	/** Mail's saveDraft refuses with a bare ClientException: a setting to make, not a passing failure. */
+	public function testWithoutADraftsMailboxNoDraftIsSavedAndTheAnswerSaysWhatToSet(): void {
+		$state = json_decode((string)file_get_contents($this->state), true);
+		foreach ($state['mailboxes'] as $i => $box) {
+			$state['mailboxes'][$i]['special_use'] = array_values(array_diff($box['special_use'], ['drafts']));
+		}
+		file_put_contents($this->state, json_encode($state));
+		$before = count($state['messages']);
+		foreach ([null, 1] as $inReplyTo) {
+			$response = $this->controller('alice', json_encode(['account_id' => 1, 'to' => ['bob@example.com'], 'subject' => 's',
+				'body' => 'b', 'in_reply_to' => $inReplyTo]))->draft();
+			$this->assertSame(409, $response->getStatus(), json_encode($response->getData()));
+			$this->assertSame(['error' => 'no_drafts_mailbox', 'message' => MailError::NO_DRAFTS_MAILBOX_MESSAGE], $response->getData());
+		}
+		$after = json_decode((string)file_get_contents($this->state), true);
+		$this->assertCount($before, $after['messages']);
+	}
+
 	public function testMailsUnclearSentStateIsAnUnknownOutcomeNotAFailure(): void {
 		$response = $this->controller('alice', '{"account_id":1,"to":["x@unclear.example.net"],"subject":"s","body":"b"}')->send();
 		$this->assertSame(502, $response->getStatus());
@@ -208,21 +236,25 @@ final class MailBridgeTest extends TestCase {
 		$this->assertSame([[], []], [$this->sent(), $this->outbox()]);
 	}
 
-	public function testAnExceptionFromInsideTheSendChainIsAnUnknownOutcome(): void {
-		$fake = new FakeMail($this->state);
-		$this->overrides[OutboxService::class] = new class($fake) extends OutboxService {
-			public function __construct(private FakeMail $mail) {
+	/** Mail's outbox as FakeMail has it, except that its send chain throws `$thrown`. */
+	private function sendChainThrows(\Throwable $thrown): void {
+		$this->overrides[OutboxService::class] = new class(new FakeMail($this->state), $thrown) extends OutboxService {
+			public function __construct(private FakeMail $mail, private \Throwable $thrown) {
 			}
 			public function saveMessage(Account $account, LocalMessage $message, array $to, array $cc, array $bcc, array $attachments = []): LocalMessage {
 				return $this->mail->outboxSave($account, $message, $to, $cc, $bcc);
 			}
 			public function sendMessage(LocalMessage $message, Account $account): LocalMessage {
-				throw new ServiceException('smtp.internal.example:587 dropped the connection');
+				throw $this->thrown;
 			}
 			public function deleteMessage(string $userId, LocalMessage $message): void {
 				$this->mail->outboxDelete($userId, $message);
 			}
 		};
+	}
+
+	public function testAnExceptionFromInsideTheSendChainIsAnUnknownOutcome(): void {
+		$this->sendChainThrows(new ServiceException('smtp.internal.example:587 dropped the connection'));
 		$response = $this->controller('alice', '{"account_id":1,"to":["bob@example.com"],"subject":"s","body":"b"}')->send();
 		$this->assertSame([502, 'send_outcome_unknown'], [$response->getStatus(), $response->getData()['error']]);
 		$this->assertStringNotContainsString('smtp.internal', json_encode($response->getData()));

@@ -20,6 +20,13 @@ namespace OCA\Mail\Exception {
 
 	class ServiceException extends \Exception {
 	}
+
+	/** Thrown by some Mail releases' Send\SentMailboxHandler, before SMTP. */
+	class SentMailboxNotSetException extends ClientException {
+		public function __construct() {
+			parent::__construct('No sent mailbox configured');
+		}
+	}
 }
 
 namespace {

@@ -76,7 +76,7 @@ impl Nextcloud {
     /// the session's CSRF rules before anything runs, so a refused session says nothing about
     /// the bearer, and only the bearer's own answer may stand. If that second answer is a
     /// success, Nextcloud refused this bearer's session: it gets none for a while (and if
-    /// several bearers are refused, nobody does for a while: [`SessionCookies::refused`]).
+    /// several users' sessions are refused, nobody gets one for a while: [`SessionCookies::refused`]).
     async fn send_as(&self, bearer: &Bearer, uid: Option<&str>, request: RequestBuilder, what: &str) -> Result<Response, Error> {
         let Some(cookie) = self.sessions.cookie(bearer) else {
             return self.send_observed(bearer, uid, request, what).await;
@@ -91,7 +91,7 @@ impl Nextcloud {
         tracing::debug!(what, "nextcloud refused the session cookie; trying the bearer alone");
         let response = self.send_observed(bearer, uid, again, what).await?;
         if response.status().is_success() {
-            self.sessions.refused(bearer);
+            self.sessions.refused(bearer, uid);
         }
         Ok(response)
     }

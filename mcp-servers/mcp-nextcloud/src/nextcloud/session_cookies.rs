@@ -20,10 +20,13 @@
 //!   values marked sensitive);
 //! - if Nextcloud refuses a session it opened itself while the bearer alone is accepted
 //!   ([`SessionCookies::refused`]), that bearer gets no session for [`REFUSED_TTL`]; when
-//!   [`PAUSE_AFTER`] different bearers are refused within that time (a server whose CSRF check
-//!   does not take `OCS-APIRequest`, before Nextcloud 30, refuses everyone's), reuse pauses for
-//!   everyone for [`PAUSE`] and is then tried again. One bearer's refusal never switches reuse
-//!   off for the others, and nothing switches it off for good.
+//!   the sessions of [`PAUSE_AFTER`] different users are refused within that time (a server
+//!   whose CSRF check does not take `OCS-APIRequest`, before Nextcloud 30, refuses everyone's),
+//!   reuse pauses for everyone for [`PAUSE`] and is then tried again. Users are counted, not
+//!   bearers (one user holds an app password and several JWTs at once), by a keyed digest of
+//!   the uid, never the uid itself; a refusal whose uid is not known yet counts by its bearer.
+//!   One user's refusals never switch reuse off for the others, and nothing switches it off
+//!   for good.
 //!
 //! It must never widen what a request may do: the bearer is still sent with every request,
 //! and Nextcloud evaluates permissions and shares per request whatever authenticated it.
@@ -32,7 +35,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
+use hmac::{Hmac, KeyInit, Mac};
 use http::{HeaderMap, HeaderValue, StatusCode};
+use sha2::Sha256;
 
 use mcp_resource_server::Bearer;
 
@@ -55,11 +60,13 @@ pub const MAX_SLOTS: usize = 10_000;
 /// goes without one: no longer than any slot would have lived, so its next token, or the same
 /// one after a transient refusal, is offered a session again.
 pub const REFUSED_TTL: Duration = MAX_TTL;
-/// How many different bearers refused within [`REFUSED_TTL`] mean the server refuses sessions
-/// for everyone (rather than one user's session being in a state it will not serve).
+/// How many different users refused within [`REFUSED_TTL`] mean the server refuses sessions
+/// for everyone (rather than one user's sessions being in a state it will not serve).
 pub const PAUSE_AFTER: usize = 3;
-/// How long reuse pauses for everyone after [`PAUSE_AFTER`] refusals. Then it is tried again, so
-/// a server that refuses every session costs [`PAUSE_AFTER`] extra requests per pause.
+/// How long reuse pauses for everyone after [`PAUSE_AFTER`] users' refusals. Then it is tried
+/// again, so a server that refuses every session costs at least [`PAUSE_AFTER`] extra requests
+/// per pause: more under concurrent load, where requests already holding a cookie are refused
+/// (and retried without it) in the moment before the pause starts.
 pub const PAUSE: Duration = Duration::from_secs(600);
 /// Cookies that would log in again after the session ends (Nextcloud's remember-me trio).
 const REMEMBER_ME: [&str; 3] = ["nc_username", "nc_token", "nc_session_id"];
@@ -78,6 +85,9 @@ struct State {
     slots: HashMap<[u8; 32], Jar>,
     /// Bearers (by slot name) whose session Nextcloud refused, and until when they get none.
     refused: HashMap<[u8; 32], Instant>,
+    /// Users (by [`SessionCookies::user`], or by slot name when the uid was not known) whose
+    /// session Nextcloud refused, and until when that counts towards the pause.
+    refusing_users: HashMap<[u8; 32], Instant>,
     /// Until when no bearer gets a session ([`PAUSE_AFTER`] refusals).
     paused_until: Option<Instant>,
 }
@@ -131,6 +141,15 @@ impl SessionCookies {
 
     fn slot(&self, bearer: &Bearer) -> [u8; 32] {
         bearer.keyed_digest(&self.key)
+    }
+
+    /// HMAC-SHA256 of the uid under the process key: counts a user without keeping the uid.
+    /// The NUL prefix keeps it apart from every slot name (a bearer never contains NUL).
+    fn user(&self, uid: &str) -> [u8; 32] {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new(&self.key.into());
+        mac.update(b"\0uid\0");
+        mac.update(uid.as_bytes());
+        mac.finalize().into_bytes().into()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -217,29 +236,35 @@ impl SessionCookies {
 
     /// Learns that Nextcloud refused `bearer`'s session (401 with the cookie) and accepted the
     /// same request with the bearer alone: that bearer's cookies go and it gets no session for
-    /// [`REFUSED_TTL`]. The [`PAUSE_AFTER`]th different bearer refused within that time pauses
-    /// reuse for everyone for [`PAUSE`], with one warning (the server refuses every session).
-    pub fn refused(&self, bearer: &Bearer) {
+    /// [`REFUSED_TTL`]. The [`PAUSE_AFTER`]th different user refused within that time (`uid`, the
+    /// user Nextcloud gave for the bearer; when not known yet, the bearer stands for its user)
+    /// pauses reuse for everyone for [`PAUSE`], with one warning (the server refuses every
+    /// session).
+    pub fn refused(&self, bearer: &Bearer, uid: Option<&str>) {
         let slot = self.slot(bearer);
+        let who = uid.map_or(slot, |uid| self.user(uid));
         let now = Instant::now();
         let mut state = self.lock();
         state.slots.remove(&slot);
-        // Never more than PAUSE_AFTER entries: reaching it clears the record.
         state.refused.retain(|_, until| *until > now);
         state.refused.insert(slot, now + REFUSED_TTL);
-        if state.refused.len() < PAUSE_AFTER {
+        // Never more than PAUSE_AFTER entries: reaching it clears the record.
+        state.refusing_users.retain(|_, until| *until > now);
+        state.refusing_users.insert(who, now + REFUSED_TTL);
+        if state.refusing_users.len() < PAUSE_AFTER {
             tracing::debug!("Nextcloud refused a session it had issued while accepting the bearer alone; not reused for that bearer");
             return;
         }
         tracing::warn!(
-            bearers = state.refused.len(),
+            users = state.refusing_users.len(),
             pause_secs = PAUSE.as_secs(),
-            "Nextcloud refused the sessions it had issued to several bearers while accepting the bearers alone \
+            "Nextcloud refused the sessions it had issued to several users while accepting their bearers alone \
              (its CSRF check does not take OCS-APIRequest: Nextcloud before 30?); session reuse pauses"
         );
         state.paused_until = Some(now + PAUSE);
         state.slots.clear();
         state.refused.clear();
+        state.refusing_users.clear();
     }
 
     /// Whether session reuse is paused for everyone now ([`Self::refused`]).
@@ -502,7 +527,7 @@ mod tests {
         let (alice, bob) = (bearer("alice-app-password"), bearer("bob-app-password"));
         jar.observe(&alice, StatusCode::OK, &set_cookies(&LOGIN));
         jar.observe(&bob, StatusCode::OK, &set_cookies(&LOGIN));
-        jar.refused(&alice);
+        jar.refused(&alice, Some("alice"));
         // alice's cookies are gone and she is given none, even when Nextcloud sets new ones...
         assert!(jar.cookie(&alice).is_none());
         jar.observe(&alice, StatusCode::OK, &set_cookies(&LOGIN));
@@ -522,19 +547,42 @@ mod tests {
     }
 
     #[test]
-    fn refusals_from_several_bearers_pause_reuse_for_everyone_for_a_while() {
+    fn one_users_many_bearers_never_pause_reuse() {
+        let jar = SessionCookies::default();
+        let bob = bearer("bob-app-password");
+        jar.observe(&bob, StatusCode::OK, &set_cookies(&LOGIN));
+        // alice's app password and two JWTs: three bearers, one user.
+        let alices = [bearer("alice-app-password"), bearer(&jwt(now() + 300)), bearer(&jwt(now() + 600))];
+        for b in &alices {
+            jar.observe(b, StatusCode::OK, &set_cookies(&LOGIN));
+            jar.refused(b, Some("alice"));
+            assert!(jar.cookie(b).is_none());
+        }
+        assert!(!jar.paused());
+        assert!(jar.cookie(&bob).is_some());
+        // The user is counted by a keyed digest of the uid (another process, another digest).
+        assert_eq!(jar.lock().refusing_users.len(), 1);
+        assert!(jar.lock().refusing_users.contains_key(&jar.user("alice")));
+        assert_ne!(jar.user("alice"), SessionCookies::default().user("alice"));
+    }
+
+    #[test]
+    fn refusals_from_several_users_pause_reuse_for_everyone_for_a_while() {
         let jar = SessionCookies::default();
         let bearers: Vec<Bearer> = (0..PAUSE_AFTER + 1).map(|i| bearer(&format!("token-{i}"))).collect();
+        let uids: Vec<String> = (0..PAUSE_AFTER + 1).map(|i| format!("user-{i}")).collect();
         let last = &bearers[PAUSE_AFTER];
         jar.observe(last, StatusCode::OK, &set_cookies(&LOGIN));
-        // The same bearer refused again counts once.
-        jar.refused(&bearers[0]);
-        jar.refused(&bearers[0]);
-        for b in &bearers[1..PAUSE_AFTER - 1] {
-            jar.refused(b);
+        // The same user refused again counts once.
+        jar.refused(&bearers[0], Some(&uids[0]));
+        jar.refused(&bearers[0], Some(&uids[0]));
+        // A refusal whose uid is not known yet counts by its bearer.
+        jar.refused(&bearers[1], None);
+        for (b, uid) in bearers.iter().zip(&uids).take(PAUSE_AFTER - 1).skip(2) {
+            jar.refused(b, Some(uid));
         }
         assert!(!jar.paused() && jar.cookie(last).is_some());
-        jar.refused(&bearers[PAUSE_AFTER - 1]);
+        jar.refused(&bearers[PAUSE_AFTER - 1], Some(&uids[PAUSE_AFTER - 1]));
         // Paused: every cookie forgotten, none kept or sent, for any bearer.
         assert!(jar.paused() && jar.is_empty());
         assert!(jar.cookie(last).is_none());

@@ -14,6 +14,7 @@ use OCA\Mail\Db\LocalMessage;
 use OCA\Mail\Db\Mailbox;
 use OCA\Mail\Db\Message;
 use OCA\Mail\Exception\ClientException;
+use OCA\Mail\Exception\SentMailboxNotSetException;
 use OCA\Mail\Exception\ServiceException;
 use OCA\Mail\IMAP\IMAPClientFactory;
 use OCA\Mail\IMAP\MessageMapper as ImapMessageMapper;
@@ -195,6 +196,12 @@ final class MailContracts {
 		}
 		try {
 			$result = $outbox->sendMessage($saved, $account);
+		} catch (SentMailboxNotSetException) {
+			// Some Mail releases throw this from the chain's first step (SentMailboxHandler)
+			// instead of setting STATUS_NO_SENT_MAILBOX: before SMTP, so nothing went out. (A
+			// Mail without the class never throws it; PHP then never matches this catch.)
+			$this->discard($uid, $outbox, $saved);
+			throw MailError::noSentMailbox();
 		} catch (\Throwable $e) {
 			// Thrown from inside the chain: the SMTP step may or may not have happened.
 			$this->discard($uid, $outbox, $saved);
@@ -255,6 +262,11 @@ final class MailContracts {
 				return $this->saveReplyDraft($uid, $account, $c, $original);
 			}
 		}
+		// Mail's saveDraft throws a bare ClientException for this, which would read as a passing
+		// backend failure: it is a setting only the person can change.
+		if ($account->getMailAccount()->getDraftsMailboxId() === null) {
+			throw MailError::noDraftsMailbox();
+		}
 		$data = new NewMessageData($account, $this->addressList($c['to']), $this->addressList($c['cc']),
 			$this->addressList($c['bcc']), $c['subject'], $c['body'], [], false);
 		$saved = $this->backend(fn () => $this->transmission()->saveDraft($data), 'Mail could not save the draft');
@@ -269,7 +281,7 @@ final class MailContracts {
 	private function saveReplyDraft(string $uid, Account $account, array $c, string $inReplyTo): ?int {
 		$draftsId = $account->getMailAccount()->getDraftsMailboxId();
 		if ($draftsId === null) {
-			throw MailError::backend('the account has no Drafts mailbox set in Mail');
+			throw MailError::noDraftsMailbox();
 		}
 		$drafts = $this->ownMailbox($uid, (int)$draftsId);
 		$mail = new \Horde_Mime_Mail();

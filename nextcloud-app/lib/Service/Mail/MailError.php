@@ -20,6 +20,8 @@ final class MailError extends \RuntimeException {
 	public const INTERNAL_MESSAGE = 'The mail bridge failed; the details are in the Nextcloud log';
 	public const NO_SENT_MAILBOX_MESSAGE = 'This mail account has no Sent folder set, so Mail sends nothing from it. '
 		. 'Choose one in Mail (account settings, Default folders), then send again. Nothing was sent.';
+	public const NO_DRAFTS_MAILBOX_MESSAGE = 'This mail account has no Drafts folder set, so Mail saves no draft in it. '
+		. 'Choose one in Mail (account settings, Default folders), then try again. Nothing was saved.';
 
 	private function __construct(
 		public readonly int $status,
@@ -55,6 +57,14 @@ final class MailError extends \RuntimeException {
 	 */
 	public static function noSentMailbox(): self {
 		return new self(409, 'no_sent_mailbox', self::NO_SENT_MAILBOX_MESSAGE);
+	}
+
+	/**
+	 * The account has no Drafts mailbox: Mail refuses to save a draft (ClientException 'No drafts
+	 * mailbox configured'). Like {@see noSentMailbox}: only the person can fix it, so 409.
+	 */
+	public static function noDraftsMailbox(): self {
+		return new self(409, 'no_drafts_mailbox', self::NO_DRAFTS_MAILBOX_MESSAGE);
 	}
 
 	/**
