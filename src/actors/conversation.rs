@@ -403,10 +403,10 @@ impl ConversationActor {
             None => (run, None),
         };
         let forward = forward_events(received, myself.clone(), state.turns, log.clone());
-        // One task runs the turn and feeds its events into this mailbox.
-        self.services.tasks.spawn(async move {
-            futures::join!(tracing::Instrument::instrument(turn::run(run), span), forward);
-        });
+        // One task runs the turn and feeds its events into this mailbox. Joined without an
+        // async block, which would keep a slot for the moved `Turn` while the stream is open.
+        let turn = tracing::Instrument::instrument(turn::run(run), span);
+        self.services.tasks.spawn(futures::future::join(turn, forward));
         let in_flight = InFlight {
             turn: state.turns,
             log,
@@ -587,8 +587,14 @@ fn marker_written(result: Result<(), Error>) {
 /// finished is still committed. It is closed only after the end is in the mailbox: a client's
 /// next request, sent once it saw the end, reaches the actor after the turn's end, never
 /// while the actor still counts the turn as running.
-async fn forward_events(mut events: mpsc::UnboundedReceiver<TurnEvent>, actor: ActorRef<ConversationMsg>, turn: u64, log: Arc<StreamLog>) {
+async fn forward_events(
+    mut events: mpsc::UnboundedReceiver<Box<TurnEvent>>,
+    actor: ActorRef<ConversationMsg>,
+    turn: u64,
+    log: Arc<StreamLog>,
+) {
     while let Some(event) = events.recv().await {
+        let event = *event;
         let nothing_to_commit = matches!(event, TurnEvent::Ended { changed: false, .. });
         if actor.send_message(ConversationMsg::Turn { turn, event }).is_err() {
             break;
