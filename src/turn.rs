@@ -450,6 +450,9 @@ impl TurnState {
         let mut stream = Box::pin(model.stream_as(self.t.loadout.model, &messages, &self.specs))
             .await
             .map_err(TurnError::ModelCall)?;
+        // The request is sent: its messages (the whole history as the model sees it) are not
+        // kept for as long as the answer streams (issue #16).
+        drop(messages);
         // The request went out while the user message was being committed; its answer is
         // read only once that commit is done.
         self.durable().await?;
