@@ -83,7 +83,9 @@ pub enum TurnEvent {
 /// Publishes a turn's parts into its stream log and its checkpoints into its channel, in
 /// order. Each part is serialised once, here; readers send the same bytes.
 pub struct Emitter {
-    events: mpsc::UnboundedSender<TurnEvent>,
+    /// Boxed: tokio's channel allocates its slots 32 at a time for as long as the turn runs,
+    /// and a slot of the unboxed event is 88 bytes (2.8 KB per open stream; 256 bytes boxed).
+    events: mpsc::UnboundedSender<Box<TurnEvent>>,
     log: Arc<StreamLog>,
     /// The message changed since its last checkpoint.
     dirty: bool,
@@ -92,7 +94,7 @@ pub struct Emitter {
 }
 
 impl Emitter {
-    pub fn new(events: mpsc::UnboundedSender<TurnEvent>, log: Arc<StreamLog>) -> Self {
+    pub fn new(events: mpsc::UnboundedSender<Box<TurnEvent>>, log: Arc<StreamLog>) -> Self {
         Emitter {
             events,
             log,
@@ -104,7 +106,7 @@ impl Emitter {
     /// False when nobody consumes the events any more (the conversation crashed or was
     /// deleted): the turn should stop.
     fn send(&self, event: TurnEvent) -> bool {
-        self.events.send(event).is_ok()
+        self.events.send(Box::new(event)).is_ok()
     }
 
     /// Publishes `part`, already folded into `message`. A boundary after a change (or one
@@ -180,39 +182,44 @@ pub struct Turn {
 
 /// Runs the turn to its end and reports that it ended. The caller runs it inside the turn
 /// span (`telemetry::turn_span`), which never carries the uid unless the operator opted in.
-pub async fn run(turn: Turn) {
-    let _in_flight = crate::telemetry::metrics::turn_in_flight();
+///
+/// Not an `async fn`: the future would keep a slot for its `turn` argument (already moved
+/// into the state) for as long as the turn's stream is open (issue #16).
+pub fn run(turn: Turn) -> impl std::future::Future<Output = ()> + Send {
     let cancel = turn.cancel.clone();
-    let request_id = turn.caller.request_id.clone();
     let mut state = TurnState::new(turn);
-    // A bug that panics inside the turn must still end it: otherwise the conversation would
-    // wait forever for a turn that is gone (every later message answered 409).
-    let outcome = {
-        let drive = std::panic::AssertUnwindSafe(state.drive()).catch_unwind();
-        tokio::select! {
-            o = drive => o.unwrap_or_else(|_| {
-                crate::telemetry::metrics::error("turn.panic");
-                Err(TurnError::Panicked)
-            }),
-            _ = cancel.cancelled() => Err(TurnError::Cancelled),
+    async move {
+        let _in_flight = crate::telemetry::metrics::turn_in_flight();
+        // A bug that panics inside the turn must still end it: otherwise the conversation would
+        // wait forever for a turn that is gone (every later message answered 409).
+        let outcome = {
+            let drive = std::panic::AssertUnwindSafe(state.drive()).catch_unwind();
+            tokio::select! {
+                o = drive => o.unwrap_or_else(|_| {
+                    crate::telemetry::metrics::error("turn.panic");
+                    Err(TurnError::Panicked)
+                }),
+                _ = cancel.cancelled() => Err(TurnError::Cancelled),
+            }
+        };
+        // A turn stopped half-way (a panic, a cancel) may have left its history borrowed
+        // (`compacted_view`): it is not handed back, and the conversation reloads it from chat.db.
+        let intact = !matches!(outcome, Err(TurnError::Panicked | TurnError::Cancelled));
+        if let Err(error) = outcome {
+            let request_id = state.t.caller.request_id.clone();
+            report(&error, &request_id);
+            let _ = state.emit(StreamPart::Error {
+                error_text: stream_error_text(error.public_message(), &request_id),
+            });
         }
-    };
-    // A turn stopped half-way (a panic, a cancel) may have left its history borrowed
-    // (`compacted_view`): it is not handed back, and the conversation reloads it from chat.db.
-    let intact = !matches!(outcome, Err(TurnError::Panicked | TurnError::Cancelled));
-    if let Err(error) = outcome {
-        report(&error, &request_id);
-        let _ = state.emit(StreamPart::Error {
-            error_text: stream_error_text(error.public_message(), &request_id),
-        });
+        let Turn {
+            mut emitter,
+            history,
+            assistant,
+            ..
+        } = state.t;
+        emitter.end(intact.then_some(history), assistant);
     }
-    let Turn {
-        mut emitter,
-        history,
-        assistant,
-        ..
-    } = state.t;
-    emitter.end(intact.then_some(history), assistant);
 }
 
 /// The one place a turn's failure is logged and put on its span, cause and all (redacted);
@@ -291,9 +298,12 @@ impl TurnState {
         self.emit(StreamPart::Start {
             message_id: self.t.assistant.id.clone(),
         })?;
-        self.load_tools().await;
+        // The steps around the model's answer run boxed: none of them is live while a stream
+        // trickles, and inline they would size this future (held by the turn's task for as
+        // long as the stream is open) to the largest of them (issue #16).
+        Box::pin(self.load_tools()).await;
         self.load_facts().await;
-        self.apply_decisions().await?;
+        Box::pin(self.apply_decisions()).await?;
         let max_steps = self.t.services.config.max_steps;
         for _ in 0..max_steps {
             // The operator's bound: no further model call once the turn used its tokens.
@@ -310,7 +320,7 @@ impl TurnState {
                 self.emit(StreamPart::FinishStep)?;
                 break;
             }
-            let awaiting = self.handle_calls(calls).await?;
+            let awaiting = Box::pin(self.handle_calls(calls)).await?;
             self.emit(StreamPart::FinishStep)?;
             if awaiting {
                 break;
@@ -433,13 +443,16 @@ impl TurnState {
     /// One model call. Streams its text; returns the tool calls it made.
     async fn model_step(&mut self) -> Result<Vec<AssembledCall>, TurnError> {
         self.emit(StreamPart::StartStep)?;
-        let view = self.compacted_view().await?;
+        // Boxed (issue #16): the view (and a summary call) is built before the stream starts.
+        let view = Box::pin(self.compacted_view()).await?;
         let messages = view.messages;
         let model = &self.t.services.model;
-        let mut stream = model
-            .stream_as(self.t.loadout.model, &messages, &self.specs)
+        let mut stream = Box::pin(model.stream_as(self.t.loadout.model, &messages, &self.specs))
             .await
             .map_err(TurnError::ModelCall)?;
+        // The request is sent: its messages (the whole history as the model sees it) are not
+        // kept for as long as the answer streams (issue #16).
+        drop(messages);
         // The request went out while the user message was being committed; its answer is
         // read only once that commit is done.
         self.durable().await?;
@@ -799,4 +812,37 @@ impl TurnState {
 /// sha256 of the canonical JSON of a call's arguments (stored with approvals and audits).
 pub fn arguments_hash(arguments: &Value) -> String {
     hex::encode(Sha256::digest(canonical_json(arguments).as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn future_size<A, F: std::future::Future>(_: &impl Fn(A) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// The turn's future is held by its task for as long as its stream is open (10,000 open
+    /// streams hold 10,000 of them): the steps that are not live while a stream trickles
+    /// (tool listing, approvals, tool calls, the view and a summary call, the model request)
+    /// stay boxed, so the future is sized by the streaming loop (issue #16: 3.8 KB before in
+    /// a test build, under 1 KB after). A generous bound: it fails when a large step is
+    /// inlined again, not when the compiler moves a few bytes.
+    #[test]
+    fn the_turn_future_is_sized_by_the_streaming_loop() {
+        let size = future_size(&run);
+        assert!(size <= 1536, "the turn's future is {size} bytes");
+    }
+
+    /// tokio's channel allocates its slots 32 at a time and a running turn holds its block:
+    /// the turn's events travel boxed (an event is 88 bytes, a slot of the channel 8).
+    #[test]
+    fn the_event_channel_has_small_slots() {
+        fn slot<T>(_: &mpsc::UnboundedSender<T>) -> usize {
+            std::mem::size_of::<T>()
+        }
+        let (events, _received) = mpsc::unbounded_channel();
+        let _emitter = Emitter::new(events.clone(), StreamLog::new());
+        assert!(slot(&events) <= 16, "a slot of the turn's event channel is {} bytes", slot(&events));
+    }
 }

@@ -217,8 +217,11 @@ impl Actor for ConversationActor {
                     myself.stop(Some("fault injection: stopped before the turn".into()));
                     return Ok(());
                 }
+                // Boxed: ractor keeps this actor's message loop in one allocation sized by the
+                // largest handler, for as long as the actor lives; starting a turn is by far the
+                // largest, and it runs once per turn (issue #16).
                 let start = self.start_turn(&myself, state, caller, input, assistant);
-                let result = tracing::Instrument::instrument(start, parent).await;
+                let result = Box::pin(tracing::Instrument::instrument(start, parent)).await;
                 let lost = matches!(result, Err(Error::OwnedElsewhere { .. }));
                 let _ = reply.send(result);
                 if lost {
@@ -403,10 +406,10 @@ impl ConversationActor {
             None => (run, None),
         };
         let forward = forward_events(received, myself.clone(), state.turns, log.clone());
-        // One task runs the turn and feeds its events into this mailbox.
-        self.services.tasks.spawn(async move {
-            futures::join!(tracing::Instrument::instrument(turn::run(run), span), forward);
-        });
+        // One task runs the turn and feeds its events into this mailbox. Joined without an
+        // async block, which would keep a slot for the moved `Turn` while the stream is open.
+        let turn = tracing::Instrument::instrument(turn::run(run), span);
+        self.services.tasks.spawn(futures::future::join(turn, forward));
         let in_flight = InFlight {
             turn: state.turns,
             log,
@@ -587,8 +590,14 @@ fn marker_written(result: Result<(), Error>) {
 /// finished is still committed. It is closed only after the end is in the mailbox: a client's
 /// next request, sent once it saw the end, reaches the actor after the turn's end, never
 /// while the actor still counts the turn as running.
-async fn forward_events(mut events: mpsc::UnboundedReceiver<TurnEvent>, actor: ActorRef<ConversationMsg>, turn: u64, log: Arc<StreamLog>) {
+async fn forward_events(
+    mut events: mpsc::UnboundedReceiver<Box<TurnEvent>>,
+    actor: ActorRef<ConversationMsg>,
+    turn: u64,
+    log: Arc<StreamLog>,
+) {
     while let Some(event) = events.recv().await {
+        let event = *event;
         let nothing_to_commit = matches!(event, TurnEvent::Ended { changed: false, .. });
         if actor.send_message(ConversationMsg::Turn { turn, event }).is_err() {
             break;
@@ -626,4 +635,23 @@ async fn resolve_approvals(
         resolved.push((d, p));
     }
     Ok(resolved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn future_size<A, B, C, D, F: std::future::Future>(_: &impl Fn(A, B, C, D) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// ractor keeps an actor's message loop in one allocation, sized by its `handle` future,
+    /// for as long as the actor lives (one per open conversation): starting a turn, by far the
+    /// largest handler, runs boxed (issue #16: 2,400 -> 840 bytes in a test build). A generous
+    /// bound: it fails when a large handler is inlined again.
+    #[test]
+    fn the_message_loop_is_not_sized_by_starting_a_turn() {
+        let size = future_size(&<ConversationActor as Actor>::handle);
+        assert!(size <= 1536, "the conversation actor's handle future is {size} bytes");
+    }
 }
