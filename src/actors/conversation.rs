@@ -343,7 +343,11 @@ impl ConversationActor {
                 let resolved = match resolve_approvals(store.as_ref(), &state.key, &history, decisions).await {
                     Ok(r) => r,
                     Err(e) => {
-                        self.audit_refusal(&state.key, &caller, &ids, &e).await;
+                        // Losing the conversation to another instance refuses no approval:
+                        // they stay pending for its new owner.
+                        if !matches!(e, Error::OwnedElsewhere { .. }) {
+                            self.audit_refusal(&state.key, &caller, &ids, &e).await;
+                        }
                         state.history = Some(history);
                         return Err(e);
                     }
@@ -626,15 +630,13 @@ async fn resolve_approvals(
             return Err(Error::Forbidden(format!("approval {} is not pending here", d.approval_id)));
         }
     }
-    let mut resolved = Vec::new();
-    for d in decisions {
-        let p = store
-            .take_approval(key, &d.approval_id)
-            .await?
-            .ok_or_else(|| Error::Forbidden("approval already used".into()))?;
-        resolved.push((d, p));
-    }
-    Ok(resolved)
+    // One fenced transaction for all of them: none is used up unless every one is.
+    let ids: Vec<String> = decisions.iter().map(|d| d.approval_id.clone()).collect();
+    let taken = store
+        .take_approvals(key, &ids)
+        .await?
+        .ok_or_else(|| Error::Forbidden("approval already used".into()))?;
+    Ok(decisions.into_iter().zip(taken).collect())
 }
 
 #[cfg(test)]
