@@ -505,6 +505,15 @@ impl ConversationActor {
                 tracing::info!(covers = summary.covers_count, "conversation summarised");
                 state.summary = Some(summary);
             }
+            // The write fence, as in checkpoint: the conversation was taken from this
+            // instance, so nothing of this turn may be written or shown any more.
+            Err(Error::OwnedElsewhere { .. }) => {
+                if let Some(f) = state.in_flight.as_ref().filter(|f| f.turn == turn) {
+                    f.log.finish(stream_log::End::Broken);
+                    f.cancel.cancel();
+                }
+                return;
+            }
             Err(e) => tracing::error!(error = %e, "could not store a summary; it will be made again later"),
         }
         log.release(hold);
