@@ -331,7 +331,7 @@ impl ConversationActor {
         };
         let (assistant, decisions, user_message) = match input {
             TurnInput::User(message) => {
-                history.push(message.clone());
+                push_user_message(&mut history, &message);
                 (
                     UiMessage::new(uuid::Uuid::new_v4().simple().to_string(), crate::ui_stream::Role::Assistant),
                     Vec::new(),
@@ -621,6 +621,15 @@ async fn forward_events(
     }
 }
 
+/// Appends a new user message to the history the turn reads. A StartTurn retried after a
+/// crash or a panic finds its message already in chat.db (committed as the turn started):
+/// the model must see it once, not twice.
+fn push_user_message(history: &mut Vec<UiMessage>, message: &UiMessage) {
+    if history.last().map(|m| m.id.as_str()) != Some(message.id.as_str()) {
+        history.push(message.clone());
+    }
+}
+
 /// G3: an approval is honoured only if its id is pending in this conversation for this
 /// uid, once, and belongs to the message being continued. What runs is the recorded call.
 async fn resolve_approvals(
@@ -651,6 +660,7 @@ async fn resolve_approvals(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ui_stream::Role;
 
     fn future_size<A, B, C, D, F: std::future::Future>(_: &impl Fn(A, B, C, D) -> F) -> usize {
         std::mem::size_of::<F>()
@@ -664,5 +674,21 @@ mod tests {
     fn the_message_loop_is_not_sized_by_starting_a_turn() {
         let size = future_size(&<ConversationActor as Actor>::handle);
         assert!(size <= 1536, "the conversation actor's handle future is {size} bytes");
+    }
+
+    #[test]
+    fn a_retried_turn_does_not_repeat_its_user_message() {
+        let first = UiMessage::new("u1".into(), Role::User);
+        let answer = UiMessage::new("a1".into(), Role::Assistant);
+        let mut history = vec![first.clone(), answer];
+        let retried = UiMessage::new("u2".into(), Role::User);
+        push_user_message(&mut history, &retried);
+        assert_eq!(history.len(), 3);
+        // The retry after a crash: chat.db already has u2 as the last message.
+        push_user_message(&mut history, &retried);
+        assert_eq!(history.iter().filter(|m| m.id == "u2").count(), 1);
+        // An earlier message with the same id is not the retried one's commit: only the last counts.
+        push_user_message(&mut history, &first);
+        assert_eq!(history.last().map(|m| m.id.as_str()), Some("u1"));
     }
 }
