@@ -194,7 +194,10 @@ pub trait ChatStore: Send + Sync {
     /// Removes and returns the pending approval `approval_id` if it belongs to this user's
     /// conversation. At most once: a second call for the same id returns `None`.
     async fn take_approval(&self, key: &ConversationKey, approval_id: &str) -> Result<Option<PendingApproval>, Error> {
-        Ok(self.take_approvals(key, &[approval_id.to_string()]).await?.and_then(|mut taken| taken.pop()))
+        Ok(self
+            .take_approvals(key, &[approval_id.to_string()])
+            .await?
+            .and_then(|mut taken| taken.pop()))
     }
 
     /// Removes and returns the pending approvals `approval_ids` (in that order) of this user's

@@ -182,7 +182,9 @@ async fn approvals_are_taken_once_by_their_owner(s: &Stores) {
 async fn approvals_decided_together_are_taken_all_or_none(s: &Stores) {
     let (chat, k) = (&s.chat, key("hank", "c1"));
     let (a, b) = (approval("ap_a", "m1"), approval("ap_b", "m1"));
-    chat.save_message_with_approvals(&k, &user("m1", "x"), vec![a.clone(), b.clone()]).await.unwrap();
+    chat.save_message_with_approvals(&k, &user("m1", "x"), vec![a.clone(), b.clone()])
+        .await
+        .unwrap();
     let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     // The second is already used up: the first must not be used up with it.
     assert_eq!(chat.take_approval(&k, "ap_b").await.unwrap(), Some(b.clone()));
@@ -196,7 +198,11 @@ async fn approvals_decided_together_are_taken_all_or_none(s: &Stores) {
     // Another conversation's approval is not this one's.
     assert!(chat.take_approvals(&k, &ids(&["ap_a", "ap_c"])).await.unwrap().is_none());
     let both = chat.take_approvals(&k2, &ids(&["ap_d", "ap_c"])).await.unwrap().unwrap();
-    assert_eq!(both.iter().map(|p| p.approval_id.as_str()).collect::<Vec<_>>(), ["ap_d", "ap_c"], "in the order asked");
+    assert_eq!(
+        both.iter().map(|p| p.approval_id.as_str()).collect::<Vec<_>>(),
+        ["ap_d", "ap_c"],
+        "in the order asked"
+    );
     assert!(chat.pending_approvals(&k2).await.unwrap().is_empty());
     assert_eq!(chat.take_approvals(&k, &ids(&["ap_a"])).await.unwrap(), Some(vec![a]));
 }
