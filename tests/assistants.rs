@@ -560,6 +560,8 @@ async fn apps_reach_only_what_their_conversations_assistant_allows() {
 /// Review item 4: a tool server that does not answer in time is a 504 and one that cannot be
 /// reached a 502, at the relay and the dispatch door alike, with the fixed JSON message the
 /// island can show; never a bare 500. (A dispatch's 5xx stays "outcome unknown" in the island.)
+/// The case that matters most: a server that lists its tools and then hangs on the call
+/// itself (the probe's silent tools), where the call has left and its outcome is unknown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_or_unreachable_tool_server_is_504_or_502_never_500() {
     // Accepts connections and never answers a byte.
@@ -573,11 +575,26 @@ async fn a_silent_or_unreachable_tool_server_is_504_or_502_never_500() {
     });
     // A port nobody listens on any more.
     let gone_addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let hangs = tokio::task::spawn_blocking(|| {
+        let probe = ProbeMcp::start();
+        probe.set_tools(json!([
+            {"name": "slow_read", "description": "Reads slowly.", "inputSchema": {"type": "object"},
+             "annotations": {"readOnlyHint": true}, "reply": {"silent": true}},
+            {"name": "slow_send", "description": "Sends slowly.", "inputSchema": {"type": "object"},
+             "_meta": {"ui": {"visibility": ["app"]}}, "reply": {"silent": true}}
+        ]));
+        probe
+    })
+    .await
+    .unwrap();
     let model = ScriptedModel::start();
     model.add_rules(json!([{"match": "hello", "steps": [{"text": "Hi."}]}]));
     let orch = Orchestrator::start(Options {
         model_url: model.url(),
-        mcp_servers: format!("silent=http://{silent_addr}/mcp;auth=none,gone=http://{gone_addr}/mcp;auth=none"),
+        mcp_servers: format!(
+            "silent=http://{silent_addr}/mcp;auth=none,gone=http://{gone_addr}/mcp;auth=none,hangs={};auth=none",
+            hangs.url()
+        ),
         extra_env: vec![("TAMEBI_TOOL_TIMEOUT_SECS".into(), "1".into())],
     });
     let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
@@ -585,9 +602,15 @@ async fn a_silent_or_unreachable_tool_server_is_504_or_502_never_500() {
     for (server, status, message) in [
         ("silent", 504, "The tool did not answer in time."),
         ("gone", 502, "The tool could not be reached or gave no usable answer."),
+        ("hangs", 504, "The tool did not answer in time."),
     ] {
         for door in ["call", "dispatch"] {
-            let body = json!({"conversation": "upstream", "server": server, "name": "anything", "arguments": {}});
+            let name = match (server, door) {
+                ("hangs", "call") => "slow_read",
+                ("hangs", _) => "slow_send",
+                _ => "anything",
+            };
+            let body = json!({"conversation": "upstream", "server": server, "name": name, "arguments": {}});
             let r = orch
                 .request(
                     &http,
@@ -607,6 +630,11 @@ async fn a_silent_or_unreachable_tool_server_is_504_or_502_never_500() {
             assert!(answer["error"]["requestId"].is_string(), "{answer}");
         }
     }
+    // The hanging server listed its tools and received both calls: the 504s were the calls'
+    // own timeouts, not a failed tools/list.
+    let calls = tokio::task::spawn_blocking(move || hangs.calls()).await.unwrap();
+    let names: Vec<&str> = calls.iter().filter_map(|c| c["name"].as_str()).collect();
+    assert_eq!(names, ["slow_read", "slow_send"], "{calls:?}");
     holder.abort();
 }
 

@@ -22,10 +22,15 @@ const MESSAGES = {
   401: 'Not signed in.',
   403: 'This action is not allowed.',
   404: 'Not found.',
-  405: 'The request was not understood.',
+  409: 'A reply is already being written in this conversation.',
   413: 'The request is too large.',
-  502: 'Something went wrong. Please try again.',
+  429: 'Too many requests. Please wait a moment.',
+  502: 'A service this needs could not be reached or gave no usable answer. It is not known whether anything was done: check before trying again.',
+  504: 'No answer came in time. It is not known whether anything was done: check before trying again.',
 };
+// As the PHP app's ErrorShape: any other 4xx is the request refused, any other status ours.
+const CLIENT_ERROR = MESSAGES[400];
+const SERVER_ERROR = 'Something went wrong. Please try again.';
 // Headers from the orchestrator that reach the browser; everything else stays behind.
 const PASSED_HEADERS = ['content-type', 'x-vercel-ai-ui-message-stream', 'x-request-id', 'cache-control'];
 
@@ -127,6 +132,14 @@ function forward(config, { uid, method, path, body, requestId, res, req, frame =
   return new Promise((resolve) => {
     const upstream = httpRequest(target, { method, headers }, (answer) => {
       const status = answer.statusCode ?? 502;
+      if (status >= 400) {
+        // As strict as the PHP app (ErrorShape): an error body never passes through, the
+        // browser gets our fixed text for its status, our request id and any Retry-After.
+        answer.resume();
+        const retry = answer.headers['retry-after'];
+        sendError(res, status <= 599 ? status : 502, requestId, typeof retry === 'string' ? { 'retry-after': retry } : {});
+        return resolve();
+      }
       const out = { 'x-accel-buffering': 'no' };
       for (const name of PASSED_HEADERS) if (answer.headers[name] !== undefined) out[name] = answer.headers[name];
       if (frame) {
@@ -198,9 +211,9 @@ function send(res, status, type, body, extra = {}) {
   res.end(body);
 }
 
-function sendError(res, status, requestId) {
-  const message = MESSAGES[status] ?? MESSAGES[502];
-  send(res, status, 'application/json', JSON.stringify({ error: { message, requestId } }), { 'x-request-id': requestId });
+function sendError(res, status, requestId, extra = {}) {
+  const message = MESSAGES[status] ?? (status >= 400 && status < 500 ? CLIENT_ERROR : SERVER_ERROR);
+  send(res, status, 'application/json', JSON.stringify({ error: { message, requestId } }), { 'x-request-id': requestId, ...extra });
 }
 
 async function serveFile(res, file, type) {

@@ -20,6 +20,13 @@ beforeAll(async () => {
         res.writeHead(200, { 'content-type': 'text/html;profile=mcp-app', ...csp });
         return res.end('<p>app</p>');
       }
+      const failing = /^\/v1\/conversations\/(timeout|unreachable|busy)$/.exec(req.url);
+      if (failing) {
+        // Error bodies with internals in them, as the PHP app's tests' fake orchestrator sends.
+        const status = { timeout: 504, unreachable: 502, busy: 503 }[failing[1]];
+        res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': 'upstream-id', ...(status === 503 ? { 'retry-after': '2' } : {}) });
+        return res.end(JSON.stringify({ error: { message: 'panic at /srv/tamebi/src/secret.rs:42', requestId: 'upstream-id' } }));
+      }
       if (req.url === '/v1/chat') {
         res.writeHead(200, { 'content-type': 'text/event-stream', 'x-vercel-ai-ui-message-stream': 'v1', 'x-internal': 'secret' });
         res.write('data: {"type":"start"}\n\n');
@@ -69,6 +76,23 @@ describe('dev host', () => {
     const signed = { uid: 'bob', ts: Number(got.headers['x-tamebi-ts']), nonce: got.headers['x-tamebi-nonce'], credentials: 'nextcloud=pw-b' };
     expect(got.headers['x-tamebi-signature']).toBe(sign('sign', { ...signed, body }));
     expect(got.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('rewrites every error body by status as the PHP app does: its fixed text, its request id, Retry-After kept', async () => {
+    const { cookie, token } = await login('alice');
+    const told = {};
+    for (const id of ['timeout', 'unreachable', 'busy']) {
+      const r = await fetch(`${base}/apps/tamebi/api/conversations/${id}`, { headers: { cookie, requesttoken: token } });
+      const body = await r.json();
+      expect(body.error.requestId).toBe(r.headers.get('x-request-id'));
+      expect(body.error.requestId).not.toBe('upstream-id');
+      told[id] = [r.status, body.error.message, r.headers.get('retry-after')];
+    }
+    expect(told).toEqual({
+      timeout: [504, 'No answer came in time. It is not known whether anything was done: check before trying again.', null],
+      unreachable: [502, 'A service this needs could not be reached or gave no usable answer. It is not known whether anything was done: check before trying again.', null],
+      busy: [503, 'Something went wrong. Please try again.', '2'],
+    });
   });
 
   it('refuses a body naming a uid with 400 and forwards nothing', async () => {

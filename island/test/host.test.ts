@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AppHost, appRefFromOutput, frameSrc, OUTCOME_UNKNOWN_CODE, type ConfirmRequest, type FrameRecord, type ToolHandling } from '../src/apps/host';
+import { AppHost, appRefFromOutput, frameSrc, OUTCOME_UNKNOWN_CODE, RELAY_TIMED_OUT, RELAY_UNREACHABLE, type ConfirmRequest, type FrameRecord, type ToolHandling } from '../src/apps/host';
 import { ApiError } from '../src/errors';
 
 type Listener = (event: { source: unknown; data: unknown; origin: string }) => void;
@@ -113,9 +113,13 @@ describe('AppHost', () => {
     expect(conversations).toEqual(['conv-1', 'conv-1', 'conv-2', 'conv-2']);
   });
 
-  it('tells a frame our own message for a tool server that timed out or was unreachable, never a proxy\'s text', async () => {
-    const timedOut = 'The tool did not answer in time. It is not known whether it did anything.';
-    const failures = [new ApiError(504, timedOut, 'r1'), new ApiError(502, 'Bad gateway from a proxy', null), new ApiError(500, 'x', 'r2')];
+  it('tells a frame its own text by status for a tool server that timed out or was unreachable, never a body\'s', async () => {
+    // The Nextcloud app's generic text, with a request id, as it really arrives; and a proxy's.
+    const failures = [
+      new ApiError(504, 'Something went wrong. Please try again.', 'r1'),
+      new ApiError(502, 'Bad gateway from a proxy', null),
+      new ApiError(500, 'x', 'r2'),
+    ];
     const told: unknown[] = [];
     for (const failure of failures) {
       const { win, frame } = setup(async () => { throw failure; });
@@ -123,7 +127,9 @@ describe('AppHost', () => {
       await flush();
       told.push((frame.received[0] as { error?: { message?: string } }).error?.message);
     }
-    expect(told).toEqual([timedOut, 'The tool call failed.', 'The tool call failed.']);
+    expect(told).toEqual([RELAY_TIMED_OUT, RELAY_UNREACHABLE, 'The tool call failed.']);
+    expect(RELAY_TIMED_OUT).toContain('not known');
+    expect(RELAY_TIMED_OUT).not.toContain('try again.');
   });
 
   it('turns a 403 from the relay into a JSON-RPC error', async () => {

@@ -331,7 +331,7 @@ impl ConversationActor {
         };
         let (assistant, decisions, user_message) = match input {
             TurnInput::User(message) => {
-                history.push(message.clone());
+                push_user_message(&mut history, &message);
                 (
                     UiMessage::new(uuid::Uuid::new_v4().simple().to_string(), crate::ui_stream::Role::Assistant),
                     Vec::new(),
@@ -343,7 +343,11 @@ impl ConversationActor {
                 let resolved = match resolve_approvals(store.as_ref(), &state.key, &history, decisions).await {
                     Ok(r) => r,
                     Err(e) => {
-                        self.audit_refusal(&state.key, &caller, &ids, &e).await;
+                        // Losing the conversation to another instance refuses no approval:
+                        // they stay pending for its new owner.
+                        if !matches!(e, Error::OwnedElsewhere { .. }) {
+                            self.audit_refusal(&state.key, &caller, &ids, &e).await;
+                        }
                         state.history = Some(history);
                         return Err(e);
                     }
@@ -501,6 +505,15 @@ impl ConversationActor {
                 tracing::info!(covers = summary.covers_count, "conversation summarised");
                 state.summary = Some(summary);
             }
+            // The write fence, as in checkpoint: the conversation was taken from this
+            // instance, so nothing of this turn may be written or shown any more.
+            Err(Error::OwnedElsewhere { .. }) => {
+                if let Some(f) = state.in_flight.as_ref().filter(|f| f.turn == turn) {
+                    f.log.finish(stream_log::End::Broken);
+                    f.cancel.cancel();
+                }
+                return;
+            }
             Err(e) => tracing::error!(error = %e, "could not store a summary; it will be made again later"),
         }
         log.release(hold);
@@ -608,6 +621,15 @@ async fn forward_events(
     }
 }
 
+/// Appends a new user message to the history the turn reads. A StartTurn retried after a
+/// crash or a panic finds its message already in chat.db (committed as the turn started):
+/// the model must see it once, not twice.
+fn push_user_message(history: &mut Vec<UiMessage>, message: &UiMessage) {
+    if history.last().map(|m| m.id.as_str()) != Some(message.id.as_str()) {
+        history.push(message.clone());
+    }
+}
+
 /// G3: an approval is honoured only if its id is pending in this conversation for this
 /// uid, once, and belongs to the message being continued. What runs is the recorded call.
 async fn resolve_approvals(
@@ -626,20 +648,19 @@ async fn resolve_approvals(
             return Err(Error::Forbidden(format!("approval {} is not pending here", d.approval_id)));
         }
     }
-    let mut resolved = Vec::new();
-    for d in decisions {
-        let p = store
-            .take_approval(key, &d.approval_id)
-            .await?
-            .ok_or_else(|| Error::Forbidden("approval already used".into()))?;
-        resolved.push((d, p));
-    }
-    Ok(resolved)
+    // One fenced transaction for all of them: none is used up unless every one is.
+    let ids: Vec<String> = decisions.iter().map(|d| d.approval_id.clone()).collect();
+    let taken = store
+        .take_approvals(key, &ids)
+        .await?
+        .ok_or_else(|| Error::Forbidden("approval already used".into()))?;
+    Ok(decisions.into_iter().zip(taken).collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ui_stream::Role;
 
     fn future_size<A, B, C, D, F: std::future::Future>(_: &impl Fn(A, B, C, D) -> F) -> usize {
         std::mem::size_of::<F>()
@@ -653,5 +674,21 @@ mod tests {
     fn the_message_loop_is_not_sized_by_starting_a_turn() {
         let size = future_size(&<ConversationActor as Actor>::handle);
         assert!(size <= 1536, "the conversation actor's handle future is {size} bytes");
+    }
+
+    #[test]
+    fn a_retried_turn_does_not_repeat_its_user_message() {
+        let first = UiMessage::new("u1".into(), Role::User);
+        let answer = UiMessage::new("a1".into(), Role::Assistant);
+        let mut history = vec![first.clone(), answer];
+        let retried = UiMessage::new("u2".into(), Role::User);
+        push_user_message(&mut history, &retried);
+        assert_eq!(history.len(), 3);
+        // The retry after a crash: chat.db already has u2 as the last message.
+        push_user_message(&mut history, &retried);
+        assert_eq!(history.iter().filter(|m| m.id == "u2").count(), 1);
+        // An earlier message with the same id is not the retried one's commit: only the last counts.
+        push_user_message(&mut history, &first);
+        assert_eq!(history.last().map(|m| m.id.as_str()), Some("u1"));
     }
 }

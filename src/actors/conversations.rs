@@ -32,7 +32,7 @@ pub enum ConversationsMsg {
         key: ConversationKey,
         reply: RpcReplyPort<Result<ActorRef<ConversationMsg>, Error>>,
     },
-    /// The actor if one is running (resume and delete do not start one).
+    /// The actor if one is running (resume does not start one; a delete does, through `Get`).
     Find {
         key: ConversationKey,
         reply: RpcReplyPort<Option<ActorRef<ConversationMsg>>>,

@@ -49,8 +49,9 @@ pub async fn delete_one(
     // The conversation's actor deletes it, started for the delete if it is not running. So a
     // delete and a turn of the same conversation are two messages to one actor, never two
     // paths that interleave: a turn that started first is stopped, its later commits are
-    // dropped, and the actor stops before this answers; a turn that asks after it gets a
-    // fresh actor that finds nothing in chat.db. Starting the actor takes the conversation's
+    // dropped, and the actor answers and then stops; a turn that asks after it reaches either
+    // the stopping actor (refused, and asked once more of a fresh one: ask_conversation) or a
+    // fresh actor, and a fresh one finds nothing in chat.db. Starting the actor takes the conversation's
     // lease: refused while another instance's live actor holds it (the router retries there,
     // where that actor deletes), and once taken no previous owner can write the conversation
     // back (store::lease, the fence).

@@ -52,8 +52,9 @@ pub async fn forget(
 
 /// Takes every conversation of the user from whichever instance runs it (store::lease: from
 /// then on no other instance writes into them), stops the user's actors here (so no turn
-/// writes after the erasure; once more after the rows went, for an actor started meanwhile), erases chat.db's and memory.db's rows of the user with their
-/// bytes, gives the conversations back, and audits the erasure.
+/// writes after the erasure; once more after the rows went, for an actor started meanwhile),
+/// erases chat.db's and memory.db's rows of the user with their bytes (twice: see
+/// erase_seized), gives the conversations back, and audits the erasure.
 pub async fn erase_me(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
     let uid = UserId::of(&caller);
@@ -80,6 +81,12 @@ async fn erase_seized(state: &AppState, caller: &Caller, uid: &UserId) -> Result
     // conversation too (what it wrote is not counted: it was never the erased data). One
     // started from here on reads chat.db after the erasure.
     delete_running(state, uid).await.map_err(|e| e.with_request(rid))?;
+    // That pass reaches only actors still running: one that wrote after the erasure and has
+    // stopped since left its rows, and a turn's memory call (turn.rs) writes facts from its own
+    // task. Once every actor of the user is gone, the rows go once more (idempotent); what this
+    // pass finds was written after the erasure began, so it is not counted in the reply.
+    services.store.erase_user(uid).await.map_err(|e| e.with_request(rid))?;
+    services.memory.erase_user(uid).await.map_err(|e| e.with_request(rid))?;
     services
         .audit
         .record(

@@ -193,7 +193,18 @@ pub trait ChatStore: Send + Sync {
 
     /// Removes and returns the pending approval `approval_id` if it belongs to this user's
     /// conversation. At most once: a second call for the same id returns `None`.
-    async fn take_approval(&self, key: &ConversationKey, approval_id: &str) -> Result<Option<PendingApproval>, Error>;
+    async fn take_approval(&self, key: &ConversationKey, approval_id: &str) -> Result<Option<PendingApproval>, Error> {
+        Ok(self
+            .take_approvals(key, &[approval_id.to_string()])
+            .await?
+            .and_then(|mut taken| taken.pop()))
+    }
+
+    /// Removes and returns the pending approvals `approval_ids` (in that order) of this user's
+    /// conversation, all in one transaction: all of them or none (`None` when any is not
+    /// pending, and then nothing is taken). A continuation decides on every approval its
+    /// message asked for at once, so none may be used up while another is refused.
+    async fn take_approvals(&self, key: &ConversationKey, approval_ids: &[String]) -> Result<Option<Vec<PendingApproval>>, Error>;
 
     /// Pending approvals of a conversation, oldest first.
     async fn pending_approvals(&self, key: &ConversationKey) -> Result<Vec<PendingApproval>, Error>;
@@ -309,25 +320,33 @@ impl ChatStore for SqliteChat {
             .await
     }
 
-    async fn take_approval(&self, key: &ConversationKey, approval_id: &str) -> Result<Option<PendingApproval>, Error> {
-        let (uid, cid, aid) = (key.uid().to_string(), key.id().to_string(), approval_id.to_string());
+    async fn take_approvals(&self, key: &ConversationKey, approval_ids: &[String]) -> Result<Option<Vec<PendingApproval>>, Error> {
+        let (uid, cid, ids) = (key.uid().to_string(), key.id().to_string(), approval_ids.to_vec());
         self.db
             .write(move |c| {
-                let found = c
-                    .query_row(
-                        "SELECT approval_id, message_id, tool_call_id, server, tool, arguments, arguments_sha256
-                         FROM pending_approvals WHERE approval_id = ?1 AND uid = ?2 AND conversation_id = ?3",
-                        params![aid, uid, cid],
-                        row_to_approval,
-                    )
-                    .optional()?;
-                if found.is_some() {
+                // One transaction (Db::write): every id is looked up before any is deleted.
+                let mut taken = Vec::with_capacity(ids.len());
+                for aid in &ids {
+                    let found = c
+                        .query_row(
+                            "SELECT approval_id, message_id, tool_call_id, server, tool, arguments, arguments_sha256
+                             FROM pending_approvals WHERE approval_id = ?1 AND uid = ?2 AND conversation_id = ?3",
+                            params![aid, uid, cid],
+                            row_to_approval,
+                        )
+                        .optional()?;
+                    match found {
+                        Some(a) if !taken.iter().any(|t: &PendingApproval| t.approval_id == a.approval_id) => taken.push(a),
+                        _ => return Ok(None),
+                    }
+                }
+                for aid in &ids {
                     c.execute(
                         "DELETE FROM pending_approvals WHERE approval_id = ?1 AND uid = ?2 AND conversation_id = ?3",
                         params![aid, uid, cid],
                     )?;
                 }
-                Ok(found)
+                Ok(Some(taken))
             })
             .await
     }

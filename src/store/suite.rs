@@ -41,6 +41,7 @@ async fn run_suite(s: &Stores) {
     messages_keep_their_order_and_last_version(s).await;
     summaries_are_stored_once_per_range_and_erased_with_the_user(s).await;
     approvals_are_taken_once_by_their_owner(s).await;
+    approvals_decided_together_are_taken_all_or_none(s).await;
     a_conversation_keeps_its_assistant(s).await;
     a_user_message_supersedes_pending_approvals(s).await;
     concurrent_takers_get_an_approval_once(s).await;
@@ -176,6 +177,34 @@ async fn approvals_are_taken_once_by_their_owner(s: &Stores) {
     assert_eq!(chat.take_approval(&key("frank", "c1"), "ap1").await.unwrap(), Some(a));
     assert!(chat.take_approval(&key("frank", "c1"), "ap1").await.unwrap().is_none());
     assert_eq!(chat.pending_approvals(&key("frank", "c1")).await.unwrap().len(), 1);
+}
+
+async fn approvals_decided_together_are_taken_all_or_none(s: &Stores) {
+    let (chat, k) = (&s.chat, key("hank", "c1"));
+    let (a, b) = (approval("ap_a", "m1"), approval("ap_b", "m1"));
+    chat.save_message_with_approvals(&k, &user("m1", "x"), vec![a.clone(), b.clone()])
+        .await
+        .unwrap();
+    let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // The second is already used up: the first must not be used up with it.
+    assert_eq!(chat.take_approval(&k, "ap_b").await.unwrap(), Some(b.clone()));
+    assert!(chat.take_approvals(&k, &ids(&["ap_a", "ap_b"])).await.unwrap().is_none());
+    assert!(chat.take_approvals(&k, &ids(&["ap_a", "ap_missing"])).await.unwrap().is_none());
+    assert_eq!(chat.pending_approvals(&k).await.unwrap(), vec![a.clone()], "nothing was taken");
+    let k2 = key("hank", "c2");
+    chat.save_message_with_approvals(&k2, &user("m2", "x"), vec![approval("ap_c", "m2"), approval("ap_d", "m2")])
+        .await
+        .unwrap();
+    // Another conversation's approval is not this one's.
+    assert!(chat.take_approvals(&k, &ids(&["ap_a", "ap_c"])).await.unwrap().is_none());
+    let both = chat.take_approvals(&k2, &ids(&["ap_d", "ap_c"])).await.unwrap().unwrap();
+    assert_eq!(
+        both.iter().map(|p| p.approval_id.as_str()).collect::<Vec<_>>(),
+        ["ap_d", "ap_c"],
+        "in the order asked"
+    );
+    assert!(chat.pending_approvals(&k2).await.unwrap().is_empty());
+    assert_eq!(chat.take_approvals(&k, &ids(&["ap_a"])).await.unwrap(), Some(vec![a]));
 }
 
 async fn a_conversation_keeps_its_assistant(s: &Stores) {

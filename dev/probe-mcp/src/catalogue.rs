@@ -7,7 +7,9 @@
 //!
 //! - absent: a success whose text names the tool and echoes the arguments;
 //! - `{"text": "…"}`: a success with exactly that text;
-//! - `{"error": "…"}`: an error result (`isError: true`) with exactly that text.
+//! - `{"error": "…"}`: an error result (`isError: true`) with exactly that text;
+//! - `{"silent": true}`: no answer at all (the call is recorded, then never answered): a tool
+//!   server that hangs on a call after answering `tools/list`.
 //!
 //! Annotations are served as given, never completed or corrected: a missing or contradictory
 //! annotation is precisely what a policy test needs to serve.
@@ -23,6 +25,7 @@ pub enum Reply {
     Echo,
     Text(String),
     Error(String),
+    Silent,
 }
 
 /// One installed tool: its served definition and its reply.
@@ -73,10 +76,17 @@ fn entry_to_tool(i: usize, entry: Value) -> Result<ProbeTool, Error> {
 }
 
 fn parse_reply(i: usize, reply: Value) -> Result<Reply, Error> {
-    let bad = || Error::BadTools(format!("tools[{i}].reply must be {{\"text\": \"…\"}} or {{\"error\": \"…\"}}"));
+    let bad = || {
+        Error::BadTools(format!(
+            "tools[{i}].reply must be {{\"text\": \"…\"}}, {{\"error\": \"…\"}} or {{\"silent\": true}}"
+        ))
+    };
     let Value::Object(map) = reply else { return Err(bad()) };
     if map.len() != 1 {
         return Err(bad());
+    }
+    if map.get("silent") == Some(&Value::Bool(true)) {
+        return Ok(Reply::Silent);
     }
     match (map.get("text"), map.get("error")) {
         (Some(Value::String(t)), None) => Ok(Reply::Text(t.clone())),
@@ -86,9 +96,10 @@ fn parse_reply(i: usize, reply: Value) -> Result<Reply, Error> {
 }
 
 impl ProbeTool {
-    /// The result of calling this tool with `arguments`.
-    pub fn answer(&self, arguments: &JsonObject) -> CallToolResult {
-        match &self.reply {
+    /// The result of calling this tool with `arguments`; `None` for a silent tool (never answers).
+    pub fn answer(&self, arguments: &JsonObject) -> Option<CallToolResult> {
+        Some(match &self.reply {
+            Reply::Silent => return None,
             Reply::Echo => {
                 let args = Value::Object(arguments.clone());
                 CallToolResult::success(vec![ContentBlock::text(format!(
@@ -98,7 +109,7 @@ impl ProbeTool {
             }
             Reply::Text(t) => CallToolResult::success(vec![ContentBlock::text(t.clone())]),
             Reply::Error(e) => CallToolResult::error(vec![ContentBlock::text(e.clone())]),
-        }
+        })
     }
 }
 
@@ -133,7 +144,13 @@ mod tests {
         assert_eq!(served["_meta"], json!({"ui": {"visibility": ["app"]}}));
         assert!(served.get("reply").is_none());
         assert_eq!(tools[1].reply, Reply::Error("boom".into()));
-        let r = tools[1].answer(&JsonObject::new());
+        let silent = parse(&body(
+            json!([{"name": "s", "inputSchema": {"type": "object"}, "reply": {"silent": true}}]),
+        ))
+        .unwrap();
+        assert_eq!(silent[0].reply, Reply::Silent);
+        assert!(silent[0].answer(&JsonObject::new()).is_none());
+        let r = tools[1].answer(&JsonObject::new()).unwrap();
         assert_eq!(r.is_error, Some(true));
     }
 
@@ -145,6 +162,7 @@ mod tests {
             json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}, {"name": "a", "inputSchema": {"type": "object"}}]}),
             json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}, "reply": {"text": 1}}]}),
             json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}, "reply": {"text": "a", "error": "b"}}]}),
+            json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}, "reply": {"silent": false}}]}),
             json!({"tools": "nope"}),
             json!(42),
             json!(["x"]),

@@ -96,8 +96,10 @@ impl ServerHandler for Handler {
             .calls
             .record(&request.name, Value::Object(arguments.clone()), tool.is_some(), bearer.as_deref());
         tracing::info!(tool = %request.name, known = tool.is_some(), "tools/call");
-        let result = match tool {
-            Some(t) => t.answer(&arguments),
+        let result = match tool.map(|t| t.answer(&arguments)) {
+            Some(Some(result)) => result,
+            // A silent tool: recorded above, never answered (the caller's timeout decides).
+            Some(None) => std::future::pending().await,
             None => catalogue::unknown_tool(&request.name),
         };
         Ok(result.into())

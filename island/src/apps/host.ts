@@ -206,15 +206,20 @@ export class AppHost {
   }
 }
 
-/** What a frame is told when the relay failed: a refusal; the orchestrator's own fixed message
- *  (it carries a request id) for a tool server that timed out (504) or could not be reached
- *  (502); anything else, a proxy's text included, as a plain failure. */
+/** What a frame is told when the relay failed, chosen here by status alone (the Nextcloud app
+ *  rewrites every error body, and a proxy's text is not ours to pass on): a refusal; a timeout
+ *  (504) or an unreachable tool (502), whose outcome is not known, so never "try again";
+ *  anything else as a plain failure. */
 function relayFailure(error: unknown): string {
   if (!(error instanceof ApiError)) return 'The tool call failed.';
   if (error.status === 403) return 'This action is not allowed.';
-  if ((error.status === 502 || error.status === 504) && error.serverMessage && error.requestId) return error.serverMessage;
+  if (error.status === 504) return RELAY_TIMED_OUT;
+  if (error.status === 502) return RELAY_UNREACHABLE;
   return 'The tool call failed.';
 }
+
+export const RELAY_TIMED_OUT = 'The tool did not answer in time. It is not known whether it did anything: check before trying again.';
+export const RELAY_UNREACHABLE = 'The tool could not be reached or gave no usable answer. It is not known whether it did anything: check before trying again.';
 
 /** A deep, plain copy (JSON round trip): no getters, prototypes or shared references survive. */
 export function freezeArguments(args: Record<string, unknown>): Record<string, unknown> {

@@ -19,6 +19,10 @@ final class ErrorShape {
 		409 => 'A reply is already being written in this conversation.',
 		413 => 'The request is too large.',
 		429 => 'Too many requests. Please wait a moment.',
+		// Not "try again": a request that got no usable answer may have been done (a tool call,
+		// a mail sent) and repeating it could do it twice.
+		502 => 'A service this needs could not be reached or gave no usable answer. It is not known whether anything was done: check before trying again.',
+		504 => 'No answer came in time. It is not known whether anything was done: check before trying again.',
 	];
 	private const SERVER_ERROR = 'Something went wrong. Please try again.';
 

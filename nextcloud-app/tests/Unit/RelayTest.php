@@ -12,6 +12,8 @@ use OCP\AppFramework\Http\JSONResponse;
 
 /** The chat proxy: G1 headers, SSE pass-through without buffering, refusals and error mapping. */
 final class RelayTest extends AppTestCase {
+	private const UNREACHABLE = 'A service this needs could not be reached or gave no usable answer. It is not known whether anything was done: check before trying again.';
+
 	private function relayResponse(string $chatId): RelayResponse {
 		$response = $this->api('{"id":"' . $chatId . '","messages":[{"id":"m1","role":"user","parts":[]}]}')->chat();
 		self::assertInstanceOf(RelayResponse::class, $response);
@@ -128,6 +130,9 @@ final class RelayTest extends AppTestCase {
 		foreach ([[fn () => $this->api()->conversation('other'), 404, 'Not found.'],
 			[fn () => $this->api()->deleteConversation('explode'), 500, 'Something went wrong. Please try again.'],
 			[fn () => $this->api('{"id":"busy","messages":[]}')->chat(), 409, 'A reply is already being written in this conversation.'],
+			// Never "try again" for these: what was asked may have been done.
+			[fn () => $this->api()->conversation('timeout'), 504, 'No answer came in time. It is not known whether anything was done: check before trying again.'],
+			[fn () => $this->api()->conversation('unreachable'), 502, self::UNREACHABLE],
 		] as [$call, $status, $message]) {
 			$response = $call();
 			self::assertSame($status, $response->getStatus());
@@ -179,7 +184,7 @@ final class RelayTest extends AppTestCase {
 		$this->settings->set(AppSettings::ORCHESTRATOR_URL, 'http://127.0.0.1:1');
 		$response = $this->api('{"id":"c1","messages":[]}')->chat();
 		self::assertSame(502, $response->getStatus());
-		self::assertSame(['error' => ['message' => 'Something went wrong. Please try again.', 'requestId' => 'req-123']], $response->getData());
+		self::assertSame(['error' => ['message' => self::UNREACHABLE, 'requestId' => 'req-123']], $response->getData());
 		self::assertStringNotContainsString('127.0.0.1', $response->render());
 
 		$this->settings->set(AppSettings::PROXY_SECRET, '');
@@ -219,7 +224,7 @@ final class RelayTest extends AppTestCase {
 		$response->callback($output);
 		$body = $output->body();
 		self::assertStringContainsString('"delta":"released"', $body);
-		self::assertStringContainsString('"type":"error","errorText":"Something went wrong. Please try again. (request id: req-123)"', $body);
+		self::assertStringContainsString('"type":"error","errorText":"' . self::UNREACHABLE . ' (request id: req-123)"', $body);
 		self::assertStringNotContainsString('127.0.0.1', $body);
 		self::assertStringEndsWith("data: [DONE]\n\n", $body);
 	}

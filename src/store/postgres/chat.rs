@@ -144,23 +144,32 @@ impl ChatStore for PgChat {
         row.map(|r| r.try_get::<_, Option<String>>(0)).transpose().map_err(Error::from)
     }
 
-    async fn take_approval(&self, key: &ConversationKey, approval_id: &str) -> Result<Option<PendingApproval>, Error> {
+    async fn take_approvals(&self, key: &ConversationKey, approval_ids: &[String]) -> Result<Option<Vec<PendingApproval>>, Error> {
         // Fenced like every write: an instance that lost the conversation must not use up (and
-        // then run) an approval its new owner would honour. One statement takes it: two
-        // instances racing for the same approval cannot both get it.
+        // then run) an approval its new owner would honour. Each DELETE takes its row: two
+        // instances racing for the same approval cannot both get it. One transaction: when any
+        // id is not pending, it rolls back and nothing is taken.
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         check_fence(&tx, key, &self.instance).await?;
-        let row = tx
-            .query_opt(
-                &format!(
-                    "DELETE FROM pending_approvals WHERE approval_id = $1 AND uid = $2 AND conversation_id = $3 RETURNING {APPROVAL_COLUMNS}"
-                ),
-                &[&approval_id, &key.uid(), &key.id()],
-            )
-            .await?;
+        let mut taken = Vec::with_capacity(approval_ids.len());
+        for approval_id in approval_ids {
+            let row = tx
+                .query_opt(
+                    &format!(
+                        "DELETE FROM pending_approvals WHERE approval_id = $1 AND uid = $2 AND conversation_id = $3 RETURNING {APPROVAL_COLUMNS}"
+                    ),
+                    &[approval_id, &key.uid(), &key.id()],
+                )
+                .await?;
+            match row {
+                Some(row) => taken.push(row_to_approval(&row)?),
+                // Dropping the transaction rolls it back.
+                None => return Ok(None),
+            }
+        }
         tx.commit().await?;
-        row.as_ref().map(row_to_approval).transpose()
+        Ok(Some(taken))
     }
 
     async fn pending_approvals(&self, key: &ConversationKey) -> Result<Vec<PendingApproval>, Error> {
