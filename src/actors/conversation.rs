@@ -623,10 +623,13 @@ async fn forward_events(
 
 /// Appends a new user message to the history the turn reads. A StartTurn retried after a
 /// crash or a panic finds its message already in chat.db (committed as the turn started):
-/// the model must see it once, not twice.
+/// the model must see it once, not twice. The last user message sent again under its id
+/// (an edit after a failed turn) replaces it, as chat.db's upsert does: the model answers
+/// what is stored.
 fn push_user_message(history: &mut Vec<UiMessage>, message: &UiMessage) {
-    if history.last().map(|m| m.id.as_str()) != Some(message.id.as_str()) {
-        history.push(message.clone());
+    match history.last_mut() {
+        Some(last) if last.id == message.id && last.role == crate::ui_stream::Role::User => *last = message.clone(),
+        _ => history.push(message.clone()),
     }
 }
 
@@ -647,6 +650,17 @@ async fn resolve_approvals(
         if !known || repeated {
             return Err(Error::Forbidden(format!("approval {} is not pending here", d.approval_id)));
         }
+    }
+    // G3: the message's approvals are decided together. An undecided one would be shown to
+    // the model as "not approved" while it stayed pending, approvable later behind its back.
+    if let Some(open) = pending
+        .iter()
+        .find(|p| p.message_id == last_id && !decisions.iter().any(|d| d.approval_id == p.approval_id))
+    {
+        return Err(Error::BadRequest(format!(
+            "approval {} of this message is undecided: decide every approval it asked for at once",
+            open.approval_id
+        )));
     }
     // One fenced transaction for all of them: none is used up unless every one is.
     let ids: Vec<String> = decisions.iter().map(|d| d.approval_id.clone()).collect();
@@ -676,6 +690,46 @@ mod tests {
         assert!(size <= 1536, "the conversation actor's handle future is {size} bytes");
     }
 
+    #[tokio::test]
+    async fn g3_a_message_s_approvals_are_decided_together_or_not_at_all() {
+        use crate::store::chat::{ChatStore, PendingApproval, SqliteChat};
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteChat::open(&dir.path().join("chat.db")).unwrap();
+        let key = crate::store::key::test_key("alice", "c1");
+        let approval = |id: &str| PendingApproval {
+            approval_id: id.into(),
+            message_id: "a1".into(),
+            tool_call_id: format!("call-{id}"),
+            server: "nextcloud".into(),
+            tool: "files_delete".into(),
+            arguments: serde_json::json!({"path": "/x"}),
+            arguments_sha256: "h".into(),
+        };
+        let asked = UiMessage::new("a1".into(), Role::Assistant);
+        store
+            .save_message_with_approvals(&key, &asked, vec![approval("ap1"), approval("ap2")])
+            .await
+            .unwrap();
+        let decide = |ids: &[&str]| {
+            ids.iter()
+                .map(|id| ApprovalDecision {
+                    approval_id: id.to_string(),
+                    approved: true,
+                    reason: None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let history = vec![asked];
+        // One decided, one left open: refused, and nothing is used up.
+        let partial = resolve_approvals(&store, &key, &history, decide(&["ap1"])).await;
+        assert!(matches!(partial, Err(Error::BadRequest(ref m)) if m.contains("ap2")), "{partial:?}");
+        assert_eq!(store.pending_approvals(&key).await.unwrap().len(), 2);
+        let both = resolve_approvals(&store, &key, &history, decide(&["ap2", "ap1"])).await.unwrap();
+        assert_eq!(both.len(), 2);
+        assert!(store.pending_approvals(&key).await.unwrap().is_empty());
+        store.close().await;
+    }
+
     #[test]
     fn a_retried_turn_does_not_repeat_its_user_message() {
         let first = UiMessage::new("u1".into(), Role::User);
@@ -687,6 +741,15 @@ mod tests {
         // The retry after a crash: chat.db already has u2 as the last message.
         push_user_message(&mut history, &retried);
         assert_eq!(history.iter().filter(|m| m.id == "u2").count(), 1);
+        // Sent again with other text under the same id: the model sees the new text, once.
+        let mut edited = retried.clone();
+        edited.parts.push(crate::ui_stream::UiPart::Text {
+            text: "edited".into(),
+            state: None,
+        });
+        push_user_message(&mut history, &edited);
+        assert_eq!(history.len(), 3);
+        assert_eq!(history.last().map(UiMessage::text).as_deref(), Some("edited"));
         // An earlier message with the same id is not the retried one's commit: only the last counts.
         push_user_message(&mut history, &first);
         assert_eq!(history.last().map(|m| m.id.as_str()), Some("u1"));

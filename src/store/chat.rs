@@ -203,7 +203,8 @@ pub trait ChatStore: Send + Sync {
     /// Removes and returns the pending approvals `approval_ids` (in that order) of this user's
     /// conversation, all in one transaction: all of them or none (`None` when any is not
     /// pending, and then nothing is taken). A continuation decides on every approval its
-    /// message asked for at once, so none may be used up while another is refused.
+    /// message asked for at once (the conversation actor refuses a partial set before this),
+    /// so none may be used up while another is refused.
     async fn take_approvals(&self, key: &ConversationKey, approval_ids: &[String]) -> Result<Option<Vec<PendingApproval>>, Error>;
 
     /// Pending approvals of a conversation, oldest first.
