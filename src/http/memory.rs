@@ -83,8 +83,10 @@ async fn erase_seized(state: &AppState, caller: &Caller, uid: &UserId) -> Result
     delete_running(state, uid).await.map_err(|e| e.with_request(rid))?;
     // That pass reaches only actors still running: one that wrote after the erasure and has
     // stopped since left its rows, and a turn's memory call (turn.rs) writes facts from its own
-    // task. Once every actor of the user is gone, the rows go once more (idempotent); what this
-    // pass finds was written after the erasure began, so it is not counted in the reply.
+    // task. After the running actors were told to delete, the rows go once more (idempotent);
+    // what this pass finds was written after the erasure began, so it is not counted in the
+    // reply. It narrows the window, it does not close it: a cancelled turn is not waited for,
+    // so a memory write it had already queued can still land after this.
     services.store.erase_user(uid).await.map_err(|e| e.with_request(rid))?;
     services.memory.erase_user(uid).await.map_err(|e| e.with_request(rid))?;
     services
