@@ -331,7 +331,10 @@ impl ConversationActor {
         };
         let (assistant, decisions, user_message) = match input {
             TurnInput::User(message) => {
-                push_user_message(&mut history, &message);
+                if let Err(e) = push_user_message(&mut history, &message) {
+                    state.history = Some(history);
+                    return Err(e);
+                }
                 (
                     UiMessage::new(uuid::Uuid::new_v4().simple().to_string(), crate::ui_stream::Role::Assistant),
                     Vec::new(),
@@ -625,12 +628,21 @@ async fn forward_events(
 /// crash or a panic finds its message already in chat.db (committed as the turn started):
 /// the model must see it once, not twice. The last user message sent again under its id
 /// (an edit after a failed turn) replaces it, as chat.db's upsert does: the model answers
-/// what is stored.
-fn push_user_message(history: &mut Vec<UiMessage>, message: &UiMessage) {
-    match history.last_mut() {
-        Some(last) if last.id == message.id && last.role == crate::ui_stream::Role::User => *last = message.clone(),
-        _ => history.push(message.clone()),
+/// what is stored. Any other message already holding the id is refused before anything is
+/// written: chat.db would overwrite that message in place while the model saw a new one.
+fn push_user_message(history: &mut Vec<UiMessage>, message: &UiMessage) -> Result<(), Error> {
+    let same = |m: &UiMessage| m.id == message.id;
+    if let Some(last) = history.last_mut().filter(|l| same(l) && l.role == crate::ui_stream::Role::User) {
+        *last = message.clone();
+    } else if history.iter().any(same) {
+        return Err(Error::Conflict(format!(
+            "message id {} is already used by an earlier message of this conversation; send the new message under a new id",
+            message.id
+        )));
+    } else {
+        history.push(message.clone());
     }
+    Ok(())
 }
 
 /// G3: an approval is honoured only if its id is pending in this conversation for this
@@ -736,10 +748,10 @@ mod tests {
         let answer = UiMessage::new("a1".into(), Role::Assistant);
         let mut history = vec![first.clone(), answer];
         let retried = UiMessage::new("u2".into(), Role::User);
-        push_user_message(&mut history, &retried);
+        push_user_message(&mut history, &retried).unwrap();
         assert_eq!(history.len(), 3);
         // The retry after a crash: chat.db already has u2 as the last message.
-        push_user_message(&mut history, &retried);
+        push_user_message(&mut history, &retried).unwrap();
         assert_eq!(history.iter().filter(|m| m.id == "u2").count(), 1);
         // Sent again with other text under the same id: the model sees the new text, once.
         let mut edited = retried.clone();
@@ -747,11 +759,15 @@ mod tests {
             text: "edited".into(),
             state: None,
         });
-        push_user_message(&mut history, &edited);
+        push_user_message(&mut history, &edited).unwrap();
         assert_eq!(history.len(), 3);
         assert_eq!(history.last().map(UiMessage::text).as_deref(), Some("edited"));
-        // An earlier message with the same id is not the retried one's commit: only the last counts.
-        push_user_message(&mut history, &first);
-        assert_eq!(history.last().map(|m| m.id.as_str()), Some("u1"));
+        // Another message's id (an earlier user message, an assistant message) is refused and
+        // the history is left as it was.
+        for taken in [first.clone(), UiMessage::new("a1".into(), Role::User)] {
+            let refused = push_user_message(&mut history, &taken);
+            assert!(matches!(refused, Err(Error::Conflict(_))), "{refused:?}");
+        }
+        assert_eq!(history.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), ["u1", "a1", "u2"]);
     }
 }
