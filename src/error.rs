@@ -28,6 +28,12 @@ pub enum Error {
     /// The conversation's assistant is no longer in the operator's file.
     #[error("assistant {0} is no longer configured")]
     AssistantGone(String),
+    /// A user message under an id another message of the conversation already has.
+    #[error("message id {0} is already used in this conversation")]
+    MessageIdTaken(String),
+    /// G3: a continuation that leaves one of its message's approvals undecided.
+    #[error("approval {0} of this message is undecided")]
+    ApprovalsUndecided(String),
     #[error("payload too large")]
     TooLarge,
     #[error("the request body did not arrive in time")]
@@ -92,6 +98,8 @@ pub mod messages {
     pub const ASSISTANT_BOUND: &str =
         "This conversation belongs to another assistant. Start a new conversation to talk to a different one.";
     pub const ASSISTANT_GONE: &str = "The assistant of this conversation is no longer offered. Start a new conversation.";
+    pub const MESSAGE_ID_TAKEN: &str = "Another message of this conversation already has this id. Send the message under a new id.";
+    pub const APPROVALS_UNDECIDED: &str = "Decide every approval this reply asked for, then send them together.";
     pub const TOO_LARGE: &str = "The request is too large.";
     pub const METHOD_NOT_ALLOWED: &str = "This method is not allowed here.";
     pub const TIMEOUT: &str = "The request took too long to arrive.";
@@ -161,11 +169,11 @@ impl TurnError {
 impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
-            Error::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Error::BadRequest(_) | Error::ApprovalsUndecided(_) => StatusCode::BAD_REQUEST,
             Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Error::Forbidden(_) => StatusCode::FORBIDDEN,
             Error::NotFound => StatusCode::NOT_FOUND,
-            Error::Conflict(_) | Error::AssistantBound(_) | Error::AssistantGone(_) => StatusCode::CONFLICT,
+            Error::Conflict(_) | Error::AssistantBound(_) | Error::AssistantGone(_) | Error::MessageIdTaken(_) => StatusCode::CONFLICT,
             Error::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Error::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::Overloaded | Error::UserTurnLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -185,6 +193,8 @@ impl Error {
             Error::Conflict(_) => messages::CONFLICT,
             Error::AssistantBound(_) => messages::ASSISTANT_BOUND,
             Error::AssistantGone(_) => messages::ASSISTANT_GONE,
+            Error::MessageIdTaken(_) => messages::MESSAGE_ID_TAKEN,
+            Error::ApprovalsUndecided(_) => messages::APPROVALS_UNDECIDED,
             Error::TooLarge => messages::TOO_LARGE,
             Error::BodyTimeout => messages::TIMEOUT,
             Error::Overloaded => messages::OVERLOADED,

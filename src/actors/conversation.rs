@@ -635,10 +635,7 @@ fn push_user_message(history: &mut Vec<UiMessage>, message: &UiMessage) -> Resul
     if let Some(last) = history.last_mut().filter(|l| same(l) && l.role == crate::ui_stream::Role::User) {
         *last = message.clone();
     } else if history.iter().any(same) {
-        return Err(Error::Conflict(format!(
-            "message id {} is already used by an earlier message of this conversation; send the new message under a new id",
-            message.id
-        )));
+        return Err(Error::MessageIdTaken(message.id.clone()));
     } else {
         history.push(message.clone());
     }
@@ -669,10 +666,7 @@ async fn resolve_approvals(
         .iter()
         .find(|p| p.message_id == last_id && !decisions.iter().any(|d| d.approval_id == p.approval_id))
     {
-        return Err(Error::BadRequest(format!(
-            "approval {} of this message is undecided: decide every approval it asked for at once",
-            open.approval_id
-        )));
+        return Err(Error::ApprovalsUndecided(open.approval_id.clone()));
     }
     // One fenced transaction for all of them: none is used up unless every one is.
     let ids: Vec<String> = decisions.iter().map(|d| d.approval_id.clone()).collect();
@@ -734,7 +728,10 @@ mod tests {
         let history = vec![asked];
         // One decided, one left open: refused, and nothing is used up.
         let partial = resolve_approvals(&store, &key, &history, decide(&["ap1"])).await;
-        assert!(matches!(partial, Err(Error::BadRequest(ref m)) if m.contains("ap2")), "{partial:?}");
+        assert!(
+            matches!(partial, Err(Error::ApprovalsUndecided(ref id)) if id == "ap2"),
+            "{partial:?}"
+        );
         assert_eq!(store.pending_approvals(&key).await.unwrap().len(), 2);
         let both = resolve_approvals(&store, &key, &history, decide(&["ap2", "ap1"])).await.unwrap();
         assert_eq!(both.len(), 2);
@@ -766,7 +763,7 @@ mod tests {
         // the history is left as it was.
         for taken in [first.clone(), UiMessage::new("a1".into(), Role::User)] {
             let refused = push_user_message(&mut history, &taken);
-            assert!(matches!(refused, Err(Error::Conflict(_))), "{refused:?}");
+            assert!(matches!(refused, Err(Error::MessageIdTaken(_))), "{refused:?}");
         }
         assert_eq!(history.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), ["u1", "a1", "u2"]);
     }
