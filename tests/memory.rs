@@ -314,7 +314,8 @@ async fn erasure_waits_for_a_cancelled_turns_memory_write() {
         serde_json::to_vec(&json!({"id": "late", "messages": [{"id": t.message_id, "role": "assistant", "parts": [t.decision(0, true)]}]}))
             .unwrap();
     let approved = orch.request(&c, Method::POST, "/v1/chat", "erin", &body, Some("nc-token")).send();
-    let approved = tokio::spawn(async move { approved.await.map(|r| r.status()) });
+    let mut approved_turn = tokio::task::JoinSet::new();
+    approved_turn.spawn(async move { approved.await.map(|r| r.status()) });
     let logged = |orch: &mut Orchestrator, line: &str| orch.process().logs().contains(line);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !logged(&mut orch, "fault injection: holding a memory write") {
@@ -332,7 +333,7 @@ async fn erasure_waits_for_a_cancelled_turns_memory_write() {
         logged(&mut orch, "fault injection: memory write released"),
         "the erasure answered before the cancelled turn's write was queued"
     );
-    let _ = approved.await.unwrap();
+    let _ = approved_turn.join_next().await.unwrap().unwrap();
     // Whatever the writer still had queued is committed well within this.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(facts(&orch, &c, "erin").await.is_empty(), "the held write outlived the erasure");

@@ -114,13 +114,14 @@ mod tests {
         assert_eq!(turns.all_ended("alice", Duration::from_millis(10)).await, 0);
         let alices = turns.started("alice");
         let _bobs = turns.started("bob");
-        let ends = tokio::spawn(async move {
+        let mut ends = tokio::task::JoinSet::new();
+        ends.spawn(async move {
             tokio::time::sleep(Duration::from_millis(50)).await;
             drop(alices);
         });
         // Bob's turn still running does not hold alice's wait.
         assert_eq!(turns.all_ended("alice", Duration::from_secs(10)).await, 0);
-        ends.await.unwrap();
+        ends.join_next().await.unwrap().unwrap();
         let started = std::time::Instant::now();
         assert_eq!(turns.all_ended("bob", Duration::from_millis(100)).await, 1);
         assert!(started.elapsed() >= Duration::from_millis(100));
