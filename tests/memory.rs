@@ -85,6 +85,13 @@ async fn facts(orch: &Orchestrator, c: &reqwest::Client, uid: &str) -> Vec<Value
     orch.get_json(c, "/v1/memory", uid).await["facts"].as_array().unwrap().clone()
 }
 
+/// `DELETE /v1/me/data` for `uid`: its 200 answer.
+async fn erase(orch: &Orchestrator, c: &reqwest::Client, uid: &str) -> Value {
+    let r = orch.request(c, Method::DELETE, "/v1/me/data", uid, b"", None).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    r.json().await.unwrap()
+}
+
 fn system_prompt_of(request: &Value) -> String {
     request["messages"][0]["content"].as_str().unwrap().to_string()
 }
@@ -255,13 +262,7 @@ async fn erasure_leaves_no_byte_of_the_user_and_keeps_the_audit_trail() {
 
     let listed = orch.get_json(&c, "/v1/conversations", "erin").await;
     assert_eq!(listed["conversations"].as_array().unwrap().len(), 1, "{listed}");
-    let r = orch
-        .request(&c, Method::DELETE, "/v1/me/data", "erin", b"", None)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let body: Value = r.json().await.unwrap();
+    let body = erase(&orch, &c, "erin").await;
     assert_eq!(body["erased"]["conversations"], 1, "{body}");
     assert_eq!(body["erased"]["memoryFacts"], 1);
 
@@ -323,12 +324,7 @@ async fn erasure_waits_for_a_cancelled_turns_memory_write() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // The erasure cancels the turn while its write is held.
-    let r = orch
-        .request(&c, Method::DELETE, "/v1/me/data", "erin", b"", None)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    erase(&orch, &c, "erin").await;
     assert!(
         logged(&mut orch, "fault injection: memory write released"),
         "the erasure answered before the cancelled turn's write was queued"
