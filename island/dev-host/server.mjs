@@ -237,6 +237,11 @@ function sendError(res, status, requestId, extra = {}, upstreamCode = null) {
   const code = known && known[0] === status ? upstreamCode : null;
   const message = code ? known[1] : MESSAGES[status] ?? (status >= 400 && status < 500 ? CLIENT_ERROR : SERVER_ERROR);
   const error = code ? { message, requestId, code } : { message, requestId };
+  // The wait of our own Retry-After, in the body too: the chat transport sees only the body.
+  const wait = extra['retry-after'];
+  if ((status === 429 || status === 503) && typeof wait === 'string' && /^[0-9]{1,6}$/.test(wait) && Number(wait) > 0) {
+    error.retryAfter = Number(wait);
+  }
   send(res, status, 'application/json', JSON.stringify({ error }), { 'x-request-id': requestId, ...extra });
 }
 

@@ -92,12 +92,12 @@ describe('dev host', () => {
       const body = await r.json();
       expect(body.error.requestId).toBe(r.headers.get('x-request-id'));
       expect(body.error.requestId).not.toBe('upstream-id');
-      told[id] = [r.status, body.error.message, r.headers.get('retry-after')];
+      told[id] = [r.status, body.error.message, r.headers.get('retry-after'), body.error.retryAfter ?? null];
     }
     expect(told).toEqual({
-      timeout: [504, 'No answer came in time. It is not known whether anything was done: check before trying again.', null],
-      unreachable: [502, 'A service this needs could not be reached or gave no usable answer. It is not known whether anything was done: check before trying again.', null],
-      busy: [503, 'Something went wrong. Please try again.', '2'],
+      timeout: [504, 'No answer came in time. It is not known whether anything was done: check before trying again.', null, null],
+      unreachable: [502, 'A service this needs could not be reached or gave no usable answer. It is not known whether anything was done: check before trying again.', null, null],
+      busy: [503, 'Something went wrong. Please try again.', '2', 2],
     });
   });
 

@@ -89,12 +89,21 @@ final class ErrorShape {
 		return is_string($code) ? $code : null;
 	}
 
-	/** @return array{error: array{message: string, requestId: string, code?: string}} */
-	public static function body(int $status, string $requestId, ?string $code = null): array {
+	/**
+	 * `$retryAfter` is the whole seconds of the response's own Retry-After header (already
+	 * checked to be digits), repeated in the body because the browser's chat transport sees only
+	 * the body: a number, never text.
+	 *
+	 * @return array{error: array{message: string, requestId: string, code?: string, retryAfter?: int}}
+	 */
+	public static function body(int $status, string $requestId, ?string $code = null, ?int $retryAfter = null): array {
 		$error = ['message' => self::message($status, $code), 'requestId' => $requestId];
 		$known = self::knownCode($status, $code);
 		if ($known !== null) {
 			$error['code'] = $known;
+		}
+		if ($retryAfter !== null && $retryAfter > 0) {
+			$error['retryAfter'] = $retryAfter;
 		}
 		return ['error' => $error];
 	}

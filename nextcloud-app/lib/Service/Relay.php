@@ -95,7 +95,7 @@ class Relay {
 			$this->logger->info('Tamebi: refused: ' . $e->getMessage(), $context);
 		}
 		$status = ErrorShape::status($e->status());
-		$response = new JSONResponse(ErrorShape::body($status, $requestId, $e->refusalCode()), $status);
+		$response = new JSONResponse(ErrorShape::body($status, $requestId, $e->refusalCode(), $e->retryAfter()), $status);
 		$response->addHeader('X-Request-Id', $requestId);
 		if ($e->retryAfter() !== null) {
 			$response->addHeader('Retry-After', (string)$e->retryAfter());
