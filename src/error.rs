@@ -1,7 +1,9 @@
 //! The crate's error type and the one mapping from errors to what a user may see.
 //!
 //! Users see one of a few fixed messages plus the request id (seed decision: a deny-list
-//! filter of "technical" strings always misses one). Internals go to the logs, redacted.
+//! filter of "technical" strings always misses one), and the body names the kind of refusal
+//! with a fixed [`ErrorCode`] for the proxies in front, which show their own text for it.
+//! Internals go to the logs, redacted.
 //! [`Error`] is a request's failure; [`TurnError`] is why a running turn stopped (it keeps the
 //! cause for the logs and the turn span; `TurnError::public_message` is what the user sees).
 
