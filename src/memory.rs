@@ -56,7 +56,7 @@ fn build_tool_defs() -> Vec<ToolDef> {
 }
 
 /// Test builds only: a `memory_write` whose fact carries this holds its turn's task for
-/// [`FAULT_HOLD`] just before the write is queued. It blocks the thread, as a poll under way
+/// two seconds just before the write is queued. It blocks the thread, as a poll under way
 /// does when the turn is cancelled (a cancel is seen only at the next poll), so the write is
 /// queued after the cancel: an end-to-end test erases the user meanwhile.
 #[cfg(feature = "fault-injection")]
