@@ -1,7 +1,9 @@
 //! The crate's error type and the one mapping from errors to what a user may see.
 //!
 //! Users see one of a few fixed messages plus the request id (seed decision: a deny-list
-//! filter of "technical" strings always misses one). Internals go to the logs, redacted.
+//! filter of "technical" strings always misses one), and the body names the kind of refusal
+//! with a fixed [`ErrorCode`] for the proxies in front, which show their own text for it.
+//! Internals go to the logs, redacted.
 //! [`Error`] is a request's failure; [`TurnError`] is why a running turn stopped (it keeps the
 //! cause for the logs and the turn span; `TurnError::public_message` is what the user sees).
 
@@ -85,6 +87,129 @@ impl std::fmt::Display for TurnLimit {
             TurnLimit::Running => "running turns",
             TurnLimit::Rate => "turn rate",
         })
+    }
+}
+
+/// The machine-readable kind of a refusal: `error.code` in every error body (docs/api.md). A
+/// closed set on purpose: a proxy in front (the Nextcloud app, the dev host) may only show its
+/// own fixed text, never ours, so it needs a key it can look up in its own table, one that can
+/// never carry anything variable. Several errors share a code when the user sees one text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    BadRequest,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    MethodNotAllowed,
+    RequestTimeout,
+    ReplyInProgress,
+    AssistantBound,
+    AssistantGone,
+    MessageIdTaken,
+    ApprovalsUndecided,
+    TooLarge,
+    Overloaded,
+    TooManyRunning,
+    TooFast,
+    Unavailable,
+    OwnedElsewhere,
+    ToolTimeout,
+    ToolUnreachable,
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, for the docs check and the proxies' tables.
+    pub const ALL: [ErrorCode; 20] = [
+        ErrorCode::BadRequest,
+        ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
+        ErrorCode::NotFound,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::RequestTimeout,
+        ErrorCode::ReplyInProgress,
+        ErrorCode::AssistantBound,
+        ErrorCode::AssistantGone,
+        ErrorCode::MessageIdTaken,
+        ErrorCode::ApprovalsUndecided,
+        ErrorCode::TooLarge,
+        ErrorCode::Overloaded,
+        ErrorCode::TooManyRunning,
+        ErrorCode::TooFast,
+        ErrorCode::Unavailable,
+        ErrorCode::OwnedElsewhere,
+        ErrorCode::ToolTimeout,
+        ErrorCode::ToolUnreachable,
+        ErrorCode::Internal,
+    ];
+
+    /// The code on the wire: a contract with the proxies, never renamed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::BadRequest => "bad_request",
+            ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::MethodNotAllowed => "method_not_allowed",
+            ErrorCode::RequestTimeout => "request_timeout",
+            ErrorCode::ReplyInProgress => "reply_in_progress",
+            ErrorCode::AssistantBound => "assistant_bound",
+            ErrorCode::AssistantGone => "assistant_gone",
+            ErrorCode::MessageIdTaken => "message_id_taken",
+            ErrorCode::ApprovalsUndecided => "approvals_undecided",
+            ErrorCode::TooLarge => "too_large",
+            ErrorCode::Overloaded => "overloaded",
+            ErrorCode::TooManyRunning => "too_many_running",
+            ErrorCode::TooFast => "too_fast",
+            ErrorCode::Unavailable => "unavailable",
+            ErrorCode::OwnedElsewhere => "owned_elsewhere",
+            ErrorCode::ToolTimeout => "tool_timeout",
+            ErrorCode::ToolUnreachable => "tool_unreachable",
+            ErrorCode::Internal => "internal",
+        }
+    }
+
+    /// The fixed message our own body carries with this code.
+    pub fn message(self) -> &'static str {
+        match self {
+            ErrorCode::BadRequest => messages::BAD_REQUEST,
+            ErrorCode::Unauthorized => messages::UNAUTHORIZED,
+            ErrorCode::Forbidden => messages::FORBIDDEN,
+            ErrorCode::NotFound => messages::NOT_FOUND,
+            ErrorCode::MethodNotAllowed => messages::METHOD_NOT_ALLOWED,
+            ErrorCode::RequestTimeout => messages::TIMEOUT,
+            ErrorCode::ReplyInProgress => messages::CONFLICT,
+            ErrorCode::AssistantBound => messages::ASSISTANT_BOUND,
+            ErrorCode::AssistantGone => messages::ASSISTANT_GONE,
+            ErrorCode::MessageIdTaken => messages::MESSAGE_ID_TAKEN,
+            ErrorCode::ApprovalsUndecided => messages::APPROVALS_UNDECIDED,
+            ErrorCode::TooLarge => messages::TOO_LARGE,
+            ErrorCode::Overloaded => messages::OVERLOADED,
+            ErrorCode::TooManyRunning => messages::TOO_MANY_RUNNING,
+            ErrorCode::TooFast => messages::TOO_FAST,
+            ErrorCode::Unavailable => messages::UNAVAILABLE,
+            ErrorCode::OwnedElsewhere => messages::MOVING,
+            ErrorCode::ToolTimeout => messages::UPSTREAM_TIMEOUT,
+            ErrorCode::ToolUnreachable => messages::UPSTREAM,
+            ErrorCode::Internal => messages::INTERNAL,
+        }
+    }
+
+    /// The code of a status produced outside our handlers (a framework rejection).
+    fn for_status(status: StatusCode) -> ErrorCode {
+        match status.as_u16() {
+            401 => ErrorCode::Unauthorized,
+            403 => ErrorCode::Forbidden,
+            404 => ErrorCode::NotFound,
+            405 => ErrorCode::MethodNotAllowed,
+            408 => ErrorCode::RequestTimeout,
+            409 => ErrorCode::ReplyInProgress,
+            413 => ErrorCode::TooLarge,
+            429 => ErrorCode::Overloaded,
+            503 => ErrorCode::Unavailable,
+            s if s >= 500 => ErrorCode::Internal,
+            _ => ErrorCode::BadRequest,
+        }
     }
 }
 
@@ -184,32 +309,37 @@ impl Error {
         }
     }
 
-    pub fn public_message(&self) -> &'static str {
+    /// What kind of refusal this is, for the body's `code`.
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Error::BadRequest(_) => messages::BAD_REQUEST,
-            Error::Unauthorized(_) => messages::UNAUTHORIZED,
-            Error::Forbidden(_) => messages::FORBIDDEN,
-            Error::NotFound => messages::NOT_FOUND,
-            Error::Conflict(_) => messages::CONFLICT,
-            Error::AssistantBound(_) => messages::ASSISTANT_BOUND,
-            Error::AssistantGone(_) => messages::ASSISTANT_GONE,
-            Error::MessageIdTaken(_) => messages::MESSAGE_ID_TAKEN,
-            Error::ApprovalsUndecided(_) => messages::APPROVALS_UNDECIDED,
-            Error::TooLarge => messages::TOO_LARGE,
-            Error::BodyTimeout => messages::TIMEOUT,
-            Error::Overloaded => messages::OVERLOADED,
+            Error::BadRequest(_) => ErrorCode::BadRequest,
+            Error::Unauthorized(_) => ErrorCode::Unauthorized,
+            Error::Forbidden(_) => ErrorCode::Forbidden,
+            Error::NotFound => ErrorCode::NotFound,
+            Error::Conflict(_) => ErrorCode::ReplyInProgress,
+            Error::AssistantBound(_) => ErrorCode::AssistantBound,
+            Error::AssistantGone(_) => ErrorCode::AssistantGone,
+            Error::MessageIdTaken(_) => ErrorCode::MessageIdTaken,
+            Error::ApprovalsUndecided(_) => ErrorCode::ApprovalsUndecided,
+            Error::TooLarge => ErrorCode::TooLarge,
+            Error::BodyTimeout => ErrorCode::RequestTimeout,
+            Error::Overloaded => ErrorCode::Overloaded,
             Error::UserTurnLimit {
                 which: TurnLimit::Running, ..
-            } => messages::TOO_MANY_RUNNING,
+            } => ErrorCode::TooManyRunning,
             Error::UserTurnLimit {
                 which: TurnLimit::Rate, ..
-            } => messages::TOO_FAST,
-            Error::ShuttingDown | Error::Unavailable { .. } => messages::UNAVAILABLE,
-            Error::OwnedElsewhere { .. } => messages::MOVING,
-            Error::UpstreamTimeout => messages::UPSTREAM_TIMEOUT,
-            Error::Upstream(_) => messages::UPSTREAM,
-            Error::Storage(_) | Error::Postgres(_) | Error::PostgresPool(_) | Error::Internal(_) => messages::INTERNAL,
+            } => ErrorCode::TooFast,
+            Error::ShuttingDown | Error::Unavailable { .. } => ErrorCode::Unavailable,
+            Error::OwnedElsewhere { .. } => ErrorCode::OwnedElsewhere,
+            Error::UpstreamTimeout => ErrorCode::ToolTimeout,
+            Error::Upstream(_) => ErrorCode::ToolUnreachable,
+            Error::Storage(_) | Error::Postgres(_) | Error::PostgresPool(_) | Error::Internal(_) => ErrorCode::Internal,
         }
+    }
+
+    pub fn public_message(&self) -> &'static str {
+        self.code().message()
     }
 
     /// Attaches the request id, making it something an HTTP handler can return.
@@ -243,7 +373,7 @@ impl IntoResponse for ApiError {
             | Error::Unavailable { retry_after_secs, .. } => Some(retry_after_secs),
             _ => None,
         };
-        let mut response = shaped(status, self.error.public_message(), &self.request_id, retry_after);
+        let mut response = shaped(status, self.error.code(), &self.request_id, retry_after);
         if let Some(secs) = retry_after {
             response.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
         }
@@ -258,31 +388,14 @@ impl IntoResponse for ApiError {
 /// Set on the 503 of [`Error::OwnedElsewhere`] (docs/api.md, docs/scale-out.md).
 pub const OWNED_ELSEWHERE_HEADER: &str = "x-tamebi-owned-elsewhere";
 
-/// The fixed message for a status produced outside our handlers (a framework rejection).
-pub fn message_for_status(status: StatusCode) -> &'static str {
-    match status.as_u16() {
-        401 => messages::UNAUTHORIZED,
-        403 => messages::FORBIDDEN,
-        404 => messages::NOT_FOUND,
-        405 => messages::METHOD_NOT_ALLOWED,
-        408 => messages::TIMEOUT,
-        409 => messages::CONFLICT,
-        413 => messages::TOO_LARGE,
-        429 => messages::OVERLOADED,
-        503 => messages::UNAVAILABLE,
-        s if s >= 500 => messages::INTERNAL,
-        _ => messages::BAD_REQUEST,
-    }
-}
-
 /// An error response for `status` in the fixed shape, for errors that were not an [`Error`].
 pub fn error_response(status: StatusCode, request_id: &str) -> Response {
-    shaped(status, message_for_status(status), request_id, None)
+    shaped(status, ErrorCode::for_status(status), request_id, None)
 }
 
-fn shaped(status: StatusCode, message: &str, request_id: &str, retry_after: Option<u64>) -> Response {
+fn shaped(status: StatusCode, code: ErrorCode, request_id: &str, retry_after: Option<u64>) -> Response {
     let mut body = serde_json::json!({
-        "error": { "message": message, "requestId": request_id }
+        "error": { "message": code.message(), "requestId": request_id, "code": code.as_str() }
     });
     if let Some(secs) = retry_after {
         // Also in the body: the chat transport in the browser only sees the body.
@@ -319,6 +432,69 @@ mod tests {
             response.headers().get(OWNED_ELSEWHERE_HEADER).is_none(),
             "not a 'try another instance'"
         );
+    }
+
+    async fn body_of(error: Error) -> (StatusCode, serde_json::Value) {
+        let response = error.with_request("req_7").into_response();
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), 4096).await.unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn each_refusal_names_its_own_code_beside_its_fixed_message() {
+        let cases = [
+            (Error::MessageIdTaken("m1 of /etc/passwd".into()), 409, "message_id_taken"),
+            (Error::ApprovalsUndecided("call_9".into()), 400, "approvals_undecided"),
+            (Error::Conflict("a turn is already running".into()), 409, "reply_in_progress"),
+            (Error::AssistantBound("hr".into()), 409, "assistant_bound"),
+            (
+                Error::UserTurnLimit {
+                    which: TurnLimit::Rate,
+                    retry_after_secs: 3,
+                },
+                429,
+                "too_fast",
+            ),
+            (Error::OwnedElsewhere { retry_after_secs: 1 }, 503, "owned_elsewhere"),
+            (Error::UpstreamTimeout, 504, "tool_timeout"),
+            (Error::Internal("disk full at /var/lib".into()), 500, "internal"),
+        ];
+        for (error, status, code) in cases {
+            let message = error.public_message();
+            let (got_status, body) = body_of(error).await;
+            assert_eq!(got_status.as_u16(), status, "{code}");
+            assert_eq!(body["error"]["code"], code);
+            assert_eq!(body["error"]["message"], message);
+            assert_eq!(body["error"]["requestId"], "req_7");
+            let keys: Vec<&String> = body["error"].as_object().unwrap().keys().collect();
+            assert!(
+                keys.iter()
+                    .all(|k| ["code", "message", "requestId", "retryAfter"].contains(&k.as_str())),
+                "nothing but the fixed fields: {body}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_framework_rejection_gets_the_code_of_its_status() {
+        let response = error_response(StatusCode::METHOD_NOT_ALLOWED, "req_8");
+        let bytes = axum::body::to_bytes(response.into_body(), 4096).await.unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(body["error"]["code"], "method_not_allowed");
+        assert_eq!(body["error"]["message"], messages::METHOD_NOT_ALLOWED);
+    }
+
+    #[test]
+    fn codes_are_distinct_snake_case_and_documented() {
+        let api = include_str!("../docs/api.md");
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            let name = code.as_str();
+            assert!(seen.insert(name), "{name} twice");
+            assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{name}");
+            assert!(api.contains(&format!("| `{name}` |")), "docs/api.md lists no row for {name}");
+        }
     }
 
     #[test]

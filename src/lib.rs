@@ -130,6 +130,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
         tasks: tasks.clone(),
         shutdown: shutdown.clone(),
         bindings: Default::default(),
+        running_turns: Default::default(),
     });
     // No actor is registered under a global name: references live in the state below.
     let directory = actors::Directory::default();

@@ -55,6 +55,31 @@ fn build_tool_defs() -> Vec<ToolDef> {
         .collect()
 }
 
+/// Test builds only: a `memory_write` whose fact carries this holds its turn's task for
+/// two seconds just before the write is queued. It blocks the thread, as a poll under way
+/// does when the turn is cancelled (a cancel is seen only at the next poll), so the write is
+/// queued after the cancel: an end-to-end test erases the user meanwhile.
+#[cfg(feature = "fault-injection")]
+pub const FAULT_SLOW_MEMORY_WRITE: &str = "FAULT:slow-memory-write";
+
+/// How long [`FAULT_SLOW_MEMORY_WRITE`] holds the write: well inside the erasure's bound.
+#[cfg(feature = "fault-injection")]
+const FAULT_HOLD: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Test builds only, see [`FAULT_SLOW_MEMORY_WRITE`]; called by the turn when fault injection is on.
+#[cfg(feature = "fault-injection")]
+pub fn fault_hold_before_write(tool: &str, arguments: &Value) {
+    let marked = arguments
+        .get("fact")
+        .and_then(Value::as_str)
+        .is_some_and(|f| f.contains(FAULT_SLOW_MEMORY_WRITE));
+    if tool == "memory_write" && marked {
+        tracing::warn!("fault injection: holding a memory write");
+        std::thread::sleep(FAULT_HOLD);
+        tracing::warn!("fault injection: memory write released");
+    }
+}
+
 /// Runs one local tool for the user of conversation `key`. `Ok` is the result text, `Err` the error text; both are
 /// written for the model (and reach it enveloped, like any tool output).
 pub async fn call(memory: &dyn MemoryStore, key: &ConversationKey, tool: &str, arguments: &Value) -> Result<String, String> {

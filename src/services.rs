@@ -24,4 +24,6 @@ pub struct Services {
     pub shutdown: tokio_util::sync::CancellationToken,
     /// The assistant bindings of the conversations running here (a cache of chat.db's).
     pub bindings: crate::assistants::Bindings,
+    /// The turn tasks running here, per user (an erasure waits for a user's to end).
+    pub running_turns: crate::actors::running_turns::RunningTurns,
 }

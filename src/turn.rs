@@ -794,6 +794,10 @@ impl TurnState {
     /// Runs one of the orchestrator's own tools (memory); the same part shapes as MCP's.
     async fn execute_local(&self, tool: &str, tool_call_id: &str, input: &Value) -> StreamPart {
         let services = &self.t.services;
+        #[cfg(feature = "fault-injection")]
+        if services.config.fault_injection {
+            crate::memory::fault_hold_before_write(tool, input);
+        }
         match crate::memory::call(services.memory.as_ref(), &self.t.conversation, tool, input).await {
             Ok(text) => StreamPart::ToolOutputAvailable {
                 tool_call_id: tool_call_id.to_string(),

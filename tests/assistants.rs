@@ -251,6 +251,7 @@ async fn assistants_bind_conversations_and_filter_tools() {
         refused["error"]["message"].as_str().unwrap().contains("another assistant"),
         "{refused}"
     );
+    assert_eq!(refused["error"]["code"], "assistant_bound", "{refused}");
     let stored = s.orch.get_json(&s.http, "/v1/conversations/asst-cal", "alice").await;
     assert_eq!(stored["assistant"], "planner");
     assert!(
@@ -627,6 +628,8 @@ async fn a_silent_or_unreachable_tool_server_is_504_or_502_never_500() {
             let answer: Value = r.json().await.unwrap();
             let shown = answer["error"]["message"].as_str().unwrap_or_default();
             assert!(shown.starts_with(message), "{server} via {door}: {answer}");
+            let code = if status == 504 { "tool_timeout" } else { "tool_unreachable" };
+            assert_eq!(answer["error"]["code"], code, "{server} via {door}: {answer}");
             assert!(answer["error"]["requestId"].is_string(), "{answer}");
         }
     }

@@ -543,3 +543,37 @@ async fn a_delete_racing_a_turn_never_brings_the_conversation_back() {
         }
     }
 }
+
+/// A user message under the id of an earlier message of the conversation is refused with
+/// 409 and its own code and text (a proxy shows its own text for the code, not "a reply is
+/// already being written"); nothing is stored, and the earlier message keeps its text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_message_id_is_refused_with_its_own_code() {
+    let model = ScriptedModel::start();
+    let orch = start(&model);
+    let c = client();
+    orch.chat(&c, "alice", "reuse", "m1", "first words").await;
+    orch.chat(&c, "alice", "reuse", "m2", "second words").await;
+    let r = orch
+        .request(
+            &c,
+            Method::POST,
+            "/v1/chat",
+            "alice",
+            &user_turn("reuse", "m1", "other words"),
+            None,
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["code"], "message_id_taken", "{e}");
+    assert_eq!(
+        e["error"]["message"],
+        "Another message of this conversation already has this id. Send the message under a new id."
+    );
+    let stored: Value = orch.get_json(&c, "/v1/conversations/reuse", "alice").await;
+    assert_eq!(stored["messages"][0]["parts"][0]["text"], "first words");
+    assert_eq!(stored["messages"].as_array().unwrap().len(), 4, "{stored}");
+}

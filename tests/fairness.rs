@@ -50,6 +50,7 @@ async fn a_user_with_too_many_running_turns_gets_429_and_others_do_not() {
     let (retry, body) = refusal(post(&orch, "alice", "c3", "m1", "slow three").await).await;
     assert_eq!(retry, 1);
     assert!(body["error"]["message"].as_str().unwrap().contains("several replies"), "{body}");
+    assert_eq!(body["error"]["code"], "too_many_running", "{body}");
     // bob has his own share.
     let bob = post(&orch, "bob", "c1", "m1", "hello").await;
     assert_eq!(bob.status(), 200);
@@ -75,6 +76,7 @@ async fn a_user_over_the_turn_rate_gets_429_with_retry_after() {
     let (retry, body) = refusal(post(&orch, "alice", "c1", "m9", "hello").await).await;
     assert!((1..=10).contains(&retry), "{retry}");
     assert!(body["error"]["message"].as_str().unwrap().contains("faster than allowed"), "{body}");
+    assert_eq!(body["error"]["code"], "too_fast", "{body}");
     let bob = post(&orch, "bob", "c1", "m1", "hello").await;
     assert_eq!(bob.status(), 200);
     read_sse(bob).await;

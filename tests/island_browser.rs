@@ -53,6 +53,7 @@ fn rules() -> Value {
             {"tool_calls": [{"name": "files_list", "arguments": {"path": "/"}}]},
             {"text": "Only your calendar is mine to read.", "chunk_chars": 8}
         ]},
+        {"match": "code check", "steps": [{"text": "Noted.", "chunk_chars": 8}]},
         {"match": "write the denied note", "steps": [
             {"tool_calls": [{"name": "files_write", "arguments": {"path": "/denied-note.txt", "content": "This must never be written."}}]},
             {"text": "Understood, I did not write it.", "chunk_chars": 8}
@@ -304,5 +305,17 @@ async fn the_island_and_its_apps_in_chromium() {
             "{offered:?}"
         );
     }
+
+    // 8. A message sent under an earlier message's id: the orchestrator's 409 message_id_taken
+    // reaches the island through the dev host as that refusal's own text and code.
+    let c = check(&report, "a_refusal_shows_the_text_of_its_code");
+    assert_eq!(c["status"], 409, "{c}");
+    assert_eq!(c["body"]["error"]["code"], "message_id_taken", "{c}");
+    let shown = c["shown"].as_str().unwrap_or_default();
+    assert!(
+        shown.starts_with("Another message of this conversation already has this id. Send the message under a new id. (request id: "),
+        "{c}"
+    );
+    assert!(!shown.contains("already being written"), "{c}");
     assert_eq!(report["pageErrors"], json!([]), "uncaught errors in the island");
 }

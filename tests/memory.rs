@@ -85,6 +85,13 @@ async fn facts(orch: &Orchestrator, c: &reqwest::Client, uid: &str) -> Vec<Value
     orch.get_json(c, "/v1/memory", uid).await["facts"].as_array().unwrap().clone()
 }
 
+/// `DELETE /v1/me/data` for `uid`: its 200 answer.
+async fn erase(orch: &Orchestrator, c: &reqwest::Client, uid: &str) -> Value {
+    let r = orch.request(c, Method::DELETE, "/v1/me/data", uid, b"", None).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    r.json().await.unwrap()
+}
+
 fn system_prompt_of(request: &Value) -> String {
     request["messages"][0]["content"].as_str().unwrap().to_string()
 }
@@ -255,13 +262,7 @@ async fn erasure_leaves_no_byte_of_the_user_and_keeps_the_audit_trail() {
 
     let listed = orch.get_json(&c, "/v1/conversations", "erin").await;
     assert_eq!(listed["conversations"].as_array().unwrap().len(), 1, "{listed}");
-    let r = orch
-        .request(&c, Method::DELETE, "/v1/me/data", "erin", b"", None)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let body: Value = r.json().await.unwrap();
+    let body = erase(&orch, &c, "erin").await;
     assert_eq!(body["erased"]["conversations"], 1, "{body}");
     assert_eq!(body["erased"]["memoryFacts"], 1);
 
@@ -289,4 +290,51 @@ async fn erasure_leaves_no_byte_of_the_user_and_keeps_the_audit_trail() {
     // The user can start again.
     let t = say(&orch, &c, "erin", "fresh", "hello again").await;
     assert!(t.parts.iter().any(|p| p["type"] == "text-delta"));
+}
+
+/// A turn cancelled by the erasure whose memory write was already under way (the fault hook
+/// holds the write, blocking the turn's poll as a poll in progress does, and queues it after
+/// the cancel): the erasure waits for the turn to end before its last pass, so neither the
+/// fact nor the uid is left in any byte of chat.db or memory.db afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn erasure_waits_for_a_cancelled_turns_memory_write() {
+    const LATE: &str = "LATE-FACT-4W";
+    let probe = ProbeMcp::start();
+    probe.set_tools(json!([]));
+    let model = ScriptedModel::start();
+    model.add_rules(json!([{"match": "remember", "steps": [
+        {"tool_calls": [{"name": "memory_write", "arguments": {"fact": "{{last_user_text}}"}}]},
+        {"text": "Saved."}
+    ]}]));
+    let mut orch = start(&model, &probe, vec![]);
+    let c = client();
+    let t = say(&orch, &c, "erin", "late", &format!("remember {LATE} FAULT:slow-memory-write")).await;
+    assert_eq!(t.approvals().len(), 1, "{:?}", t.parts);
+    // Approved: the turn runs the write, which the hook holds.
+    let body =
+        serde_json::to_vec(&json!({"id": "late", "messages": [{"id": t.message_id, "role": "assistant", "parts": [t.decision(0, true)]}]}))
+            .unwrap();
+    let approved = orch.request(&c, Method::POST, "/v1/chat", "erin", &body, Some("nc-token")).send();
+    let mut approved_turn = tokio::task::JoinSet::new();
+    approved_turn.spawn(async move { approved.await.map(|r| r.status()) });
+    let logged = |orch: &mut Orchestrator, line: &str| orch.process().logs().contains(line);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !logged(&mut orch, "fault injection: holding a memory write") {
+        assert!(std::time::Instant::now() < deadline, "the write was never held");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The erasure cancels the turn while its write is held.
+    erase(&orch, &c, "erin").await;
+    assert!(
+        logged(&mut orch, "fault injection: memory write released"),
+        "the erasure answered before the cancelled turn's write was queued"
+    );
+    let _ = approved_turn.join_next().await.unwrap().unwrap();
+    // Whatever the writer still had queued is committed well within this.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(facts(&orch, &c, "erin").await.is_empty(), "the held write outlived the erasure");
+    for f in db_files(&orch.data_dir()) {
+        assert!(!file_holds(&f, LATE), "{} still holds the late fact", f.display());
+        assert!(!file_holds(&f, "erin"), "{} still holds erin's uid", f.display());
+    }
 }

@@ -83,8 +83,9 @@ class Bridge:
     def sent(self) -> list[dict]:
         raise NotImplementedError
 
-    def sent_mailbox(self, uid: str, present: bool) -> None:
-        """Sets or unsets `uid`'s Sent mailbox in Mail (the account setting under Default folders)."""
+    def special_mailbox(self, uid: str, use: str, present: bool) -> None:
+        """Sets or unsets `uid`'s Sent or Drafts mailbox (`use` "sent" or "drafts") in Mail (the
+        account settings under Default folders)."""
         raise NotImplementedError
 
     def stop(self) -> None:
@@ -128,8 +129,8 @@ class StandinBridge(Bridge):
                         "in_reply_to": m["in_reply_to"] or None, "html": m["content_type"] != "text/plain"})
         return out
 
-    def sent_mailbox(self, uid: str, present: bool) -> None:
-        r = requests.post(f"{self.url}/standin/mail/sent-mailbox", params={"uid": uid}, json={"set": present}, timeout=10)
+    def special_mailbox(self, uid: str, use: str, present: bool) -> None:
+        r = requests.post(f"{self.url}/standin/mail/{use}-mailbox", params={"uid": uid}, json={"set": present}, timeout=10)
         r.raise_for_status()
 
     def stop(self) -> None:
@@ -169,12 +170,12 @@ class PhpBridge(Bridge):
                         "subject": m["subject"], "body": m["body"], "in_reply_to": m["in_reply_to"], "html": m["html"]})
         return out
 
-    def sent_mailbox(self, uid: str, present: bool) -> None:
+    def special_mailbox(self, uid: str, use: str, present: bool) -> None:
         state = json.loads(self.state.read_text())
         account = next(a["id"] for a in state["accounts"] if a["uid"] == uid)
         for box in state["mailboxes"]:
-            if box["account_id"] == account and box["name"] == "Sent":
-                box["special_use"] = ["sent"] if present else []
+            if box["account_id"] == account and box["name"] == use.capitalize():
+                box["special_use"] = [use] if present else []
         self.state.write_text(json.dumps(state))
 
     def stop(self) -> None:

@@ -284,7 +284,7 @@ def test_without_a_sent_mailbox_nothing_goes_out_and_the_answer_says_what_to_fix
     # "Configuration error" in its own API). A setting only the person can change: 409 with its
     # own code, never the retryable mail_backend.
     before = len(bridge.sent())
-    bridge.sent_mailbox("bob", False)
+    bridge.special_mailbox("bob", "sent", False)
     try:
         boxes = check(bridge.get("/accounts/2/mailboxes", uid="bob"), "mailboxes")["ocs"]["data"]["mailboxes"]
         assert not any(b["special_use"] == ["sent"] for b in boxes)
@@ -295,7 +295,7 @@ def test_without_a_sent_mailbox_nothing_goes_out_and_the_answer_says_what_to_fix
                                    "Nothing was sent.")
         assert len(bridge.sent()) == before
     finally:
-        bridge.sent_mailbox("bob", True)
+        bridge.special_mailbox("bob", "sent", True)
     check(bridge.post("/send", {**VALID, "account_id": 2, "to": ["alice@example.com"]}, uid="bob"), "sent")
     assert len(bridge.sent()) == before + 1
 
@@ -331,6 +331,26 @@ def test_a_draft_may_have_no_recipients_but_must_be_valid(bridge):
     error(bridge.post("/drafts", {"account_id": 1, "subject": "Idea", "body": "", "to": ["not an address"]}),
           400, "invalid_request")
     error(bridge.post("/drafts", {"account_id": 1, "subject": "Idea", "body": ""}, uid="bob"), 404, "not_found")
+
+
+def test_without_a_drafts_mailbox_nothing_is_saved_and_the_answer_says_what_to_fix(bridge):
+    # Mail's saveDraft needs the account's Drafts mailbox (a bare ClientException in Mail): 409
+    # with its own code, a setting only the person can change, and no draft anywhere.
+    bridge.special_mailbox("bob", "drafts", False)
+    try:
+        boxes = check(bridge.get("/accounts/2/mailboxes", uid="bob"), "mailboxes")["ocs"]["data"]["mailboxes"]
+        assert not any(b["special_use"] == ["drafts"] for b in boxes)
+        drafts = next(b for b in boxes if b["name"] == "Drafts")
+        r = bridge.post("/drafts", {"account_id": 2, "to": ["alice@example.com"], "subject": "Unsaved", "body": "x"},
+                        uid="bob")
+        data = error(r, 409, "no_drafts_mailbox")
+        assert data["message"] == ("This mail account has no Drafts folder set, so Mail saves no draft in it. "
+                                   "Choose one in Mail (account settings, Default folders), then try again. "
+                                   "Nothing was saved.")
+        assert "Unsaved" not in subjects(bridge.get("/messages", uid="bob", mailbox_id=str(drafts["id"])))
+    finally:
+        bridge.special_mailbox("bob", "drafts", True)
+    check(bridge.post("/drafts", {"account_id": 2, "subject": "Saved", "body": "x"}, uid="bob"), "draft_saved")
 
 
 # ---- who may call, and Mail missing -------------------------------------------------------

@@ -34,6 +34,7 @@ async function main() {
     await run('approve_runs_the_recorded_call', () => approval(page, 'approve'));
     await run('deny_runs_nothing', () => approval(page, 'deny'));
     await run('assistant_picker_binds_the_conversation', () => assistantPicker(page));
+    await run('a_refusal_shows_the_text_of_its_code', () => refusalText(page));
   });
 }
 
@@ -326,6 +327,41 @@ async function assistantPicker(page) {
   await page.locator('.message').first().waitFor({ state: 'detached' });
   const fresh = { value: await picker.inputValue(), enabled: await picker.isEnabled() };
   return { options, initial, enabledBefore, after, trace, fresh };
+}
+
+// --- 8. A refusal shows the host's text for its code, not the one for its status -------------
+
+/** The second message of a conversation is sent under the first one's id (rewritten on its way
+ * out, as a buggy or replaying client would): the orchestrator refuses it with 409
+ * `message_id_taken`, and the island must say that, not "a reply is already being written". */
+async function refusalText(page) {
+  await page.getByTestId('new-conversation').click();
+  await page.locator('.message').first().waitFor({ state: 'detached' });
+  let firstId = null;
+  const isChat = (url) => new URL(url).pathname.endsWith('/apps/tamebi/api/chat');
+  await page.route(isChat, async (route) => {
+    const body = JSON.parse(route.request().postData() ?? '{}');
+    const last = body.messages?.at(-1);
+    if (firstId === null) {
+      firstId = last?.id ?? null;
+      return route.continue();
+    }
+    last.id = firstId;
+    return route.continue({ postData: JSON.stringify(body) });
+  });
+  try {
+    await say(page, 'code check one');
+    await replyDone(page);
+    const refused = page.waitForResponse((r) => isChat(r.url()) && r.request().method() === 'POST');
+    await say(page, 'code check two');
+    const answer = await refused;
+    const shown = page.getByTestId('chat-error');
+    await shown.waitFor({ timeout: WAIT });
+    await page.screenshot({ path: join(ARTIFACTS, 'refusal-text.png'), fullPage: true });
+    return { status: answer.status(), body: await answer.json(), shown: await shown.innerText() };
+  } finally {
+    await page.unroute(isChat);
+  }
 }
 
 main().catch((error) => {

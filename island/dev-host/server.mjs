@@ -31,6 +31,24 @@ const MESSAGES = {
 // As the PHP app's ErrorShape: any other 4xx is the request refused, any other status ours.
 const CLIENT_ERROR = MESSAGES[400];
 const SERVER_ERROR = 'Something went wrong. Please try again.';
+// As the PHP app's ErrorShape: the orchestrator's refusal codes (docs/api.md) we have a text of
+// our own for, each with the one status it comes with. Only such a code, with its status, is
+// read from an error body and passed on; the body's message never is.
+const CODES = new Map([
+  ['approvals_undecided', [400, 'Decide every approval this reply asked for, then send them together.']],
+  ['message_id_taken', [409, 'Another message of this conversation already has this id. Send the message under a new id.']],
+  ['reply_in_progress', [409, MESSAGES[409]]],
+  ['assistant_bound', [409, 'This conversation belongs to another assistant. Start a new conversation to talk to a different one.']],
+  ['assistant_gone', [409, 'The assistant of this conversation is no longer offered. Start a new conversation.']],
+  ['overloaded', [429, MESSAGES[429]]],
+  ['too_many_running', [429, 'You already have several replies being written. Wait for one to finish, then send again.']],
+  ['too_fast', [429, 'You are sending messages faster than allowed. Wait a moment, then send again.']],
+  ['unavailable', [503, 'The service is restarting. Please try again in a moment.']],
+  ['owned_elsewhere', [503, 'This conversation is being served by another server. Please try again in a moment.']],
+  ['tool_unreachable', [502, MESSAGES[502]]],
+  ['tool_timeout', [504, MESSAGES[504]]],
+]);
+const MAX_ERROR_BODY = 4096;
 // Headers from the orchestrator that reach the browser; everything else stays behind.
 const PASSED_HEADERS = ['content-type', 'x-vercel-ai-ui-message-stream', 'x-request-id', 'cache-control'];
 
@@ -134,11 +152,14 @@ function forward(config, { uid, method, path, body, requestId, res, req, frame =
       const status = answer.statusCode ?? 502;
       if (status >= 400) {
         // As strict as the PHP app (ErrorShape): an error body never passes through, the
-        // browser gets our fixed text for its status, our request id and any Retry-After.
-        answer.resume();
-        const retry = answer.headers['retry-after'];
-        sendError(res, status <= 599 ? status : 502, requestId, typeof retry === 'string' ? { 'retry-after': retry } : {});
-        return resolve();
+        // browser gets our fixed text for its status (or for a refusal code we know), our
+        // request id and any Retry-After.
+        readErrorCode(answer).then((code) => {
+          const retry = answer.headers['retry-after'];
+          sendError(res, status <= 599 ? status : 502, requestId, typeof retry === 'string' ? { 'retry-after': retry } : {}, code);
+          resolve();
+        });
+        return;
       }
       const out = { 'x-accel-buffering': 'no' };
       for (const name of PASSED_HEADERS) if (answer.headers[name] !== undefined) out[name] = answer.headers[name];
@@ -211,9 +232,38 @@ function send(res, status, type, body, extra = {}) {
   res.end(body);
 }
 
-function sendError(res, status, requestId, extra = {}) {
-  const message = MESSAGES[status] ?? (status >= 400 && status < 500 ? CLIENT_ERROR : SERVER_ERROR);
-  send(res, status, 'application/json', JSON.stringify({ error: { message, requestId } }), { 'x-request-id': requestId, ...extra });
+function sendError(res, status, requestId, extra = {}, upstreamCode = null) {
+  const known = CODES.get(upstreamCode);
+  const code = known && known[0] === status ? upstreamCode : null;
+  const message = code ? known[1] : MESSAGES[status] ?? (status >= 400 && status < 500 ? CLIENT_ERROR : SERVER_ERROR);
+  const error = code ? { message, requestId, code } : { message, requestId };
+  // The wait of our own Retry-After, in the body too: the chat transport sees only the body.
+  const wait = extra['retry-after'];
+  if ((status === 429 || status === 503) && typeof wait === 'string' && /^[0-9]{1,6}$/.test(wait) && Number(wait) > 0) {
+    error.retryAfter = Number(wait);
+  }
+  send(res, status, 'application/json', JSON.stringify({ error }), { 'x-request-id': requestId, ...extra });
+}
+
+/** The `error.code` string of an orchestrator error body (unchecked: sendError checks it), or null. */
+function readErrorCode(answer) {
+  return new Promise((resolve) => {
+    const chunks = [];
+    let size = 0;
+    answer.on('data', (chunk) => {
+      size += chunk.length;
+      if (size <= MAX_ERROR_BODY) chunks.push(chunk);
+    });
+    answer.on('end', () => {
+      try {
+        const code = JSON.parse(Buffer.concat(chunks).toString('utf8'))?.error?.code;
+        resolve(typeof code === 'string' ? code : null);
+      } catch {
+        resolve(null);
+      }
+    });
+    answer.on('error', () => resolve(null));
+  });
 }
 
 async function serveFile(res, file, type) {

@@ -20,6 +20,12 @@ beforeAll(async () => {
         res.writeHead(200, { 'content-type': 'text/html;profile=mcp-app', ...csp });
         return res.end('<p>app</p>');
       }
+      const refusal = /^\/v1\/conversations\/refuse-([0-9]{3})-(.*)$/.exec(req.url);
+      if (refusal) {
+        // A refusal with a code (docs/api.md), and internals in the message the browser must never see.
+        res.writeHead(Number(refusal[1]), { 'content-type': 'application/json', 'x-request-id': 'upstream-id' });
+        return res.end(JSON.stringify({ error: { message: 'panic at /srv/tamebi/src/secret.rs:42', requestId: 'upstream-id', code: refusal[2] === 'hostile' ? '<img src=x onerror=alert(1)>' : refusal[2] } }));
+      }
       const failing = /^\/v1\/conversations\/(timeout|unreachable|busy)$/.exec(req.url);
       if (failing) {
         // Error bodies with internals in them, as the PHP app's tests' fake orchestrator sends.
@@ -86,12 +92,36 @@ describe('dev host', () => {
       const body = await r.json();
       expect(body.error.requestId).toBe(r.headers.get('x-request-id'));
       expect(body.error.requestId).not.toBe('upstream-id');
-      told[id] = [r.status, body.error.message, r.headers.get('retry-after')];
+      told[id] = [r.status, body.error.message, r.headers.get('retry-after'), body.error.retryAfter ?? null];
     }
     expect(told).toEqual({
-      timeout: [504, 'No answer came in time. It is not known whether anything was done: check before trying again.', null],
-      unreachable: [502, 'A service this needs could not be reached or gave no usable answer. It is not known whether anything was done: check before trying again.', null],
-      busy: [503, 'Something went wrong. Please try again.', '2'],
+      timeout: [504, 'No answer came in time. It is not known whether anything was done: check before trying again.', null, null],
+      unreachable: [502, 'A service this needs could not be reached or gave no usable answer. It is not known whether anything was done: check before trying again.', null, null],
+      busy: [503, 'Something went wrong. Please try again.', '2', 2],
+    });
+  });
+
+  it('shows its own text for a refusal code it knows, with its status, and passes the code on', async () => {
+    const { cookie, token } = await login('alice');
+    const told = {};
+    for (const id of ['refuse-409-message_id_taken', 'refuse-400-approvals_undecided', 'refuse-429-too_fast',
+      'refuse-409-some_new_kind', 'refuse-500-message_id_taken', 'refuse-409-hostile']) {
+      const r = await fetch(`${base}/apps/tamebi/api/conversations/${id}`, { headers: { cookie, requesttoken: token } });
+      const text = await r.text();
+      expect(text).not.toContain('secret.rs');
+      expect(text).not.toContain('onerror');
+      const { error } = JSON.parse(text);
+      expect(error.requestId).toBe(r.headers.get('x-request-id'));
+      told[id] = [r.status, error.message, error.code ?? null];
+    }
+    expect(told).toEqual({
+      'refuse-409-message_id_taken': [409, 'Another message of this conversation already has this id. Send the message under a new id.', 'message_id_taken'],
+      'refuse-400-approvals_undecided': [400, 'Decide every approval this reply asked for, then send them together.', 'approvals_undecided'],
+      'refuse-429-too_fast': [429, 'You are sending messages faster than allowed. Wait a moment, then send again.', 'too_fast'],
+      // Unknown, under another status, or anything else: the status text and no code.
+      'refuse-409-some_new_kind': [409, 'A reply is already being written in this conversation.', null],
+      'refuse-500-message_id_taken': [500, 'Something went wrong. Please try again.', null],
+      'refuse-409-hostile': [409, 'A reply is already being written in this conversation.', null],
     });
   });
 

@@ -103,8 +103,8 @@ export class Api {
     if (body !== undefined) init.body = JSON.stringify(body);
     const response = await fetch(`${this.config.apiBase}${path}`, init);
     if (!response.ok) {
-      const { message, requestId } = parseErrorBody(await response.text());
-      throw new ApiError(response.status, message, requestId ?? response.headers.get('X-Request-Id'));
+      const { message, requestId, code } = parseErrorBody(await response.text());
+      throw new ApiError(response.status, message, requestId ?? response.headers.get('X-Request-Id'), code);
     }
     if (response.status === 204) return {};
     return response.json();

@@ -4,6 +4,9 @@
  * Owns: turning any failure into one short sentence. A server message is shown only when it
  * carries a request id — that is how we know it is one of our own fixed messages
  * (`{"error":{"message","requestId"}}`, or an SSE error part ending in "(request id: …)").
+ * The host (the Nextcloud app, the dev host) has already picked that message by the
+ * orchestrator's refusal `code` where it knows the code (docs/api.md), so the sentence fits the
+ * refusal; the code itself is kept on an `ApiError` for code that must tell refusals apart.
  *
  * Must never: show raw exception text, upstream bodies or stack traces.
  */
@@ -20,23 +23,28 @@ export class ApiError extends Error {
     readonly status: number,
     readonly serverMessage: string | null,
     readonly requestId: string | null,
+    /** The refusal's code as the host passed it on (a word from docs/api.md), or null. */
+    readonly code: string | null = null,
   ) {
     super(`HTTP ${status}`);
   }
 }
 
+const CODE = /^[a-z_]{1,40}$/;
+
 /** Parses our error body; anything else yields nulls. `retryAfter` (whole seconds) comes with
  * a 429 that refused a turn because the person's own share was used up (goal B6). */
-export function parseErrorBody(text: string): { message: string | null; requestId: string | null; retryAfter: number | null } {
+export function parseErrorBody(text: string): { message: string | null; requestId: string | null; retryAfter: number | null; code: string | null } {
   try {
-    const body = JSON.parse(text) as { error?: { message?: unknown; requestId?: unknown; retryAfter?: unknown } };
+    const body = JSON.parse(text) as { error?: { message?: unknown; requestId?: unknown; retryAfter?: unknown; code?: unknown } };
     const message = typeof body?.error?.message === 'string' ? body.error.message : null;
     const requestId = typeof body?.error?.requestId === 'string' ? body.error.requestId : null;
     const raw = body?.error?.retryAfter;
     const retryAfter = typeof raw === 'number' && Number.isInteger(raw) && raw > 0 && raw <= 86400 ? raw : null;
-    return { message, requestId, retryAfter };
+    const code = typeof body?.error?.code === 'string' && CODE.test(body.error.code) ? body.error.code : null;
+    return { message, requestId, retryAfter, code };
   } catch {
-    return { message: null, requestId: null, retryAfter: null };
+    return { message: null, requestId: null, retryAfter: null, code: null };
   }
 }
 

@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from 'vitest';
-import { ApiError, GENERIC, retryHint, userMessage } from '../src/errors';
+import { ApiError, GENERIC, parseErrorBody, retryHint, userMessage } from '../src/errors';
 import { renderMarkdown } from '../src/markdown';
 
 describe('a turn refused for the person\'s own share (429)', () => {
@@ -29,6 +29,16 @@ describe('userMessage', () => {
   });
   it('reads an error body carried in an Error message', () => {
     expect(userMessage(new Error('{"error":{"message":"Not signed in.","requestId":"abc"}}'))).toBe('Not signed in. (request id: abc)');
+  });
+  it("shows the host's text for a refusal code, whatever the status would say", () => {
+    // As the Nextcloud app answers the orchestrator's 409 message_id_taken (not "a reply is already being written").
+    const body = '{"error":{"message":"Another message of this conversation already has this id. Send the message under a new id.","requestId":"r-4","code":"message_id_taken"}}';
+    expect(userMessage(new Error(body))).toBe('Another message of this conversation already has this id. Send the message under a new id. (request id: r-4)');
+    const undecided = '{"error":{"message":"Decide every approval this reply asked for, then send them together.","requestId":"r-5","code":"approvals_undecided"}}';
+    expect(userMessage(new Error(undecided))).toBe('Decide every approval this reply asked for, then send them together. (request id: r-5)');
+    expect(parseErrorBody(body).code).toBe('message_id_taken');
+    expect(parseErrorBody('{"error":{"message":"x","requestId":"r","code":"<b>x</b>"}}').code).toBeNull();
+    expect(parseErrorBody('{"error":{"message":"x","requestId":"r","code":7}}').code).toBeNull();
   });
   it('passes an SSE error part through', () => {
     expect(userMessage(new Error('Something went wrong. Please try again. (request id: r-9)'))).toBe('Something went wrong. Please try again. (request id: r-9)');

@@ -416,7 +416,10 @@ impl ConversationActor {
         // One task runs the turn and feeds its events into this mailbox. Joined without an
         // async block, which would keep a slot for the moved `Turn` while the stream is open.
         let turn = tracing::Instrument::instrument(turn::run(run), span);
-        self.services.tasks.spawn(futures::future::join(turn, forward));
+        // Counted until the task has ended, cancelled or not: an erasure waits for that.
+        let running = self.services.running_turns.started(state.key.uid());
+        let task = futures::FutureExt::map(futures::future::join(turn, forward), move |_| drop(running));
+        self.services.tasks.spawn(task);
         let in_flight = InFlight {
             turn: state.turns,
             log,

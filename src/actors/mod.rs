@@ -26,6 +26,7 @@
 pub mod conversation;
 pub mod conversations;
 pub mod root;
+pub mod running_turns;
 pub mod tool_server;
 
 use ractor::ActorRef;

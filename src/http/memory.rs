@@ -54,7 +54,8 @@ pub async fn forget(
 /// then on no other instance writes into them), stops the user's actors here (so no turn
 /// writes after the erasure; once more after the rows went, for an actor started meanwhile),
 /// erases chat.db's and memory.db's rows of the user with their bytes (twice: see
-/// erase_seized), gives the conversations back, and audits the erasure.
+/// erase_seized; the second time after the user's cancelled turns ended, bounded), gives the
+/// conversations back, and audits the erasure.
 pub async fn erase_me(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Response, ApiError> {
     let rid = &caller.request_id;
     let uid = UserId::of(&caller);
@@ -83,10 +84,14 @@ async fn erase_seized(state: &AppState, caller: &Caller, uid: &UserId) -> Result
     delete_running(state, uid).await.map_err(|e| e.with_request(rid))?;
     // That pass reaches only actors still running: one that wrote after the erasure and has
     // stopped since left its rows, and a turn's memory call (turn.rs) writes facts from its own
-    // task. After the running actors were told to delete, the rows go once more (idempotent);
-    // what this pass finds was written after the erasure began, so it is not counted in the
-    // reply. It narrows the window, it does not close it: a cancelled turn is not waited for,
-    // so a memory write it had already queued can still land after this.
+    // task, which a cancel stops only at its next poll (a poll under way still queues its
+    // write). So the user's turn tasks are waited for, bounded: once they have ended, all they
+    // wrote is queued ahead of the last pass below. Past the bound (a turn stuck somewhere a
+    // cancel does not reach) the pass runs anyway, and the log says so.
+    wait_for_turns(state, uid, rid).await;
+    // After the running actors were told to delete and their turns ended, the rows go once
+    // more (idempotent); what this pass finds was written after the erasure began, so it is
+    // not counted in the reply.
     services.store.erase_user(uid).await.map_err(|e| e.with_request(rid))?;
     services.memory.erase_user(uid).await.map_err(|e| e.with_request(rid))?;
     services
@@ -99,6 +104,29 @@ async fn erase_seized(state: &AppState, caller: &Caller, uid: &UserId) -> Result
         .await;
     tracing::info!(request_id = %rid, conversations, facts, "user data erased");
     Ok(Json(serde_json::json!({ "erased": { "conversations": conversations, "memoryFacts": facts } })).into_response())
+}
+
+/// How long an erasure waits for the user's cancelled turns to end before its last pass.
+const TURNS_END_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Waits (at most [`TURNS_END_BOUND`]) until no turn task of `uid` runs here any more.
+async fn wait_for_turns(state: &AppState, uid: &UserId, rid: &str) {
+    let running = &state.services.running_turns;
+    if running.of_user(uid.as_str()) == 0 {
+        return;
+    }
+    let started = std::time::Instant::now();
+    let left = running.all_ended(uid.as_str(), TURNS_END_BOUND).await;
+    if left == 0 {
+        tracing::info!(request_id = %rid, waited_ms = started.elapsed().as_millis() as u64, "erasure: the user's cancelled turns ended");
+    } else {
+        tracing::warn!(
+            request_id = %rid,
+            turns = left,
+            bound_secs = TURNS_END_BOUND.as_secs(),
+            "erasure: turns of the user still running after the bound; erasing once more anyway (a write they make later would outlive the erasure)"
+        );
+    }
 }
 
 /// Has every running actor of `uid` delete its conversation (cancelling its turn) and stop;

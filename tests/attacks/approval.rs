@@ -165,3 +165,40 @@ pub async fn approval_smuggled_in_a_user_message(s: &Stack) -> Result<()> {
     let r = s.decide("alice", c, &t.message_id, vec![t.decision(0, true)]).await?;
     refused(s, r.status, "alice", &t.approvals[0].0, c, 0)
 }
+
+/// G3: the approvals one message asked for are decided together. A continuation deciding one
+/// of two is refused with 400 and its own code and text (not "not understood"), nothing is used
+/// up or run, and deciding both then runs both.
+pub async fn a_partial_decision_is_refused_with_its_own_code(s: &Stack) -> Result<()> {
+    let c = "ab-partial";
+    s.script(
+        c,
+        json!([{"tool_calls": [
+            {"name": "probe_destroy", "arguments": {"target": c}},
+            {"name": "probe_destroy", "arguments": {"target": c, "again": true}}
+        ]}, {"text": "Done."}]),
+    );
+    let t = s.chat("alice", c, &format!("{c} clean up twice")).await?;
+    ensure!(
+        t.status == 200 && t.approvals.len() == 2,
+        "expected two pending approvals, got {}",
+        t.approvals.len()
+    );
+    let body =
+        serde_json::to_vec(&json!({"id": c, "messages": [{"id": t.message_id, "role": "assistant", "parts": [t.decision(0, true)]}]}))?;
+    let r = s.signed(reqwest::Method::POST, "/v1/chat", "alice", &body).send().await?;
+    let status = r.status().as_u16();
+    let answer: serde_json::Value = r.json().await?;
+    ensure!(status == 400, "partial decision: {status} {answer}");
+    ensure!(answer["error"]["code"] == "approvals_undecided", "code: {answer}");
+    ensure!(
+        answer["error"]["message"] == "Decide every approval this reply asked for, then send them together.",
+        "message: {answer}"
+    );
+    ensure!(runs_of(s, c) == 0, "a call ran on a partial decision");
+    let ok = s
+        .decide("alice", c, &t.message_id, vec![t.decision(0, true), t.decision(1, true)])
+        .await?;
+    ensure!(ok.status == 200 && runs_of(s, c) == 2, "deciding both did not run both");
+    Ok(())
+}

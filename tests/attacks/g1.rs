@@ -321,6 +321,18 @@ async fn check_shape(r: reqwest::Response, what: &str, want: u16, sent_id: Optio
         ensure!(id == sent, "{what}: requestId {id:?} is not the one sent ({sent})");
     }
     ensure!(v.as_object().is_some_and(|o| o.len() == 1), "{what}: extra fields {v}");
+    // The refusal's code: a fixed word from the closed list (docs/api.md), nothing else beside.
+    let code = v["error"]["code"].as_str().unwrap_or("");
+    ensure!(
+        !code.is_empty() && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+        "{what}: code {code:?}"
+    );
+    ensure!(
+        v["error"].as_object().is_some_and(|e| e
+            .keys()
+            .all(|k| ["message", "requestId", "code", "retryAfter"].contains(&k.as_str()))),
+        "{what}: extra fields in {v}"
+    );
     Ok(())
 }
 

@@ -81,6 +81,7 @@ fn all_cases() -> Vec<(&'static str, Case)> {
         approval::approval_after_a_new_user_message,
         approval::approval_after_a_denial,
         approval::approval_smuggled_in_a_user_message,
+        approval::a_partial_decision_is_refused_with_its_own_code,
         provider::duplicate_tool_call_ids,
         provider::huge_tool_call_index,
         provider::too_many_tool_calls_in_one_step,

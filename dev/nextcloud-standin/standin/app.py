@@ -178,8 +178,9 @@ class StandinApp:
         (POST /standin/sessions/expire?uid=), whether OCS-APIRequest passes the CSRF check
         (POST /standin/sessions/settings, JSON), app-password revocation (POST
         /standin/revoke-app-password with that password as Basic), what the SMTP sink
-        received (GET /standin/smtp-sink), and whether a user's mail account has a Sent mailbox
-        (POST /standin/mail/sent-mailbox?uid=, JSON ``{"set": bool}``), as a test needs them."""
+        received (GET /standin/smtp-sink), and whether a user's mail account has a Sent or a Drafts
+        mailbox (POST /standin/mail/sent-mailbox?uid= or /standin/mail/drafts-mailbox?uid=, JSON
+        ``{"set": bool}``), as a test needs them."""
         if req.path == "/standin/smtp-sink" and req.method == "GET" and self.p.sink is not None:
             return json_response(start_response, 200, {"smtp": f"{self.p.sink.host}:{self.p.sink.port}",
                                                        "maildir": str(self.p.sink.maildir),
@@ -201,14 +202,19 @@ class StandinApp:
                 return json_response(start_response, 400, {"error": "ocs_apirequest_passes_csrf must be true or false"})
             self.p.sessions.ocs_apirequest_passes_csrf = value
             return json_response(start_response, 200, {"ocs_apirequest_passes_csrf": value})
-        if req.path == "/standin/mail/sent-mailbox" and req.method == "POST" and self.p.ocs.mail is not None:
-            uid, present = req.query.get("uid", ""), req.params().get("set")
+        mail = self.p.ocs.mail
+        switches = {} if mail is None else {
+            "/standin/mail/sent-mailbox": ("sent_mailbox", mail.set_sent_mailbox),
+            "/standin/mail/drafts-mailbox": ("drafts_mailbox", mail.set_drafts_mailbox),
+        }
+        if req.path in switches and req.method == "POST":
+            (name, switch), uid, present = switches[req.path], req.query.get("uid", ""), req.params().get("set")
             if uid not in self.p.auth.uids:
                 return respond(start_response, 404, b"no such user", "text/plain")
             if not isinstance(present, bool):
                 return json_response(start_response, 400, {"error": "set must be true or false"})
-            self.p.ocs.mail.set_sent_mailbox(uid, present)
-            return json_response(start_response, 200, {"uid": uid, "sent_mailbox": present})
+            switch(uid, present)
+            return json_response(start_response, 200, {"uid": uid, name: present})
         if req.path == "/standin/revoke-app-password" and req.method == "POST":
             uid = self.p.auth.basic(req.header("Authorization"))
             if uid is None:

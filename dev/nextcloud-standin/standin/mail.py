@@ -45,6 +45,8 @@ SEND_UNKNOWN = ("Mail could not tell whether the message went out: it may have b
                 "Check the Sent mailbox before sending it again.")
 NO_SENT_MAILBOX = ("This mail account has no Sent folder set, so Mail sends nothing from it. "
                    "Choose one in Mail (account settings, Default folders), then send again. Nothing was sent.")
+NO_DRAFTS_MAILBOX = ("This mail account has no Drafts folder set, so Mail saves no draft in it. "
+                     "Choose one in Mail (account settings, Default folders), then try again. Nothing was saved.")
 # One address, no display name: the shape the contract allows (docs/mail-bridge-api.md).
 ADDRESS = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
 COMPOSE_FIELDS = {"account_id", "to", "cc", "bcc", "subject", "body", "in_reply_to"}
@@ -321,9 +323,14 @@ class Mail:
         # Users whose account has no Sent mailbox set in Mail (POST /standin/mail/sent-mailbox):
         # their "Sent" folder loses its special use and Mail's send chain refuses to send.
         self.without_sent: set[str] = set()
+        # The same for the Drafts mailbox (POST /standin/mail/drafts-mailbox): Mail saves no draft.
+        self.without_drafts: set[str] = set()
 
     def set_sent_mailbox(self, uid: str, present: bool) -> None:
         (self.without_sent.discard if present else self.without_sent.add)(uid)
+
+    def set_drafts_mailbox(self, uid: str, present: bool) -> None:
+        (self.without_drafts.discard if present else self.without_drafts.add)(uid)
 
     def route(self, req: Request, uid: str, rest: str) -> tuple[int, object]:
         """``rest`` is the path below ``apps/tamebi/api/v1/mail``; returns (status, data)."""
@@ -361,7 +368,7 @@ class Mail:
         for name, special in FOLDERS.items():
             ids = self.store.message_ids(uid, name)
             unread = sum(1 for _, key in ids if "S" not in self.store.load(uid, name, key)[1])
-            if special == ["sent"] and uid in self.without_sent:
+            if (special == ["sent"] and uid in self.without_sent) or (special == ["drafts"] and uid in self.without_drafts):
                 special = []
             out.append({"id": self.store.mailbox_id(uid, name), "account_id": self.store.account(uid), "name": name,
                         "special_use": special, "unread": unread, "total": len(ids)})
@@ -492,5 +499,8 @@ class Mail:
 
     def draft(self, uid: str, c: dict[str, object]) -> dict[str, object]:
         msg = self.build(uid, c, with_bcc=True)
+        if uid in self.without_drafts:
+            # Mail's saveDraft needs the account's Drafts mailbox id; without it nothing is stored.
+            raise MailError(409, "no_drafts_mailbox", NO_DRAFTS_MAILBOX)
         draft_id = self.store.add(uid, "Drafts", msg, "DS")
         return {"status": "saved", "draft_id": draft_id}

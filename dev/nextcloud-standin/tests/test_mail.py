@@ -160,6 +160,27 @@ def test_the_sent_mailbox_switch_is_per_user_and_checks_its_input(standin):
     assert mail(standin, "POST", "alice", "send", json=body).status_code == 200
 
 
+def test_the_drafts_mailbox_switch_is_per_user_and_checks_its_input(standin):
+    control = f"{standin.url}/standin/mail/drafts-mailbox"
+    assert requests.post(control, params={"uid": "alice"}, json={"set": "no"}, timeout=10).status_code == 400
+    assert requests.post(control, params={"uid": "nobody"}, json={"set": False}, timeout=10).status_code == 404
+    r = requests.post(control, params={"uid": "alice"}, json={"set": False}, timeout=10)
+    assert r.status_code == 200 and r.json() == {"uid": "alice", "drafts_mailbox": False}
+    body = {"account_id": 1, "to": ["bob@example.com"], "subject": "Unsaved draft", "body": "y"}
+    try:
+        r = mail(standin, "POST", "alice", "drafts", json=body)
+        assert r.status_code == 409 and data(r)["error"] == "no_drafts_mailbox", r.text
+        assert "Unsaved draft" not in subjects(standin, "alice", mailbox_id=3)
+        # Sending does not need a Drafts mailbox, and bob's account is untouched.
+        assert mail(standin, "POST", "alice", "send", json=body).status_code == 200
+        bob = {**body, "account_id": data(mail(standin, "GET", "bob", "accounts"))["accounts"][0]["id"]}
+        assert mail(standin, "POST", "bob", "drafts", json=bob).status_code == 200
+    finally:
+        requests.post(control, params={"uid": "alice"}, json={"set": True}, timeout=10)
+    assert mail(standin, "POST", "alice", "drafts", json=body).status_code == 200
+    assert "Unsaved draft" in subjects(standin, "alice", mailbox_id=3)
+
+
 def test_without_mail_every_route_is_501(tmp_path):
     s = Standin(tmp_path / "state", extra=["--without-mail"])
     try:

@@ -319,18 +319,7 @@ async fn a_send_with_an_unknown_outcome_is_not_retryable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_without_a_sent_mailbox_says_what_to_set_up() {
     let (nc, mcp) = stack(Standin::start).await;
-    let sent_mailbox = |present: bool| {
-        let url = format!("{}/standin/mail/sent-mailbox?uid=alice", nc.url());
-        async move {
-            let r = reqwest::Client::new()
-                .post(url)
-                .json(&json!({"set": present}))
-                .send()
-                .await
-                .unwrap();
-            assert!(r.status().is_success(), "{}", r.status());
-        }
-    };
+    let sent_mailbox = |present: bool| special_mailbox(&nc, "sent", present);
     let alice = connect(&mcp.url(), nc.app_password("alice")).await;
     let mail = json!({"to": ["bob@example.com"], "subject": "Numbers", "body": "See attached.\n"});
     sent_mailbox(false).await;
@@ -347,4 +336,60 @@ async fn a_send_without_a_sent_mailbox_says_what_to_set_up() {
     assert_eq!(error_kind(&r), None, "{}", text(&r));
     assert_eq!(sent_mail(nc.url()).await.len(), 1);
     alice.cancel().await.ok();
+}
+
+/// The draft twin of the test above: an account without a Drafts mailbox set in Mail saves no
+/// draft (the bridge's 409 `no_drafts_mailbox`). `setup_required` with the bridge's words, never
+/// `retryable`; nothing lands in Drafts. Set it again and the same draft is saved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draft_without_a_drafts_mailbox_says_what_to_set_up() {
+    let (nc, mcp) = stack(Standin::start).await;
+    let drafts_mailbox = |present: bool| special_mailbox(&nc, "drafts", present);
+    let alice = connect(&mcp.url(), nc.app_password("alice")).await;
+    let draft = json!({"to": ["bob@example.com"], "subject": "Numbers draft", "body": "Later.\n"});
+    let drafts_holding = |subject: &'static str| {
+        let alice = &alice;
+        async move {
+            let boxes = call(alice, "mail_mailboxes", json!({"account_id": 1})).await;
+            let drafts = boxes.structured_content.as_ref().unwrap()["mailboxes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|b| b["name"] == "Drafts")
+                .map(|b| b["id"].clone())
+                .unwrap();
+            let found = call(alice, "mail_search", json!({"mailbox_id": drafts})).await;
+            text(&found).contains(subject)
+        }
+    };
+    drafts_mailbox(false).await;
+    let r = call(&alice, "mail_save_draft", draft.clone()).await;
+    assert_eq!(error_kind(&r).as_deref(), Some("setup_required"), "{}", text(&r));
+    assert!(
+        text(&r).contains("no Drafts folder set") && text(&r).contains("Default folders"),
+        "{}",
+        text(&r)
+    );
+    assert!(
+        !drafts_holding("Numbers draft").await,
+        "a draft was stored without a Drafts mailbox"
+    );
+    drafts_mailbox(true).await;
+    let r = call(&alice, "mail_save_draft", draft).await;
+    assert_eq!(error_kind(&r), None, "{}", text(&r));
+    assert!(drafts_holding("Numbers draft").await, "the draft was not saved once Drafts was set");
+    assert!(sent_mail(nc.url()).await.is_empty(), "a draft sent something");
+    alice.cancel().await.ok();
+}
+
+/// Sets or unsets alice's Sent or Drafts mailbox in the stand-in's Mail (`use_`: "sent", "drafts").
+async fn special_mailbox(nc: &Standin, use_: &str, present: bool) {
+    let url = format!("{}/standin/mail/{use_}-mailbox?uid=alice", nc.url());
+    let r = reqwest::Client::new()
+        .post(url)
+        .json(&json!({"set": present}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
 }

@@ -5,10 +5,14 @@ declare(strict_types=1);
 namespace OCA\Tamebi\Service;
 
 /**
- * The error body the browser sees, as fixed in docs/api.md: a generic message chosen by status,
- * plus the request id that joins the UI, nextcloud.log and the orchestrator's log.
+ * The error body the browser sees, as fixed in docs/api.md: a fixed message, plus the request id
+ * that joins the UI, nextcloud.log and the orchestrator's log.
  * It must never include anything from an upstream body or an exception: a deny-list of
  * "technical-looking" text always misses one, so nothing variable goes in but the request id.
+ * The orchestrator names each refusal with a `code` from a closed set (docs/api.md); a code this
+ * table knows, arriving with its own status, picks our text for it and is passed on as it is
+ * (a key of our own table, so nothing from upstream). Any other code counts as none: the text
+ * is the one for the status.
  */
 final class ErrorShape {
 	private const MESSAGES = [
@@ -26,7 +30,27 @@ final class ErrorShape {
 	];
 	private const SERVER_ERROR = 'Something went wrong. Please try again.';
 
-	public static function message(int $status): string {
+	/** The orchestrator's refusal codes we have a text of our own for, each with its one status. */
+	private const CODES = [
+		'approvals_undecided' => [400, 'Decide every approval this reply asked for, then send them together.'],
+		'message_id_taken' => [409, 'Another message of this conversation already has this id. Send the message under a new id.'],
+		'reply_in_progress' => [409, self::MESSAGES[409]],
+		'assistant_bound' => [409, 'This conversation belongs to another assistant. Start a new conversation to talk to a different one.'],
+		'assistant_gone' => [409, 'The assistant of this conversation is no longer offered. Start a new conversation.'],
+		'overloaded' => [429, self::MESSAGES[429]],
+		'too_many_running' => [429, 'You already have several replies being written. Wait for one to finish, then send again.'],
+		'too_fast' => [429, 'You are sending messages faster than allowed. Wait a moment, then send again.'],
+		'unavailable' => [503, 'The service is restarting. Please try again in a moment.'],
+		'owned_elsewhere' => [503, 'This conversation is being served by another server. Please try again in a moment.'],
+		'tool_unreachable' => [502, self::MESSAGES[502]],
+		'tool_timeout' => [504, self::MESSAGES[504]],
+	];
+
+	public static function message(int $status, ?string $code = null): string {
+		$known = self::knownCode($status, $code);
+		if ($known !== null) {
+			return self::CODES[$known][1];
+		}
 		if (isset(self::MESSAGES[$status])) {
 			return self::MESSAGES[$status];
 		}
@@ -42,9 +66,46 @@ final class ErrorShape {
 		return ($status >= 400 && $status <= 599) ? $status : 502;
 	}
 
-	/** @return array{error: array{message: string, requestId: string}} */
-	public static function body(int $status, string $requestId): array {
-		return ['error' => ['message' => self::message($status), 'requestId' => $requestId]];
+	/**
+	 * `$code` as our own table's key when it is one we know and it came with its own status
+	 * (a known code under another status is a confused or hostile upstream: ignored), else null.
+	 */
+	public static function knownCode(int $status, ?string $code): ?string {
+		if ($code === null) {
+			return null;
+		}
+		foreach (self::CODES as $known => [$knownStatus]) {
+			if ($known === $code && $knownStatus === $status) {
+				return $known;
+			}
+		}
+		return null;
+	}
+
+	/** The `code` of an orchestrator error body, unchecked (see knownCode); null when there is none. */
+	public static function codeOf(string $body): ?string {
+		$decoded = json_decode($body, true);
+		$code = is_array($decoded) && is_array($decoded['error'] ?? null) ? ($decoded['error']['code'] ?? null) : null;
+		return is_string($code) ? $code : null;
+	}
+
+	/**
+	 * `$retryAfter` is the whole seconds of the response's own Retry-After header (already
+	 * checked to be digits), repeated in the body because the browser's chat transport sees only
+	 * the body: a number, never text.
+	 *
+	 * @return array{error: array{message: string, requestId: string, code?: string, retryAfter?: int}}
+	 */
+	public static function body(int $status, string $requestId, ?string $code = null, ?int $retryAfter = null): array {
+		$error = ['message' => self::message($status, $code), 'requestId' => $requestId];
+		$known = self::knownCode($status, $code);
+		if ($known !== null) {
+			$error['code'] = $known;
+		}
+		if ($retryAfter !== null && $retryAfter > 0) {
+			$error['retryAfter'] = $retryAfter;
+		}
+		return ['error' => $error];
 	}
 
 	/** The text of an AI SDK `error` part, for a stream that broke after it started. */

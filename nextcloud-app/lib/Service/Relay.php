@@ -17,7 +17,8 @@ use Psr\Log\LoggerInterface;
 /**
  * Forwards one browser request to its orchestrator twin and turns the answer into a response.
  * This is where the uid is read (G1: from IUserSession only), where the user's token is attached,
- * and where every failure becomes the generic error shape (internals go to the log only).
+ * and where every failure becomes the generic error shape (internals go to the log only; of an
+ * orchestrator's error body only its refusal code is read, and ErrorShape checks it).
  * It must never send anything when the request is refused; checks run before the first byte leaves.
  */
 class Relay {
@@ -41,7 +42,7 @@ class Relay {
 			$reply = $this->orchestrator->send($method, $path, $uid, $body, $tokens, $this->request->getId());
 			if (!$reply->isSuccess()) {
 				throw ProxyError::upstream($reply->status, "orchestrator $method $path answered {$reply->status}: "
-					. substr($reply->body, 0, self::ERROR_LOG_BYTES), Orchestrator::retryAfter($reply));
+					. substr($reply->body, 0, self::ERROR_LOG_BYTES), Orchestrator::retryAfter($reply), ErrorShape::codeOf($reply->body));
 			}
 			$response = $reply->status === Http::STATUS_NO_CONTENT
 				? new Response(Http::STATUS_NO_CONTENT)
@@ -63,7 +64,7 @@ class Relay {
 				$detail = $upstream->drain(self::ERROR_LOG_BYTES);
 				$upstream->close();
 				throw ProxyError::upstream($status, "orchestrator stream $method $path answered $status: $detail",
-					Orchestrator::retryAfter($upstream));
+					Orchestrator::retryAfter($upstream), ErrorShape::codeOf($detail));
 			}
 			if ($status === Http::STATUS_NO_CONTENT) {
 				$upstream->close();
@@ -94,7 +95,7 @@ class Relay {
 			$this->logger->info('Tamebi: refused: ' . $e->getMessage(), $context);
 		}
 		$status = ErrorShape::status($e->status());
-		$response = new JSONResponse(ErrorShape::body($status, $requestId), $status);
+		$response = new JSONResponse(ErrorShape::body($status, $requestId, $e->refusalCode(), $e->retryAfter()), $status);
 		$response->addHeader('X-Request-Id', $requestId);
 		if ($e->retryAfter() !== null) {
 			$response->addHeader('Retry-After', (string)$e->retryAfter());

@@ -63,7 +63,9 @@ final class OwnedElsewhereTest extends AppTestCase {
 			$response = $call();
 			self::assertSame(503, $response->getStatus());
 			self::assertSame('30', $response->getHeaders()['Retry-After'] ?? null);
-			self::assertSame('req-123', $response->getData()['error']['requestId']);
+			// Our own text for the code, and the wait in the body too: the chat transport sees only the body.
+			self::assertSame(['message' => 'This conversation is being served by another server. Please try again in a moment.',
+				'requestId' => 'req-123', 'code' => 'owned_elsewhere', 'retryAfter' => 30], $response->getData()['error']);
 		}
 		self::assertCount(4, $this->arrivals(), 'each instance once per request, no retry');
 		self::assertLessThan(1.0, microtime(true) - $started, 'nothing waited');

@@ -144,6 +144,55 @@ final class RelayTest extends AppTestCase {
 		self::assertStringContainsString('hunter2', $this->logger->text());
 	}
 
+	public function testAKnownRefusalCodePicksOurOwnTextAndIsPassedOn(): void {
+		$this->giveToken();
+		foreach ([
+			// The stream door (chat) and the buffered door (a conversation) read the code alike.
+			[fn () => $this->api('{"id":"refuse-409-message_id_taken","messages":[]}')->chat(), 409, 'message_id_taken',
+				'Another message of this conversation already has this id. Send the message under a new id.'],
+			[fn () => $this->api('{"id":"refuse-400-approvals_undecided","messages":[]}')->chat(), 400, 'approvals_undecided',
+				'Decide every approval this reply asked for, then send them together.'],
+			[fn () => $this->api()->conversation('refuse-409-message_id_taken'), 409, 'message_id_taken',
+				'Another message of this conversation already has this id. Send the message under a new id.'],
+			[fn () => $this->api()->conversation('refuse-409-reply_in_progress'), 409, 'reply_in_progress',
+				'A reply is already being written in this conversation.'],
+			[fn () => $this->api()->conversation('refuse-503-owned_elsewhere'), 503, 'owned_elsewhere',
+				'This conversation is being served by another server. Please try again in a moment.'],
+			[fn () => $this->api()->conversation('refuse-429-too_fast'), 429, 'too_fast',
+				'You are sending messages faster than allowed. Wait a moment, then send again.'],
+		] as [$call, $status, $code, $message]) {
+			$response = $call();
+			self::assertSame($status, $response->getStatus(), $code);
+			self::assertSame(['error' => ['message' => $message, 'requestId' => 'req-123', 'code' => $code]], $response->getData());
+			self::assertStringNotContainsString('hunter2', $response->render());
+		}
+	}
+
+	public function testAnUnknownMisplacedOrHostileCodeFallsBackToTheStatusText(): void {
+		$this->giveToken();
+		$hostile = '<img src=x onerror=alert(1)> DB_PASSWORD=hunter2';
+		foreach ([
+			// Unknown to us (a newer orchestrator, say): the status text, no code.
+			[fn () => $this->api()->conversation('refuse-409-some_new_kind'), 409, 'A reply is already being written in this conversation.'],
+			// A known code under another status is not believed.
+			[fn () => $this->api()->conversation('refuse-500-message_id_taken'), 500, 'Something went wrong. Please try again.'],
+			[fn () => $this->api('{"id":"refuse-400-message_id_taken","messages":[]}')->chat(), 400, 'The request was not understood.'],
+			// Anything at all in the code, on either door: it never reaches the browser.
+			[fn () => $this->api(json_encode(['id' => "refuse-409-$hostile", 'messages' => []]))->chat(), 409,
+				'A reply is already being written in this conversation.'],
+			[fn () => $this->api(json_encode(['id' => 'refuse-409-message_id_taken ', 'messages' => []]))->chat(), 409,
+				'A reply is already being written in this conversation.'],
+		] as [$call, $status, $message]) {
+			$response = $call();
+			self::assertSame($status, $response->getStatus());
+			self::assertSame(['error' => ['message' => $message, 'requestId' => 'req-123']], $response->getData());
+			self::assertStringNotContainsString('hunter2', $response->render());
+			self::assertStringNotContainsString('onerror', $response->render());
+		}
+		// The operator still sees what came, in the log.
+		self::assertStringContainsString('some_new_kind', $this->logger->text());
+	}
+
 	public function testResumeWithNothingInFlightIs204AndDeleteIs204(): void {
 		$this->giveToken();
 		self::assertSame(204, $this->api()->resume('c1')->getStatus());
