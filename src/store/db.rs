@@ -38,6 +38,9 @@ type LoadProbe = Arc<dyn Fn() -> bool + Send + Sync>;
 /// How long a write waits for another connection's lock on the file (the writer thread only).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Bytes a WAL file keeps once it starts over (SQLite's `journal_size_limit`).
+const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
+
 /// Turns this process is running: the load signal for inline commits (chat.db's probe).
 static TURNS_RUNNING: AtomicUsize = AtomicUsize::new(0);
 
@@ -88,11 +91,14 @@ impl Db {
         let (tx, rx) = std::sync::mpsc::channel::<Message>();
         let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let writer = Arc::new(Mutex::new(writer));
         std::thread::Builder::new()
             .name(format!("db-checkpoint-{name}"))
-            .spawn(move || checkpoint_loop(checkpointer, stop_rx))
+            .spawn({
+                let writer = writer.clone();
+                move || checkpoint_loop(checkpointer, &writer, stop_rx)
+            })
             .map_err(|e| Error::Internal(format!("spawn db checkpointer: {e}")))?;
-        let writer = Arc::new(Mutex::new(writer));
         let queued = Arc::new(AtomicUsize::new(0));
         let handle = std::thread::Builder::new()
             .name(format!("db-writer-{name}"))
@@ -252,6 +258,9 @@ pub(crate) fn open_conn(path: &Path) -> Result<Connection, Error> {
     // Deleted content is overwritten with zeros, not merely unlinked: an erasure must leave
     // nothing of the user in freed pages (the WAL is dealt with by `checkpoint_truncate`).
     conn.pragma_update(None, "secure_delete", "ON")?;
+    // A WAL that grew during a burst is cut back to this when it starts over (see
+    // `checkpoint_loop`), instead of keeping its largest size on disk for good.
+    conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     Ok(conn)
 }
@@ -318,10 +327,20 @@ fn lock_writer(writer: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connecti
     conn
 }
 
-/// Folds the WAL back into the database once a second, PASSIVE so it never waits for (or
-/// blocks) the writer; ends when the writer does.
-fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
-    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(std::time::Duration::from_secs(1)) {
+/// Folds the WAL back into the database once a second; ends when the writer does.
+///
+/// The WAL starts over from its beginning (and is cut back to `journal_size_limit`) only when
+/// a write begins after a checkpoint reached the end of the log. Under constant writes a
+/// checkpoint running beside the writer never does: new frames land while it copies, and the
+/// WAL grew without bound (issue #16: 270 MB in 8 s at one turn at a time, every frame a
+/// fresh page-cache allocation and more writeback). So a PASSIVE checkpoint first copies
+/// what is there without holding anyone up, and a second one copies the few frames written
+/// meanwhile while this process's writes wait on the writing connection's lock (never on
+/// SQLite's busy handler, which sleeps).
+fn checkpoint_loop(conn: Connection, writer: &Mutex<Connection>, stop: std::sync::mpsc::Receiver<()>) {
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(Duration::from_secs(1)) {
+        let _ = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);");
+        let _writes_wait = lock_writer(writer);
         let _ = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);");
     }
 }
