@@ -398,6 +398,12 @@ fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 mod tests {
     use super::*;
 
+    /// A write that inserts a row (n = -1) and then fails.
+    fn fails_half_way(c: &Connection) -> Result<usize, Error> {
+        c.execute("INSERT INTO t (n) VALUES (-1)", [])?;
+        Ok(c.execute("INSERT INTO missing VALUES (1)", [])?)
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_writes_commit_and_are_readable() {
         let dir = tempfile::tempdir().unwrap();
@@ -422,12 +428,7 @@ mod tests {
         let bad = db.write(|c| Ok(c.execute("INSERT INTO missing VALUES (1)", [])?)).await;
         assert!(bad.is_err());
         // A lone write that fails half-way leaves nothing and answers its own error.
-        let half = db
-            .write(|c| {
-                c.execute("INSERT INTO t (n) VALUES (-1)", [])?;
-                Ok(c.execute("INSERT INTO missing VALUES (1)", [])?)
-            })
-            .await;
+        let half = db.write(fails_half_way).await;
         assert!(half.unwrap_err().to_string().contains("missing"));
         let after = db.write(|c| Ok(c.execute("INSERT INTO t (n) VALUES (200)", [])?)).await;
         assert_eq!(after.unwrap(), 1);
@@ -495,12 +496,7 @@ mod tests {
         assert!(!db.write_small(insert(6)).await.unwrap().1);
 
         // An inline write that fails half-way leaves nothing and answers its own error.
-        let half = db
-            .write_small(|c| {
-                c.execute("INSERT INTO t (n) VALUES (-1)", [])?;
-                Ok(c.execute("INSERT INTO missing VALUES (1)", [])?)
-            })
-            .await;
+        let half = db.write_small(fails_half_way).await;
         assert!(half.unwrap_err().to_string().contains("missing"));
         // The connection is usable afterwards on both paths.
         assert!(!db.write_small(insert(7)).await.unwrap().1);
