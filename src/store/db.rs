@@ -339,10 +339,16 @@ fn lock_writer(writer: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connecti
 /// SQLite's busy handler, which sleeps).
 fn checkpoint_loop(conn: Connection, writer: &Mutex<Connection>, stop: std::sync::mpsc::Receiver<()>) {
     while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(Duration::from_secs(1)) {
-        let _ = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);");
-        let _writes_wait = lock_writer(writer);
-        let _ = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);");
+        checkpoint_to_the_end(&conn, writer);
     }
+}
+
+/// One round of `checkpoint_loop`: afterwards every frame is in the database file (unless a
+/// reader still uses an older snapshot), so the next write starts the WAL over.
+fn checkpoint_to_the_end(conn: &Connection, writer: &Mutex<Connection>) {
+    let _ = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);");
+    let _writes_wait = lock_writer(writer);
+    let _ = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);");
 }
 
 /// Runs `batch` in one transaction; returns each caller's answer and whether it committed.
@@ -438,6 +444,36 @@ mod tests {
         assert_eq!(count, 201);
         let negative: i64 = reopened.query_row("SELECT count(*) FROM t WHERE n < 0", [], |r| r.get(0)).unwrap();
         assert_eq!(negative, 0);
+    }
+
+    /// Frames in the WAL since it last started over (checkpointing them, so only as the last look).
+    fn wal_frames(path: &Path) -> i64 {
+        let c = Connection::open(path).unwrap();
+        c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1)).unwrap()
+    }
+
+    /// Issue #16: after a checkpoint round the next write starts the WAL over, instead of
+    /// appending to a log that only grows while writes keep coming.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_checkpoint_round_lets_the_wal_start_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let db = Db::open(&path, "CREATE TABLE IF NOT EXISTS t (n INTEGER NOT NULL);").unwrap();
+        for n in 0..50 {
+            db.write(move |c| Ok(c.execute("INSERT INTO t (n) VALUES (?1)", [n])?))
+                .await
+                .unwrap();
+        }
+        // (Not measured here: measuring checkpoints.)
+        let checkpointer = open_conn(&path).unwrap();
+        let writer = db.writer.clone();
+        tokio::task::spawn_blocking(move || checkpoint_to_the_end(&checkpointer, &writer))
+            .await
+            .unwrap();
+        db.write(|c| Ok(c.execute("INSERT INTO t (n) VALUES (50)", [])?)).await.unwrap();
+        let after = wal_frames(&path);
+        assert!(after < 5, "the WAL went on to {after} frames instead of starting over");
+        db.close().await;
     }
 
     /// Which thread ran a write: the writer thread has its own name, a tokio worker another.
