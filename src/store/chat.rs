@@ -248,8 +248,14 @@ fn now_ms() -> i64 {
 impl SqliteChat {
     pub fn open(path: &Path) -> Result<SqliteChat, Error> {
         migrate(path)?;
+        // A turn's two commits go inline while the process runs no more turns than tokio has
+        // workers (issue #16): at low load that saves two thread hand-offs per commit; under
+        // load they queue for the writer thread's group commit, and no worker blocks on SQLite.
+        let workers = tokio::runtime::Handle::try_current()
+            .map(|rt| rt.metrics().num_workers())
+            .unwrap_or_else(|_| std::thread::available_parallelism().map_or(1, |n| n.get()));
         Ok(SqliteChat {
-            db: Db::open(path, SCHEMA)?,
+            db: Db::open(path, SCHEMA)?.with_inline_commits(move || super::db::turns_running() <= workers),
         })
     }
 
@@ -272,8 +278,9 @@ impl ChatStore for SqliteChat {
         let (uid, cid) = (key.uid().to_string(), key.id().to_string());
         let json = serde_json::to_string(message).map_err(|e| Error::Internal(e.to_string()))?;
         let (mid, role) = (message.id.clone(), stored_role(message.role));
+        // Small (a few rows by key): at low load it commits on this thread (`Db::write_small`).
         self.db
-            .write(move |c| {
+            .write_small(move |c| {
                 let now = now_ms();
                 upsert_conversation(c, &uid, &cid, title_hint.as_deref(), user_assistant.as_deref(), now)?;
                 // Cached statements: these run twice per turn, on the writer thread that every

@@ -4,10 +4,20 @@
 //! transaction (each in its own savepoint, so one failure does not undo the others) and
 //! answers only after COMMIT, so "written" means durable against a process kill. Reads run
 //! on a separate connection in `spawn_blocking`. WAL mode lets them proceed during writes.
+//!
+//! At low load a small write on a turn's path ([`Db::write_small`]) may instead commit on the
+//! calling thread, on the same writing connection (issue #16: two thread hand-offs fewer per
+//! commit). Only when nothing is queued for or running on the writer thread, the connection is
+//! free and the file's lock is free (it never waits for either), and the database's load probe
+//! says the process is quiet (chat.db: no more turns running than tokio has workers). Under
+//! load every write goes through the writer thread's group commit as before. The transaction,
+//! its rollback on failure and "answered only after COMMIT" are the same on both paths.
 
 use rusqlite::Connection;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::error::Error;
@@ -22,11 +32,50 @@ const MAX_BATCH: usize = 256;
 /// What the writer thread receives: a write, or `None` to commit what is queued and stop.
 type Message = Option<Job>;
 
+/// Says whether the process is quiet enough for a small write to commit inline.
+type LoadProbe = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// How long a write waits for another connection's lock on the file (the writer thread only).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Bytes a WAL file keeps once it starts over (SQLite's `journal_size_limit`).
+const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
+
+/// Turns this process is running: the load signal for inline commits (chat.db's probe).
+static TURNS_RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts a running turn until dropped (held by the turn task, `turn::run`).
+pub struct TurnRunning(());
+
+impl Drop for TurnRunning {
+    fn drop(&mut self) {
+        TURNS_RUNNING.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A turn started; it counts as running until the guard drops.
+pub fn turn_running() -> TurnRunning {
+    TURNS_RUNNING.fetch_add(1, Ordering::Relaxed);
+    TurnRunning(())
+}
+
+/// How many turns this process is running.
+pub fn turns_running() -> usize {
+    TURNS_RUNNING.load(Ordering::Relaxed)
+}
+
 /// Handle to one database file. Cloning shares the writer and the reader.
 #[derive(Clone)]
 pub struct Db {
     jobs: std::sync::mpsc::Sender<Message>,
     reader: Arc<Mutex<Connection>>,
+    /// The writing connection: the writer thread's, lent to an inline commit when it is idle.
+    writer: Arc<Mutex<Connection>>,
+    /// Writes sent to the writer thread and not yet answered.
+    queued: Arc<AtomicUsize>,
+    closed: Arc<AtomicBool>,
+    /// `None`: every write goes through the writer thread.
+    inline_when: Option<LoadProbe>,
     writer_done: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
 }
 
@@ -42,22 +91,41 @@ impl Db {
         let (tx, rx) = std::sync::mpsc::channel::<Message>();
         let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let writer = Arc::new(Mutex::new(writer));
         std::thread::Builder::new()
             .name(format!("db-checkpoint-{name}"))
-            .spawn(move || checkpoint_loop(checkpointer, stop_rx))
+            .spawn({
+                let writer = writer.clone();
+                move || checkpoint_loop(checkpointer, &writer, stop_rx)
+            })
             .map_err(|e| Error::Internal(format!("spawn db checkpointer: {e}")))?;
+        let queued = Arc::new(AtomicUsize::new(0));
         let handle = std::thread::Builder::new()
             .name(format!("db-writer-{name}"))
-            .spawn(move || {
-                writer_loop(writer, rx);
-                drop(stop_tx);
+            .spawn({
+                let (writer, queued) = (writer.clone(), queued.clone());
+                move || {
+                    writer_loop(&writer, &queued, rx);
+                    drop(stop_tx);
+                }
             })
             .map_err(|e| Error::Internal(format!("spawn db writer: {e}")))?;
         Ok(Db {
             jobs: tx,
             reader: Arc::new(Mutex::new(reader)),
+            writer,
+            queued,
+            closed: Arc::new(AtomicBool::new(false)),
+            inline_when: None,
             writer_done: Arc::new(Mutex::new(Some(handle))),
         })
+    }
+
+    /// Lets [`Db::write_small`] commit on the calling thread while `quiet` says the process is
+    /// quiet and the writer thread is idle.
+    pub fn with_inline_commits(mut self, quiet: impl Fn() -> bool + Send + Sync + 'static) -> Db {
+        self.inline_when = Some(Arc::new(quiet));
+        self
     }
 
     /// Runs `f` on the writer thread inside a transaction; resolves after COMMIT.
@@ -78,22 +146,58 @@ impl Db {
         F: FnOnce(&Connection) -> Result<T, Error> + Send + 'static,
         A: FnOnce() + Send + 'static,
     {
-        let (tx, rx) = oneshot::channel::<Result<T, Error>>();
-        let job: Job = Box::new(move |conn| {
-            let result = f(conn);
-            let ok = result.is_ok();
-            let done: Completion = Box::new(move |committed| {
-                after();
-                let result = match (committed, result) {
-                    (true, r) => r,
-                    (false, _) => Err(Error::Internal("transaction did not commit".into())),
-                };
-                let _ = tx.send(result);
-            });
-            (ok, done)
-        });
-        self.jobs.send(Some(job)).map_err(|_| Error::ShuttingDown)?;
-        rx.await.map_err(|_| Error::Internal("db writer stopped".into()))?
+        let (job, answer) = job_for(f, after);
+        self.queue(job)?;
+        answer.await.map_err(|_| Error::Internal("db writer stopped".into()))?
+    }
+
+    /// [`Db::write`] for a small write on a turn's path (a few rows, no scan): when inline
+    /// commits are on and the process is quiet it commits on the calling thread (see the module
+    /// doc), otherwise on the writer thread. Either way it resolves after COMMIT, and a failure
+    /// rolls back exactly this write.
+    pub async fn write_small<T, F>(&self, f: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, Error> + Send + 'static,
+    {
+        let (job, answer) = job_for(f, || {});
+        if let Err(job) = self.try_inline(job) {
+            self.queue(job)?;
+        }
+        answer.await.map_err(|_| Error::Internal("db writer stopped".into()))?
+    }
+
+    fn queue(&self, job: Job) -> Result<(), Error> {
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        self.jobs.send(Some(job)).map_err(|_| {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+            Error::ShuttingDown
+        })
+    }
+
+    /// Commits `job` alone on this thread, or hands it back when that would wait for anything
+    /// (a queued or running write, the connection, the file's lock) or the process is busy.
+    fn try_inline(&self, job: Job) -> Result<(), Job> {
+        let quiet = self.inline_when.as_ref().is_some_and(|quiet| quiet());
+        if !quiet || self.closed.load(Ordering::Acquire) || self.queued.load(Ordering::Acquire) != 0 {
+            return Err(job);
+        }
+        let Ok(conn) = self.writer.try_lock() else {
+            return Err(job);
+        };
+        // Another connection holding the file's lock (an erasure's TRUNCATE checkpoint) sends
+        // the write to the writer thread, which may wait for it; a tokio worker never does.
+        let _ = conn.busy_timeout(Duration::ZERO);
+        let begun = control(&conn, "BEGIN IMMEDIATE");
+        let _ = conn.busy_timeout(BUSY_TIMEOUT);
+        if begun.is_err() {
+            return Err(job);
+        }
+        let (ok, done) = job(&conn);
+        let committed = end_transaction(&conn, ok, true);
+        drop(conn);
+        done(committed);
+        Ok(())
     }
 
     /// Runs `f` on the reader connection off the async threads.
@@ -133,6 +237,7 @@ impl Db {
     /// Stops the writer after it has committed everything queued, and waits for it.
     /// Used at shutdown; every clone's later writes then fail with `ShuttingDown`.
     pub async fn close(&self) {
+        self.closed.store(true, Ordering::Release);
         let _ = self.jobs.send(None);
         let handle = self.writer_done.lock().ok().and_then(|mut h| h.take());
         if let Some(h) = handle {
@@ -153,11 +258,38 @@ pub(crate) fn open_conn(path: &Path) -> Result<Connection, Error> {
     // Deleted content is overwritten with zeros, not merely unlinked: an erasure must leave
     // nothing of the user in freed pages (the WAL is dealt with by `checkpoint_truncate`).
     conn.pragma_update(None, "secure_delete", "ON")?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    // A WAL that grew during a burst is cut back to this when it starts over (see
+    // `checkpoint_loop`), instead of keeping its largest size on disk for good.
+    conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     Ok(conn)
 }
 
-fn writer_loop(conn: Connection, rx: std::sync::mpsc::Receiver<Message>) {
+/// A write as the writer thread (or an inline commit) runs it, and the answer its caller awaits.
+fn job_for<T, F, A>(f: F, after: A) -> (Job, oneshot::Receiver<Result<T, Error>>)
+where
+    T: Send + 'static,
+    F: FnOnce(&Connection) -> Result<T, Error> + Send + 'static,
+    A: FnOnce() + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel::<Result<T, Error>>();
+    let job: Job = Box::new(move |conn| {
+        let result = f(conn);
+        let ok = result.is_ok();
+        let done: Completion = Box::new(move |committed| {
+            after();
+            let result = match (committed, result) {
+                (true, r) => r,
+                (false, _) => Err(Error::Internal("transaction did not commit".into())),
+            };
+            let _ = tx.send(result);
+        });
+        (ok, done)
+    });
+    (job, rx)
+}
+
+fn writer_loop(writer: &Mutex<Connection>, queued: &AtomicUsize, rx: std::sync::mpsc::Receiver<Message>) {
     // Ends on `close` (after committing what was queued before it) or when every sender is
     // gone; the receiver then drops, so later writes fail with `ShuttingDown`.
     let mut stopping = false;
@@ -172,28 +304,58 @@ fn writer_loop(conn: Connection, rx: std::sync::mpsc::Receiver<Message>) {
             }
         }
         if !batch.is_empty() {
-            run_batch(&conn, batch);
+            let jobs = batch.len();
+            let answers = run_batch(&lock_writer(writer), batch);
+            // Idle again before anyone is answered, so a caller's next write may go inline.
+            queued.fetch_sub(jobs, Ordering::AcqRel);
+            for (done, committed) in answers {
+                done(committed);
+            }
         }
     }
-    let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
+    let _ = lock_writer(writer).execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
 }
 
-/// Folds the WAL back into the database once a second, PASSIVE so it never waits for (or
-/// blocks) the writer; ends when the writer does.
-fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
-    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(std::time::Duration::from_secs(1)) {
-        let _ = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);");
+/// The writing connection for the writer thread. A poisoned lock means an inline commit
+/// panicked half-way: its transaction is still open and is rolled back, so nothing of it
+/// commits with the next batch.
+fn lock_writer(writer: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connection> {
+    let conn = writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if !conn.is_autocommit() {
+        let _ = control(&conn, "ROLLBACK");
+    }
+    conn
+}
+
+/// Folds the WAL back into the database once a second; ends when the writer does.
+///
+/// The WAL starts over from its beginning (and is cut back to `journal_size_limit`) only when
+/// a write begins after a checkpoint reached the end of the log. Under constant writes a
+/// checkpoint running beside the writer never does: new frames land while it copies, and the
+/// WAL grew without bound (issue #16: 270 MB in 8 s at one turn at a time, every frame a
+/// fresh page-cache allocation and more writeback). So a PASSIVE checkpoint first copies
+/// what is there without holding anyone up, and a second one copies the few frames written
+/// meanwhile while this process's writes wait on the writing connection's lock (never on
+/// SQLite's busy handler, which sleeps).
+fn checkpoint_loop(conn: Connection, writer: &Mutex<Connection>, stop: std::sync::mpsc::Receiver<()>) {
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(Duration::from_secs(1)) {
+        checkpoint_to_the_end(&conn, writer);
     }
 }
 
-fn run_batch(conn: &Connection, batch: Vec<Job>) {
+/// One round of `checkpoint_loop`: afterwards every frame is in the database file (unless a
+/// reader still uses an older snapshot), so the next write starts the WAL over.
+fn checkpoint_to_the_end(conn: &Connection, writer: &Mutex<Connection>) {
+    let _ = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);");
+    let _writes_wait = lock_writer(writer);
+    let _ = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);");
+}
+
+/// Runs `batch` in one transaction; returns each caller's answer and whether it committed.
+fn run_batch(conn: &Connection, batch: Vec<Job>) -> Vec<(Completion, bool)> {
     if control(conn, "BEGIN IMMEDIATE").is_err() {
-        for job in batch {
-            // Run each alone so its caller still gets an answer.
-            let (_, done) = job(conn);
-            done(true);
-        }
-        return;
+        // Run each alone so its caller still gets an answer.
+        return batch.into_iter().map(|job| (job(conn).1, true)).collect();
     }
     // A lone write (every write at low load) needs no savepoint: if it fails, the whole
     // transaction is rolled back, which undoes exactly that write.
@@ -213,20 +375,23 @@ fn run_batch(conn: &Connection, batch: Vec<Job>) {
         failed_alone = alone && !ok;
         completions.push(done);
     }
-    // A failed lone write answers its error (the job reported it), not "did not commit".
-    let committed = if failed_alone {
+    let committed = end_transaction(conn, !failed_alone, alone);
+    completions.into_iter().map(|done| (done, committed)).collect()
+}
+
+/// Commits the open transaction, or rolls back a lone write that failed (`ok` false, `alone`);
+/// says whether the callers' results stand. A failed lone write answers its own error (the
+/// job reported it), not "did not commit".
+fn end_transaction(conn: &Connection, ok: bool, alone: bool) -> bool {
+    if alone && !ok {
         let _ = control(conn, "ROLLBACK");
-        true
-    } else {
-        let committed = control(conn, "COMMIT").is_ok();
-        if !committed {
-            let _ = control(conn, "ROLLBACK");
-        }
-        committed
-    };
-    for done in completions {
-        done(committed);
+        return true;
     }
+    let committed = control(conn, "COMMIT").is_ok();
+    if !committed {
+        let _ = control(conn, "ROLLBACK");
+    }
+    committed
 }
 
 /// A transaction-control statement, parsed once per connection (the writer runs these
@@ -238,6 +403,12 @@ fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A write that inserts a row (n = -1) and then fails.
+    fn fails_half_way(c: &Connection) -> Result<usize, Error> {
+        c.execute("INSERT INTO t (n) VALUES (-1)", [])?;
+        Ok(c.execute("INSERT INTO missing VALUES (1)", [])?)
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_writes_commit_and_are_readable() {
@@ -263,12 +434,7 @@ mod tests {
         let bad = db.write(|c| Ok(c.execute("INSERT INTO missing VALUES (1)", [])?)).await;
         assert!(bad.is_err());
         // A lone write that fails half-way leaves nothing and answers its own error.
-        let half = db
-            .write(|c| {
-                c.execute("INSERT INTO t (n) VALUES (-1)", [])?;
-                Ok(c.execute("INSERT INTO missing VALUES (1)", [])?)
-            })
-            .await;
+        let half = db.write(fails_half_way).await;
         assert!(half.unwrap_err().to_string().contains("missing"));
         let after = db.write(|c| Ok(c.execute("INSERT INTO t (n) VALUES (200)", [])?)).await;
         assert_eq!(after.unwrap(), 1);
@@ -278,5 +444,116 @@ mod tests {
         assert_eq!(count, 201);
         let negative: i64 = reopened.query_row("SELECT count(*) FROM t WHERE n < 0", [], |r| r.get(0)).unwrap();
         assert_eq!(negative, 0);
+    }
+
+    /// Frames in the WAL since it last started over (checkpointing them, so only as the last look).
+    fn wal_frames(path: &Path) -> i64 {
+        let c = Connection::open(path).unwrap();
+        c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1)).unwrap()
+    }
+
+    /// Issue #16: after a checkpoint round the next write starts the WAL over, instead of
+    /// appending to a log that only grows while writes keep coming.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_checkpoint_round_lets_the_wal_start_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let db = Db::open(&path, "CREATE TABLE IF NOT EXISTS t (n INTEGER NOT NULL);").unwrap();
+        for n in 0..50 {
+            db.write(move |c| Ok(c.execute("INSERT INTO t (n) VALUES (?1)", [n])?))
+                .await
+                .unwrap();
+        }
+        // (Not measured here: measuring checkpoints.)
+        let checkpointer = open_conn(&path).unwrap();
+        let writer = db.writer.clone();
+        tokio::task::spawn_blocking(move || checkpoint_to_the_end(&checkpointer, &writer))
+            .await
+            .unwrap();
+        db.write(|c| Ok(c.execute("INSERT INTO t (n) VALUES (50)", [])?)).await.unwrap();
+        let after = wal_frames(&path);
+        assert!(after < 5, "the WAL went on to {after} frames instead of starting over");
+        db.close().await;
+    }
+
+    /// Which thread ran a write: the writer thread has its own name, a tokio worker another.
+    fn on_writer_thread() -> bool {
+        std::thread::current().name().is_some_and(|n| n.starts_with("db-writer-"))
+    }
+
+    /// The adaptive switch (issue #16) takes both paths: inline while the probe says quiet and
+    /// the writer is idle, the writer thread otherwise; both commit, and both roll back exactly
+    /// the failed write.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn small_writes_commit_inline_only_when_quiet() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let quiet = Arc::new(AtomicBool::new(true));
+        let db = Db::open(&path, "CREATE TABLE IF NOT EXISTS t (n INTEGER NOT NULL);")
+            .unwrap()
+            .with_inline_commits({
+                let quiet = quiet.clone();
+                move || quiet.load(Ordering::SeqCst)
+            });
+        let insert = |n: i64| move |c: &Connection| Ok((c.execute("INSERT INTO t (n) VALUES (?1)", [n])?, on_writer_thread()));
+
+        // Quiet and idle: on the calling thread.
+        let (rows, on_writer) = db.write_small(insert(1)).await.unwrap();
+        assert_eq!((rows, on_writer), (1, false));
+        // A plain write always goes to the writer thread.
+        assert!(db.write(insert(2)).await.unwrap().1);
+        // Busy by the probe: the writer thread.
+        quiet.store(false, Ordering::SeqCst);
+        assert!(db.write_small(insert(3)).await.unwrap().1);
+        quiet.store(true, Ordering::SeqCst);
+        // Busy because a write is queued for (here: running on) the writer thread.
+        let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let slow = db.clone();
+        #[expect(clippy::disallowed_methods, reason = "awaited below")]
+        let slow = tokio::spawn(async move {
+            slow.write(move |c| {
+                started_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                Ok(c.execute("INSERT INTO t (n) VALUES (4)", [])?)
+            })
+            .await
+        });
+        tokio::task::spawn_blocking(move || started_rx.recv().unwrap()).await.unwrap();
+        let queued = db.clone();
+        #[expect(clippy::disallowed_methods, reason = "awaited below")]
+        let queued = tokio::spawn(async move { queued.write_small(insert(5)).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!queued.is_finished(), "a small write went inline while the writer was busy");
+        release_tx.send(()).unwrap();
+        assert_eq!(slow.await.unwrap().unwrap(), 1);
+        assert!(queued.await.unwrap().unwrap().1);
+        // Idle again: inline again.
+        assert!(!db.write_small(insert(6)).await.unwrap().1);
+
+        // An inline write that fails half-way leaves nothing and answers its own error.
+        let half = db.write_small(fails_half_way).await;
+        assert!(half.unwrap_err().to_string().contains("missing"));
+        // The connection is usable afterwards on both paths.
+        assert!(!db.write_small(insert(7)).await.unwrap().1);
+        assert!(db.write(insert(8)).await.unwrap().1);
+
+        // Another connection holding the file's write lock: never waited for inline, the
+        // writer thread waits for it instead.
+        let other = open_conn(&path).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let blocked = db.clone();
+        #[expect(clippy::disallowed_methods, reason = "awaited below")]
+        let blocked = tokio::spawn(async move { blocked.write_small(insert(9)).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        other.execute_batch("COMMIT").unwrap();
+        assert!(blocked.await.unwrap().unwrap().1);
+
+        db.close().await;
+        assert!(matches!(db.write_small(insert(10)).await, Err(Error::ShuttingDown)));
+        let reopened = Connection::open(&path).unwrap();
+        let mut st = reopened.prepare("SELECT n FROM t ORDER BY n").unwrap();
+        let all: Vec<i64> = st.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+        assert_eq!(all, vec![1, 2, 3, 4, 5, 6, 7, 8, 9]);
     }
 }
