@@ -435,9 +435,10 @@ impl ConversationActor {
                 starts_turn: Some(marker),
                 ..Save::default()
             };
-            // Let the turn just spawned send its model request first: at low load chat.db
-            // commits this on the calling thread (`Db::write_small`), and the model then works
-            // on the request while it does, instead of after.
+            // Let the turn just spawned start first: at low load chat.db commits this on the
+            // calling thread (`Db::write_small`), and the turn's tool listing, memory read and
+            // (on the other worker) model request then overlap the commit instead of following
+            // it. Nothing of the answer is read or shown before the commit (`committed`).
             tokio::task::yield_now().await;
             if let Err(e) = store.save(&state.key, &message, save).await {
                 // The turn stops (dropping the record cancels it) and has the history: the

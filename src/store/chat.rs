@@ -235,6 +235,9 @@ pub trait ChatStore: Send + Sync {
     async fn close(&self);
 }
 
+/// Largest stored message (JSON bytes) a turn's save may commit inline (`Db::write_small`).
+const INLINE_MESSAGE_BYTES: usize = 16 * 1024;
+
 /// chat.db as a SQLite file.
 #[derive(Clone)]
 pub struct SqliteChat {
@@ -250,7 +253,7 @@ impl SqliteChat {
         migrate(path)?;
         // A turn's two commits go inline while the process runs no more turns than tokio has
         // workers (issue #16): at low load that saves two thread hand-offs per commit; under
-        // load they queue for the writer thread's group commit, and no worker blocks on SQLite.
+        // load they queue for the writer thread's group commit, and no worker does SQLite work.
         let workers = tokio::runtime::Handle::try_current()
             .map(|rt| rt.metrics().num_workers())
             .unwrap_or_else(|_| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -278,40 +281,46 @@ impl ChatStore for SqliteChat {
         let (uid, cid) = (key.uid().to_string(), key.id().to_string());
         let json = serde_json::to_string(message).map_err(|e| Error::Internal(e.to_string()))?;
         let (mid, role) = (message.id.clone(), stored_role(message.role));
-        // Small (a few rows by key): at low load it commits on this thread (`Db::write_small`).
-        self.db
-            .write_small(move |c| {
-                let now = now_ms();
-                upsert_conversation(c, &uid, &cid, title_hint.as_deref(), user_assistant.as_deref(), now)?;
-                // Cached statements: these run twice per turn, on the writer thread that every
-                // conversation's commits queue for, so they are parsed once per connection.
-                c.prepare_cached(
-                    "INSERT INTO messages (uid, conversation_id, id, role, message, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+        // A few rows by key: at low load it commits on this thread (`Db::write_small`), unless
+        // the message is large (tool outputs: more pages to write, and secure_delete zeroes
+        // the ones it replaces), which the writer thread takes as any other write.
+        let small = json.len() <= INLINE_MESSAGE_BYTES;
+        let write = move |c: &rusqlite::Connection| -> Result<(), Error> {
+            let now = now_ms();
+            upsert_conversation(c, &uid, &cid, title_hint.as_deref(), user_assistant.as_deref(), now)?;
+            // Cached statements: these run twice per turn, so they are parsed once per
+            // connection.
+            c.prepare_cached(
+                "INSERT INTO messages (uid, conversation_id, id, role, message, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                      ON CONFLICT (uid, conversation_id, id) DO UPDATE SET message = excluded.message",
-                )?
-                .execute(params![uid, cid, mid, role, json, now])?;
-                if user_assistant.is_some() {
-                    c.prepare_cached("DELETE FROM pending_approvals WHERE uid = ?1 AND conversation_id = ?2")?
-                        .execute(params![uid, cid])?;
-                }
-                if let Some(turn) = starts_turn {
-                    super::lease::record_turn(c, &uid, &cid, &turn.message_id, &turn.request_id)?;
-                }
-                if ends_turn {
-                    // The marker lives in this file (store::lease::SqliteLeases).
-                    c.prepare_cached("DELETE FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2 AND message_id = ?3")?
-                        .execute(params![uid, cid, mid])?;
-                }
-                for a in approvals {
-                    c.execute(
+            )?
+            .execute(params![uid, cid, mid, role, json, now])?;
+            if user_assistant.is_some() {
+                c.prepare_cached("DELETE FROM pending_approvals WHERE uid = ?1 AND conversation_id = ?2")?
+                    .execute(params![uid, cid])?;
+            }
+            if let Some(turn) = starts_turn {
+                super::lease::record_turn(c, &uid, &cid, &turn.message_id, &turn.request_id)?;
+            }
+            if ends_turn {
+                // The marker lives in this file (store::lease::SqliteLeases).
+                c.prepare_cached("DELETE FROM turns_in_flight WHERE uid = ?1 AND conversation_id = ?2 AND message_id = ?3")?
+                    .execute(params![uid, cid, mid])?;
+            }
+            for a in approvals {
+                c.execute(
                         "INSERT INTO pending_approvals (approval_id, uid, conversation_id, message_id, tool_call_id, server, tool, arguments, arguments_sha256, created_at)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                         params![a.approval_id, uid, cid, a.message_id, a.tool_call_id, a.server, a.tool, a.arguments.to_string(), a.arguments_sha256, now],
                     )?;
-                }
-                Ok(())
-            })
-            .await
+            }
+            Ok(())
+        };
+        if small {
+            self.db.write_small(write).await
+        } else {
+            self.db.write(write).await
+        }
     }
 
     async fn assistant_of(&self, key: &ConversationKey) -> Result<Option<Option<String>>, Error> {
