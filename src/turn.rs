@@ -10,7 +10,6 @@
 //! G3 lives here: a call whose policy needs approval is not executed; the turn records the
 //! exact call, asks, and ends. An approved call runs as recorded, never as echoed back.
 
-use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -113,10 +112,10 @@ impl Emitter {
     /// asking for approval) is held in the log until the actor has committed `message`.
     fn emit(&mut self, part: StreamPart, message: &UiMessage, approval: Option<PendingApproval>) -> bool {
         self.dirty |= part.changes_message();
-        let frame = Bytes::from(part.frame());
+        let frame = part.frame();
         if (part.is_boundary() && (self.dirty || approval.is_some())) || fault_marker(&part) {
             self.dirty = false;
-            let hold = self.log.push_held(frame);
+            let hold = self.log.push_held(frame.as_bytes());
             return self.send(TurnEvent::Checkpoint {
                 message: message.clone(),
                 approval: approval.map(Box::new),
@@ -124,7 +123,7 @@ impl Emitter {
                 ends_turn: self.last_change,
             });
         }
-        self.log.push(frame);
+        self.log.push(frame.as_bytes());
         !self.events.is_closed()
     }
 
