@@ -634,7 +634,10 @@ impl turn::TurnEvents for ToActor {
     }
 
     fn is_closed(&self) -> bool {
-        matches!(self.actor.get_status(), ractor::ActorStatus::Stopping | ractor::ActorStatus::Stopped)
+        matches!(
+            self.actor.get_status(),
+            ractor::ActorStatus::Stopping | ractor::ActorStatus::Stopped
+        )
     }
 }
 
