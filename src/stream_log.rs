@@ -41,10 +41,13 @@ pub struct StreamLog {
 
 #[derive(Default)]
 struct LogState {
-    frames: Vec<Bytes>,
-    /// `frames[..visible]` may be sent.
+    /// Every frame appended so far, back to back. One growing buffer rather than an
+    /// allocation per frame: a trickling stream keeps its whole replay for as long as it is
+    /// open, and each live allocation costs the allocator's overhead besides its bytes.
+    frames: Vec<u8>,
+    /// `frames[..visible]` may be sent (always at a frame's end).
     visible: usize,
-    /// Holds not yet released, oldest first: (hold, first frame it hides).
+    /// Holds not yet released, oldest first: (hold, offset of the first byte it hides).
     held: VecDeque<(Hold, usize)>,
     next_hold: u64,
     end: Option<End>,
@@ -83,12 +86,12 @@ impl StreamLog {
 
     /// Appends a frame; readers see it at once unless an earlier frame is still held. After
     /// the end nothing is appended (a turn cancelled because its actor died may still try).
-    pub fn push(&self, frame: Bytes) {
+    pub fn push(&self, frame: &[u8]) {
         let mut s = self.lock();
         if s.end.is_some() {
             return;
         }
-        s.frames.push(frame);
+        s.frames.extend_from_slice(frame);
         if s.held.is_empty() {
             s.visible = s.frames.len();
             drop(s);
@@ -97,7 +100,7 @@ impl StreamLog {
     }
 
     /// Appends a frame that no reader may see before `release` (nor anything after it).
-    pub fn push_held(&self, frame: Bytes) -> Hold {
+    pub fn push_held(&self, frame: &[u8]) -> Hold {
         let hold = self.hold();
         self.push(frame);
         hold
@@ -160,8 +163,8 @@ impl StreamLog {
 /// What a reader gets next.
 #[derive(Debug, PartialEq)]
 pub enum Next {
-    /// Frames not read before, in order.
-    Frames(Vec<Bytes>),
+    /// Frames not read before, in order, back to back (a copy: the log keeps its buffer).
+    Frames(Bytes),
     /// Nothing follows.
     End(End),
 }
@@ -169,6 +172,7 @@ pub enum Next {
 /// One client's position in a log.
 pub struct Reader {
     log: Arc<StreamLog>,
+    /// Offset of the first byte not read yet.
     next: usize,
 }
 
@@ -183,7 +187,7 @@ impl Reader {
             {
                 let s = self.log.lock();
                 if self.next < s.visible {
-                    let frames = s.frames[self.next..s.visible].to_vec();
+                    let frames = Bytes::copy_from_slice(&s.frames[self.next..s.visible]);
                     self.next = s.visible;
                     return Next::Frames(frames);
                 }
@@ -200,8 +204,13 @@ impl Reader {
 mod tests {
     use super::*;
 
-    fn f(s: &'static str) -> Bytes {
-        Bytes::from_static(s.as_bytes())
+    fn f(s: &'static str) -> &'static [u8] {
+        s.as_bytes()
+    }
+
+    /// What a reader gets for these frames read together.
+    fn frames(fs: &[&'static str]) -> Next {
+        Next::Frames(Bytes::from(fs.concat()))
     }
 
     async fn next(r: &mut Reader) -> Next {
@@ -219,10 +228,10 @@ mod tests {
         log.push(f("a"));
         let h = log.push_held(f("b"));
         log.push(f("c"));
-        assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
+        assert_eq!(next(&mut r).await, frames(&["a"]));
         assert!(pending(&mut r));
         log.release(h);
-        assert_eq!(next(&mut r).await, Next::Frames(vec![f("b"), f("c")]));
+        assert_eq!(next(&mut r).await, frames(&["b", "c"]));
         log.finish(End::Finished);
         assert_eq!(next(&mut r).await, Next::End(End::Finished));
     }
@@ -236,9 +245,9 @@ mod tests {
         let mut r = log.reader();
         assert!(pending(&mut r));
         log.release(start);
-        assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
+        assert_eq!(next(&mut r).await, frames(&["a"]));
         log.release(b);
-        assert_eq!(next(&mut r).await, Next::Frames(vec![f("b")]));
+        assert_eq!(next(&mut r).await, frames(&["b"]));
     }
 
     #[tokio::test]
@@ -246,11 +255,11 @@ mod tests {
         let log = StreamLog::new();
         log.push(f("a"));
         let mut first = log.reader();
-        assert_eq!(next(&mut first).await, Next::Frames(vec![f("a")]));
+        assert_eq!(next(&mut first).await, frames(&["a"]));
         log.push(f("b"));
         let mut resumed = log.reader();
-        assert_eq!(next(&mut resumed).await, Next::Frames(vec![f("a"), f("b")]));
-        assert_eq!(next(&mut first).await, Next::Frames(vec![f("b")]));
+        assert_eq!(next(&mut resumed).await, frames(&["a", "b"]));
+        assert_eq!(next(&mut first).await, frames(&["b"]));
         log.finish(End::Finished);
         assert_eq!(next(&mut first).await, Next::End(End::Finished));
         assert_eq!(next(&mut resumed).await, Next::End(End::Finished));
@@ -265,7 +274,7 @@ mod tests {
         log.finish(End::Finished);
         log.push(f("after the end"));
         let mut r = log.reader();
-        assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
+        assert_eq!(next(&mut r).await, frames(&["a"]));
         assert_eq!(next(&mut r).await, Next::End(End::Broken));
     }
 
@@ -277,10 +286,10 @@ mod tests {
         let h = log.push_held(f("b"));
         log.push(f("c"));
         log.finish_when_released();
-        assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
+        assert_eq!(next(&mut r).await, frames(&["a"]));
         assert!(pending(&mut r), "the end must wait for the held frame's commit");
         log.release(h);
-        assert_eq!(next(&mut r).await, Next::Frames(vec![f("b"), f("c")]));
+        assert_eq!(next(&mut r).await, frames(&["b", "c"]));
         assert_eq!(next(&mut r).await, Next::End(End::Finished));
         // Nothing held: it ends at once.
         let plain = StreamLog::new();
@@ -296,7 +305,7 @@ mod tests {
         log.finish_when_released();
         log.finish(End::Broken);
         let mut r = log.reader();
-        assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
+        assert_eq!(next(&mut r).await, frames(&["a"]));
         assert_eq!(next(&mut r).await, Next::End(End::Broken));
     }
 
@@ -307,7 +316,7 @@ mod tests {
         log.finish(End::Broken);
         log.push(f("from a turn cancelled too late"));
         let mut r = log.reader();
-        assert_eq!(next(&mut r).await, Next::Frames(vec![f("a")]));
+        assert_eq!(next(&mut r).await, frames(&["a"]));
         assert_eq!(next(&mut r).await, Next::End(End::Broken));
     }
 
@@ -321,6 +330,6 @@ mod tests {
             tokio::task::yield_now().await;
             writer.push(f("x"));
         });
-        assert_eq!(got, Next::Frames(vec![f("x")]));
+        assert_eq!(got, frames(&["x"]));
     }
 }

@@ -10,12 +10,11 @@
 //! G3 lives here: a call whose policy needs approval is not executed; the turn records the
 //! exact call, asks, and ends. An approved call runs as recorded, never as echoed back.
 
-use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -80,12 +79,21 @@ pub enum TurnEvent {
     },
 }
 
-/// Publishes a turn's parts into its stream log and its checkpoints into its channel, in
+/// Whoever runs the turn receives its events through this (the conversation actor's mailbox,
+/// directly: a channel and a forwarder per turn would be held for as long as its stream is
+/// open, about 800 bytes per open stream).
+pub trait TurnEvents: Send + Sync {
+    /// False when nobody consumes the events any more (the conversation crashed or was
+    /// deleted): the turn should stop.
+    fn send(&self, event: TurnEvent) -> bool;
+    /// Nobody consumes the events any more.
+    fn is_closed(&self) -> bool;
+}
+
+/// Publishes a turn's parts into its stream log and its checkpoints to its [`TurnEvents`], in
 /// order. Each part is serialised once, here; readers send the same bytes.
 pub struct Emitter {
-    /// Boxed: tokio's channel allocates its slots 32 at a time for as long as the turn runs,
-    /// and a slot of the unboxed event is 88 bytes (2.8 KB per open stream; 256 bytes boxed).
-    events: mpsc::UnboundedSender<Box<TurnEvent>>,
+    events: Box<dyn TurnEvents>,
     log: Arc<StreamLog>,
     /// The message changed since its last checkpoint.
     dirty: bool,
@@ -94,7 +102,7 @@ pub struct Emitter {
 }
 
 impl Emitter {
-    pub fn new(events: mpsc::UnboundedSender<Box<TurnEvent>>, log: Arc<StreamLog>) -> Self {
+    pub fn new(events: Box<dyn TurnEvents>, log: Arc<StreamLog>) -> Self {
         Emitter {
             events,
             log,
@@ -106,17 +114,17 @@ impl Emitter {
     /// False when nobody consumes the events any more (the conversation crashed or was
     /// deleted): the turn should stop.
     fn send(&self, event: TurnEvent) -> bool {
-        self.events.send(Box::new(event)).is_ok()
+        self.events.send(event)
     }
 
     /// Publishes `part`, already folded into `message`. A boundary after a change (or one
     /// asking for approval) is held in the log until the actor has committed `message`.
     fn emit(&mut self, part: StreamPart, message: &UiMessage, approval: Option<PendingApproval>) -> bool {
         self.dirty |= part.changes_message();
-        let frame = Bytes::from(part.frame());
+        let frame = part.frame();
         if (part.is_boundary() && (self.dirty || approval.is_some())) || fault_marker(&part) {
             self.dirty = false;
-            let hold = self.log.push_held(frame);
+            let hold = self.log.push_held(frame.as_bytes());
             return self.send(TurnEvent::Checkpoint {
                 message: message.clone(),
                 approval: approval.map(Box::new),
@@ -124,7 +132,7 @@ impl Emitter {
                 ends_turn: self.last_change,
             });
         }
-        self.log.push(frame);
+        self.log.push(frame.as_bytes());
         !self.events.is_closed()
     }
 
@@ -840,15 +848,21 @@ mod tests {
         assert!(size <= 1536, "the turn's future is {size} bytes");
     }
 
-    /// tokio's channel allocates its slots 32 at a time and a running turn holds its block:
-    /// the turn's events travel boxed (an event is 88 bytes, a slot of the channel 8).
+    /// An emitter is held for as long as its stream is open: it keeps a pointer to its
+    /// consumer, no channel of its own (issue #16: a tokio channel's shared state and first
+    /// block of slots were about 800 bytes per open stream).
     #[test]
-    fn the_event_channel_has_small_slots() {
-        fn slot<T>(_: &mpsc::UnboundedSender<T>) -> usize {
-            std::mem::size_of::<T>()
+    fn an_emitter_holds_no_channel() {
+        struct Nobody;
+        impl TurnEvents for Nobody {
+            fn send(&self, _: TurnEvent) -> bool {
+                false
+            }
+            fn is_closed(&self) -> bool {
+                true
+            }
         }
-        let (events, _received) = mpsc::unbounded_channel();
-        let _emitter = Emitter::new(events.clone(), StreamLog::new());
-        assert!(slot(&events) <= 16, "a slot of the turn's event channel is {} bytes", slot(&events));
+        let size = std::mem::size_of_val(&Emitter::new(Box::new(Nobody), StreamLog::new()));
+        assert!(size <= 40, "an emitter is {size} bytes");
     }
 }

@@ -4,4 +4,6 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 cd "$TAMEBI_ROOT"
+# jemalloc (the orchestrator's allocator, tikv-jemalloc-sys) is built from C with make.
+command -v make >/dev/null || apt_install make
 cargo build --workspace --bins --features tamebi/fault-injection

@@ -3,13 +3,13 @@
 //!
 //! The turn itself runs in a task (so the mailbox stays free for resumes). It publishes its
 //! frames into the turn's [`StreamLog`], which every client reads, and reports what must be
-//! committed as [`TurnEvent`]s into a channel; the same task forwards them into this actor's
-//! mailbox, tagged with the turn's number. This actor is the single writer of the conversation:
+//! committed as [`TurnEvent`]s straight into this actor's mailbox, tagged with the turn's
+//! number ([`ToActor`]). This actor is the single writer of the conversation:
 //! a boundary frame after a change stays held in the log until this actor has committed the
 //! message it finishes, and only then is released (a kill -9 never loses what a client saw
 //! finished). So the actor handles a turn's commits and its end, not every part; a turn that
 //! ends with nothing left to commit closes its log without waiting for this actor (see
-//! `forward_events`).
+//! [`ToActor`]).
 //! It never stores the caller's bearer: only the turn task holds it, for the turn.
 //!
 //! Durability of a new user message: its commit runs while the turn already starts (reads
@@ -30,7 +30,7 @@
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Caller;
@@ -377,8 +377,12 @@ impl ConversationActor {
         // A new user message is committed while the turn starts (see the module doc): until
         // then the log shows nothing and the turn does not read the model's answer.
         let pending_user = user_message.map(|m| (m, log.hold(), oneshot::channel::<()>()));
-        let (events, received) = mpsc::unbounded_channel();
-        let emitter = Emitter::new(events, log.clone());
+        let events = ToActor {
+            actor: myself.clone(),
+            turn: state.turns,
+            log: log.clone(),
+        };
+        let emitter = Emitter::new(Box::new(events), log.clone());
         // A child of the HTTP request that asked (its span is this handler's, see `StartTurn`),
         // linked to this actor's start span.
         let span = crate::telemetry::turn_span(
@@ -412,14 +416,12 @@ impl ConversationActor {
             ),
             None => (run, None),
         };
-        let forward = forward_events(received, myself.clone(), state.turns, log.clone());
-        // One task runs the turn and feeds its events into this mailbox. Joined without an
-        // async block, which would keep a slot for the moved `Turn` while the stream is open.
-        let turn = tracing::Instrument::instrument(turn::run(run), span);
-        // Counted until the task has ended, cancelled or not: an erasure waits for that.
+        // Spawned without an async block, which would keep a slot for the moved `Turn` while
+        // the stream is open. Counted until the task has ended, cancelled or not: an erasure
+        // waits for that.
         let running = self.services.running_turns.started(state.key.uid());
-        let task = futures::FutureExt::map(futures::future::join(turn, forward), move |_| drop(running));
-        self.services.tasks.spawn(task);
+        let turn = tracing::Instrument::instrument(turn::run(run), span);
+        self.services.tasks.spawn(futures::FutureExt::map(turn, move |_| drop(running)));
         let in_flight = InFlight {
             turn: state.turns,
             log,
@@ -605,8 +607,8 @@ fn marker_written(result: Result<(), Error>) {
     }
 }
 
-/// Moves a turn's events into the actor's mailbox until the turn ends or the actor is gone;
-/// then it drops the receiver, so the turn's next event fails and the turn stops.
+/// A turn's events, sent straight into its conversation actor's mailbox from the turn's task
+/// (tagged with the turn's number). Once the actor is gone a send fails, and the turn stops.
 ///
 /// A turn that ends with nothing left to commit is closed here, without waiting for the actor
 /// (one mailbox hop less before a client sees the end): the log shows the end once its last
@@ -614,21 +616,29 @@ fn marker_written(result: Result<(), Error>) {
 /// finished is still committed. It is closed only after the end is in the mailbox: a client's
 /// next request, sent once it saw the end, reaches the actor after the turn's end, never
 /// while the actor still counts the turn as running.
-async fn forward_events(
-    mut events: mpsc::UnboundedReceiver<Box<TurnEvent>>,
+struct ToActor {
     actor: ActorRef<ConversationMsg>,
     turn: u64,
     log: Arc<StreamLog>,
-) {
-    while let Some(event) = events.recv().await {
-        let event = *event;
+}
+
+impl turn::TurnEvents for ToActor {
+    fn send(&self, event: TurnEvent) -> bool {
         let nothing_to_commit = matches!(event, TurnEvent::Ended { changed: false, .. });
-        if actor.send_message(ConversationMsg::Turn { turn, event }).is_err() {
-            break;
+        if self.actor.send_message(ConversationMsg::Turn { turn: self.turn, event }).is_err() {
+            return false;
         }
         if nothing_to_commit {
-            log.finish_when_released();
+            self.log.finish_when_released();
         }
+        true
+    }
+
+    fn is_closed(&self) -> bool {
+        matches!(
+            self.actor.get_status(),
+            ractor::ActorStatus::Stopping | ractor::ActorStatus::Stopped
+        )
     }
 }
 

@@ -9,8 +9,8 @@
 //! A conversation actor owns its turn loop, the running turn's stream and its approval
 //! waits; it never holds the caller's bearer (only the turn task does, for the turn). The
 //! turn (`crate::turn`) knows nothing of actors: it publishes its frames into the turn's
-//! `crate::stream_log` (which clients read) and sends `TurnEvent`s (commits, the end) into a
-//! channel, which the conversation actor consumes. Idle actors stop and are revived from chat.db. A
+//! `crate::stream_log` (which clients read) and sends `TurnEvent`s (commits, the end) to
+//! whoever runs it (`turn::TurnEvents`): the conversation actor's mailbox. Idle actors stop and are revived from chat.db. A
 //! crash is a supervision event: traced, the client gets an error part with its request id,
 //! every other conversation carries on. Every supervisor handles every supervision event
 //! explicitly (ractor's default would stop the parent when a child exits).

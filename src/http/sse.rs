@@ -34,8 +34,7 @@ pub fn response(sub: Subscription, request_id: String, shutdown: CancellationTok
             };
             match next {
                 // Frames visible together go out as one chunk (one write, not one per part).
-                Next::Frames(frames) if frames.len() == 1 => yield Ok(frames.into_iter().next().unwrap_or_default()),
-                Next::Frames(frames) => yield Ok(Bytes::from(frames.concat())),
+                Next::Frames(frames) => yield Ok(frames),
                 Next::End(End::Finished) => break,
                 Next::End(End::Broken) => {
                     yield Ok(error_frame(messages::INTERNAL, &request_id));
