@@ -90,111 +90,74 @@ impl std::fmt::Display for TurnLimit {
     }
 }
 
-/// The machine-readable kind of a refusal: `error.code` in every error body (docs/api.md). A
-/// closed set on purpose: a proxy in front (the Nextcloud app, the dev host) may only show its
-/// own fixed text, never ours, so it needs a key it can look up in its own table, one that can
-/// never carry anything variable. Several errors share a code when the user sees one text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorCode {
-    BadRequest,
-    Unauthorized,
-    Forbidden,
-    NotFound,
-    MethodNotAllowed,
-    RequestTimeout,
-    ReplyInProgress,
-    AssistantBound,
-    AssistantGone,
-    MessageIdTaken,
-    ApprovalsUndecided,
-    TooLarge,
-    Overloaded,
-    TooManyRunning,
-    TooFast,
-    Unavailable,
-    OwnedElsewhere,
-    ToolTimeout,
-    ToolUnreachable,
-    Internal,
+/// Generates [`ErrorCode`] with everything that is one fact per code (wire name, status,
+/// message) on one line, so no table of codes can miss one (`ALL` included).
+macro_rules! error_codes {
+    ($(#[$doc:meta])* pub enum ErrorCode { $($variant:ident = $wire:literal, $status:ident, $message:expr;)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ErrorCode {
+            $($variant,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, for the docs check and the proxies' tables.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
+
+            /// The code on the wire: a contract with the proxies, never renamed.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $wire,)*
+                }
+            }
+
+            /// The HTTP status every answer with this code has (docs/api.md).
+            pub fn status(self) -> StatusCode {
+                match self {
+                    $(ErrorCode::$variant => StatusCode::$status,)*
+                }
+            }
+
+            /// The fixed message our own body carries with this code.
+            pub fn message(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $message,)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    /// The machine-readable kind of a refusal: `error.code` in every error body (docs/api.md). A
+    /// closed set on purpose: a proxy in front (the Nextcloud app, the dev host) may only show its
+    /// own fixed text, never ours, so it needs a key it can look up in its own table, one that can
+    /// never carry anything variable. Several errors share a code when the user sees one text.
+    pub enum ErrorCode {
+        BadRequest = "bad_request", BAD_REQUEST, messages::BAD_REQUEST;
+        Unauthorized = "unauthorized", UNAUTHORIZED, messages::UNAUTHORIZED;
+        Forbidden = "forbidden", FORBIDDEN, messages::FORBIDDEN;
+        NotFound = "not_found", NOT_FOUND, messages::NOT_FOUND;
+        MethodNotAllowed = "method_not_allowed", METHOD_NOT_ALLOWED, messages::METHOD_NOT_ALLOWED;
+        RequestTimeout = "request_timeout", REQUEST_TIMEOUT, messages::TIMEOUT;
+        ReplyInProgress = "reply_in_progress", CONFLICT, messages::CONFLICT;
+        AssistantBound = "assistant_bound", CONFLICT, messages::ASSISTANT_BOUND;
+        AssistantGone = "assistant_gone", CONFLICT, messages::ASSISTANT_GONE;
+        MessageIdTaken = "message_id_taken", CONFLICT, messages::MESSAGE_ID_TAKEN;
+        ApprovalsUndecided = "approvals_undecided", BAD_REQUEST, messages::APPROVALS_UNDECIDED;
+        TooLarge = "too_large", PAYLOAD_TOO_LARGE, messages::TOO_LARGE;
+        Overloaded = "overloaded", TOO_MANY_REQUESTS, messages::OVERLOADED;
+        TooManyRunning = "too_many_running", TOO_MANY_REQUESTS, messages::TOO_MANY_RUNNING;
+        TooFast = "too_fast", TOO_MANY_REQUESTS, messages::TOO_FAST;
+        Unavailable = "unavailable", SERVICE_UNAVAILABLE, messages::UNAVAILABLE;
+        OwnedElsewhere = "owned_elsewhere", SERVICE_UNAVAILABLE, messages::MOVING;
+        ToolTimeout = "tool_timeout", GATEWAY_TIMEOUT, messages::UPSTREAM_TIMEOUT;
+        ToolUnreachable = "tool_unreachable", BAD_GATEWAY, messages::UPSTREAM;
+        Internal = "internal", INTERNAL_SERVER_ERROR, messages::INTERNAL;
+    }
 }
 
 impl ErrorCode {
-    /// Every code, for the docs check and the proxies' tables.
-    pub const ALL: [ErrorCode; 20] = [
-        ErrorCode::BadRequest,
-        ErrorCode::Unauthorized,
-        ErrorCode::Forbidden,
-        ErrorCode::NotFound,
-        ErrorCode::MethodNotAllowed,
-        ErrorCode::RequestTimeout,
-        ErrorCode::ReplyInProgress,
-        ErrorCode::AssistantBound,
-        ErrorCode::AssistantGone,
-        ErrorCode::MessageIdTaken,
-        ErrorCode::ApprovalsUndecided,
-        ErrorCode::TooLarge,
-        ErrorCode::Overloaded,
-        ErrorCode::TooManyRunning,
-        ErrorCode::TooFast,
-        ErrorCode::Unavailable,
-        ErrorCode::OwnedElsewhere,
-        ErrorCode::ToolTimeout,
-        ErrorCode::ToolUnreachable,
-        ErrorCode::Internal,
-    ];
-
-    /// The code on the wire: a contract with the proxies, never renamed.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::BadRequest => "bad_request",
-            ErrorCode::Unauthorized => "unauthorized",
-            ErrorCode::Forbidden => "forbidden",
-            ErrorCode::NotFound => "not_found",
-            ErrorCode::MethodNotAllowed => "method_not_allowed",
-            ErrorCode::RequestTimeout => "request_timeout",
-            ErrorCode::ReplyInProgress => "reply_in_progress",
-            ErrorCode::AssistantBound => "assistant_bound",
-            ErrorCode::AssistantGone => "assistant_gone",
-            ErrorCode::MessageIdTaken => "message_id_taken",
-            ErrorCode::ApprovalsUndecided => "approvals_undecided",
-            ErrorCode::TooLarge => "too_large",
-            ErrorCode::Overloaded => "overloaded",
-            ErrorCode::TooManyRunning => "too_many_running",
-            ErrorCode::TooFast => "too_fast",
-            ErrorCode::Unavailable => "unavailable",
-            ErrorCode::OwnedElsewhere => "owned_elsewhere",
-            ErrorCode::ToolTimeout => "tool_timeout",
-            ErrorCode::ToolUnreachable => "tool_unreachable",
-            ErrorCode::Internal => "internal",
-        }
-    }
-
-    /// The fixed message our own body carries with this code.
-    pub fn message(self) -> &'static str {
-        match self {
-            ErrorCode::BadRequest => messages::BAD_REQUEST,
-            ErrorCode::Unauthorized => messages::UNAUTHORIZED,
-            ErrorCode::Forbidden => messages::FORBIDDEN,
-            ErrorCode::NotFound => messages::NOT_FOUND,
-            ErrorCode::MethodNotAllowed => messages::METHOD_NOT_ALLOWED,
-            ErrorCode::RequestTimeout => messages::TIMEOUT,
-            ErrorCode::ReplyInProgress => messages::CONFLICT,
-            ErrorCode::AssistantBound => messages::ASSISTANT_BOUND,
-            ErrorCode::AssistantGone => messages::ASSISTANT_GONE,
-            ErrorCode::MessageIdTaken => messages::MESSAGE_ID_TAKEN,
-            ErrorCode::ApprovalsUndecided => messages::APPROVALS_UNDECIDED,
-            ErrorCode::TooLarge => messages::TOO_LARGE,
-            ErrorCode::Overloaded => messages::OVERLOADED,
-            ErrorCode::TooManyRunning => messages::TOO_MANY_RUNNING,
-            ErrorCode::TooFast => messages::TOO_FAST,
-            ErrorCode::Unavailable => messages::UNAVAILABLE,
-            ErrorCode::OwnedElsewhere => messages::MOVING,
-            ErrorCode::ToolTimeout => messages::UPSTREAM_TIMEOUT,
-            ErrorCode::ToolUnreachable => messages::UPSTREAM,
-            ErrorCode::Internal => messages::INTERNAL,
-        }
-    }
-
     /// The code of a status produced outside our handlers (a framework rejection).
     fn for_status(status: StatusCode) -> ErrorCode {
         match status.as_u16() {
@@ -292,21 +255,9 @@ impl TurnError {
 }
 
 impl Error {
+    /// The status of the answer: the one of its code, so the two never disagree.
     pub fn status(&self) -> StatusCode {
-        match self {
-            Error::BadRequest(_) | Error::ApprovalsUndecided(_) => StatusCode::BAD_REQUEST,
-            Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Error::Forbidden(_) => StatusCode::FORBIDDEN,
-            Error::NotFound => StatusCode::NOT_FOUND,
-            Error::Conflict(_) | Error::AssistantBound(_) | Error::AssistantGone(_) | Error::MessageIdTaken(_) => StatusCode::CONFLICT,
-            Error::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Error::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
-            Error::Overloaded | Error::UserTurnLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Error::ShuttingDown | Error::OwnedElsewhere { .. } | Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            Error::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
-            Error::Upstream(_) => StatusCode::BAD_GATEWAY,
-            Error::Storage(_) | Error::Postgres(_) | Error::PostgresPool(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
+        self.code().status()
     }
 
     /// What kind of refusal this is, for the body's `code`.
@@ -489,11 +440,35 @@ mod tests {
     fn codes_are_distinct_snake_case_and_documented() {
         let api = include_str!("../docs/api.md");
         let mut seen = std::collections::HashSet::new();
-        for code in ErrorCode::ALL {
+        for &code in ErrorCode::ALL {
             let name = code.as_str();
             assert!(seen.insert(name), "{name} twice");
             assert!(name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{name}");
             assert!(api.contains(&format!("| `{name}` |")), "docs/api.md lists no row for {name}");
+        }
+    }
+
+    #[test]
+    fn each_documented_code_has_the_status_of_its_row() {
+        let api = include_str!("../docs/api.md");
+        for &code in ErrorCode::ALL {
+            let cell = format!("| `{}` |", code.as_str());
+            for row in api.lines().filter(|l| l.starts_with("| ") && l.contains(&cell)) {
+                let status_cell = row.trim_start_matches("| ").split(" | ").next().unwrap_or_default();
+                let status = code.status().as_u16();
+                // "429 + Retry-After (...)" names its status; "other 5xx" names its class.
+                let named: String = status_cell.chars().take_while(char::is_ascii_digit).collect();
+                let ok = if named.is_empty() {
+                    status_cell.contains(&format!("{}xx", status / 100))
+                } else {
+                    named == status.to_string()
+                };
+                assert!(
+                    ok,
+                    "docs/api.md row of {} says {status_cell:?}, the code has {status}",
+                    code.as_str()
+                );
+            }
         }
     }
 

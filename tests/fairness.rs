@@ -81,3 +81,36 @@ async fn a_user_over_the_turn_rate_gets_429_with_retry_after() {
     assert_eq!(bob.status(), 200);
     read_sse(bob).await;
 }
+
+/// A client that goes away does not free its turn's share: the turn keeps running, and so
+/// its slot stays taken until it has ended (the admission is the turn task's, not the stream's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_client_frees_no_slot_while_its_turn_runs() {
+    let model = ScriptedModel::start();
+    // About four seconds of reply, a token every 150 ms: the server notices the gone client fast.
+    model.add_rules(json!([{"match": "slow", "steps": [{"text": "a much slower answer, this", "chunk_chars": 1, "delay_ms": 150}]}]));
+    let orch = start(&model, &[("TAMEBI_USER_MAX_TURNS", "1"), ("TAMEBI_USER_TURNS_PER_MIN", "0")]);
+
+    let first = post(&orch, "alice", "c1", "m1", "slow one").await;
+    assert_eq!(first.status(), 200);
+    drop(first);
+    // Time for the server to see the closed connection and drop its stream.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (_, body) = refusal(post(&orch, "alice", "c2", "m1", "hello").await).await;
+    assert_eq!(body["error"]["code"], "too_many_running", "{body}");
+    // Once the dropped client's turn has ended, the share is back.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let again = loop {
+        let r = post(&orch, "alice", "c2", "m1", "hello").await;
+        if r.status() != 429 {
+            break r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the dropped client's turn never released its slot"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(again.status(), 200);
+    assert_eq!(read_sse(again).await.last().map(String::as_str), Some("[DONE]"));
+}

@@ -329,6 +329,11 @@ async fn erasure_waits_for_a_cancelled_turns_memory_write() {
         logged(&mut orch, "fault injection: memory write released"),
         "the erasure answered before the cancelled turn's write was queued"
     );
+    // The wait saw the cancelled turn running (not vacuous: the turn had not ended by itself).
+    assert!(
+        logged(&mut orch, "erasure: the user's cancelled turns ended"),
+        "the erasure did not wait for a running turn"
+    );
     let _ = approved_turn.join_next().await.unwrap().unwrap();
     // Whatever the writer still had queued is committed well within this.
     tokio::time::sleep(Duration::from_millis(500)).await;

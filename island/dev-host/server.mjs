@@ -34,7 +34,7 @@ const SERVER_ERROR = 'Something went wrong. Please try again.';
 // As the PHP app's ErrorShape: the orchestrator's refusal codes (docs/api.md) we have a text of
 // our own for, each with the one status it comes with. Only such a code, with its status, is
 // read from an error body and passed on; the body's message never is.
-const CODES = new Map([
+export const CODES = new Map([
   ['approvals_undecided', [400, 'Decide every approval this reply asked for, then send them together.']],
   ['message_id_taken', [409, 'Another message of this conversation already has this id. Send the message under a new id.']],
   ['reply_in_progress', [409, MESSAGES[409]]],
@@ -181,6 +181,8 @@ function forward(config, { uid, method, path, body, requestId, res, req, frame =
       answer.pipe(res);
       answer.on('end', resolve);
       answer.on('error', () => { res.destroy(); resolve(); });
+      // Closed without a complete answer and no error: the browser must not wait forever.
+      answer.on('close', () => { if (!answer.complete) res.destroy(); resolve(); });
     });
     upstream.on('error', () => {
       if (!res.headersSent) sendError(res, 502, requestId);
@@ -233,6 +235,12 @@ function send(res, status, type, body, extra = {}) {
 }
 
 function sendError(res, status, requestId, extra = {}, upstreamCode = null) {
+  // A second failure of the same forward (the answer and the request both erring): the first
+  // answer stands, or the browser's connection is cut if it was under way.
+  if (res.headersSent) {
+    if (!res.writableEnded) res.destroy();
+    return;
+  }
   const known = CODES.get(upstreamCode);
   const code = known && known[0] === status ? upstreamCode : null;
   const message = code ? known[1] : MESSAGES[status] ?? (status >= 400 && status < 500 ? CLIENT_ERROR : SERVER_ERROR);
@@ -263,6 +271,8 @@ function readErrorCode(answer) {
       }
     });
     answer.on('error', () => resolve(null));
+    // Closed before its end (a no-op after it): the code is unknown, the answer still goes out.
+    answer.on('close', () => resolve(null));
   });
 }
 

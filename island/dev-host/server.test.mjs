@@ -2,8 +2,9 @@
 // records what arrives so the G1 headers, the uid refusal and the frame policy pass-through
 // can be checked byte for byte.
 import { createServer } from 'node:http';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDevHost } from './server.mjs';
+import { CODES, createDevHost } from './server.mjs';
 import { sign } from './g1.mjs';
 
 let upstream; let host; let base; const seen = [];
@@ -25,6 +26,18 @@ beforeAll(async () => {
         // A refusal with a code (docs/api.md), and internals in the message the browser must never see.
         res.writeHead(Number(refusal[1]), { 'content-type': 'application/json', 'x-request-id': 'upstream-id' });
         return res.end(JSON.stringify({ error: { message: 'panic at /srv/tamebi/src/secret.rs:42', requestId: 'upstream-id', code: refusal[2] === 'hostile' ? '<img src=x onerror=alert(1)>' : refusal[2] } }));
+      }
+      if (req.url === '/v1/conversations/drop-stream') {
+        // The orchestrator's connection lost mid-answer: headers and a frame, then nothing.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: {"type":"start"}\n\n');
+        return setTimeout(() => res.socket.destroy(), 50);
+      }
+      if (req.url === '/v1/conversations/drop-error') {
+        // The same while the dev host reads an error body for its code.
+        res.writeHead(503, { 'content-type': 'application/json', 'content-length': '400' });
+        res.write('{"error":{"message":"panic at /srv/tamebi/src/secret.rs:42","co');
+        return setTimeout(() => res.socket.destroy(), 50);
       }
       const failing = /^\/v1\/conversations\/(timeout|unreachable|busy)$/.exec(req.url);
       if (failing) {
@@ -123,6 +136,41 @@ describe('dev host', () => {
       'refuse-500-message_id_taken': [500, 'Something went wrong. Please try again.', null],
       'refuse-409-hostile': [409, 'A reply is already being written in this conversation.', null],
     });
+  });
+
+  it('ends the browser\'s answer when the orchestrator\'s connection is lost, and answers once', async () => {
+    const { cookie, token } = await login('alice');
+    const unhandled = [];
+    const onUnhandled = (e) => unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const streamed = await fetch(`${base}/apps/tamebi/api/conversations/drop-stream`, { headers: { cookie, requesttoken: token } });
+      expect(streamed.status).toBe(200);
+      // Cut, not hanging: the body ends in an error rather than never.
+      await expect(streamed.text()).rejects.toThrow();
+      const refused = await fetch(`${base}/apps/tamebi/api/conversations/drop-error`, { headers: { cookie, requesttoken: token } });
+      expect(refused.status).toBe(503);
+      const text = await refused.text();
+      expect(text).not.toContain('secret.rs');
+      expect(JSON.parse(text).error.message).toBe('Something went wrong. Please try again.');
+      // The host still serves.
+      const after = await fetch(`${base}/apps/tamebi/api/conversations`, { headers: { cookie, requesttoken: token } });
+      expect(after.status).toBe(200);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it('knows each refusal code with the status docs/api.md gives it', () => {
+    const api = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8');
+    expect(CODES.size).toBeGreaterThan(0);
+    for (const [code, [status]] of CODES) {
+      // A row of the Errors table: | <status> (...) | `<code>` | <message> |
+      const row = new RegExp(`^\\| ${status}\\b[^|\\n]*\\| \`${code}\` \\|`, 'm');
+      expect(api, `docs/api.md has no ${status} row for ${code}`).toMatch(row);
+    }
   });
 
   it('refuses a body naming a uid with 400 and forwards nothing', async () => {

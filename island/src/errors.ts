@@ -33,7 +33,9 @@ export class ApiError extends Error {
 const CODE = /^[a-z_]{1,40}$/;
 
 /** Parses our error body; anything else yields nulls. `retryAfter` (whole seconds) comes with
- * a 429 that refused a turn because the person's own share was used up (goal B6). */
+ * a 429 that refused a turn because the person's own share was used up (goal B6), and with a
+ * 503: `owned_elsewhere` (another instance serves the conversation) or `unavailable` when the
+ * shared replay records cannot be reached. */
 export function parseErrorBody(text: string): { message: string | null; requestId: string | null; retryAfter: number | null; code: string | null } {
   try {
     const body = JSON.parse(text) as { error?: { message?: unknown; requestId?: unknown; retryAfter?: unknown; code?: unknown } };

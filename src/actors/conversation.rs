@@ -70,6 +70,8 @@ pub enum ConversationMsg {
         /// The asking request's span: the turn's span is its child. Passed here because ractor
         /// runs without `message_span_propogation` (a span in every mailbox slot, issue #16).
         parent: tracing::Span,
+        /// Held by the turn's task until it ends (B6: the user's admission and the permit).
+        held: crate::actors::running_turns::Held,
         reply: RpcReplyPort<Result<Subscription, Error>>,
     },
     Subscribe {
@@ -206,6 +208,7 @@ impl Actor for ConversationActor {
                 input,
                 assistant,
                 parent,
+                held,
                 reply,
             } => {
                 #[cfg(feature = "fault-injection")]
@@ -220,7 +223,7 @@ impl Actor for ConversationActor {
                 // Boxed: ractor keeps this actor's message loop in one allocation sized by the
                 // largest handler, for as long as the actor lives; starting a turn is by far the
                 // largest, and it runs once per turn (issue #16).
-                let start = self.start_turn(&myself, state, caller, input, assistant);
+                let start = self.start_turn(&myself, state, caller, input, assistant, held);
                 let result = Box::pin(tracing::Instrument::instrument(start, parent)).await;
                 let lost = matches!(result, Err(Error::OwnedElsewhere { .. }));
                 let _ = reply.send(result);
@@ -294,6 +297,7 @@ impl ConversationActor {
         caller: Caller,
         input: TurnInput,
         loadout: Arc<crate::assistants::Assistant>,
+        held: crate::actors::running_turns::Held,
     ) -> Result<Subscription, Error> {
         if state.in_flight.is_some() {
             return Err(Error::Conflict("a turn is already running".into()));
@@ -418,8 +422,9 @@ impl ConversationActor {
         };
         // Spawned without an async block, which would keep a slot for the moved `Turn` while
         // the stream is open. Counted until the task has ended, cancelled or not: an erasure
-        // waits for that.
-        let running = self.services.running_turns.started(state.key.uid());
+        // waits for that, and the turn's admission is released then, not when its client goes
+        // away.
+        let running = self.services.running_turns.started(state.key.uid(), Some(held));
         let turn = tracing::Instrument::instrument(turn::run(run), span);
         self.services.tasks.spawn(futures::FutureExt::map(turn, move |_| drop(running)));
         let in_flight = InFlight {

@@ -1,14 +1,19 @@
-//! Which users have turn tasks running on this instance, so that an erasure can wait for a
-//! user's cancelled turns to have ended before its last pass (`http::memory`).
+//! Which turn tasks of each user run on this instance, and what they hold while they run.
 //!
-//! Cancelling a turn (its conversation deleted) does not stop it at once: the turn's task sees
-//! the cancel at its next poll, and a poll already under way can still queue a memory write.
-//! The stores' writers run queued writes in order, so once the task has ended, everything it
-//! wrote is queued ahead of whatever is queued next. This module counts the tasks per uid and
-//! lets a caller wait, bounded, until a user has none left.
+//! Two consumers. An erasure (`http::memory`) waits for the turns it cancelled to have ended
+//! before its last pass: cancelling a turn (its conversation deleted) does not stop it at once;
+//! the turn's task sees the cancel at its next poll, and a poll already under way can still
+//! queue a memory write. The stores' writers run queued writes in order, so once the task has
+//! ended, everything it wrote is queued ahead of whatever is queued next. Turns started after
+//! the cancel (another tab) are not waited for: each task is stamped with a generation when it
+//! starts, and an erasure waits only for stamps older than the snapshot it took.
 //!
-//! It owns only counts per uid and forgets a user whose count is back to zero; it must never
-//! hold anything else about a user, nor stop or cancel a turn.
+//! And a turn's admission (B6: the user's fair share and the machine-wide permit, `http::chat`)
+//! is held by the task's entry here, so it is released when the turn has ended, cancelled or
+//! not, never when the client's stream goes away while the turn keeps running.
+//!
+//! It owns only stamps per uid and forgets a user with nothing running; it must never hold
+//! anything else about a user, nor stop or cancel a turn.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -16,7 +21,11 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-/// The counts, shared by every clone. Cheap to clone.
+/// What a turn holds for as long as its task runs (e.g. its admission). Shared, so a request
+/// retried to a fresh actor can hand the same one over; released with the last holder.
+pub type Held = Arc<dyn Send + Sync>;
+
+/// The running turns, shared by every clone. Cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct RunningTurns {
     inner: Arc<Inner>,
@@ -24,68 +33,116 @@ pub struct RunningTurns {
 
 #[derive(Debug, Default)]
 struct Inner {
-    by_user: Mutex<HashMap<String, usize>>,
+    state: Mutex<State>,
     /// Woken whenever a turn task ends.
     ended: Notify,
 }
 
-/// One running turn task of a user; dropping it (when the task ends, however) ends its count.
-#[derive(Debug)]
+#[derive(Debug, Default)]
+struct State {
+    /// The stamp the next turn task gets; stamps only grow.
+    next: u64,
+    /// The stamps of each user's running turn tasks (a handful per user).
+    by_user: HashMap<String, Vec<u64>>,
+}
+
+/// The generation at a moment: the turn tasks started before it (see [`RunningTurns::snapshot`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Generation(u64);
+
+/// One running turn task of a user; dropping it (when the task ends, however) ends its entry
+/// and then releases what it holds.
 pub struct TurnTask {
     inner: Arc<Inner>,
     uid: String,
+    stamp: u64,
+    _held: Option<Held>,
+}
+
+impl std::fmt::Debug for TurnTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnTask")
+            .field("uid", &self.uid)
+            .field("stamp", &self.stamp)
+            .finish()
+    }
 }
 
 impl Drop for TurnTask {
     fn drop(&mut self) {
-        let mut users = self.inner.lock();
-        if let Some(n) = users.get_mut(&self.uid) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                users.remove(&self.uid);
+        let mut state = self.inner.lock();
+        if let Some(stamps) = state.by_user.get_mut(&self.uid) {
+            stamps.retain(|s| *s != self.stamp);
+            if stamps.is_empty() {
+                state.by_user.remove(&self.uid);
             }
         }
-        drop(users);
+        drop(state);
         self.inner.ended.notify_waiters();
     }
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, usize>> {
-        self.by_user.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// How many turn tasks of `uid` started before `before` still run.
+    fn older(&self, uid: &str, before: Generation) -> usize {
+        self.lock()
+            .by_user
+            .get(uid)
+            .map_or(0, |stamps| stamps.iter().filter(|s| **s < before.0).count())
     }
 }
 
 impl RunningTurns {
-    /// Counts one turn task of `uid` until the returned value is dropped (held by the task).
-    pub fn started(&self, uid: &str) -> TurnTask {
-        *self.inner.lock().entry(uid.to_string()).or_insert(0) += 1;
+    /// Counts one turn task of `uid` until the returned value is dropped (held by the task),
+    /// which then also releases `held`.
+    pub fn started(&self, uid: &str, held: Option<Held>) -> TurnTask {
+        let mut state = self.inner.lock();
+        let stamp = state.next;
+        state.next += 1;
+        state.by_user.entry(uid.to_string()).or_default().push(stamp);
         TurnTask {
             inner: self.inner.clone(),
             uid: uid.to_string(),
+            stamp,
+            _held: held,
         }
     }
 
-    /// How many turn tasks of `uid` are running here.
-    pub fn of_user(&self, uid: &str) -> usize {
-        self.inner.lock().get(uid).copied().unwrap_or(0)
+    /// Marks now: turn tasks started from here on are not older than the returned generation.
+    pub fn snapshot(&self) -> Generation {
+        Generation(self.inner.lock().next)
     }
 
-    /// Waits until `uid` has no turn task running here, at most `bound`; how many are still
-    /// running when it returns (0: they all ended).
-    pub async fn all_ended(&self, uid: &str, bound: Duration) -> usize {
+    /// How many turn tasks of `uid` run here.
+    pub fn of_user(&self, uid: &str) -> usize {
+        self.inner.lock().by_user.get(uid).map_or(0, Vec::len)
+    }
+
+    /// How many turn tasks of `uid` started before `before` still run here.
+    pub fn older_than(&self, uid: &str, before: Generation) -> usize {
+        self.inner.older(uid, before)
+    }
+
+    /// Waits until no turn task of `uid` started before `before` runs here, at most `bound`;
+    /// how many of those still run when it returns (0: they all ended). Turns started later
+    /// do not hold the wait.
+    pub async fn ended_before(&self, uid: &str, before: Generation, bound: Duration) -> usize {
         let deadline = tokio::time::Instant::now() + bound;
         loop {
             // Registered before the count is read, so an end between the two is not missed.
             let ended = self.inner.ended.notified();
             tokio::pin!(ended);
             ended.as_mut().enable();
-            let running = self.of_user(uid);
+            let running = self.inner.older(uid, before);
             if running == 0 {
                 return 0;
             }
             if tokio::time::timeout_at(deadline, ended).await.is_err() {
-                return self.of_user(uid);
+                return self.inner.older(uid, before);
             }
         }
     }
@@ -98,32 +155,48 @@ mod tests {
     #[tokio::test]
     async fn counts_per_user_and_forgets_a_user_with_nothing_running() {
         let turns = RunningTurns::default();
-        let a1 = turns.started("alice");
-        let a2 = turns.started("alice");
-        let b = turns.started("bob");
+        let a1 = turns.started("alice", None);
+        let a2 = turns.started("alice", None);
+        let b = turns.started("bob", None);
         assert_eq!((turns.of_user("alice"), turns.of_user("bob")), (2, 1));
         drop(a1);
         assert_eq!(turns.of_user("alice"), 1);
         drop((a2, b));
-        assert!(turns.inner.lock().is_empty());
+        assert!(turns.inner.lock().by_user.is_empty());
     }
 
     #[tokio::test]
-    async fn waits_for_the_users_turns_to_end_and_no_longer_than_the_bound() {
+    async fn what_a_turn_holds_is_released_when_its_task_ends() {
         let turns = RunningTurns::default();
-        assert_eq!(turns.all_ended("alice", Duration::from_millis(10)).await, 0);
-        let alices = turns.started("alice");
-        let _bobs = turns.started("bob");
+        let held: Held = Arc::new(());
+        let task = turns.started("alice", Some(held.clone()));
+        assert_eq!(Arc::strong_count(&held), 2);
+        drop(task);
+        assert_eq!(Arc::strong_count(&held), 1);
+    }
+
+    // Real time (tokio's test-util, for a paused clock, is not built here); the counts prove it.
+    #[tokio::test]
+    async fn waits_for_the_users_older_turns_and_no_longer_than_the_bound() {
+        let turns = RunningTurns::default();
+        let now = turns.snapshot();
+        assert_eq!(turns.ended_before("alice", now, Duration::from_millis(10)).await, 0);
+        let alices = turns.started("alice", None);
+        let _bobs = turns.started("bob", None);
         let mut ends = tokio::task::JoinSet::new();
         ends.spawn(async move {
             tokio::time::sleep(Duration::from_millis(50)).await;
             drop(alices);
         });
-        // Bob's turn still running does not hold alice's wait.
-        assert_eq!(turns.all_ended("alice", Duration::from_secs(10)).await, 0);
+        let cancelled = turns.snapshot();
+        // Alice starts another turn after the cancel (another tab): it does not hold the wait.
+        let _later = turns.started("alice", None);
+        // Bob's turn still running does not hold alice's wait either.
+        assert_eq!(turns.ended_before("alice", cancelled, Duration::from_secs(10)).await, 0);
+        assert_eq!((turns.of_user("alice"), turns.older_than("alice", cancelled)), (1, 0));
         ends.join_next().await.unwrap().unwrap();
         let started = std::time::Instant::now();
-        assert_eq!(turns.all_ended("bob", Duration::from_millis(100)).await, 1);
+        assert_eq!(turns.ended_before("bob", cancelled, Duration::from_millis(100)).await, 1);
         assert!(started.elapsed() >= Duration::from_millis(100));
     }
 }

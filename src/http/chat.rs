@@ -83,14 +83,13 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
         input,
         assistant: resolved,
         parent: tracing::Span::current(),
+        // B6: held by the turn's task (actors::running_turns), so both are released when the
+        // turn ends, not when the client goes away: dropping requests never frees a slot
+        // while their turns keep running. A resumed stream takes none.
+        held: std::sync::Arc::new((permit, admitted)),
     };
     let subscription = start_turn(&state, key, turn).await.map_err(|e| e.with_request(&rid))?;
-    Ok(sse::response(
-        subscription,
-        rid,
-        state.services.shutdown.clone(),
-        Some(Box::new((permit, admitted))),
-    ))
+    Ok(sse::response(subscription, rid, state.services.shutdown.clone()))
 }
 
 /// What starts a turn, short of the reply port.
@@ -101,6 +100,7 @@ struct TurnStart {
     assistant: std::sync::Arc<crate::assistants::Assistant>,
     /// The asking request's span (the turn's span is its child).
     parent: tracing::Span,
+    held: crate::actors::running_turns::Held,
 }
 
 impl TurnStart {
@@ -110,12 +110,14 @@ impl TurnStart {
             input,
             assistant,
             parent,
+            held,
         } = self.clone();
         ConversationMsg::StartTurn {
             caller,
             input,
             assistant,
             parent,
+            held,
             reply,
         }
     }
@@ -154,7 +156,7 @@ pub async fn resume(
         .await
         .map_err(|e| e.with_request(&rid))?;
     match sub {
-        Some(sub) => Ok(sse::response(sub, rid, state.services.shutdown.clone(), None)),
+        Some(sub) => Ok(sse::response(sub, rid, state.services.shutdown.clone())),
         None => Ok(http::StatusCode::NO_CONTENT.into_response()),
     }
 }

@@ -109,14 +109,17 @@ async fn erase_seized(state: &AppState, caller: &Caller, uid: &UserId) -> Result
 /// How long an erasure waits for the user's cancelled turns to end before its last pass.
 const TURNS_END_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Waits (at most [`TURNS_END_BOUND`]) until no turn task of `uid` runs here any more.
+/// Waits (at most [`TURNS_END_BOUND`]) until no turn task of `uid` that started before now
+/// runs here any more: every such turn was cancelled by the passes before. One started after
+/// (another tab) reads chat.db after the erasure and is not waited for.
 async fn wait_for_turns(state: &AppState, uid: &UserId, rid: &str) {
     let running = &state.services.running_turns;
-    if running.of_user(uid.as_str()) == 0 {
+    let cancelled = running.snapshot();
+    if running.older_than(uid.as_str(), cancelled) == 0 {
         return;
     }
     let started = std::time::Instant::now();
-    let left = running.all_ended(uid.as_str(), TURNS_END_BOUND).await;
+    let left = running.ended_before(uid.as_str(), cancelled, TURNS_END_BOUND).await;
     if left == 0 {
         tracing::info!(request_id = %rid, waited_ms = started.elapsed().as_millis() as u64, "erasure: the user's cancelled turns ended");
     } else {

@@ -15,13 +15,11 @@ use crate::error::{messages, stream_error_text};
 use crate::stream_log::{End, Next};
 use crate::ui_stream::{DONE_FRAME, PROTOCOL_HEADER, StreamPart};
 
-/// Held for the life of the response (e.g. a concurrency permit).
-pub type Guard = Box<dyn Send + Sync>;
-
-pub fn response(sub: Subscription, request_id: String, shutdown: CancellationToken, guard: Option<Guard>) -> Response {
+/// The stream holds nothing of the turn's: its admission is the turn task's (`http::chat`),
+/// so a client going away frees no slot while the turn runs.
+pub fn response(sub: Subscription, request_id: String, shutdown: CancellationToken) -> Response {
     let mut reader = sub.log.reader();
     let body = async_stream::stream! {
-        let _guard = guard;
         let _open = crate::telemetry::metrics::sse_stream_open();
         loop {
             let next = tokio::select! {

@@ -599,6 +599,41 @@ async fn a_turn_left_in_flight_is_found_after_a_restart(s: Stores, backend: &Bac
     again.close().await;
 }
 
+/// PostgreSQL: a fact write whose transaction holds the user's lock (a cancelled turn's, its
+/// COMMIT already handed to the connection) commits before the erasure deletes, never after.
+async fn an_erasure_orders_after_a_fact_write_under_way(s: &Stores, backend: &Backend) {
+    let Backend::Postgres(target) = backend else {
+        return;
+    };
+    let uid = user_id("late-writer");
+    let pool = super::postgres::connect(target).await.unwrap();
+    let mut writer = pool.get().await.unwrap();
+    let tx = writer.transaction().await.unwrap();
+    tx.execute(super::postgres::memory::LOCK_USER_FACTS, &[&uid.as_str()])
+        .await
+        .unwrap();
+    tx.execute(
+        "INSERT INTO facts (uid, text, created_at) VALUES ($1, 'written as the erasure began', 0)",
+        &[&uid.as_str()],
+    )
+    .await
+    .unwrap();
+    let mut erase = tokio::task::JoinSet::new();
+    let (memory, erased_uid) = (s.memory.clone(), uid.clone());
+    erase.spawn(async move { memory.erase_user(&erased_uid).await });
+    // The erasure is under way (waiting on the lock) when the write commits.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        erase.try_join_next().is_none(),
+        "the erasure did not wait for the write holding the lock"
+    );
+    tx.commit().await.unwrap();
+    let erased = erase.join_next().await.unwrap().unwrap().unwrap();
+    assert_eq!(erased, 1, "the erasure saw the committed fact");
+    assert!(s.memory.list(&uid).await.unwrap().is_empty(), "the write outlived the erasure");
+    pool.close();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn suite_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
@@ -621,6 +656,7 @@ async fn suite_on_postgres() {
     leases_have_one_owner_and_expire(&stores, &other).await;
     a_lost_conversation_is_fenced(&stores, &other).await;
     replay_records_accept_once_across_instances(&stores, &other, &cluster).await;
+    an_erasure_orders_after_a_fact_write_under_way(&stores, &backend).await;
     other.close().await;
     stores.close().await;
     // Migrations are applied once: opening again finds them all and changes nothing.

@@ -8,6 +8,12 @@ use crate::error::Error;
 use crate::store::key::{ConversationKey, UserId};
 use crate::store::memory::{Fact, MAX_FACTS_PER_USER, MemoryStore, checked_fact, memory_full, source_of};
 
+/// Takes the per-user lock on a user's facts, held until the transaction ends. Every change
+/// of a user's facts that must not interleave with another takes it: a write (count and
+/// insert) and an erasure (which so orders after any write whose transaction holds it,
+/// including one whose COMMIT is already on its way).
+pub(crate) const LOCK_USER_FACTS: &str = "SELECT pg_advisory_xact_lock(hashtextextended('facts:' || $1, 0))";
+
 #[derive(Clone)]
 pub struct PgMemory {
     pool: Pool,
@@ -50,11 +56,7 @@ impl MemoryStore for PgMemory {
         let tx = client.transaction().await?;
         // Two instances saving for one user at once must not both pass the limit: the
         // count and the insert run under a per-user lock held until commit.
-        tx.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended('facts:' || $1, 0))",
-            &[&uid.as_str()],
-        )
-        .await?;
+        tx.execute(LOCK_USER_FACTS, &[&uid.as_str()]).await?;
         let count: i64 = tx
             .query_one("SELECT count(*) FROM facts WHERE uid = $1", &[&uid.as_str()])
             .await?
@@ -90,8 +92,14 @@ impl MemoryStore for PgMemory {
     }
 
     async fn erase_user(&self, uid: &UserId) -> Result<usize, Error> {
-        let client = self.pool.get().await?;
-        let n = client.execute("DELETE FROM facts WHERE uid = $1", &[&uid.as_str()]).await?;
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        // A write of this user's still under way (a cancelled turn's, its COMMIT already sent)
+        // holds the lock: the delete waits for it and then sees its row. One that starts
+        // after this commits is a new fact, written after the erasure.
+        tx.execute(LOCK_USER_FACTS, &[&uid.as_str()]).await?;
+        let n = tx.execute("DELETE FROM facts WHERE uid = $1", &[&uid.as_str()]).await?;
+        tx.commit().await?;
         vacuum(&client, &["facts"]).await;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
