@@ -5,6 +5,7 @@
 /// (about 2 KiB less resident memory per open stream), at less CPU per turn. Its default
 /// settings: the ones that save more memory cost CPU per turn or serialise every allocation
 /// on one lock (docs/performance.md, "memory per open stream, fifth pass").
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -10,6 +10,11 @@
 //! commits, not for every part. A turn that ends with nothing left to commit closes its log
 //! itself ([`StreamLog::finish_when_released`]): the end shows once the last hold is released.
 //!
+//! The frames live in one buffer for the turn's life (it grows by doubling, so it may hold up
+//! to twice what was sent), and a reader copies the bytes it has not had under the log's lock:
+//! a resume of a long turn copies the whole log once. A turn's frames are bounded by what the
+//! turn itself sends (its text and its tools' outputs), and the buffer goes with the turn.
+//!
 //! This log never decides what to commit and never touches storage; it only orders frames
 //! and says how far a reader may go. A reader starting at frame 0 gets every frame exactly
 //! once (a resume is just another reader), then the end.
@@ -232,6 +237,34 @@ mod tests {
         assert!(pending(&mut r));
         log.release(h);
         assert_eq!(next(&mut r).await, frames(&["b", "c"]));
+        log.finish(End::Finished);
+        assert_eq!(next(&mut r).await, Next::End(End::Finished));
+    }
+
+    /// Byte offsets, not frame counts: frames of different lengths, a hold released while an
+    /// older one still hides it, then the older one released.
+    #[tokio::test]
+    async fn holds_released_out_of_order_show_each_byte_once() {
+        let log = StreamLog::new();
+        let mut r = log.reader();
+        log.push(f("a"));
+        let older = log.push_held(f("bb"));
+        log.push(f("ccc"));
+        let newer = log.push_held(f("dddd"));
+        log.push(f("eeeee"));
+        assert_eq!(next(&mut r).await, Next::Frames(Bytes::from_static(b"a")));
+        log.release(newer);
+        assert!(pending(&mut r), "the older hold still hides everything after it");
+        log.release(older);
+        assert_eq!(next(&mut r).await, Next::Frames(Bytes::from_static(b"bbcccddddeeeee")));
+        let third = log.push_held(f("ffffff"));
+        log.push(f("g"));
+        let mut resumed = log.reader();
+        assert_eq!(next(&mut resumed).await, Next::Frames(Bytes::from_static(b"abbcccddddeeeee")));
+        assert!(pending(&mut r));
+        log.release(third);
+        assert_eq!(next(&mut r).await, Next::Frames(Bytes::from_static(b"ffffffg")));
+        assert_eq!(next(&mut resumed).await, Next::Frames(Bytes::from_static(b"ffffffg")));
         log.finish(End::Finished);
         assert_eq!(next(&mut r).await, Next::End(End::Finished));
     }

@@ -847,22 +847,4 @@ mod tests {
         let size = future_size(&run);
         assert!(size <= 1536, "the turn's future is {size} bytes");
     }
-
-    /// An emitter is held for as long as its stream is open: it keeps a pointer to its
-    /// consumer, no channel of its own (issue #16: a tokio channel's shared state and first
-    /// block of slots were about 800 bytes per open stream).
-    #[test]
-    fn an_emitter_holds_no_channel() {
-        struct Nobody;
-        impl TurnEvents for Nobody {
-            fn send(&self, _: TurnEvent) -> bool {
-                false
-            }
-            fn is_closed(&self) -> bool {
-                true
-            }
-        }
-        let size = std::mem::size_of_val(&Emitter::new(Box::new(Nobody), StreamLog::new()));
-        assert!(size <= 40, "an emitter is {size} bytes");
-    }
 }

@@ -640,10 +640,8 @@ impl turn::TurnEvents for ToActor {
     }
 
     fn is_closed(&self) -> bool {
-        matches!(
-            self.actor.get_status(),
-            ractor::ActorStatus::Stopping | ractor::ActorStatus::Stopped
-        )
+        // ractor refuses messages from `Draining` on.
+        self.actor.get_status() >= ractor::ActorStatus::Draining
     }
 }
 
