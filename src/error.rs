@@ -468,6 +468,11 @@ mod tests {
                     "docs/api.md row of {} says {status_cell:?}, the code has {status}",
                     code.as_str()
                 );
+                assert!(
+                    row.contains(&format!("`{}`", code.message())),
+                    "docs/api.md row of {} does not give its message",
+                    code.as_str()
+                );
             }
         }
     }

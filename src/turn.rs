@@ -186,6 +186,10 @@ pub struct Turn {
     /// The conversation's assistant: its allow-list filters the tools offered, its
     /// instructions follow the system prompt, its model role picks the model.
     pub loadout: Arc<crate::assistants::Assistant>,
+    /// The user's admission and the machine-wide permit (http::fairness): held for as long as
+    /// the turn runs, connected client or not, and let go just before its end can show, so a
+    /// client that sends again once it has seen the end finds its place free.
+    pub admission: Option<crate::actors::running_turns::Held>,
 }
 
 /// Runs the turn to its end and reports that it ended. The caller runs it inside the turn
@@ -226,8 +230,10 @@ pub fn run(turn: Turn) -> impl std::future::Future<Output = ()> + Send {
             mut emitter,
             history,
             assistant,
+            admission,
             ..
         } = state.t;
+        drop(admission);
         emitter.end(intact.then_some(history), assistant);
     }
 }

@@ -70,7 +70,8 @@ pub enum ConversationMsg {
         /// The asking request's span: the turn's span is its child. Passed here because ractor
         /// runs without `message_span_propogation` (a span in every mailbox slot, issue #16).
         parent: tracing::Span,
-        /// Held by the turn's task until it ends (B6: the user's admission and the permit).
+        /// Held by the turn until just before its end shows (B6: the user's admission and the
+        /// permit); dropped at once when no turn starts.
         held: crate::actors::running_turns::Held,
         reply: RpcReplyPort<Result<Subscription, Error>>,
     },
@@ -223,6 +224,12 @@ impl Actor for ConversationActor {
                 // Boxed: ractor keeps this actor's message loop in one allocation sized by the
                 // largest handler, for as long as the actor lives; starting a turn is by far the
                 // largest, and it runs once per turn (issue #16).
+                // A request that went away while this waited in the mailbox (its client left,
+                // or the call timed out behind a stuck actor) starts nothing: it got no answer,
+                // and its admission must not stay parked here.
+                if reply.is_closed() {
+                    return Ok(());
+                }
                 let start = self.start_turn(&myself, state, caller, input, assistant, held);
                 let result = Box::pin(tracing::Instrument::instrument(start, parent)).await;
                 let lost = matches!(result, Err(Error::OwnedElsewhere { .. }));
@@ -409,6 +416,7 @@ impl ConversationActor {
             cancel: cancel.clone(),
             durable: None,
             loadout: loadout.clone(),
+            admission: Some(held),
         };
         let (run, pending_user) = match pending_user {
             Some((message, hold, (committed, durable))) => (
@@ -422,9 +430,8 @@ impl ConversationActor {
         };
         // Spawned without an async block, which would keep a slot for the moved `Turn` while
         // the stream is open. Counted until the task has ended, cancelled or not: an erasure
-        // waits for that, and the turn's admission is released then, not when its client goes
-        // away.
-        let running = self.services.running_turns.started(state.key.uid(), Some(held));
+        // waits for that. (The turn's admission goes with the turn, `Turn::admission`.)
+        let running = self.services.running_turns.started(state.key.uid());
         let turn = tracing::Instrument::instrument(turn::run(run), span);
         self.services.tasks.spawn(futures::FutureExt::map(turn, move |_| drop(running)));
         let in_flight = InFlight {

@@ -1,4 +1,4 @@
-//! Which turn tasks of each user run on this instance, and what they hold while they run.
+//! Which turn tasks of each user run on this instance.
 //!
 //! Two consumers. An erasure (`http::memory`) waits for the turns it cancelled to have ended
 //! before its last pass: cancelling a turn (its conversation deleted) does not stop it at once;
@@ -8,9 +8,9 @@
 //! the cancel (another tab) are not waited for: each task is stamped with a generation when it
 //! starts, and an erasure waits only for stamps older than the snapshot it took.
 //!
-//! And a turn's admission (B6: the user's fair share and the machine-wide permit, `http::chat`)
-//! is held by the task's entry here, so it is released when the turn has ended, cancelled or
-//! not, never when the client's stream goes away while the turn keeps running.
+//! A turn's admission (B6: the user's fair share and the machine-wide permit, `http::chat`)
+//! is a [`Held`]: the turn itself holds it (`turn::Turn::admission`) until just before its end
+//! can show, cancelled or not, never only while the client's stream is open.
 //!
 //! It owns only stamps per uid and forgets a user with nothing running; it must never hold
 //! anything else about a user, nor stop or cancel a turn.
@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-/// What a turn holds for as long as its task runs (e.g. its admission). Shared, so a request
-/// retried to a fresh actor can hand the same one over; released with the last holder.
+/// What a turn holds for as long as it runs (its admission). Shared, so a request retried to a
+/// fresh actor can hand the same one over; released with the last holder.
 pub type Held = Arc<dyn Send + Sync>;
 
 /// The running turns, shared by every clone. Cheap to clone.
@@ -50,13 +50,11 @@ struct State {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Generation(u64);
 
-/// One running turn task of a user; dropping it (when the task ends, however) ends its entry
-/// and then releases what it holds.
+/// One running turn task of a user; dropping it (when the task ends, however) ends its entry.
 pub struct TurnTask {
     inner: Arc<Inner>,
     uid: String,
     stamp: u64,
-    _held: Option<Held>,
 }
 
 impl std::fmt::Debug for TurnTask {
@@ -97,9 +95,8 @@ impl Inner {
 }
 
 impl RunningTurns {
-    /// Counts one turn task of `uid` until the returned value is dropped (held by the task),
-    /// which then also releases `held`.
-    pub fn started(&self, uid: &str, held: Option<Held>) -> TurnTask {
+    /// Counts one turn task of `uid` until the returned value is dropped (held by the task).
+    pub fn started(&self, uid: &str) -> TurnTask {
         let mut state = self.inner.lock();
         let stamp = state.next;
         state.next += 1;
@@ -108,7 +105,6 @@ impl RunningTurns {
             inner: self.inner.clone(),
             uid: uid.to_string(),
             stamp,
-            _held: held,
         }
     }
 
@@ -118,6 +114,7 @@ impl RunningTurns {
     }
 
     /// How many turn tasks of `uid` run here.
+    #[cfg(test)]
     pub fn of_user(&self, uid: &str) -> usize {
         self.inner.lock().by_user.get(uid).map_or(0, Vec::len)
     }
@@ -155,24 +152,14 @@ mod tests {
     #[tokio::test]
     async fn counts_per_user_and_forgets_a_user_with_nothing_running() {
         let turns = RunningTurns::default();
-        let a1 = turns.started("alice", None);
-        let a2 = turns.started("alice", None);
-        let b = turns.started("bob", None);
+        let a1 = turns.started("alice");
+        let a2 = turns.started("alice");
+        let b = turns.started("bob");
         assert_eq!((turns.of_user("alice"), turns.of_user("bob")), (2, 1));
         drop(a1);
         assert_eq!(turns.of_user("alice"), 1);
         drop((a2, b));
         assert!(turns.inner.lock().by_user.is_empty());
-    }
-
-    #[tokio::test]
-    async fn what_a_turn_holds_is_released_when_its_task_ends() {
-        let turns = RunningTurns::default();
-        let held: Held = Arc::new(());
-        let task = turns.started("alice", Some(held.clone()));
-        assert_eq!(Arc::strong_count(&held), 2);
-        drop(task);
-        assert_eq!(Arc::strong_count(&held), 1);
     }
 
     // Real time (tokio's test-util, for a paused clock, is not built here); the counts prove it.
@@ -181,8 +168,8 @@ mod tests {
         let turns = RunningTurns::default();
         let now = turns.snapshot();
         assert_eq!(turns.ended_before("alice", now, Duration::from_millis(10)).await, 0);
-        let alices = turns.started("alice", None);
-        let _bobs = turns.started("bob", None);
+        let alices = turns.started("alice");
+        let _bobs = turns.started("bob");
         let mut ends = tokio::task::JoinSet::new();
         ends.spawn(async move {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -190,7 +177,7 @@ mod tests {
         });
         let cancelled = turns.snapshot();
         // Alice starts another turn after the cancel (another tab): it does not hold the wait.
-        let _later = turns.started("alice", None);
+        let _later = turns.started("alice");
         // Bob's turn still running does not hold alice's wait either.
         assert_eq!(turns.ended_before("alice", cancelled, Duration::from_secs(10)).await, 0);
         assert_eq!((turns.of_user("alice"), turns.older_than("alice", cancelled)), (1, 0));

@@ -110,8 +110,9 @@ async fn erase_seized(state: &AppState, caller: &Caller, uid: &UserId) -> Result
 const TURNS_END_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Waits (at most [`TURNS_END_BOUND`]) until no turn task of `uid` that started before now
-/// runs here any more: every such turn was cancelled by the passes before. One started after
-/// (another tab) reads chat.db after the erasure and is not waited for.
+/// runs here any more: the passes before cancelled them (a turn that started between the
+/// last pass's listing and this snapshot is waited for too, at worst up to the bound). One
+/// started after (another tab) reads chat.db after the erasure and is not waited for.
 async fn wait_for_turns(state: &AppState, uid: &UserId, rid: &str) {
     let running = &state.services.running_turns;
     let cancelled = running.snapshot();
