@@ -221,15 +221,16 @@ impl Actor for ConversationActor {
                     myself.stop(Some("fault injection: stopped before the turn".into()));
                     return Ok(());
                 }
-                // Boxed: ractor keeps this actor's message loop in one allocation sized by the
-                // largest handler, for as long as the actor lives; starting a turn is by far the
-                // largest, and it runs once per turn (issue #16).
                 // A request that went away while this waited in the mailbox (its client left,
                 // or the call timed out behind a stuck actor) starts nothing: it got no answer,
-                // and its admission must not stay parked here.
+                // and its admission must not stay parked here. (One that goes away while the
+                // turn is being started still gets its turn, as any client that leaves does.)
                 if reply.is_closed() {
                     return Ok(());
                 }
+                // Boxed: ractor keeps this actor's message loop in one allocation sized by the
+                // largest handler, for as long as the actor lives; starting a turn is by far the
+                // largest, and it runs once per turn (issue #16).
                 let start = self.start_turn(&myself, state, caller, input, assistant, held);
                 let result = Box::pin(tracing::Instrument::instrument(start, parent)).await;
                 let lost = matches!(result, Err(Error::OwnedElsewhere { .. }));

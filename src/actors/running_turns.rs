@@ -1,6 +1,6 @@
 //! Which turn tasks of each user run on this instance.
 //!
-//! Two consumers. An erasure (`http::memory`) waits for the turns it cancelled to have ended
+//! An erasure (`http::memory`) waits for the turns it cancelled to have ended
 //! before its last pass: cancelling a turn (its conversation deleted) does not stop it at once;
 //! the turn's task sees the cancel at its next poll, and a poll already under way can still
 //! queue a memory write. The stores' writers run queued writes in order, so once the task has

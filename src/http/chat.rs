@@ -83,9 +83,9 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
         input,
         assistant: resolved,
         parent: tracing::Span::current(),
-        // B6: held by the turn's task (actors::running_turns), so both are released when the
-        // turn ends, not when the client goes away: dropping requests never frees a slot
-        // while their turns keep running. A resumed stream takes none.
+        // B6: held by the turn itself (`turn::Turn::admission`) and let go just before its end
+        // can show, not when the client goes away: dropping requests never frees a slot while
+        // their turns keep running. A resumed stream takes none.
         held: std::sync::Arc::new((permit, admitted)),
     };
     let subscription = start_turn(&state, key, turn).await.map_err(|e| e.with_request(&rid))?;

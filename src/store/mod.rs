@@ -3,9 +3,9 @@
 //!
 //! - SQLite (the default): separate files because their lifecycles differ (erasing a user's
 //!   chat must never touch the audit trail, and each can be backed up on its own). [`db`] is
-//!   one writer thread per file with group commit plus a reader connection. Only a turn's two
-//!   small saves may commit on an async worker, and only while the process is quiet
-//!   ([`db::Db::write_small`]); every other SQLite call runs off the async workers.
+//!   one writer thread per file with group commit plus a reader connection. Only chat.db's
+//!   message saves of up to 16 KiB may commit on an async worker, and only while the process
+//!   is quiet ([`db::Db::write_small`]); every other SQLite call runs off the async workers.
 //! - PostgreSQL ([`postgres`]), when `TAMEBI_DATABASE_URL` is a `postgres://` URL: one
 //!   database shared by several orchestrator instances (docs/scale-out.md).
 //!
