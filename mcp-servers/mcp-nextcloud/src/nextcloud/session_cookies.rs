@@ -16,7 +16,7 @@
 //! - any 401 empties the slot; a `Set-Cookie` that deletes the session cookie (as Nextcloud does
 //!   when a session times out) empties it too; the remember-me cookies (`nc_username`,
 //!   `nc_token`, `nc_session_id`, a login credential that outlives the bearer) are never kept;
-//! - at most [`MAX_SLOTS`] slots; never persisted, never logged (no `Debug` of contents, header
+//! - at most [`MAX_SLOTS`] slots (and as many refused bearers); never persisted, never logged (no `Debug` of contents, header
 //!   values marked sensitive);
 //! - if Nextcloud refuses a session it opened itself while the bearer alone is accepted
 //!   ([`SessionCookies::refused`]), that bearer gets no session for [`REFUSED_TTL`]; when
@@ -247,7 +247,11 @@ impl SessionCookies {
         let mut state = self.lock();
         state.slots.remove(&slot);
         state.refused.retain(|_, until| *until > now);
-        state.refused.insert(slot, now + REFUSED_TTL);
+        // Bounded like the slots: past that, a refused bearer may be offered a session again
+        // (one more refusal, one more request), never unbounded memory.
+        if state.refused.len() < self.max_slots {
+            state.refused.insert(slot, now + REFUSED_TTL);
+        }
         // Never more than PAUSE_AFTER entries: reaching it clears the record.
         state.refusing_users.retain(|_, until| *until > now);
         state.refusing_users.insert(who, now + REFUSED_TTL);
@@ -628,6 +632,11 @@ mod tests {
         }
         assert_eq!(jar.len(), 3);
         assert!(jar.cookie(&bearer("token-9")).is_some());
+        // One user's many refused bearers (fresh JWTs) are bounded the same way.
+        for i in 0..10 {
+            jar.refused(&bearer(&format!("jwt-{i}")), Some("alice"));
+        }
+        assert_eq!(jar.lock().refused.len(), 3);
         // Remember-me cookies alone, broken lines and unsafe values add nothing.
         let only_remember = bearer("r");
         jar.observe(
