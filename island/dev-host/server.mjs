@@ -245,12 +245,12 @@ function sendError(res, status, requestId, extra = {}, upstreamCode = null) {
   const code = known && known[0] === status ? upstreamCode : null;
   const message = code ? known[1] : MESSAGES[status] ?? (status >= 400 && status < 500 ? CLIENT_ERROR : SERVER_ERROR);
   const error = code ? { message, requestId, code } : { message, requestId };
-  // The wait of our own Retry-After, in the body too: the chat transport sees only the body.
-  const wait = extra['retry-after'];
-  if ((status === 429 || status === 503) && typeof wait === 'string' && /^[0-9]{1,6}$/.test(wait) && Number(wait) > 0) {
-    error.retryAfter = Number(wait);
-  }
-  send(res, status, 'application/json', JSON.stringify({ error }), { 'x-request-id': requestId, ...extra });
+  // A Retry-After passes only as the PHP app passes it (whole seconds, on a 429 or 503), and
+  // in the body too: the chat transport sees only the body.
+  const { 'retry-after': wait, ...rest } = extra;
+  const retry = (status === 429 || status === 503) && typeof wait === 'string' && /^[0-9]{1,6}$/.test(wait) && Number(wait) > 0;
+  if (retry) error.retryAfter = Number(wait);
+  send(res, status, 'application/json', JSON.stringify({ error }), { 'x-request-id': requestId, ...rest, ...(retry ? { 'retry-after': wait } : {}) });
 }
 
 /** The `error.code` string of an orchestrator error body (unchecked: sendError checks it), or null. */

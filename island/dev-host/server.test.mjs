@@ -43,7 +43,7 @@ beforeAll(async () => {
       if (failing) {
         // Error bodies with internals in them, as the PHP app's tests' fake orchestrator sends.
         const status = { timeout: 504, unreachable: 502, busy: 503 }[failing[1]];
-        res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': 'upstream-id', ...(status === 503 ? { 'retry-after': '2' } : {}) });
+        res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': 'upstream-id', 'retry-after': status === 503 ? '2' : 'Wed, 21 Oct 2026 07:28:00 GMT <script>' });
         return res.end(JSON.stringify({ error: { message: 'panic at /srv/tamebi/src/secret.rs:42', requestId: 'upstream-id' } }));
       }
       if (req.url === '/v1/chat') {
