@@ -71,15 +71,7 @@ final class ErrorShape {
 	 * (a known code under another status is a confused or hostile upstream: ignored), else null.
 	 */
 	public static function knownCode(int $status, ?string $code): ?string {
-		if ($code === null) {
-			return null;
-		}
-		foreach (self::CODES as $known => [$knownStatus]) {
-			if ($known === $code && $knownStatus === $status) {
-				return $known;
-			}
-		}
-		return null;
+		return ($code !== null && isset(self::CODES[$code]) && self::CODES[$code][0] === $status) ? $code : null;
 	}
 
 	/** The `code` of an orchestrator error body, unchecked (see knownCode); null when there is none. */
