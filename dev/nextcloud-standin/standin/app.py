@@ -203,12 +203,19 @@ class StandinApp:
             self.p.sessions.ocs_apirequest_passes_csrf = value
             return json_response(start_response, 200, {"ocs_apirequest_passes_csrf": value})
         mail = self.p.ocs.mail
-        switches = {} if mail is None else {
-            "/standin/mail/sent-mailbox": ("sent_mailbox", mail.set_sent_mailbox),
-            "/standin/mail/drafts-mailbox": ("drafts_mailbox", mail.set_drafts_mailbox),
+        switches = {
+            "/standin/mail/sent-mailbox": ("sent_mailbox", "set_sent_mailbox"),
+            "/standin/mail/drafts-mailbox": ("drafts_mailbox", "set_drafts_mailbox"),
         }
-        if req.path in switches and req.method == "POST":
-            (name, switch), uid, present = switches[req.path], req.query.get("uid", ""), req.params().get("set")
+        if req.path in switches:
+            if req.method != "POST":
+                return respond(start_response, 405, b"POST only", "text/plain")
+            if mail is None or not mail.available:
+                return json_response(start_response, 501, {"error": "mail_unavailable: this stand-in runs without mail"})
+            (name, setter), uid, present = switches[req.path], req.query.get("uid", ""), req.params().get("set")
+            switch = getattr(mail, setter)
+            if not uid:
+                return json_response(start_response, 400, {"error": "uid is required (?uid=)"})
             if uid not in self.p.auth.uids:
                 return respond(start_response, 404, b"no such user", "text/plain")
             if not isinstance(present, bool):

@@ -164,6 +164,9 @@ def test_the_drafts_mailbox_switch_is_per_user_and_checks_its_input(standin):
     control = f"{standin.url}/standin/mail/drafts-mailbox"
     assert requests.post(control, params={"uid": "alice"}, json={"set": "no"}, timeout=10).status_code == 400
     assert requests.post(control, params={"uid": "nobody"}, json={"set": False}, timeout=10).status_code == 404
+    missing = requests.post(control, json={"set": False}, timeout=10)
+    assert missing.status_code == 400 and "uid" in missing.json()["error"]
+    assert requests.get(control, params={"uid": "alice"}, timeout=10).status_code == 405
     r = requests.post(control, params={"uid": "alice"}, json={"set": False}, timeout=10)
     assert r.status_code == 200 and r.json() == {"uid": "alice", "drafts_mailbox": False}
     body = {"account_id": 1, "to": ["bob@example.com"], "subject": "Unsaved draft", "body": "y"}
@@ -194,6 +197,9 @@ def test_without_mail_every_route_is_501(tmp_path):
         # unauthenticated is still Nextcloud's 401 first
         r = requests.get(f"{s.url}/{BASE}/accounts", headers={"OCS-APIRequest": "true"}, timeout=10)
         assert r.status_code == 401
+        # the test switches say why they cannot work
+        r = requests.post(f"{s.url}/standin/mail/drafts-mailbox", params={"uid": "alice"}, json={"set": False}, timeout=10)
+        assert r.status_code == 501 and "mail_unavailable" in r.json()["error"]
     finally:
         s.stop()
 
