@@ -56,7 +56,8 @@ pub struct Stores {
     /// G1's replay records shared by every instance (PostgreSQL); `None` with SQLite, whose
     /// single instance keeps them in memory (`auth::replay`).
     pub replay: Option<Arc<dyn replay::SeenRequests>>,
-    /// This instance's id: its name on leases, and what its chat writes are fenced by.
+    /// This instance's id: its name on leases, and what its chat writes and its turns' fact
+    /// writes are fenced by.
     pub instance: String,
 }
 
@@ -71,7 +72,7 @@ impl Stores {
                 Ok(Stores {
                     chat: Arc::new(postgres::chat::PgChat::new(pool.clone(), instance.clone())),
                     audit: Arc::new(postgres::audit::PgAudit::new(pool.clone())),
-                    memory: Arc::new(postgres::memory::PgMemory::new(pool.clone())),
+                    memory: Arc::new(postgres::memory::PgMemory::new(pool.clone(), instance.clone())),
                     leases: Arc::new(postgres::lease::PgLeases::new(pool.clone())),
                     replay: Some(Arc::new(postgres::replay::PgReplay::new(pool))),
                     instance,

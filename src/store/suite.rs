@@ -518,6 +518,48 @@ async fn a_lost_conversation_is_fenced(s: &Stores, other: &Stores) {
     assert_eq!(ids, ["m4", "m5"]);
 }
 
+/// A turn's fact write is fenced like a chat write: once an erasure on the other instance has
+/// seized the user's conversations, a turn still running here (its source conversation one of
+/// them) stores no fact; a fact with no source conversation is not a turn's and is not fenced.
+async fn a_lost_conversations_facts_are_fenced(s: &Stores, other: &Stores) {
+    use super::lease::Acquired;
+    use crate::error::Error;
+    use std::time::Duration;
+    let (uid, k, ttl) = (user_id("pete"), key("pete", "c1"), Duration::from_secs(30));
+    let (mine, theirs) = (s.instance.as_str(), other.instance.as_str());
+    s.chat.save_message(&k, &user("p1", "hello"), Some("hello".into())).await.unwrap();
+    assert_eq!(
+        s.leases.acquire(&k, mine, ttl).await.unwrap(),
+        Acquired::Granted { interrupted: None }
+    );
+    let kept = s.memory.write(&uid, "written by the owner", Some(&k)).await.unwrap();
+    other.leases.seize_user(&uid, theirs, ttl).await.unwrap();
+    assert!(
+        matches!(
+            s.memory.write(&uid, "written after the seizure", Some(&k)).await,
+            Err(Error::OwnedElsewhere { .. })
+        ),
+        "the former owner's turn writes no fact"
+    );
+    assert_eq!(other.memory.list(&uid).await.unwrap(), vec![kept.clone()], "no fact was stored");
+    // Given back (expired, still naming the seizer): still fenced until taken properly.
+    other.leases.release_user(&uid, theirs).await.unwrap();
+    assert!(matches!(
+        s.memory.write(&uid, "still too late", Some(&k)).await,
+        Err(Error::OwnedElsewhere { .. })
+    ));
+    // Not a turn's fact (no source conversation): as before, no lease is involved.
+    let unsourced = s.memory.write(&uid, "no source", None).await.unwrap();
+    assert_eq!(unsourced.source_conversation, None);
+    // Taken back, the instance writes again.
+    assert_eq!(
+        s.leases.acquire(&k, mine, ttl).await.unwrap(),
+        Acquired::Granted { interrupted: None }
+    );
+    let again = s.memory.write(&uid, "taken back", Some(&k)).await.unwrap();
+    assert_eq!(s.memory.list(&uid).await.unwrap(), vec![kept, unsourced, again]);
+}
+
 /// G1's replay records shared by two instances: of any number of uses of one nonce, on
 /// either instance and at once, exactly one is the first.
 async fn replay_records_accept_once_across_instances(s: &Stores, other: &Stores, cluster: &test_harness::postgres::PgCluster) {
@@ -655,6 +697,7 @@ async fn suite_on_postgres() {
     let other = Stores::open(&backend).await.unwrap();
     leases_have_one_owner_and_expire(&stores, &other).await;
     a_lost_conversation_is_fenced(&stores, &other).await;
+    a_lost_conversations_facts_are_fenced(&stores, &other).await;
     replay_records_accept_once_across_instances(&stores, &other, &cluster).await;
     an_erasure_orders_after_a_fact_write_under_way(&stores, &backend).await;
     other.close().await;

@@ -28,7 +28,8 @@ impl PgChat {
 /// The fence (store::lease): a write goes ahead only while the conversation's lease row is
 /// absent or names this instance. The row is held FOR KEY SHARE until the transaction ends,
 /// so a takeover (FOR UPDATE) waits for this write and every later write sees the new owner.
-async fn check_fence(tx: &deadpool_postgres::Transaction<'_>, key: &ConversationKey, instance: &str) -> Result<(), Error> {
+/// A turn's fact write checks it too (store::postgres::memory).
+pub(super) async fn check_fence(tx: &deadpool_postgres::Transaction<'_>, key: &ConversationKey, instance: &str) -> Result<(), Error> {
     let owner = tx
         .query_opt(
             "SELECT owner FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 FOR KEY SHARE",
