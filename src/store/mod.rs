@@ -62,10 +62,12 @@ pub struct Stores {
 }
 
 impl Stores {
-    /// Opens (creating and migrating as needed) the stores of `backend`.
-    pub async fn open(backend: &Backend) -> Result<Stores, Error> {
+    /// Opens (creating and migrating as needed) the stores of `backend`. `turns_running` is the
+    /// process's count of running turns (`actors::running_turns`): SQLite's chat.db commits a
+    /// turn's small writes inline while it is low (`db::Db::write_small`).
+    pub async fn open(backend: &Backend, turns_running: db::TurnCount) -> Result<Stores, Error> {
         match backend {
-            Backend::Sqlite(dir) => Self::open_sqlite(dir),
+            Backend::Sqlite(dir) => Self::open_sqlite(dir, turns_running),
             Backend::Postgres(target) => {
                 let pool = postgres::connect(target).await?;
                 let instance = lease::new_instance_id();
@@ -81,9 +83,9 @@ impl Stores {
         }
     }
 
-    fn open_sqlite(dir: &Path) -> Result<Stores, Error> {
+    fn open_sqlite(dir: &Path, turns_running: db::TurnCount) -> Result<Stores, Error> {
         std::fs::create_dir_all(dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", dir.display())))?;
-        let chat = chat::SqliteChat::open(&dir.join("chat.db"))?;
+        let chat = chat::SqliteChat::open_counting(&dir.join("chat.db"), turns_running)?;
         Ok(Stores {
             leases: Arc::new(lease::SqliteLeases::new(&chat)),
             chat: Arc::new(chat),

@@ -36,6 +36,11 @@ fn approval(id: &str, message_id: &str) -> PendingApproval {
     }
 }
 
+/// The suite runs no turns: chat.db's load signal reads none.
+fn no_turns() -> super::db::TurnCount {
+    Arc::new(|| 0)
+}
+
 async fn run_suite(s: &Stores) {
     conversations_are_per_user(s).await;
     messages_keep_their_order_and_last_version(s).await;
@@ -611,7 +616,7 @@ async fn a_turn_left_in_flight_is_found_after_a_restart(s: Stores, backend: &Bac
     s.chat.erase_user(&user_id("pia")).await.unwrap();
     s.leases.turn_started(&k, &s.instance, &turn("a4")).await.unwrap();
     s.close().await;
-    let again = Stores::open(backend).await.unwrap();
+    let again = Stores::open(backend, no_turns()).await.unwrap();
     assert_eq!(
         again.leases.acquire(&k, &again.instance, ttl).await.unwrap(),
         Acquired::Granted {
@@ -680,7 +685,7 @@ async fn an_erasure_orders_after_a_fact_write_under_way(s: &Stores, backend: &Ba
 async fn suite_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let backend = Backend::Sqlite(dir.path().to_path_buf());
-    let stores = Stores::open(&backend).await.unwrap();
+    let stores = Stores::open(&backend, no_turns()).await.unwrap();
     run_suite(&stores).await;
     a_turn_left_in_flight_is_found_after_a_restart(stores, &backend).await;
 }
@@ -692,9 +697,9 @@ async fn suite_on_postgres() {
     };
     let url = cluster.create_database("suite").unwrap();
     let backend = Backend::Postgres(super::postgres::Target::parse(&url, None).unwrap());
-    let stores = Stores::open(&backend).await.unwrap();
+    let stores = Stores::open(&backend, no_turns()).await.unwrap();
     run_suite(&stores).await;
-    let other = Stores::open(&backend).await.unwrap();
+    let other = Stores::open(&backend, no_turns()).await.unwrap();
     leases_have_one_owner_and_expire(&stores, &other).await;
     a_lost_conversation_is_fenced(&stores, &other).await;
     a_lost_conversations_facts_are_fenced(&stores, &other).await;
@@ -703,7 +708,7 @@ async fn suite_on_postgres() {
     other.close().await;
     stores.close().await;
     // Migrations are applied once: opening again finds them all and changes nothing.
-    let again = Stores::open(&backend).await.unwrap();
+    let again = Stores::open(&backend, no_turns()).await.unwrap();
     assert_eq!(cluster.psql("suite", "SELECT count(*) FROM schema_migrations").unwrap(), "3");
     again.close().await;
 }
