@@ -209,6 +209,8 @@ async fn approvals_decided_together_are_taken_all_or_none(s: &Stores) {
         "in the order asked"
     );
     assert!(chat.pending_approvals(&k2).await.unwrap().is_empty());
+    // One approval named twice is not two decisions: nothing is taken.
+    assert!(chat.take_approvals(&k, &ids(&["ap_a", "ap_a"])).await.unwrap().is_none());
     assert_eq!(chat.take_approvals(&k, &ids(&["ap_a"])).await.unwrap(), Some(vec![a]));
 }
 
