@@ -110,7 +110,13 @@ async fn watch_signals(shutdown: CancellationToken) {
 /// flush the databases.
 pub async fn serve(config: Config, listener: TcpListener, shutdown: CancellationToken) -> Result<(), Error> {
     std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", config.data_dir.display())))?;
-    let stores = store::Stores::open(&config.database).await?;
+    // The one count of running turns: the erasure's wait, the metric and chat.db's load signal.
+    let running_turns = actors::running_turns::RunningTurns::default();
+    let stores = store::Stores::open(&config.database, {
+        let running_turns = running_turns.clone();
+        Arc::new(move || running_turns.count())
+    })
+    .await?;
     let http_client = reqwest::Client::builder()
         .connect_timeout(model::CONNECT_TIMEOUT)
         .pool_idle_timeout(std::time::Duration::from_secs(60))
@@ -130,7 +136,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
         tasks: tasks.clone(),
         shutdown: shutdown.clone(),
         bindings: Default::default(),
-        running_turns: Default::default(),
+        running_turns,
     });
     // No actor is registered under a global name: references live in the state below.
     let directory = actors::Directory::default();

@@ -86,6 +86,11 @@ pub async fn call(memory: &dyn MemoryStore, key: &ConversationKey, tool: &str, a
     let uid = key.user();
     let failed = |e: crate::error::Error| match e {
         crate::error::Error::BadRequest(m) => m,
+        // The write fence (store::lease): this instance lost the conversation (another took it
+        // over, or an erasure seized it), so the turn's fact is refused; expected, not a fault.
+        crate::error::Error::OwnedElsewhere { .. } => {
+            "The fact was not saved: this conversation is now served elsewhere (it was moved or its data erased).".to_string()
+        }
         other => {
             tracing::error!(error = %other, tool, "memory tool failed");
             "Memory is not available right now. Try again later.".to_string()

@@ -201,9 +201,6 @@ pub fn run(turn: Turn) -> impl std::future::Future<Output = ()> + Send {
     let cancel = turn.cancel.clone();
     let mut state = TurnState::new(turn);
     async move {
-        let _in_flight = crate::telemetry::metrics::turn_in_flight();
-        // The load signal that lets chat.db commit inline at low load (store::db).
-        let _running = crate::store::db::turn_running();
         // A bug that panics inside the turn must still end it: otherwise the conversation would
         // wait forever for a turn that is gone (every later message answered 409).
         let outcome = {

@@ -470,6 +470,68 @@ async fn an_erasure_on_one_instance_fences_a_turn_on_another() {
     );
 }
 
+/// A memory write of a turn on one instance, approved before an erasure on another instance
+/// and held (the fault hook) until after it: fenced by the seized lease like a chat write, so
+/// the fact does not outlive the erasure. B renews rarely, so its actor has not yet noticed the
+/// seizure (and cancelled the turn) when the write runs: the fence alone refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_erasure_on_one_instance_fences_a_memory_write_on_another() {
+    let Some(pg) = PgCluster::start_or_skip() else { return };
+    let url = pg.create_database("scale_fact").unwrap();
+    let model = ScriptedModel::start();
+    model.add_rules(json!([{"match": "remember", "steps": [
+        {"tool_calls": [{"name": "memory_write", "arguments": {"fact": "{{last_user_text}}"}}]},
+        {"text": "Saved."}
+    ]}]));
+    let (a, mut b) = (start(&model, &url), start_with_lease(&model, &url, 30));
+    let c = client();
+    let (status, _, _, asked) = turn(&b, &c, "facts", "facts-m1", "remember LATE-FACT FAULT:slow-memory-write").await;
+    assert_eq!(status, 200);
+    let approval = asked
+        .iter()
+        .find(|p| p["type"] == "tool-approval-request")
+        .expect("G3: asked first");
+    let call_id = &approval["toolCallId"];
+    let input = asked
+        .iter()
+        .find(|p| p["type"] == "tool-input-available" && p["toolCallId"] == *call_id)
+        .unwrap();
+    let message_id = &asked.iter().find(|p| p["type"] == "start").unwrap()["messageId"];
+    let decision = json!({"type": "dynamic-tool", "toolName": input["toolName"], "toolCallId": call_id, "state": "approval-responded",
+                          "input": input["input"], "approval": {"id": approval["approvalId"], "approved": true}});
+    let body =
+        serde_json::to_vec(&json!({"id": "facts", "messages": [{"id": message_id, "role": "assistant", "parts": [decision]}]})).unwrap();
+    let approved = b.request(&c, Method::POST, "/v1/chat", "alice", &body, None).send();
+    let mut approved_turn = tokio::task::JoinSet::new();
+    approved_turn.spawn(async move { read_sse(approved.await.unwrap()).await });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !b.process().logs().contains("fault injection: holding a memory write") {
+        assert!(Instant::now() < deadline, "the write was never held");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let erased = a
+        .request(&c, Method::DELETE, "/v1/me/data", "alice", b"", None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(erased.status(), 200);
+    assert!(
+        !b.process().logs().contains("fault injection: memory write released"),
+        "the erasure came after the write, not before it"
+    );
+    // B's turn runs its write once the hook lets go, and ends.
+    let _ = approved_turn.join_next().await.unwrap().unwrap();
+    assert!(
+        b.process()
+            .logs()
+            .contains("a write into a conversation this instance no longer owns was refused")
+    );
+    for o in [&a, &b] {
+        let facts = o.get_json(&c, "/v1/memory", "alice").await;
+        assert_eq!(facts["facts"], json!([]), "the fact outlived the erasure");
+    }
+}
+
 /// Issue 15 follow-up: a conversation delete on one instance after the owner's lease ran out
 /// while its turn still runs (its renewals stalled: simulated by expiring the row). The
 /// deleting instance takes the lease over, so the late owner cannot write the conversation

@@ -32,7 +32,8 @@ const MESSAGES = {
 const CLIENT_ERROR = MESSAGES[400];
 const SERVER_ERROR = 'Something went wrong. Please try again.';
 // As the PHP app's ErrorShape: the orchestrator's refusal codes (docs/api.md) we have a text of
-// our own for, each with the one status it comes with. Only such a code, with its status, is
+// our own for, each with the one status it comes with and the text docs/api.md gives it
+// (server.test.mjs checks both against that table). Only such a code, with its status, is
 // read from an error body and passed on; the body's message never is.
 export const CODES = new Map([
   ['approvals_undecided', [400, 'Decide every approval this reply asked for, then send them together.']],
@@ -45,8 +46,8 @@ export const CODES = new Map([
   ['too_fast', [429, 'You are sending messages faster than allowed. Wait a moment, then send again.']],
   ['unavailable', [503, 'The service is restarting. Please try again in a moment.']],
   ['owned_elsewhere', [503, 'This conversation is being served by another server. Please try again in a moment.']],
-  ['tool_unreachable', [502, MESSAGES[502]]],
-  ['tool_timeout', [504, MESSAGES[504]]],
+  ['tool_unreachable', [502, 'The tool could not be reached or gave no usable answer. It is not known whether it did anything: check (for a mail: your Sent folder) before trying again.']],
+  ['tool_timeout', [504, 'The tool did not answer in time. It is not known whether it did anything: check (for a mail: your Sent folder) before trying again.']],
 ]);
 const MAX_ERROR_BODY = 4096;
 // Headers from the orchestrator that reach the browser; everything else stays behind.

@@ -8,10 +8,30 @@ import { CODES, createDevHost } from './server.mjs';
 import { sign } from './g1.mjs';
 
 let upstream; let host; let base; const seen = [];
+// The orchestrator's answers still open (held ones only): a forward the dev host did not stop.
+const held = new Set();
 const listen = (server) => new Promise((r) => server.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${server.address().port}`)));
 
 beforeAll(async () => {
   upstream = createServer((req, res) => {
+    if (req.url.startsWith('/v1/conversations/hold-')) {
+      // A turn still streaming (or an answer not begun): open until the dev host hangs up.
+      held.add(res);
+      res.on('close', () => held.delete(res));
+      req.resume();
+      if (req.url === '/v1/conversations/hold-stream') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: {"type":"start"}\n\n');
+      }
+      return;
+    }
+    if (req.url === '/v1/apps/tools/describe') {
+      // Refused before the request body was read, then the connection dropped: the unread body
+      // makes it a reset, so the request fails too while the error body is being read.
+      res.writeHead(503, { 'content-type': 'application/json', 'content-length': '400' });
+      res.write('{"error":{"message":"panic at /srv/tamebi/src/secret.rs:42","co');
+      return setTimeout(() => res.socket.destroy(), 50);
+    }
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
@@ -60,6 +80,21 @@ beforeAll(async () => {
   base = await listen(host);
 });
 afterAll(() => { host.close(); upstream.close(); });
+
+/** Runs `body`; no promise of the dev host may be left rejected unhandled by it. */
+async function withoutUnhandledRejections(body) {
+  const unhandled = [];
+  const onUnhandled = (e) => unhandled.push(e);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    await body();
+    // A rejection is reported after the microtasks of its turn: give it a moment to surface.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(unhandled).toEqual([]);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+}
 
 async function login(user) {
   const r = await fetch(`${base}/apps/tamebi/?as=${user}`, { redirect: 'manual' });
@@ -140,10 +175,7 @@ describe('dev host', () => {
 
   it('ends the browser\'s answer when the orchestrator\'s connection is lost, and answers once', async () => {
     const { cookie, token } = await login('alice');
-    const unhandled = [];
-    const onUnhandled = (e) => unhandled.push(e);
-    process.on('unhandledRejection', onUnhandled);
-    try {
+    await withoutUnhandledRejections(async () => {
       const streamed = await fetch(`${base}/apps/tamebi/api/conversations/drop-stream`, { headers: { cookie, requesttoken: token } });
       expect(streamed.status).toBe(200);
       // Cut, not hanging: the body ends in an error rather than never.
@@ -156,20 +188,54 @@ describe('dev host', () => {
       // The host still serves.
       const after = await fetch(`${base}/apps/tamebi/api/conversations`, { headers: { cookie, requesttoken: token } });
       expect(after.status).toBe(200);
-      await new Promise((r) => setTimeout(r, 50));
-      expect(unhandled).toEqual([]);
-    } finally {
-      process.off('unhandledRejection', onUnhandled);
-    }
+    });
   });
 
-  it('knows each refusal code with the status docs/api.md gives it', () => {
+  it('answers once when the orchestrator refuses, then both its answer and the request fail', async () => {
+    const { cookie, token } = await login('alice');
+    await withoutUnhandledRejections(async () => {
+      // Large enough that the orchestrator's side cannot have read it all when it hangs up.
+      const body = JSON.stringify({ tool: 'x', arguments: { pad: 'a'.repeat(900 * 1024) } });
+      const r = await fetch(`${base}/apps/tamebi/api/apps/tools/describe`, { method: 'POST', headers: { cookie, requesttoken: token }, body });
+      // Whichever failure came first answered (the request's 502 or the refusal's 503), once.
+      const texts = {
+        502: 'A service this needs could not be reached or gave no usable answer. It is not known whether anything was done: check before trying again.',
+        503: 'Something went wrong. Please try again.',
+      };
+      expect(JSON.parse(await r.text()).error.message).toBe(texts[r.status]);
+      expect((await fetch(`${base}/apps/tamebi/api/conversations`, { headers: { cookie, requesttoken: token } })).status).toBe(200);
+    });
+  });
+
+  it('stops the orchestrator\'s request when the browser goes away, mid-stream or before the answer', async () => {
+    const { cookie, token } = await login('alice');
+    const headers = { cookie, requesttoken: token };
+    const streaming = new AbortController();
+    const r = await fetch(`${base}/apps/tamebi/api/conversations/hold-stream`, { headers, signal: streaming.signal });
+    expect(r.status).toBe(200);
+    await r.body.getReader().read();
+    expect(held.size).toBe(1);
+    streaming.abort();
+    await expect.poll(() => held.size, { timeout: 3000 }).toBe(0);
+    const waiting = new AbortController();
+    const pending = fetch(`${base}/apps/tamebi/api/conversations/hold-head`, { headers, signal: waiting.signal }).catch(() => null);
+    await expect.poll(() => held.size, { timeout: 3000 }).toBe(1);
+    waiting.abort();
+    await pending;
+    await expect.poll(() => held.size, { timeout: 3000 }).toBe(0);
+  });
+
+  it('knows each refusal code with the status and text docs/api.md gives it', () => {
+    // docs/api.md's Errors table, the one source of the codes: | <status> (...) | `<code>` | `<message>` ... |
     const api = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8');
+    const documented = new Map();
+    for (const [, status, code, text] of api.matchAll(/^\| ([0-9]{3})\b[^|\n]*\| `([a-z_]+)` \| `([^`\n]+)`/gm)) {
+      documented.set(code, [Number(status), text]);
+    }
+    expect(documented.has('too_fast'), 'docs/api.md\'s Errors table was not found').toBe(true);
     expect(CODES.size).toBeGreaterThan(0);
-    for (const [code, [status]] of CODES) {
-      // A row of the Errors table: | <status> (...) | `<code>` | <message> |
-      const row = new RegExp(`^\\| ${status}\\b[^|\\n]*\\| \`${code}\` \\|`, 'm');
-      expect(api, `docs/api.md has no ${status} row for ${code}`).toMatch(row);
+    for (const [code, entry] of CODES) {
+      expect(entry, `our ${code} differs from docs/api.md's row`).toEqual(documented.get(code));
     }
   });
 

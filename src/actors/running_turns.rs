@@ -12,10 +12,15 @@
 //! is a [`Held`]: the turn itself holds it (`turn::Turn::admission`) until just before its end
 //! can show, cancelled or not, never only while the client's stream is open.
 //!
+//! It is the one count of running turns: the `tamebi.turns.in_flight` metric moves with its
+//! entries (each [`TurnTask`] holds the metric's guard), and chat.db's inline commits read
+//! [`RunningTurns::count`] as their load signal (`store::db`, passed in as a closure).
+//!
 //! It owns only stamps per uid and forgets a user with nothing running; it must never hold
 //! anything else about a user, nor stop or cancel a turn.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -36,6 +41,8 @@ struct Inner {
     state: Mutex<State>,
     /// Woken whenever a turn task ends.
     ended: Notify,
+    /// Turn tasks running, of every user: read on every small chat.db write, so without the lock.
+    total: AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -55,6 +62,8 @@ pub struct TurnTask {
     inner: Arc<Inner>,
     uid: String,
     stamp: u64,
+    /// The turn's place in the `tamebi.turns.in_flight` metric (when metrics are on).
+    _metric: Option<crate::telemetry::metrics::Held>,
 }
 
 impl std::fmt::Debug for TurnTask {
@@ -68,6 +77,7 @@ impl std::fmt::Debug for TurnTask {
 
 impl Drop for TurnTask {
     fn drop(&mut self) {
+        self.inner.total.fetch_sub(1, Ordering::Relaxed);
         let mut state = self.inner.lock();
         if let Some(stamps) = state.by_user.get_mut(&self.uid) {
             stamps.retain(|s| *s != self.stamp);
@@ -101,11 +111,18 @@ impl RunningTurns {
         let stamp = state.next;
         state.next += 1;
         state.by_user.entry(uid.to_string()).or_default().push(stamp);
+        self.inner.total.fetch_add(1, Ordering::Relaxed);
         TurnTask {
             inner: self.inner.clone(),
             uid: uid.to_string(),
             stamp,
+            _metric: crate::telemetry::metrics::turn_in_flight(),
         }
+    }
+
+    /// How many turn tasks run here, of every user (chat.db's load signal, `store::chat`).
+    pub fn count(&self) -> usize {
+        self.inner.total.load(Ordering::Relaxed)
     }
 
     /// Marks now: turn tasks started from here on are not older than the returned generation.
@@ -156,10 +173,12 @@ mod tests {
         let a2 = turns.started("alice");
         let b = turns.started("bob");
         assert_eq!((turns.of_user("alice"), turns.of_user("bob")), (2, 1));
+        assert_eq!(turns.count(), 3);
         drop(a1);
-        assert_eq!(turns.of_user("alice"), 1);
+        assert_eq!((turns.of_user("alice"), turns.count()), (1, 2));
         drop((a2, b));
         assert!(turns.inner.lock().by_user.is_empty());
+        assert_eq!(turns.count(), 0);
     }
 
     // Real time (tokio's test-util, for a paused clock, is not built here); the counts prove it.

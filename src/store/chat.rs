@@ -249,7 +249,9 @@ fn now_ms() -> i64 {
 }
 
 impl SqliteChat {
-    pub fn open(path: &Path) -> Result<SqliteChat, Error> {
+    /// Opens (creating and migrating as needed) chat.db; `turns_running` is the process's count
+    /// of running turns (`actors::running_turns`), the load signal of its inline commits.
+    pub fn open_counting(path: &Path, turns_running: super::db::TurnCount) -> Result<SqliteChat, Error> {
         migrate(path)?;
         // A turn's two commits go inline while the process runs no more turns than tokio has
         // workers (issue #16): at low load that saves two thread hand-offs per commit; under
@@ -258,8 +260,14 @@ impl SqliteChat {
             .map(|rt| rt.metrics().num_workers())
             .unwrap_or_else(|_| std::thread::available_parallelism().map_or(1, |n| n.get()));
         Ok(SqliteChat {
-            db: Db::open(path, SCHEMA)?.with_inline_commits(move || super::db::turns_running() <= workers),
+            db: Db::open(path, SCHEMA)?.with_inline_commits(move || turns_running() <= workers),
         })
+    }
+
+    /// chat.db for a test that runs no turns against it.
+    #[cfg(test)]
+    pub fn open(path: &Path) -> Result<SqliteChat, Error> {
+        SqliteChat::open_counting(path, std::sync::Arc::new(|| 0))
     }
 
     /// The file's handle, for what else lives in chat.db (the turns in flight).
@@ -657,6 +665,25 @@ mod tests {
     use super::*;
 
     // What the stores do is proven once for both databases in `store::suite`.
+
+    /// chat.db's inline commits follow the process's one count of running turns (RunningTurns):
+    /// inline while no more turns run than tokio has workers, through the writer thread beyond.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn inline_commits_follow_the_running_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        let turns = crate::actors::running_turns::RunningTurns::default();
+        let counted = turns.clone();
+        let s = SqliteChat::open_counting(&dir.path().join("chat.db"), std::sync::Arc::new(move || counted.count())).unwrap();
+        let db = s.db();
+        let on_writer_thread = || db.write_small(|_| Ok(std::thread::current().name().is_some_and(|n| n.starts_with("db-writer-"))));
+        assert!(!on_writer_thread().await.unwrap(), "quiet: inline");
+        let two = [turns.started("alice"), turns.started("bob")];
+        assert!(!on_writer_thread().await.unwrap(), "as many turns as workers: still inline");
+        let third = turns.started("alice");
+        assert!(on_writer_thread().await.unwrap(), "more turns than workers: the writer thread");
+        drop((two, third));
+        assert!(!on_writer_thread().await.unwrap(), "quiet again: inline");
+    }
 
     #[test]
     fn roles_are_stored_as_before() {

@@ -44,28 +44,9 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bytes a WAL file keeps once it starts over (SQLite's `journal_size_limit`).
 const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
 
-/// Turns this process is running: the load signal for inline commits (chat.db's probe).
-static TURNS_RUNNING: AtomicUsize = AtomicUsize::new(0);
-
-/// Counts a running turn until dropped (held by the turn task, `turn::run`).
-pub struct TurnRunning(());
-
-impl Drop for TurnRunning {
-    fn drop(&mut self) {
-        TURNS_RUNNING.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// A turn started; it counts as running until the guard drops.
-pub fn turn_running() -> TurnRunning {
-    TURNS_RUNNING.fetch_add(1, Ordering::Relaxed);
-    TurnRunning(())
-}
-
-/// How many turns this process is running.
-pub fn turns_running() -> usize {
-    TURNS_RUNNING.load(Ordering::Relaxed)
-}
+/// How many turns the process runs now: chat.db's load signal for inline commits. The count
+/// is owned by `actors::running_turns::RunningTurns`; the store only reads it.
+pub type TurnCount = Arc<dyn Fn() -> usize + Send + Sync>;
 
 /// Handle to one database file. Cloning shares the writer and the reader.
 #[derive(Clone)]

@@ -8,7 +8,8 @@
 //! leases expire within `TAMEBI_LEASE_SECS`; the next instance to acquire one learns which
 //! turn was in flight and marks it interrupted in the stored message.
 //!
-//! The lease is also a fence. Every chat write made with PostgreSQL checks, in its own
+//! The lease is also a fence. Every chat write made with PostgreSQL, and every fact write of a
+//! turn (against the lease of the fact's source conversation), checks, in its own
 //! transaction, that the conversation's lease row is absent or names this instance (holding
 //! the row FOR KEY SHARE; taking a lease over locks it FOR UPDATE, so it waits for a write in
 //! progress). An instance that lost a conversation — its lease expired and was taken, or a

@@ -56,22 +56,25 @@ pub struct Stores {
     /// G1's replay records shared by every instance (PostgreSQL); `None` with SQLite, whose
     /// single instance keeps them in memory (`auth::replay`).
     pub replay: Option<Arc<dyn replay::SeenRequests>>,
-    /// This instance's id: its name on leases, and what its chat writes are fenced by.
+    /// This instance's id: its name on leases, and what its chat writes and its turns' fact
+    /// writes are fenced by.
     pub instance: String,
 }
 
 impl Stores {
-    /// Opens (creating and migrating as needed) the stores of `backend`.
-    pub async fn open(backend: &Backend) -> Result<Stores, Error> {
+    /// Opens (creating and migrating as needed) the stores of `backend`. `turns_running` is the
+    /// process's count of running turns (`actors::running_turns`): SQLite's chat.db commits a
+    /// turn's small writes inline while it is low (`db::Db::write_small`).
+    pub async fn open(backend: &Backend, turns_running: db::TurnCount) -> Result<Stores, Error> {
         match backend {
-            Backend::Sqlite(dir) => Self::open_sqlite(dir),
+            Backend::Sqlite(dir) => Self::open_sqlite(dir, turns_running),
             Backend::Postgres(target) => {
                 let pool = postgres::connect(target).await?;
                 let instance = lease::new_instance_id();
                 Ok(Stores {
                     chat: Arc::new(postgres::chat::PgChat::new(pool.clone(), instance.clone())),
                     audit: Arc::new(postgres::audit::PgAudit::new(pool.clone())),
-                    memory: Arc::new(postgres::memory::PgMemory::new(pool.clone())),
+                    memory: Arc::new(postgres::memory::PgMemory::new(pool.clone(), instance.clone())),
                     leases: Arc::new(postgres::lease::PgLeases::new(pool.clone())),
                     replay: Some(Arc::new(postgres::replay::PgReplay::new(pool))),
                     instance,
@@ -80,9 +83,9 @@ impl Stores {
         }
     }
 
-    fn open_sqlite(dir: &Path) -> Result<Stores, Error> {
+    fn open_sqlite(dir: &Path, turns_running: db::TurnCount) -> Result<Stores, Error> {
         std::fs::create_dir_all(dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", dir.display())))?;
-        let chat = chat::SqliteChat::open(&dir.join("chat.db"))?;
+        let chat = chat::SqliteChat::open_counting(&dir.join("chat.db"), turns_running)?;
         Ok(Stores {
             leases: Arc::new(lease::SqliteLeases::new(&chat)),
             chat: Arc::new(chat),

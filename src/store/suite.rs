@@ -36,6 +36,11 @@ fn approval(id: &str, message_id: &str) -> PendingApproval {
     }
 }
 
+/// The suite runs no turns: chat.db's load signal reads none.
+fn no_turns() -> super::db::TurnCount {
+    Arc::new(|| 0)
+}
+
 async fn run_suite(s: &Stores) {
     conversations_are_per_user(s).await;
     messages_keep_their_order_and_last_version(s).await;
@@ -204,6 +209,8 @@ async fn approvals_decided_together_are_taken_all_or_none(s: &Stores) {
         "in the order asked"
     );
     assert!(chat.pending_approvals(&k2).await.unwrap().is_empty());
+    // One approval named twice is not two decisions: nothing is taken.
+    assert!(chat.take_approvals(&k, &ids(&["ap_a", "ap_a"])).await.unwrap().is_none());
     assert_eq!(chat.take_approvals(&k, &ids(&["ap_a"])).await.unwrap(), Some(vec![a]));
 }
 
@@ -518,6 +525,48 @@ async fn a_lost_conversation_is_fenced(s: &Stores, other: &Stores) {
     assert_eq!(ids, ["m4", "m5"]);
 }
 
+/// A turn's fact write is fenced like a chat write: once an erasure on the other instance has
+/// seized the user's conversations, a turn still running here (its source conversation one of
+/// them) stores no fact; a fact with no source conversation is not a turn's and is not fenced.
+async fn a_lost_conversations_facts_are_fenced(s: &Stores, other: &Stores) {
+    use super::lease::Acquired;
+    use crate::error::Error;
+    use std::time::Duration;
+    let (uid, k, ttl) = (user_id("pete"), key("pete", "c1"), Duration::from_secs(30));
+    let (mine, theirs) = (s.instance.as_str(), other.instance.as_str());
+    s.chat.save_message(&k, &user("p1", "hello"), Some("hello".into())).await.unwrap();
+    assert_eq!(
+        s.leases.acquire(&k, mine, ttl).await.unwrap(),
+        Acquired::Granted { interrupted: None }
+    );
+    let kept = s.memory.write(&uid, "written by the owner", Some(&k)).await.unwrap();
+    other.leases.seize_user(&uid, theirs, ttl).await.unwrap();
+    assert!(
+        matches!(
+            s.memory.write(&uid, "written after the seizure", Some(&k)).await,
+            Err(Error::OwnedElsewhere { .. })
+        ),
+        "the former owner's turn writes no fact"
+    );
+    assert_eq!(other.memory.list(&uid).await.unwrap(), vec![kept.clone()], "no fact was stored");
+    // Given back (expired, still naming the seizer): still fenced until taken properly.
+    other.leases.release_user(&uid, theirs).await.unwrap();
+    assert!(matches!(
+        s.memory.write(&uid, "still too late", Some(&k)).await,
+        Err(Error::OwnedElsewhere { .. })
+    ));
+    // Not a turn's fact (no source conversation): as before, no lease is involved.
+    let unsourced = s.memory.write(&uid, "no source", None).await.unwrap();
+    assert_eq!(unsourced.source_conversation, None);
+    // Taken back, the instance writes again.
+    assert_eq!(
+        s.leases.acquire(&k, mine, ttl).await.unwrap(),
+        Acquired::Granted { interrupted: None }
+    );
+    let again = s.memory.write(&uid, "taken back", Some(&k)).await.unwrap();
+    assert_eq!(s.memory.list(&uid).await.unwrap(), vec![kept, unsourced, again]);
+}
+
 /// G1's replay records shared by two instances: of any number of uses of one nonce, on
 /// either instance and at once, exactly one is the first.
 async fn replay_records_accept_once_across_instances(s: &Stores, other: &Stores, cluster: &test_harness::postgres::PgCluster) {
@@ -569,7 +618,7 @@ async fn a_turn_left_in_flight_is_found_after_a_restart(s: Stores, backend: &Bac
     s.chat.erase_user(&user_id("pia")).await.unwrap();
     s.leases.turn_started(&k, &s.instance, &turn("a4")).await.unwrap();
     s.close().await;
-    let again = Stores::open(backend).await.unwrap();
+    let again = Stores::open(backend, no_turns()).await.unwrap();
     assert_eq!(
         again.leases.acquire(&k, &again.instance, ttl).await.unwrap(),
         Acquired::Granted {
@@ -638,7 +687,7 @@ async fn an_erasure_orders_after_a_fact_write_under_way(s: &Stores, backend: &Ba
 async fn suite_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let backend = Backend::Sqlite(dir.path().to_path_buf());
-    let stores = Stores::open(&backend).await.unwrap();
+    let stores = Stores::open(&backend, no_turns()).await.unwrap();
     run_suite(&stores).await;
     a_turn_left_in_flight_is_found_after_a_restart(stores, &backend).await;
 }
@@ -650,17 +699,18 @@ async fn suite_on_postgres() {
     };
     let url = cluster.create_database("suite").unwrap();
     let backend = Backend::Postgres(super::postgres::Target::parse(&url, None).unwrap());
-    let stores = Stores::open(&backend).await.unwrap();
+    let stores = Stores::open(&backend, no_turns()).await.unwrap();
     run_suite(&stores).await;
-    let other = Stores::open(&backend).await.unwrap();
+    let other = Stores::open(&backend, no_turns()).await.unwrap();
     leases_have_one_owner_and_expire(&stores, &other).await;
     a_lost_conversation_is_fenced(&stores, &other).await;
+    a_lost_conversations_facts_are_fenced(&stores, &other).await;
     replay_records_accept_once_across_instances(&stores, &other, &cluster).await;
     an_erasure_orders_after_a_fact_write_under_way(&stores, &backend).await;
     other.close().await;
     stores.close().await;
     // Migrations are applied once: opening again finds them all and changes nothing.
-    let again = Stores::open(&backend).await.unwrap();
+    let again = Stores::open(&backend, no_turns()).await.unwrap();
     assert_eq!(cluster.psql("suite", "SELECT count(*) FROM schema_migrations").unwrap(), "3");
     again.close().await;
 }

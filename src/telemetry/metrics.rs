@@ -84,7 +84,9 @@ fn hold(counter: impl FnOnce(&'static Instruments) -> &'static UpDownCounter<i64
     Some(Held(c))
 }
 
-/// A turn started; it counts as in flight until the guard drops.
+/// A turn started; it counts as in flight until the guard drops. Held only by a running turn's
+/// entry in `actors::running_turns` (the one count of running turns), so the metric and that
+/// count never disagree.
 pub fn turn_in_flight() -> Option<Held> {
     hold(|i| &i.turns_in_flight)
 }

@@ -54,11 +54,8 @@ impl Bearer {
 
     /// HMAC-SHA256 of the token under `key`: a slot name that only this token (and only in
     /// the process holding `key`) can produce.
-    /// The key is one SHA-256 block (64 bytes), so HMAC uses it as is.
     pub fn keyed_digest(&self, key: &[u8; 64]) -> [u8; 32] {
-        let mut mac = <Hmac<Sha256> as KeyInit>::new(&(*key).into());
-        mac.update(self.0.as_bytes());
-        mac.finalize().into_bytes().into()
+        keyed_digest(key, &[self.0.as_bytes()])
     }
 
     /// When the token says it expires (a JWT's `exp`), or `None` (opaque, or no usable `exp`).
@@ -94,6 +91,18 @@ impl Caller {
     }
 }
 
+/// HMAC-SHA256 under a process key of `parts` one after the other: how a process names
+/// something secret (a bearer, a uid) without keeping it, in a form only it can produce. A
+/// caller that hashes several kinds of names under one key keeps them apart by a prefix part.
+/// The key is one SHA-256 block (64 bytes), so HMAC uses it as is.
+pub fn keyed_digest(key: &[u8; 64], parts: &[&[u8]]) -> [u8; 32] {
+    let mut mac = <Hmac<Sha256> as KeyInit>::new(&(*key).into());
+    for part in parts {
+        mac.update(part);
+    }
+    mac.finalize().into_bytes().into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +127,9 @@ mod tests {
         let b = Bearer("tok".into());
         assert_ne!(b.keyed_digest(&[1; 64]), b.keyed_digest(&[2; 64]));
         assert_ne!(b.keyed_digest(&[1; 64]), b.digest());
+        // The parts are one message: only a caller's own prefix part keeps kinds of names apart.
+        assert_eq!(b.keyed_digest(&[1; 64]), keyed_digest(&[1; 64], &[b"t", b"ok"]));
+        assert_ne!(b.keyed_digest(&[1; 64]), keyed_digest(&[1; 64], &[b"\0uid\0", b"tok"]));
         assert_eq!(Bearer("opaque".into()).stated_expiry(), None);
     }
 }

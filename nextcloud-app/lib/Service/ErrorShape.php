@@ -30,7 +30,10 @@ final class ErrorShape {
 	];
 	private const SERVER_ERROR = 'Something went wrong. Please try again.';
 
-	/** The orchestrator's refusal codes we have a text of our own for, each with its one status. */
+	/**
+	 * The orchestrator's refusal codes we have a text of our own for, each with its one status,
+	 * and the text docs/api.md gives it (ErrorShapeTest checks both against that table).
+	 */
 	private const CODES = [
 		'approvals_undecided' => [400, 'Decide every approval this reply asked for, then send them together.'],
 		'message_id_taken' => [409, 'Another message of this conversation already has this id. Send the message under a new id.'],
@@ -42,8 +45,8 @@ final class ErrorShape {
 		'too_fast' => [429, 'You are sending messages faster than allowed. Wait a moment, then send again.'],
 		'unavailable' => [503, 'The service is restarting. Please try again in a moment.'],
 		'owned_elsewhere' => [503, 'This conversation is being served by another server. Please try again in a moment.'],
-		'tool_unreachable' => [502, self::MESSAGES[502]],
-		'tool_timeout' => [504, self::MESSAGES[504]],
+		'tool_unreachable' => [502, 'The tool could not be reached or gave no usable answer. It is not known whether it did anything: check (for a mail: your Sent folder) before trying again.'],
+		'tool_timeout' => [504, 'The tool did not answer in time. It is not known whether it did anything: check (for a mail: your Sent folder) before trying again.'],
 	];
 
 	public static function message(int $status, ?string $code = null): string {

@@ -10,7 +10,13 @@ use crate::store::chat::{ChatStore, Conversation, ConversationSummary, PendingAp
 use crate::store::key::{ConversationKey, UserId};
 use crate::ui_stream::UiMessage;
 
-const APPROVAL_COLUMNS: &str = "approval_id, message_id, tool_call_id, server, tool, arguments, arguments_sha256";
+/// The columns of a pending approval, as `row_to_approval` reads them (a macro, so the
+/// statements below are literals: no SQL is built at run time).
+macro_rules! approval_columns {
+    () => {
+        "approval_id, message_id, tool_call_id, server, tool, arguments, arguments_sha256"
+    };
+}
 
 #[derive(Clone)]
 pub struct PgChat {
@@ -28,7 +34,8 @@ impl PgChat {
 /// The fence (store::lease): a write goes ahead only while the conversation's lease row is
 /// absent or names this instance. The row is held FOR KEY SHARE until the transaction ends,
 /// so a takeover (FOR UPDATE) waits for this write and every later write sees the new owner.
-async fn check_fence(tx: &deadpool_postgres::Transaction<'_>, key: &ConversationKey, instance: &str) -> Result<(), Error> {
+/// A turn's fact write checks it too (store::postgres::memory).
+pub(super) async fn check_fence(tx: &deadpool_postgres::Transaction<'_>, key: &ConversationKey, instance: &str) -> Result<(), Error> {
     let owner = tx
         .query_opt(
             "SELECT owner FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 FOR KEY SHARE",
@@ -146,28 +153,34 @@ impl ChatStore for PgChat {
 
     async fn take_approvals(&self, key: &ConversationKey, approval_ids: &[String]) -> Result<Option<Vec<PendingApproval>>, Error> {
         // Fenced like every write: an instance that lost the conversation must not use up (and
-        // then run) an approval its new owner would honour. Each DELETE takes its row: two
-        // instances racing for the same approval cannot both get it. One transaction: when any
-        // id is not pending, it rolls back and nothing is taken.
+        // then run) an approval its new owner would honour. The DELETE takes its rows: two
+        // instances racing for the same approval cannot both get it. One statement for every
+        // id, in one transaction: when any id is not pending (or is named twice), fewer rows
+        // come back than ids were asked for, it rolls back and nothing is taken.
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         check_fence(&tx, key, &self.instance).await?;
-        let mut taken = Vec::with_capacity(approval_ids.len());
-        for approval_id in approval_ids {
-            let row = tx
-                .query_opt(
-                    &format!(
-                        "DELETE FROM pending_approvals WHERE approval_id = $1 AND uid = $2 AND conversation_id = $3 RETURNING {APPROVAL_COLUMNS}"
-                    ),
-                    &[approval_id, &key.uid(), &key.id()],
-                )
-                .await?;
-            match row {
-                Some(row) => taken.push(row_to_approval(&row)?),
-                // Dropping the transaction rolls it back.
-                None => return Ok(None),
-            }
+        let rows = tx
+            .query(
+                concat!(
+                    "DELETE FROM pending_approvals WHERE uid = $1 AND conversation_id = $2 AND approval_id = ANY($3) RETURNING ",
+                    approval_columns!()
+                ),
+                &[&key.uid(), &key.id(), &approval_ids],
+            )
+            .await?;
+        if rows.len() != approval_ids.len() {
+            // Dropping the transaction rolls it back.
+            return Ok(None);
         }
+        let mut by_id = rows
+            .iter()
+            .map(|row| row_to_approval(row).map(|a| (a.approval_id.clone(), a)))
+            .collect::<Result<std::collections::HashMap<_, _>, _>>()?;
+        // In the order asked for (the rows come back in the order the DELETE met them).
+        let Some(taken) = approval_ids.iter().map(|id| by_id.remove(id)).collect::<Option<Vec<_>>>() else {
+            return Ok(None);
+        };
         tx.commit().await?;
         Ok(Some(taken))
     }
@@ -178,8 +191,10 @@ impl ChatStore for PgChat {
             .get()
             .await?
             .query(
-                &format!(
-                    "SELECT {APPROVAL_COLUMNS} FROM pending_approvals WHERE uid = $1 AND conversation_id = $2 ORDER BY created_at, approval_id"
+                concat!(
+                    "SELECT ",
+                    approval_columns!(),
+                    " FROM pending_approvals WHERE uid = $1 AND conversation_id = $2 ORDER BY created_at, approval_id"
                 ),
                 &[&key.uid(), &key.id()],
             )

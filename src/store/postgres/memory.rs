@@ -1,8 +1,12 @@
 //! memory in PostgreSQL: the operations of [`MemoryStore`] over the tables of migration 0001.
+//!
+//! A fact written from a turn is fenced like a chat write (store::lease): it goes ahead only
+//! while its source conversation's lease row is absent or names this instance, so an instance
+//! whose conversations an erasure seized elsewhere cannot leave a fact behind it.
 
 use deadpool_postgres::Pool;
 
-use super::chat::vacuum;
+use super::chat::{check_fence, vacuum};
 use super::now_ms;
 use crate::error::Error;
 use crate::store::key::{ConversationKey, UserId};
@@ -17,11 +21,13 @@ pub(crate) const LOCK_USER_FACTS: &str = "SELECT pg_advisory_xact_lock(hashtexte
 #[derive(Clone)]
 pub struct PgMemory {
     pool: Pool,
+    /// This instance's lease owner id: the fence a turn's fact write checks (store::lease).
+    instance: String,
 }
 
 impl PgMemory {
-    pub fn new(pool: Pool) -> PgMemory {
-        PgMemory { pool }
+    pub fn new(pool: Pool, instance: String) -> PgMemory {
+        PgMemory { pool, instance }
     }
 }
 
@@ -54,6 +60,13 @@ impl MemoryStore for PgMemory {
         let source = source_of(uid, source_conversation);
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
+        // A turn's fact is fenced by its conversation's lease, held FOR KEY SHARE until commit:
+        // an erasure that seized the user's leases (FOR UPDATE) waits for this write, whose
+        // fact its later pass then deletes, and every later write is refused. Only the user's
+        // own conversation counts as a source (source_of), so only it is checked.
+        if let Some(key) = source_conversation.filter(|_| source.is_some()) {
+            check_fence(&tx, key, &self.instance).await?;
+        }
         // Two instances saving for one user at once must not both pass the limit: the
         // count and the insert run under a per-user lock held until commit.
         tx.execute(LOCK_USER_FACTS, &[&uid.as_str()]).await?;
@@ -96,7 +109,8 @@ impl MemoryStore for PgMemory {
         let tx = client.transaction().await?;
         // A write of this user's still under way (a cancelled turn's, its COMMIT already sent)
         // holds the lock: the delete waits for it and then sees its row. One that starts
-        // after this commits is a new fact, written after the erasure.
+        // after this commits is refused by the fence while the erasure holds the user's leases
+        // (http::memory::erase_me), and is otherwise a new fact, written after the erasure.
         tx.execute(LOCK_USER_FACTS, &[&uid.as_str()]).await?;
         let n = tx.execute("DELETE FROM facts WHERE uid = $1", &[&uid.as_str()]).await?;
         tx.commit().await?;

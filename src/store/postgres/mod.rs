@@ -412,7 +412,7 @@ mod tests {
     async fn open(url: &str, ca_file: &Path) -> Result<crate::store::Stores, Error> {
         let target = Target::parse(url, Some(ca_file.to_path_buf())).map_err(Error::Internal)?;
         assert!(matches!(target.tls, Tls::Verified { .. }));
-        crate::store::Stores::open(&crate::store::Backend::Postgres(target)).await
+        crate::store::Stores::open(&crate::store::Backend::Postgres(target), std::sync::Arc::new(|| 0)).await
     }
 
     /// TLS to PostgreSQL (Debian's server with ssl=on and a certificate made here): verify-full

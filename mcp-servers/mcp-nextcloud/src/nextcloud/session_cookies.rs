@@ -35,9 +35,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
-use hmac::{Hmac, KeyInit, Mac};
 use http::{HeaderMap, HeaderValue, StatusCode};
-use sha2::Sha256;
 
 use mcp_resource_server::Bearer;
 
@@ -146,10 +144,7 @@ impl SessionCookies {
     /// HMAC-SHA256 of the uid under the process key: counts a user without keeping the uid.
     /// The NUL prefix keeps it apart from every slot name (a bearer never contains NUL).
     fn user(&self, uid: &str) -> [u8; 32] {
-        let mut mac = <Hmac<Sha256> as KeyInit>::new(&self.key.into());
-        mac.update(b"\0uid\0");
-        mac.update(uid.as_bytes());
-        mac.finalize().into_bytes().into()
+        mcp_resource_server::caller::keyed_digest(&self.key, &[b"\0uid\0", uid.as_bytes()])
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
