@@ -3,6 +3,7 @@
 use deadpool_postgres::Pool;
 use tokio_postgres::Row;
 
+use super::lease::check_fence;
 use super::now_ms;
 use crate::compaction::Summary;
 use crate::error::Error;
@@ -28,26 +29,6 @@ pub struct PgChat {
 impl PgChat {
     pub fn new(pool: Pool, instance: String) -> PgChat {
         PgChat { pool, instance }
-    }
-}
-
-/// The fence (store::lease): a write goes ahead only while the conversation's lease row is
-/// absent or names this instance. The row is held FOR KEY SHARE until the transaction ends,
-/// so a takeover (FOR UPDATE) waits for this write and every later write sees the new owner.
-/// A turn's fact write checks it too (store::postgres::memory).
-pub(super) async fn check_fence(tx: &deadpool_postgres::Transaction<'_>, key: &ConversationKey, instance: &str) -> Result<(), Error> {
-    let owner = tx
-        .query_opt(
-            "SELECT owner FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 FOR KEY SHARE",
-            &[&key.uid(), &key.id()],
-        )
-        .await?;
-    match owner.map(|r| r.try_get::<_, String>(0)).transpose()? {
-        Some(owner) if owner != instance => {
-            tracing::warn!("a write into a conversation this instance no longer owns was refused");
-            Err(Error::OwnedElsewhere { retry_after_secs: 1 })
-        }
-        _ => Ok(()),
     }
 }
 
