@@ -2,11 +2,13 @@
 //!
 //! A fact written from a turn is fenced like a chat write (store::lease): it goes ahead only
 //! while its source conversation's lease row is absent or names this instance, so an instance
-//! whose conversations an erasure seized elsewhere cannot leave a fact behind it.
+//! whose conversations an erasure seized elsewhere writes no fact while the lease names that
+//! other instance (an owner check, not a generation: see `lease::check_fence`).
 
 use deadpool_postgres::Pool;
 
-use super::chat::{check_fence, vacuum};
+use super::chat::vacuum;
+use super::lease::check_fence;
 use super::now_ms;
 use crate::error::Error;
 use crate::store::key::{ConversationKey, UserId};
@@ -109,8 +111,12 @@ impl MemoryStore for PgMemory {
         let tx = client.transaction().await?;
         // A write of this user's still under way (a cancelled turn's, its COMMIT already sent)
         // holds the lock: the delete waits for it and then sees its row. One that starts
-        // after this commits is refused by the fence while the erasure holds the user's leases
-        // (http::memory::erase_me), and is otherwise a new fact, written after the erasure.
+        // after this commits is refused by the fence only where its conversation's lease names
+        // another instance: another instance's turn, until that instance takes the
+        // conversation again (the fence checks the owner, not a generation, so a write of an
+        // earlier turn still in flight there then passes). On this instance, whose leases the
+        // erasure holds (http::memory::erase_me), nothing is refused: its own turns are
+        // covered only by the erasure's bounded wait for the turns it cancelled.
         tx.execute(LOCK_USER_FACTS, &[&uid.as_str()]).await?;
         let n = tx.execute("DELETE FROM facts WHERE uid = $1", &[&uid.as_str()]).await?;
         tx.commit().await?;
