@@ -42,7 +42,7 @@ impl ChatStore for PgChat {
         let assistant = save.user_assistant.as_deref();
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        check_fence(&tx, key, &self.instance).await?;
+        check_fence(&tx, key, &self.instance, "chat write").await?;
         if let Some(wanted) = assistant {
             // The binding is set once; the row lock keeps a concurrent first message honest.
             let bound = tx
@@ -140,7 +140,7 @@ impl ChatStore for PgChat {
         // come back than ids were asked for, it rolls back and nothing is taken.
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        check_fence(&tx, key, &self.instance).await?;
+        check_fence(&tx, key, &self.instance, "chat write").await?;
         let rows = tx
             .query(
                 concat!(
@@ -250,7 +250,7 @@ impl ChatStore for PgChat {
         // Fenced like every write (store::lease).
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        check_fence(&tx, key, &self.instance).await?;
+        check_fence(&tx, key, &self.instance, "chat write").await?;
         let n = tx
             .execute(
                 "INSERT INTO summaries (uid, conversation_id, covers_count, covers_until_id, text, created_at)

@@ -58,7 +58,14 @@ pub(super) const RECORD_TURN: &str = "UPDATE conversation_leases SET turn_messag
 /// conversation again, a write of its earlier turn still in flight passes, and an instance's
 /// own takeover (a delete, an erasure) refuses nothing of its own. Shared by every fenced
 /// write: chat (store::postgres::chat) and a turn's fact (store::postgres::memory).
-pub(super) async fn check_fence(tx: &deadpool_postgres::Transaction<'_>, key: &ConversationKey, instance: &str) -> Result<(), Error> {
+/// `write` names the refused write in the log ("chat write", "fact write"), so an operator (and
+/// a test) can tell which fence fired.
+pub(super) async fn check_fence(
+    tx: &deadpool_postgres::Transaction<'_>,
+    key: &ConversationKey,
+    instance: &str,
+    write: &str,
+) -> Result<(), Error> {
     let owner = tx
         .query_opt(
             "SELECT owner FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 FOR KEY SHARE",
@@ -67,7 +74,7 @@ pub(super) async fn check_fence(tx: &deadpool_postgres::Transaction<'_>, key: &C
         .await?;
     match owner.map(|r| r.try_get::<_, String>(0)).transpose()? {
         Some(owner) if owner != instance => {
-            tracing::warn!("a write into a conversation this instance no longer owns was refused");
+            tracing::warn!("a {write} into a conversation this instance no longer owns was refused");
             Err(Error::OwnedElsewhere { retry_after_secs: 1 })
         }
         _ => Ok(()),

@@ -67,7 +67,7 @@ impl MemoryStore for PgMemory {
         // fact its later pass then deletes, and every later write is refused. Only the user's
         // own conversation counts as a source (source_of), so only it is checked.
         if let Some(key) = source_conversation.filter(|_| source.is_some()) {
-            check_fence(&tx, key, &self.instance).await?;
+            check_fence(&tx, key, &self.instance, "fact write").await?;
         }
         // Two instances saving for one user at once must not both pass the limit: the
         // count and the insert run under a per-user lock held until commit.
