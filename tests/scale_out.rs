@@ -9,7 +9,9 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use test_harness::orchestrator::{Options, Orchestrator, SIGNING_SECRET, Signing, fresh_nonce, parts, read_sse, unix_now, user_turn};
+use test_harness::orchestrator::{
+    Options, Orchestrator, SIGNING_SECRET, Signing, approve, fresh_nonce, parts, read_sse, unix_now, user_turn,
+};
 use test_harness::postgres::PgCluster;
 use test_harness::scripted_model::ScriptedModel;
 
@@ -124,12 +126,8 @@ async fn two_instances_share_one_postgres_and_survive_a_kill() {
     // On A: an approval left pending, and a slow turn in flight when A is killed.
     let (status, _, _, asked) = turn(&instances[0], &c, on_a[1], "p-m1", "please remember this").await;
     assert_eq!(status, 200);
-    let request = asked.iter().find(|p| p["type"] == "tool-approval-request").unwrap().clone();
-    let input = asked.iter().find(|p| p["type"] == "tool-input-available").unwrap().clone();
-    let message_id = asked.iter().find(|p| p["type"] == "start").unwrap()["messageId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    // Decided later, on the survivor.
+    let decided_on_survivor = approve(on_a[1], &asked, 0, true);
     let a_owner = pg
         .psql(
             "scale",
@@ -222,13 +220,7 @@ async fn two_instances_share_one_postgres_and_survive_a_kill() {
     assert_eq!(runs_of(&requests, "slow please"), 1, "the interrupted turn is not rerun by itself");
 
     // The approval asked on A is honoured on the survivor, once.
-    let decision = json!({"id": on_a[1], "messages": [{"id": message_id, "role": "assistant", "parts": [
-        {"type": "dynamic-tool", "toolName": input["toolName"], "toolCallId": request["toolCallId"],
-         "state": "approval-responded", "input": input["input"],
-         "approval": {"id": request["approvalId"], "approved": true}}
-    ]}]});
-    let body = serde_json::to_vec(&decision).unwrap();
-    let (status, _, _, done) = send(survivor, &c, &body).await;
+    let (status, _, _, done) = send(survivor, &c, &decided_on_survivor).await;
     assert_eq!(status, 200);
     assert!(
         done.iter().any(|p| p["type"] == "tool-output-available"),
@@ -236,7 +228,7 @@ async fn two_instances_share_one_postgres_and_survive_a_kill() {
     );
     let facts = survivor.get_json(&c, "/v1/memory", "alice").await;
     assert_eq!(facts["facts"].as_array().unwrap().len(), 1, "{facts}");
-    let (status, ..) = send(survivor, &c, &body).await;
+    let (status, ..) = send(survivor, &c, &decided_on_survivor).await;
     assert_ne!(status, 200, "an approval is used once");
 }
 
