@@ -64,8 +64,9 @@ impl MemoryStore for PgMemory {
         let tx = client.transaction().await?;
         // A turn's fact is fenced by its conversation's lease, held FOR KEY SHARE until commit:
         // an erasure that seized the user's leases (FOR UPDATE) waits for this write, whose
-        // fact its later pass then deletes, and every later write is refused. Only the user's
-        // own conversation counts as a source (source_of), so only it is checked.
+        // fact its later pass then deletes, and a later write of another instance is refused
+        // while the lease names the erasing one (an owner check: see check_fence). Only the
+        // user's own conversation counts as a source (source_of), so only it is checked.
         if let Some(key) = source_conversation.filter(|_| source.is_some()) {
             check_fence(&tx, key, &self.instance, "fact write").await?;
         }
