@@ -466,7 +466,7 @@ async fn an_erasure_on_one_instance_fences_a_turn_on_another() {
 /// and held (the fault hook, released by the test once the erasure has answered): fenced by the
 /// seized lease like a chat write, so the fact does not outlive the erasure. B renews rarely,
 /// so its actor has not yet noticed the seizure (and cancelled the turn) when the write runs:
-/// the fence alone refuses it, and the model is told so as the tool's error.
+/// the fence alone refuses it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_erasure_on_one_instance_fences_a_memory_write_on_another() {
     let Some(pg) = PgCluster::start_or_skip() else { return };
