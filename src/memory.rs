@@ -62,22 +62,44 @@ fn build_tool_defs() -> Vec<ToolDef> {
 #[cfg(feature = "fault-injection")]
 pub const FAULT_SLOW_MEMORY_WRITE: &str = "FAULT:slow-memory-write";
 
+/// Test builds only: `FAULT:slow-memory-write-until:<path>` in the fact holds the write the
+/// same way, but until a file exists at `<path>` (the test creates it when it has done what
+/// must come first), so the test does not race a fixed hold. At most [`FAULT_RELEASE_BOUND`].
+#[cfg(feature = "fault-injection")]
+pub const FAULT_SLOW_MEMORY_WRITE_UNTIL: &str = "FAULT:slow-memory-write-until:";
+
 /// How long [`FAULT_SLOW_MEMORY_WRITE`] holds the write: well inside the erasure's bound.
 #[cfg(feature = "fault-injection")]
 const FAULT_HOLD: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// The longest [`FAULT_SLOW_MEMORY_WRITE_UNTIL`] waits for its file (a test that never
+/// releases it fails on its own timeouts; the process is not left blocked for good).
+#[cfg(feature = "fault-injection")]
+const FAULT_RELEASE_BOUND: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Test builds only, see [`FAULT_SLOW_MEMORY_WRITE`]; called by the turn when fault injection is on.
 #[cfg(feature = "fault-injection")]
 pub fn fault_hold_before_write(tool: &str, arguments: &Value) {
-    let marked = arguments
-        .get("fact")
-        .and_then(Value::as_str)
-        .is_some_and(|f| f.contains(FAULT_SLOW_MEMORY_WRITE));
-    if tool == "memory_write" && marked {
-        tracing::warn!("fault injection: holding a memory write");
-        std::thread::sleep(FAULT_HOLD);
-        tracing::warn!("fault injection: memory write released");
+    let Some(fact) = arguments.get("fact").and_then(Value::as_str).filter(|_| tool == "memory_write") else {
+        return;
+    };
+    let release_file = fact
+        .split_once(FAULT_SLOW_MEMORY_WRITE_UNTIL)
+        .and_then(|(_, rest)| rest.split_whitespace().next());
+    if release_file.is_none() && !fact.contains(FAULT_SLOW_MEMORY_WRITE) {
+        return;
     }
+    tracing::warn!("fault injection: holding a memory write");
+    match release_file {
+        Some(path) => {
+            let deadline = std::time::Instant::now() + FAULT_RELEASE_BOUND;
+            while !std::path::Path::new(path).exists() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        None => std::thread::sleep(FAULT_HOLD),
+    }
+    tracing::warn!("fault injection: memory write released");
 }
 
 /// Runs one local tool for the user of conversation `key`. `Ok` is the result text, `Err` the error text; both are
@@ -178,5 +200,19 @@ mod tests {
         assert!(call(&m, &key("bob", "c1"), "memory_forget", &json!({"id": id})).await.is_err());
         assert!(call(&m, &key("alice", "c1"), "memory_forget", &json!({"id": id})).await.is_ok());
         assert_eq!(m.list(&user("alice")).await.unwrap(), vec![]);
+    }
+
+    /// The hold with a release file ends when the file appears, not after a fixed time.
+    #[cfg(feature = "fault-injection")]
+    #[test]
+    fn a_hold_until_a_file_ends_when_the_file_appears() {
+        let dir = tempfile::tempdir().unwrap();
+        let release = dir.path().join("release");
+        let arguments = json!({"fact": format!("a fact {FAULT_SLOW_MEMORY_WRITE_UNTIL}{} to hold", release.display())});
+        let held = std::thread::spawn(move || fault_hold_before_write("memory_write", &arguments));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(!held.is_finished(), "the write is held until the file exists");
+        std::fs::write(&release, b"").unwrap();
+        held.join().unwrap();
     }
 }

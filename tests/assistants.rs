@@ -18,7 +18,9 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sha2::Sha256;
 use std::time::Duration;
-use test_harness::orchestrator::{Options, Orchestrator, SIGNING_SECRET, Signing, fresh_nonce, parts, read_sse, unix_now, user_turn};
+use test_harness::orchestrator::{
+    Options, Orchestrator, SIGNING_SECRET, Signing, approve, fresh_nonce, parts, read_sse, unix_now, user_turn,
+};
 use test_harness::probe_mcp::ProbeMcp;
 use test_harness::scripted_model::ScriptedModel;
 
@@ -352,21 +354,12 @@ async fn an_approved_call_is_rechecked_against_the_allow_list_of_now() {
     let p = parts(&read_sse(r).await);
     let asked = of_type(&p, "tool-approval-request");
     assert_eq!(asked.len(), 1, "files_delete waits for approval: {p:?}");
-    let message_id = of_type(&p, "start")[0]["messageId"].as_str().unwrap().to_string();
     let call_id = asked[0]["toolCallId"].clone();
-    let input = of_type(&p, "tool-input-available")
-        .into_iter()
-        .find(|x| x["toolCallId"] == call_id)
-        .unwrap()["input"]
-        .clone();
-    let decision = json!({"id": "asst-narrow", "messages": [{"id": message_id, "role": "assistant", "parts": [
-        {"type": "dynamic-tool", "toolName": "files_delete", "toolCallId": call_id, "state": "approval-responded",
-         "input": input, "approval": {"id": asked[0]["approvalId"], "approved": true}}]}]});
+    let body = approve("asst-narrow", &p, 0, true);
 
     // The operator narrows the cleaner while the call waits; the person then approves it.
     std::fs::write(&s.file, CLEANER_MAY_NOT_DELETE).unwrap();
     tokio::task::block_in_place(|| s.orch.kill9_and_restart());
-    let body = serde_json::to_vec(&decision).unwrap();
     let r = s
         .orch
         .request(&s.http, Method::POST, "/v1/chat", "alice", &body, None)

@@ -6,7 +6,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::time::Duration;
-use test_harness::orchestrator::{Options, Orchestrator, parts, read_sse, user_turn};
+use test_harness::orchestrator::{Options, Orchestrator, approve, parts, read_sse, user_turn};
 use test_harness::probe_mcp::ProbeMcp;
 use test_harness::scripted_model::ScriptedModel;
 
@@ -16,7 +16,6 @@ fn client() -> reqwest::Client {
 
 struct Turn {
     parts: Vec<Value>,
-    message_id: String,
 }
 
 impl Turn {
@@ -37,14 +36,6 @@ impl Turn {
             .unwrap();
         (p["toolName"].as_str().unwrap().into(), p["input"].clone())
     }
-
-    /// The tool part a client echoes back with its decision.
-    fn decision(&self, i: usize, approved: bool) -> Value {
-        let (approval_id, call_id) = self.approvals()[i].clone();
-        let (name, input) = self.input_of(&call_id);
-        json!({"type": "dynamic-tool", "toolName": name, "toolCallId": call_id, "state": "approval-responded",
-               "input": input, "approval": {"id": approval_id, "approved": approved}})
-    }
 }
 
 async fn post(orch: &Orchestrator, c: &reqwest::Client, uid: &str, body: &[u8]) -> Turn {
@@ -54,12 +45,9 @@ async fn post(orch: &Orchestrator, c: &reqwest::Client, uid: &str, body: &[u8]) 
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let parts = parts(&read_sse(r).await);
-    let message_id = parts.iter().find(|p| p["type"] == "start").unwrap()["messageId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    Turn { parts, message_id }
+    Turn {
+        parts: parts(&read_sse(r).await),
+    }
 }
 
 async fn say(orch: &Orchestrator, c: &reqwest::Client, uid: &str, cid: &str, text: &str) -> Turn {
@@ -74,11 +62,7 @@ async fn say(orch: &Orchestrator, c: &reqwest::Client, uid: &str, cid: &str, tex
 }
 
 async fn decide(orch: &Orchestrator, c: &reqwest::Client, uid: &str, cid: &str, t: &Turn, approved: bool) -> Turn {
-    let body = serde_json::to_vec(
-        &json!({"id": cid, "messages": [{"id": t.message_id, "role": "assistant", "parts": [t.decision(0, approved)]}]}),
-    )
-    .unwrap();
-    post(orch, c, uid, &body).await
+    post(orch, c, uid, &approve(cid, &t.parts, 0, approved)).await
 }
 
 async fn facts(orch: &Orchestrator, c: &reqwest::Client, uid: &str) -> Vec<Value> {
@@ -311,9 +295,7 @@ async fn erasure_waits_for_a_cancelled_turns_memory_write() {
     let t = say(&orch, &c, "erin", "late", &format!("remember {LATE} FAULT:slow-memory-write")).await;
     assert_eq!(t.approvals().len(), 1, "{:?}", t.parts);
     // Approved: the turn runs the write, which the hook holds.
-    let body =
-        serde_json::to_vec(&json!({"id": "late", "messages": [{"id": t.message_id, "role": "assistant", "parts": [t.decision(0, true)]}]}))
-            .unwrap();
+    let body = approve("late", &t.parts, 0, true);
     let approved = orch.request(&c, Method::POST, "/v1/chat", "erin", &body, Some("nc-token")).send();
     let mut approved_turn = tokio::task::JoinSet::new();
     approved_turn.spawn(async move { approved.await.map(|r| r.status()) });

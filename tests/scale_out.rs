@@ -9,7 +9,9 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use test_harness::orchestrator::{Options, Orchestrator, SIGNING_SECRET, Signing, fresh_nonce, parts, read_sse, unix_now, user_turn};
+use test_harness::orchestrator::{
+    Options, Orchestrator, SIGNING_SECRET, Signing, approve, fresh_nonce, parts, read_sse, unix_now, user_turn,
+};
 use test_harness::postgres::PgCluster;
 use test_harness::scripted_model::ScriptedModel;
 
@@ -124,12 +126,8 @@ async fn two_instances_share_one_postgres_and_survive_a_kill() {
     // On A: an approval left pending, and a slow turn in flight when A is killed.
     let (status, _, _, asked) = turn(&instances[0], &c, on_a[1], "p-m1", "please remember this").await;
     assert_eq!(status, 200);
-    let request = asked.iter().find(|p| p["type"] == "tool-approval-request").unwrap().clone();
-    let input = asked.iter().find(|p| p["type"] == "tool-input-available").unwrap().clone();
-    let message_id = asked.iter().find(|p| p["type"] == "start").unwrap()["messageId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    // Decided later, on the survivor.
+    let decided_on_survivor = approve(on_a[1], &asked, 0, true);
     let a_owner = pg
         .psql(
             "scale",
@@ -222,13 +220,7 @@ async fn two_instances_share_one_postgres_and_survive_a_kill() {
     assert_eq!(runs_of(&requests, "slow please"), 1, "the interrupted turn is not rerun by itself");
 
     // The approval asked on A is honoured on the survivor, once.
-    let decision = json!({"id": on_a[1], "messages": [{"id": message_id, "role": "assistant", "parts": [
-        {"type": "dynamic-tool", "toolName": input["toolName"], "toolCallId": request["toolCallId"],
-         "state": "approval-responded", "input": input["input"],
-         "approval": {"id": request["approvalId"], "approved": true}}
-    ]}]});
-    let body = serde_json::to_vec(&decision).unwrap();
-    let (status, _, _, done) = send(survivor, &c, &body).await;
+    let (status, _, _, done) = send(survivor, &c, &decided_on_survivor).await;
     assert_eq!(status, 200);
     assert!(
         done.iter().any(|p| p["type"] == "tool-output-available"),
@@ -236,7 +228,7 @@ async fn two_instances_share_one_postgres_and_survive_a_kill() {
     );
     let facts = survivor.get_json(&c, "/v1/memory", "alice").await;
     assert_eq!(facts["facts"].as_array().unwrap().len(), 1, "{facts}");
-    let (status, ..) = send(survivor, &c, &body).await;
+    let (status, ..) = send(survivor, &c, &decided_on_survivor).await;
     assert_ne!(status, 200, "an approval is used once");
 }
 
@@ -471,9 +463,10 @@ async fn an_erasure_on_one_instance_fences_a_turn_on_another() {
 }
 
 /// A memory write of a turn on one instance, approved before an erasure on another instance
-/// and held (the fault hook) until after it: fenced by the seized lease like a chat write, so
-/// the fact does not outlive the erasure. B renews rarely, so its actor has not yet noticed the
-/// seizure (and cancelled the turn) when the write runs: the fence alone refuses it.
+/// and held (the fault hook, released by the test once the erasure has answered): fenced by the
+/// seized lease like a chat write, so the fact does not outlive the erasure. B renews rarely,
+/// so its actor has not yet noticed the seizure (and cancelled the turn) when the write runs:
+/// the fence alone refuses it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_erasure_on_one_instance_fences_a_memory_write_on_another() {
     let Some(pg) = PgCluster::start_or_skip() else { return };
@@ -485,22 +478,14 @@ async fn an_erasure_on_one_instance_fences_a_memory_write_on_another() {
     ]}]));
     let (a, mut b) = (start(&model, &url), start_with_lease(&model, &url, 30));
     let c = client();
-    let (status, _, _, asked) = turn(&b, &c, "facts", "facts-m1", "remember LATE-FACT FAULT:slow-memory-write").await;
+    // The hook holds the write until this file exists: however long A's erasure takes.
+    let release = tempfile::tempdir().unwrap();
+    let release_file = release.path().join("release");
+    let text = format!("remember LATE-FACT FAULT:slow-memory-write-until:{}", release_file.display());
+    let (status, _, _, asked) = turn(&b, &c, "facts", "facts-m1", &text).await;
     assert_eq!(status, 200);
-    let approval = asked
-        .iter()
-        .find(|p| p["type"] == "tool-approval-request")
-        .expect("G3: asked first");
-    let call_id = &approval["toolCallId"];
-    let input = asked
-        .iter()
-        .find(|p| p["type"] == "tool-input-available" && p["toolCallId"] == *call_id)
-        .unwrap();
-    let message_id = &asked.iter().find(|p| p["type"] == "start").unwrap()["messageId"];
-    let decision = json!({"type": "dynamic-tool", "toolName": input["toolName"], "toolCallId": call_id, "state": "approval-responded",
-                          "input": input["input"], "approval": {"id": approval["approvalId"], "approved": true}});
-    let body =
-        serde_json::to_vec(&json!({"id": "facts", "messages": [{"id": message_id, "role": "assistant", "parts": [decision]}]})).unwrap();
+    assert!(asked.iter().any(|p| p["type"] == "tool-approval-request"), "G3: asked first");
+    let body = approve("facts", &asked, 0, true);
     let approved = b.request(&c, Method::POST, "/v1/chat", "alice", &body, None).send();
     let mut approved_turn = tokio::task::JoinSet::new();
     approved_turn.spawn(async move { read_sse(approved.await.unwrap()).await });
@@ -520,11 +505,16 @@ async fn an_erasure_on_one_instance_fences_a_memory_write_on_another() {
         "the erasure came after the write, not before it"
     );
     // B's turn runs its write once the hook lets go, and ends.
+    std::fs::write(&release_file, b"").unwrap();
     let _ = approved_turn.join_next().await.unwrap().unwrap();
+    // The fact fence refused it, not only the turn's chat save (whose refusal the log names
+    // apart). The tool's error never reaches the stream: the refused chat save of the turn's
+    // next checkpoint ends the turn before that part is committed, and so before it is sent.
     assert!(
         b.process()
             .logs()
-            .contains("a write into a conversation this instance no longer owns was refused")
+            .contains("a fact write into a conversation this instance no longer owns was refused"),
+        "the fact fence did not refuse the held write"
     );
     for o in [&a, &b] {
         let facts = o.get_json(&c, "/v1/memory", "alice").await;

@@ -10,6 +10,13 @@ import { sign } from './g1.mjs';
 let upstream; let host; let base; const seen = [];
 // The orchestrator's answers still open (held ones only): a forward the dev host did not stop.
 const held = new Set();
+// The orchestrator refuses (an error body with internals, cut short) and its connection drops
+// while the dev host reads that body for its code.
+function refuseAndDrop(res) {
+  res.writeHead(503, { 'content-type': 'application/json', 'content-length': '400' });
+  res.write('{"error":{"message":"panic at /srv/tamebi/src/secret.rs:42","co');
+  setTimeout(() => res.socket.destroy(), 50);
+}
 const listen = (server) => new Promise((r) => server.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${server.address().port}`)));
 
 beforeAll(async () => {
@@ -25,12 +32,10 @@ beforeAll(async () => {
       }
       return;
     }
-    if (req.url === '/v1/apps/tools/describe') {
+    if (req.url === '/v1/conversations/reset-unread') {
       // Refused before the request body was read, then the connection dropped: the unread body
       // makes it a reset, so the request fails too while the error body is being read.
-      res.writeHead(503, { 'content-type': 'application/json', 'content-length': '400' });
-      res.write('{"error":{"message":"panic at /srv/tamebi/src/secret.rs:42","co');
-      return setTimeout(() => res.socket.destroy(), 50);
+      return refuseAndDrop(res);
     }
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
@@ -55,9 +60,7 @@ beforeAll(async () => {
       }
       if (req.url === '/v1/conversations/drop-error') {
         // The same while the dev host reads an error body for its code.
-        res.writeHead(503, { 'content-type': 'application/json', 'content-length': '400' });
-        res.write('{"error":{"message":"panic at /srv/tamebi/src/secret.rs:42","co');
-        return setTimeout(() => res.socket.destroy(), 50);
+        return refuseAndDrop(res);
       }
       const failing = /^\/v1\/conversations\/(timeout|unreachable|busy)$/.exec(req.url);
       if (failing) {
@@ -195,8 +198,8 @@ describe('dev host', () => {
     const { cookie, token } = await login('alice');
     await withoutUnhandledRejections(async () => {
       // Large enough that the orchestrator's side cannot have read it all when it hangs up.
-      const body = JSON.stringify({ tool: 'x', arguments: { pad: 'a'.repeat(900 * 1024) } });
-      const r = await fetch(`${base}/apps/tamebi/api/apps/tools/describe`, { method: 'POST', headers: { cookie, requesttoken: token }, body });
+      const body = JSON.stringify({ pad: 'a'.repeat(900 * 1024) });
+      const r = await fetch(`${base}/apps/tamebi/api/conversations/reset-unread`, { method: 'DELETE', headers: { cookie, requesttoken: token }, body });
       // Whichever failure came first answered (the request's 502 or the refusal's 503), once.
       const texts = {
         502: 'A service this needs could not be reached or gave no usable answer. It is not known whether anything was done: check before trying again.',

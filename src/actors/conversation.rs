@@ -729,7 +729,7 @@ mod tests {
     async fn g3_a_message_s_approvals_are_decided_together_or_not_at_all() {
         use crate::store::chat::{ChatStore, PendingApproval, SqliteChat};
         let dir = tempfile::tempdir().unwrap();
-        let store = SqliteChat::open(&dir.path().join("chat.db")).unwrap();
+        let store = SqliteChat::open_without_turns(&dir.path().join("chat.db")).unwrap();
         let key = crate::store::key::test_key("alice", "c1");
         let approval = |id: &str| PendingApproval {
             approval_id: id.into(),

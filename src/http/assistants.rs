@@ -127,7 +127,7 @@ mod tests {
     #[tokio::test]
     async fn binding_rules() {
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::chat::SqliteChat::open(&dir.path().join("chat.db")).unwrap();
+        let store = crate::store::chat::SqliteChat::open_without_turns(&dir.path().join("chat.db")).unwrap();
         let a = two();
         assert_eq!(resolve(&a, &store, &key("u", "c"), None).await.unwrap().name, "default");
         assert_eq!(resolve(&a, &store, &key("u", "c"), Some("cal")).await.unwrap().name, "cal");

@@ -251,7 +251,7 @@ fn now_ms() -> i64 {
 impl SqliteChat {
     /// Opens (creating and migrating as needed) chat.db; `turns_running` is the process's count
     /// of running turns (`actors::running_turns`), the load signal of its inline commits.
-    pub fn open_counting(path: &Path, turns_running: super::db::TurnCount) -> Result<SqliteChat, Error> {
+    pub fn open(path: &Path, turns_running: super::db::TurnCount) -> Result<SqliteChat, Error> {
         migrate(path)?;
         // A turn's two commits go inline while the process runs no more turns than tokio has
         // workers (issue #16): at low load that saves two thread hand-offs per commit; under
@@ -266,8 +266,8 @@ impl SqliteChat {
 
     /// chat.db for a test that runs no turns against it.
     #[cfg(test)]
-    pub fn open(path: &Path) -> Result<SqliteChat, Error> {
-        SqliteChat::open_counting(path, std::sync::Arc::new(|| 0))
+    pub fn open_without_turns(path: &Path) -> Result<SqliteChat, Error> {
+        SqliteChat::open(path, std::sync::Arc::new(|| 0))
     }
 
     /// The file's handle, for what else lives in chat.db (the turns in flight).
@@ -673,7 +673,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let turns = crate::actors::running_turns::RunningTurns::default();
         let counted = turns.clone();
-        let s = SqliteChat::open_counting(&dir.path().join("chat.db"), std::sync::Arc::new(move || counted.count())).unwrap();
+        let s = SqliteChat::open(&dir.path().join("chat.db"), std::sync::Arc::new(move || counted.count())).unwrap();
         let db = s.db();
         let on_writer_thread = || db.write_small(|_| Ok(std::thread::current().name().is_some_and(|n| n.starts_with("db-writer-"))));
         assert!(!on_writer_thread().await.unwrap(), "quiet: inline");
@@ -708,8 +708,8 @@ mod tests {
             )
             .unwrap();
         }
-        let s = SqliteChat::open(&path).unwrap();
-        drop(SqliteChat::open(&path).unwrap()); // the guarded ALTER runs once
+        let s = SqliteChat::open_without_turns(&path).unwrap();
+        drop(SqliteChat::open_without_turns(&path).unwrap()); // the guarded ALTER runs once
         assert_eq!(s.assistant_of(&key("alice", "old")).await.unwrap(), Some(None));
     }
 
@@ -757,7 +757,7 @@ mod tests {
                 .unwrap();
             }
         }
-        let s = SqliteChat::open(&path).unwrap();
+        let s = SqliteChat::open_without_turns(&path).unwrap();
         assert_eq!(s.erase_user(&crate::store::key::test_user("alice")).await.unwrap(), 1);
         s.close().await;
         let mut bytes = std::fs::read(&path).unwrap();
@@ -774,7 +774,7 @@ mod tests {
             .unwrap()
             .pragma_update(None, "user_version", LAYOUT_VERSION + 1)
             .unwrap();
-        let Err(e) = SqliteChat::open(&path) else {
+        let Err(e) = SqliteChat::open_without_turns(&path) else {
             panic!("a newer layout was opened")
         };
         assert!(e.to_string().contains("newer than this build"), "{e}");
@@ -817,8 +817,8 @@ mod tests {
             )
             .unwrap();
         }
-        let s = SqliteChat::open(&path).unwrap();
-        drop(SqliteChat::open(&path).unwrap()); // a second open migrates nothing
+        let s = SqliteChat::open_without_turns(&path).unwrap();
+        drop(SqliteChat::open_without_turns(&path).unwrap()); // a second open migrates nothing
 
         let texts = |c: Conversation| c.messages.iter().map(UiMessage::text).collect::<Vec<_>>();
         assert_eq!(texts(s.load(&key("alice", "a1")).await.unwrap().unwrap()), ["one", "two"]);
@@ -909,7 +909,7 @@ mod tests {
     async fn a_new_chat_db_gets_the_per_turn_layout() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("chat.db");
-        SqliteChat::open(&path).unwrap().close().await;
+        SqliteChat::open_without_turns(&path).unwrap().close().await;
         let c = Connection::open(&path).unwrap();
         assert_eq!(
             c.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0)).unwrap(),

@@ -51,7 +51,9 @@ pub trait MemoryStore: Send + Sync {
     async fn list(&self, uid: &UserId) -> Result<Vec<Fact>, Error>;
 
     /// Saves a fact. `BadRequest` (with a message to show as is) when it is empty, too long,
-    /// or the user already keeps the most facts allowed.
+    /// or the user already keeps the most facts allowed. On PostgreSQL, a fact from a turn
+    /// (`source_conversation` the user's own) is fenced by that conversation's lease:
+    /// `OwnedElsewhere` when the lease names another instance (store::postgres::lease).
     async fn write(&self, uid: &UserId, text: &str, source_conversation: Option<&ConversationKey>) -> Result<Fact, Error>;
 
     /// Forgets one of the user's facts; false when the user has no fact with that id.
@@ -167,7 +169,9 @@ impl MemoryStore for SqliteMemory {
     }
 
     /// Saves a fact. `BadRequest` (with a message to show as is) when it is empty, too long,
-    /// or the user already keeps the most facts allowed.
+    /// or the user already keeps the most facts allowed. On PostgreSQL, a fact from a turn
+    /// (`source_conversation` the user's own) is fenced by that conversation's lease:
+    /// `OwnedElsewhere` when the lease names another instance (store::postgres::lease).
     async fn write(&self, uid: &UserId, text: &str, source_conversation: Option<&ConversationKey>) -> Result<Fact, Error> {
         let text = checked_fact(text)?;
         let source = source_of(uid, source_conversation);

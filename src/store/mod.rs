@@ -85,7 +85,7 @@ impl Stores {
 
     fn open_sqlite(dir: &Path, turns_running: db::TurnCount) -> Result<Stores, Error> {
         std::fs::create_dir_all(dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", dir.display())))?;
-        let chat = chat::SqliteChat::open_counting(&dir.join("chat.db"), turns_running)?;
+        let chat = chat::SqliteChat::open(&dir.join("chat.db"), turns_running)?;
         Ok(Stores {
             leases: Arc::new(lease::SqliteLeases::new(&chat)),
             chat: Arc::new(chat),

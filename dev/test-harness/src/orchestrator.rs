@@ -258,6 +258,35 @@ pub fn user_turn(conversation: &str, message_id: &str, text: &str) -> Vec<u8> {
     .expect("json")
 }
 
+/// The tool part a client echoes back with its decision on the `i`-th approval a turn asked
+/// for (its `tool-approval-request` parts, in order), built from that turn's streamed `parts`.
+pub fn approval_decision(parts: &[serde_json::Value], i: usize, approved: bool) -> serde_json::Value {
+    let request = parts
+        .iter()
+        .filter(|p| p["type"] == "tool-approval-request")
+        .nth(i)
+        .expect("the turn asked for that approval");
+    let call_id = &request["toolCallId"];
+    let input = parts
+        .iter()
+        .find(|p| p["type"] == "tool-input-available" && p["toolCallId"] == *call_id)
+        .expect("the input of the call asked about");
+    serde_json::json!({"type": "dynamic-tool", "toolName": input["toolName"], "toolCallId": call_id,
+                       "state": "approval-responded", "input": input["input"],
+                       "approval": {"id": request["approvalId"], "approved": approved}})
+}
+
+/// A chat request body deciding on the `i`-th approval a turn of `conversation` asked for
+/// (`parts`: that turn's stream): its assistant message, with the decision.
+pub fn approve(conversation: &str, parts: &[serde_json::Value], i: usize, approved: bool) -> Vec<u8> {
+    let message_id = &parts.iter().find(|p| p["type"] == "start").expect("the turn's start part")["messageId"];
+    serde_json::to_vec(&serde_json::json!({
+        "id": conversation,
+        "messages": [{"id": message_id, "role": "assistant", "parts": [approval_decision(parts, i, approved)]}]
+    }))
+    .expect("json")
+}
+
 /// Reads an SSE body into its `data:` payloads (`[DONE]` included as the string "[DONE]").
 pub async fn read_sse(response: reqwest::Response) -> Vec<String> {
     let text = response.text().await.expect("sse body");

@@ -3,6 +3,7 @@
 use deadpool_postgres::Pool;
 use tokio_postgres::Row;
 
+use super::lease::check_fence;
 use super::now_ms;
 use crate::compaction::Summary;
 use crate::error::Error;
@@ -31,26 +32,6 @@ impl PgChat {
     }
 }
 
-/// The fence (store::lease): a write goes ahead only while the conversation's lease row is
-/// absent or names this instance. The row is held FOR KEY SHARE until the transaction ends,
-/// so a takeover (FOR UPDATE) waits for this write and every later write sees the new owner.
-/// A turn's fact write checks it too (store::postgres::memory).
-pub(super) async fn check_fence(tx: &deadpool_postgres::Transaction<'_>, key: &ConversationKey, instance: &str) -> Result<(), Error> {
-    let owner = tx
-        .query_opt(
-            "SELECT owner FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 FOR KEY SHARE",
-            &[&key.uid(), &key.id()],
-        )
-        .await?;
-    match owner.map(|r| r.try_get::<_, String>(0)).transpose()? {
-        Some(owner) if owner != instance => {
-            tracing::warn!("a write into a conversation this instance no longer owns was refused");
-            Err(Error::OwnedElsewhere { retry_after_secs: 1 })
-        }
-        _ => Ok(()),
-    }
-}
-
 #[async_trait::async_trait]
 impl ChatStore for PgChat {
     async fn save(&self, key: &ConversationKey, message: &UiMessage, save: Save) -> Result<(), Error> {
@@ -61,7 +42,7 @@ impl ChatStore for PgChat {
         let assistant = save.user_assistant.as_deref();
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        check_fence(&tx, key, &self.instance).await?;
+        check_fence(&tx, key, &self.instance, "chat write").await?;
         if let Some(wanted) = assistant {
             // The binding is set once; the row lock keeps a concurrent first message honest.
             let bound = tx
@@ -159,7 +140,7 @@ impl ChatStore for PgChat {
         // come back than ids were asked for, it rolls back and nothing is taken.
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        check_fence(&tx, key, &self.instance).await?;
+        check_fence(&tx, key, &self.instance, "chat write").await?;
         let rows = tx
             .query(
                 concat!(
@@ -269,7 +250,7 @@ impl ChatStore for PgChat {
         // Fenced like every write (store::lease).
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        check_fence(&tx, key, &self.instance).await?;
+        check_fence(&tx, key, &self.instance, "chat write").await?;
         let n = tx
             .execute(
                 "INSERT INTO summaries (uid, conversation_id, covers_count, covers_until_id, text, created_at)

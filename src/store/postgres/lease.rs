@@ -51,6 +51,36 @@ const PRUNE_EVERY_SECS: i64 = 300;
 pub(super) const RECORD_TURN: &str = "UPDATE conversation_leases SET turn_message_id = $4, turn_request_id = $5
      WHERE uid = $1 AND conversation_id = $2 AND owner = $3";
 
+/// The fence (store::lease): a write goes ahead only while the conversation's lease row is
+/// absent or names this instance. The row is held FOR KEY SHARE until the transaction ends,
+/// so a takeover (FOR UPDATE) waits for this write and every later write sees the new owner.
+/// It compares the owner, not a generation of the lease: once the old owner takes the
+/// conversation again, a write of its earlier turn still in flight passes, and an instance's
+/// own takeover (a delete, an erasure) refuses nothing of its own. Shared by every fenced
+/// write: chat (store::postgres::chat) and a turn's fact (store::postgres::memory).
+/// `write` names the refused write in the log ("chat write", "fact write"), so an operator (and
+/// a test) can tell which fence fired.
+pub(super) async fn check_fence(
+    tx: &deadpool_postgres::Transaction<'_>,
+    key: &ConversationKey,
+    instance: &str,
+    write: &str,
+) -> Result<(), Error> {
+    let owner = tx
+        .query_opt(
+            "SELECT owner FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 FOR KEY SHARE",
+            &[&key.uid(), &key.id()],
+        )
+        .await?;
+    match owner.map(|r| r.try_get::<_, String>(0)).transpose()? {
+        Some(owner) if owner != instance => {
+            tracing::warn!("a {write} into a conversation this instance no longer owns was refused");
+            Err(Error::OwnedElsewhere { retry_after_secs: 1 })
+        }
+        _ => Ok(()),
+    }
+}
+
 fn ttl_secs(ttl: Duration) -> f64 {
     ttl.as_secs_f64()
 }

@@ -2,11 +2,13 @@
 //!
 //! A fact written from a turn is fenced like a chat write (store::lease): it goes ahead only
 //! while its source conversation's lease row is absent or names this instance, so an instance
-//! whose conversations an erasure seized elsewhere cannot leave a fact behind it.
+//! whose conversations an erasure seized elsewhere writes no fact while the lease names that
+//! other instance (an owner check, not a generation: see `lease::check_fence`).
 
 use deadpool_postgres::Pool;
 
-use super::chat::{check_fence, vacuum};
+use super::chat::vacuum;
+use super::lease::check_fence;
 use super::now_ms;
 use crate::error::Error;
 use crate::store::key::{ConversationKey, UserId};
@@ -62,10 +64,11 @@ impl MemoryStore for PgMemory {
         let tx = client.transaction().await?;
         // A turn's fact is fenced by its conversation's lease, held FOR KEY SHARE until commit:
         // an erasure that seized the user's leases (FOR UPDATE) waits for this write, whose
-        // fact its later pass then deletes, and every later write is refused. Only the user's
-        // own conversation counts as a source (source_of), so only it is checked.
+        // fact its later pass then deletes, and a later write of another instance is refused
+        // while the lease names the erasing one (an owner check: see check_fence). Only the
+        // user's own conversation counts as a source (source_of), so only it is checked.
         if let Some(key) = source_conversation.filter(|_| source.is_some()) {
-            check_fence(&tx, key, &self.instance).await?;
+            check_fence(&tx, key, &self.instance, "fact write").await?;
         }
         // Two instances saving for one user at once must not both pass the limit: the
         // count and the insert run under a per-user lock held until commit.
@@ -109,8 +112,12 @@ impl MemoryStore for PgMemory {
         let tx = client.transaction().await?;
         // A write of this user's still under way (a cancelled turn's, its COMMIT already sent)
         // holds the lock: the delete waits for it and then sees its row. One that starts
-        // after this commits is refused by the fence while the erasure holds the user's leases
-        // (http::memory::erase_me), and is otherwise a new fact, written after the erasure.
+        // after this commits is refused by the fence only where its conversation's lease names
+        // another instance: another instance's turn, until that instance takes the
+        // conversation again (the fence checks the owner, not a generation, so a write of an
+        // earlier turn still in flight there then passes). On this instance, whose leases the
+        // erasure holds (http::memory::erase_me), nothing is refused: its own turns are
+        // covered only by the erasure's bounded wait for the turns it cancelled.
         tx.execute(LOCK_USER_FACTS, &[&uid.as_str()]).await?;
         let n = tx.execute("DELETE FROM facts WHERE uid = $1", &[&uid.as_str()]).await?;
         tx.commit().await?;
