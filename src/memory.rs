@@ -93,11 +93,12 @@ enum FaultHold<'a> {
 #[cfg(feature = "fault-injection")]
 fn fault_hold_of<'a>(tool: &str, arguments: &'a Value) -> Option<FaultHold<'a>> {
     let fact = arguments.get("fact").and_then(Value::as_str).filter(|_| tool == "memory_write")?;
-    fact.split_whitespace().find_map(|word| match word.strip_prefix(FAULT_SLOW_MEMORY_WRITE_UNTIL) {
-        Some("") => None,
-        Some(path) => Some(FaultHold::UntilFile(path)),
-        None => (word == FAULT_SLOW_MEMORY_WRITE).then_some(FaultHold::Fixed),
-    })
+    fact.split_whitespace()
+        .find_map(|word| match word.strip_prefix(FAULT_SLOW_MEMORY_WRITE_UNTIL) {
+            Some("") => None,
+            Some(path) => Some(FaultHold::UntilFile(path)),
+            None => (word == FAULT_SLOW_MEMORY_WRITE).then_some(FaultHold::Fixed),
+        })
 }
 
 /// Test builds only, see [`FAULT_SLOW_MEMORY_WRITE`]; called by the turn when fault injection is on.
@@ -261,7 +262,10 @@ mod tests {
         let fact = |f: &str| json!({"fact": f});
         let write = |f: &str| fault_hold_of("memory_write", &fact(f)).map(|h| format!("{h:?}"));
         assert_eq!(write("x FAULT:slow-memory-write y").as_deref(), Some("Fixed"));
-        assert_eq!(write("x FAULT:slow-memory-write-until:/tmp/r y").as_deref(), Some(r#"UntilFile("/tmp/r")"#));
+        assert_eq!(
+            write("x FAULT:slow-memory-write-until:/tmp/r y").as_deref(),
+            Some(r#"UntilFile("/tmp/r")"#)
+        );
         assert_eq!(write("x FAULT:slow-memory-write-until:"), None);
         assert_eq!(write("x FAULT:slow-memory-write-until: /tmp/r"), None);
         assert_eq!(write("x FAULT:slow-memory-write-never y"), None);
