@@ -65,6 +65,8 @@ pub const FAULT_SLOW_MEMORY_WRITE: &str = "FAULT:slow-memory-write";
 /// Test builds only: `FAULT:slow-memory-write-until:<path>` in the fact holds the write the
 /// same way, but until a file exists at `<path>` (the test creates it when it has done what
 /// must come first), so the test does not race a fixed hold. At most [`FAULT_RELEASE_BOUND`].
+/// The path runs to the next whitespace and must not be empty: a marker without one is
+/// ignored, like any other marker this build does not know.
 #[cfg(feature = "fault-injection")]
 pub const FAULT_SLOW_MEMORY_WRITE_UNTIL: &str = "FAULT:slow-memory-write-until:";
 
@@ -77,29 +79,57 @@ const FAULT_HOLD: std::time::Duration = std::time::Duration::from_secs(2);
 #[cfg(feature = "fault-injection")]
 const FAULT_RELEASE_BOUND: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// Which hold a `memory_write`'s fact asks for (test builds only).
+#[cfg(feature = "fault-injection")]
+#[derive(Debug, PartialEq, Eq)]
+enum FaultHold<'a> {
+    /// [`FAULT_SLOW_MEMORY_WRITE`]: a fixed [`FAULT_HOLD`].
+    Fixed,
+    /// [`FAULT_SLOW_MEMORY_WRITE_UNTIL`]: until this file exists.
+    UntilFile(&'a str),
+}
+
+/// The hold the call asks for, if any. Markers are whole words of the fact; the first one wins.
+#[cfg(feature = "fault-injection")]
+fn fault_hold_of<'a>(tool: &str, arguments: &'a Value) -> Option<FaultHold<'a>> {
+    let fact = arguments.get("fact").and_then(Value::as_str).filter(|_| tool == "memory_write")?;
+    fact.split_whitespace()
+        .find_map(|word| match word.strip_prefix(FAULT_SLOW_MEMORY_WRITE_UNTIL) {
+            Some("") => None,
+            Some(path) => Some(FaultHold::UntilFile(path)),
+            None => (word == FAULT_SLOW_MEMORY_WRITE).then_some(FaultHold::Fixed),
+        })
+}
+
 /// Test builds only, see [`FAULT_SLOW_MEMORY_WRITE`]; called by the turn when fault injection is on.
 #[cfg(feature = "fault-injection")]
 pub fn fault_hold_before_write(tool: &str, arguments: &Value) {
-    let Some(fact) = arguments.get("fact").and_then(Value::as_str).filter(|_| tool == "memory_write") else {
-        return;
-    };
-    let release_file = fact
-        .split_once(FAULT_SLOW_MEMORY_WRITE_UNTIL)
-        .and_then(|(_, rest)| rest.split_whitespace().next());
-    if release_file.is_none() && !fact.contains(FAULT_SLOW_MEMORY_WRITE) {
-        return;
-    }
-    tracing::warn!("fault injection: holding a memory write");
-    match release_file {
-        Some(path) => {
+    match fault_hold_of(tool, arguments) {
+        None => {}
+        Some(FaultHold::Fixed) => {
+            tracing::warn!(hold_ms = FAULT_HOLD.as_millis() as u64, "fault injection: holding a memory write");
+            std::thread::sleep(FAULT_HOLD);
+            tracing::warn!("fault injection: memory write released");
+        }
+        Some(FaultHold::UntilFile(path)) => {
+            tracing::warn!(release_file = path, "fault injection: holding a memory write until the file exists");
             let deadline = std::time::Instant::now() + FAULT_RELEASE_BOUND;
-            while !std::path::Path::new(path).exists() && std::time::Instant::now() < deadline {
+            let mut released = std::path::Path::new(path).exists();
+            while !released && std::time::Instant::now() < deadline {
                 std::thread::sleep(std::time::Duration::from_millis(20));
+                released = std::path::Path::new(path).exists();
+            }
+            if released {
+                tracing::warn!(release_file = path, "fault injection: memory write released");
+            } else {
+                tracing::warn!(
+                    release_file = path,
+                    bound_secs = FAULT_RELEASE_BOUND.as_secs(),
+                    "fault injection: the release file never appeared; memory write released at the bound"
+                );
             }
         }
-        None => std::thread::sleep(FAULT_HOLD),
     }
-    tracing::warn!("fault injection: memory write released");
 }
 
 /// Runs one local tool for the user of conversation `key`. `Ok` is the result text, `Err` the error text; both are
@@ -202,7 +232,9 @@ mod tests {
         assert_eq!(m.list(&user("alice")).await.unwrap(), vec![]);
     }
 
-    /// The hold with a release file ends when the file appears, not after a fixed time.
+    /// The hold with a release file ends when the file appears, not after a fixed time, and
+    /// well inside its bound (a correctness bound: a hold that ran to the bound would mean the
+    /// file was never seen; not a speed target).
     #[cfg(feature = "fault-injection")]
     #[test]
     fn a_hold_until_a_file_ends_when_the_file_appears() {
@@ -213,6 +245,31 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(300));
         assert!(!held.is_finished(), "the write is held until the file exists");
         std::fs::write(&release, b"").unwrap();
+        let released_at = std::time::Instant::now();
         held.join().unwrap();
+        let after = released_at.elapsed();
+        assert!(
+            after < std::time::Duration::from_secs(10),
+            "the hold ended {after:?} after the file appeared: it should end soon after, far inside the {FAULT_RELEASE_BOUND:?} bound"
+        );
+    }
+
+    /// Which markers hold a write: whole words, a release path that is not empty, only for
+    /// `memory_write`. A marker without its path is ignored like an unknown one (no hold).
+    #[cfg(feature = "fault-injection")]
+    #[test]
+    fn fault_markers_are_read_as_whole_words_and_the_release_path_is_required() {
+        let fact = |f: &str| json!({"fact": f});
+        let write = |f: &str| fault_hold_of("memory_write", &fact(f)).map(|h| format!("{h:?}"));
+        assert_eq!(write("x FAULT:slow-memory-write y").as_deref(), Some("Fixed"));
+        assert_eq!(
+            write("x FAULT:slow-memory-write-until:/tmp/r y").as_deref(),
+            Some(r#"UntilFile("/tmp/r")"#)
+        );
+        assert_eq!(write("x FAULT:slow-memory-write-until:"), None);
+        assert_eq!(write("x FAULT:slow-memory-write-until: /tmp/r"), None);
+        assert_eq!(write("x FAULT:slow-memory-write-never y"), None);
+        assert_eq!(write("a plain fact"), None);
+        assert_eq!(fault_hold_of("memory_forget", &fact("FAULT:slow-memory-write")), None);
     }
 }

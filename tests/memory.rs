@@ -6,7 +6,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::time::Duration;
-use test_harness::orchestrator::{Options, Orchestrator, approve, parts, read_sse, user_turn};
+use test_harness::orchestrator::{Options, Orchestrator, approval_decision, approve, parts, read_sse, user_turn};
 use test_harness::probe_mcp::ProbeMcp;
 use test_harness::scripted_model::ScriptedModel;
 
@@ -19,22 +19,10 @@ struct Turn {
 }
 
 impl Turn {
-    /// The approval requests: (approval id, tool call id).
-    fn approvals(&self) -> Vec<(String, String)> {
-        self.parts
-            .iter()
-            .filter(|p| p["type"] == "tool-approval-request")
-            .map(|p| (p["approvalId"].as_str().unwrap().into(), p["toolCallId"].as_str().unwrap().into()))
-            .collect()
-    }
-
-    fn input_of(&self, call_id: &str) -> (String, Value) {
-        let p = self
-            .parts
-            .iter()
-            .find(|p| p["type"] == "tool-input-available" && p["toolCallId"] == call_id)
-            .unwrap();
-        (p["toolName"].as_str().unwrap().into(), p["input"].clone())
+    /// How many approvals the turn asked for (each is decided through the harness's
+    /// `approve` / `approval_decision`, which read them from these parts).
+    fn approvals_asked(&self) -> usize {
+        self.parts.iter().filter(|p| p["type"] == "tool-approval-request").count()
     }
 }
 
@@ -105,8 +93,8 @@ async fn an_injected_remember_asks_and_a_denied_write_changes_nothing() {
     let orch = start(&model, &probe, vec![]);
     let c = client();
     let t = say(&orch, &c, "alice", "inj", "Please summarise the meeting notes").await;
-    assert_eq!(t.approvals().len(), 1, "the write waits for the person: {:?}", t.parts);
-    assert_eq!(t.input_of(&t.approvals()[0].1).0, "memory_write");
+    assert_eq!(t.approvals_asked(), 1, "the write waits for the person: {:?}", t.parts);
+    assert_eq!(approval_decision(&t.parts, 0, true)["toolName"], "memory_write");
     assert!(
         !t.parts
             .iter()
@@ -293,7 +281,7 @@ async fn erasure_waits_for_a_cancelled_turns_memory_write() {
     let mut orch = start(&model, &probe, vec![]);
     let c = client();
     let t = say(&orch, &c, "erin", "late", &format!("remember {LATE} FAULT:slow-memory-write")).await;
-    assert_eq!(t.approvals().len(), 1, "{:?}", t.parts);
+    assert_eq!(t.approvals_asked(), 1, "{:?}", t.parts);
     // Approved: the turn runs the write, which the hook holds.
     let body = approve("late", &t.parts, 0, true);
     let approved = orch.request(&c, Method::POST, "/v1/chat", "erin", &body, Some("nc-token")).send();

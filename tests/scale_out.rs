@@ -464,9 +464,9 @@ async fn an_erasure_on_one_instance_fences_a_turn_on_another() {
 
 /// A memory write of a turn on one instance, approved before an erasure on another instance
 /// and held (the fault hook, released by the test once the erasure has answered): fenced by the
-/// seized lease like a chat write, so the fact does not outlive the erasure. B renews rarely,
-/// so its actor has not yet noticed the seizure (and cancelled the turn) when the write runs:
-/// the fence alone refuses it.
+/// seized lease like a chat write, so the fact does not outlive the erasure. B's actor does not
+/// renew during the test (see its lease below), so it has not noticed the seizure (and
+/// cancelled the turn) when the write runs: the fence alone refuses it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_erasure_on_one_instance_fences_a_memory_write_on_another() {
     let Some(pg) = PgCluster::start_or_skip() else { return };
@@ -476,7 +476,13 @@ async fn an_erasure_on_one_instance_fences_a_memory_write_on_another() {
         {"tool_calls": [{"name": "memory_write", "arguments": {"fact": "{{last_user_text}}"}}]},
         {"text": "Saved."}
     ]}]));
-    let (a, mut b) = (start(&model, &url), start_with_lease(&model, &url, 30));
+    // B's actor renews its lease every third of the lease time after it starts. A renewal
+    // between the seizure and the write would find the lease lost and stop the actor,
+    // cancelling the turn, which could then drop the write before it reaches the fence (and the
+    // test would see no fact-fence refusal). With 600 s the first renewal comes 200 s after
+    // the actor starts, later than every bound of the steps before the write added together
+    // (the client's 60 s per request, the 30 s wait for the hold): it cannot come first.
+    let (a, mut b) = (start(&model, &url), start_with_lease(&model, &url, 600));
     let c = client();
     // The hook holds the write until this file exists: however long A's erasure takes.
     let release = tempfile::tempdir().unwrap();
@@ -500,16 +506,31 @@ async fn an_erasure_on_one_instance_fences_a_memory_write_on_another() {
         .await
         .unwrap();
     assert_eq!(erased.status(), 200);
+    // The hook lets go only once the file exists or after its 60 s bound: this guards the
+    // bound (an erasure slower than it would no longer test a write held across it).
     assert!(
         !b.process().logs().contains("fault injection: memory write released"),
-        "the erasure came after the write, not before it"
+        "the hold ran out its bound before the erasure answered"
+    );
+    assert!(
+        !b.process().logs().contains("conversation lease lost"),
+        "B's actor renewed (and stopped) before the write: the fence would not be what refuses it"
     );
     // B's turn runs its write once the hook lets go, and ends.
     std::fs::write(&release_file, b"").unwrap();
-    let _ = approved_turn.join_next().await.unwrap().unwrap();
+    let stream = parts(&approved_turn.join_next().await.unwrap().unwrap());
+    // The tool's error never reaches the stream: the refused chat save of the turn's next
+    // checkpoint ends the turn with an error before that part is committed, and so before it is
+    // sent (docs/orchestrator.md, erasure); nor, of course, a tool output.
+    assert_eq!(stream.last().map(|p| p["type"].clone()), Some(json!("error")), "{stream:?}");
+    assert!(
+        !stream
+            .iter()
+            .any(|p| p["type"] == "tool-output-available" || p["type"] == "tool-output-error"),
+        "{stream:?}"
+    );
     // The fact fence refused it, not only the turn's chat save (whose refusal the log names
-    // apart). The tool's error never reaches the stream: the refused chat save of the turn's
-    // next checkpoint ends the turn before that part is committed, and so before it is sent.
+    // apart).
     assert!(
         b.process()
             .logs()

@@ -50,9 +50,10 @@ pub async fn forget(
     }
 }
 
-/// Takes every conversation of the user from whichever instance runs it (store::lease: from
-/// then on no other instance writes into them), stops the user's actors here (so no turn
-/// writes after the erasure; once more after the rows went, for an actor started meanwhile),
+/// Takes every conversation of the user from whichever instance runs it (store::lease: while
+/// the leases name this instance, no other instance writes into them; an owner check, see the
+/// caveat on `check_fence`), stops the user's actors here (once more after the rows went, for
+/// an actor started meanwhile),
 /// erases chat.db's and memory.db's rows of the user with their bytes (twice: see
 /// erase_seized; the second time after the user's cancelled turns ended, bounded), gives the
 /// conversations back, and audits the erasure.

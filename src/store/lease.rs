@@ -13,9 +13,12 @@
 //! transaction, that the conversation's lease row is absent or names this instance (holding
 //! the row FOR KEY SHARE; taking a lease over locks it FOR UPDATE, so it waits for a write in
 //! progress). An instance that lost a conversation — its lease expired and was taken, or a
-//! delete or an erasure on another instance took it — can therefore never write into it again,
-//! even before its actor notices. For the fence to hold, a lease row is never deleted while
-//! its owner may live: releasing only expires it, and rows are pruned an hour after expiry.
+//! delete or an erasure on another instance took it — therefore cannot write into it while the
+//! lease names another instance, even before its actor notices. The fence compares the owner,
+//! not a generation of the lease: once the old owner takes the conversation back, a write of
+//! its earlier turn still in flight passes (see the caveat on `postgres::lease::check_fence`).
+//! For the fence to hold, a lease row is never deleted while its owner may live: releasing
+//! only expires it, and rows are pruned an hour after expiry.
 //!
 //! With SQLite the files belong to one process, so there is nobody to share with:
 //! [`SqliteLeases`] grants every lease (the conversations supervisor already keeps one actor

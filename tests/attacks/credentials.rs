@@ -235,7 +235,7 @@ pub async fn approval_with_a_swapped_credential_is_refused(s: &Stack) -> Result<
     let turn = s.chat("alice", marker, &format!("{marker} move it")).await?;
     ensure!(turn.approvals.len() == 1, "not held: {:?}", turn.parts);
     let body = serde_json::to_vec(
-        &json!({"id": marker, "messages": [{"id": turn.message_id, "role": "assistant", "parts": [turn.decision(0, true)]}]}),
+        &json!({"id": marker, "messages": [{"id": turn.message_id, "role": "assistant", "parts": [turn.decision(0, true)?]}]}),
     )?;
     let alices = credentials_header(&[("nextcloud", s.nc.app_password("alice")), ("probe", s.nc.app_password("alice"))]);
     let mut headers = Orchestrator::sign(&Signing {
@@ -264,7 +264,7 @@ pub async fn approval_with_a_swapped_credential_is_refused(s: &Stack) -> Result<
         "moved in bob's account"
     );
     // The approval was not consumed: alice, with her own credential, can still decide.
-    let turn = s.decide("alice", marker, &turn.message_id, vec![turn.decision(0, false)]).await?;
+    let turn = s.decide("alice", marker, &turn.message_id, vec![turn.decision(0, false)?]).await?;
     ensure!(turn.status == 200, "alice's own decision was refused: {}", turn.status);
     Ok(())
 }

@@ -42,7 +42,7 @@ async fn obey(s: &Stack, marker: &str, read: (&str, Value), act: (&str, Value)) 
 
 /// Denies the pending call and checks it is reported denied.
 async fn deny(s: &Stack, marker: &str, turn: &Turn, act: &str) -> Result<()> {
-    let after = s.decide("alice", marker, &turn.message_id, vec![turn.decision(0, false)]).await?;
+    let after = s.decide("alice", marker, &turn.message_id, vec![turn.decision(0, false)?]).await?;
     ensure!(after.status == 200, "deny status {}", after.status);
     ensure!(
         after.parts.iter().any(|p| p["type"] == "tool-output-denied"),
@@ -300,7 +300,7 @@ pub async fn memo_moves_a_deck_card(s: &Stack) -> Result<()> {
     ensure!(s.deck_cards().await? == before, "the card moved before approval");
     common(s, m, "deck_move_card")?;
     // The user's own approval of the recorded call is what moves it.
-    let after = s.decide("alice", m, &turn.message_id, vec![turn.decision(0, true)]).await?;
+    let after = s.decide("alice", m, &turn.message_id, vec![turn.decision(0, true)?]).await?;
     ensure!(after.status == 200, "approve status {}", after.status);
     ensure!(
         s.deck_cards().await?.contains(&(s.board.done, card, title)),

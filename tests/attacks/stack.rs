@@ -13,7 +13,7 @@ use std::time::Duration;
 use test_harness::mcp_mail::McpMail;
 use test_harness::mcp_nextcloud::McpNextcloud;
 use test_harness::mcp_server::McpServer;
-use test_harness::orchestrator::{Options, Orchestrator, parse_sse, parts, user_turn};
+use test_harness::orchestrator::{Options, Orchestrator, approval_decision, parse_sse, parts, user_turn};
 use test_harness::probe_mcp::ProbeMcp;
 use test_harness::scripted_model::ScriptedModel;
 use test_harness::standin::Standin;
@@ -87,12 +87,13 @@ impl Turn {
             .collect()
     }
 
-    /// The approval-requested call as the tool part a client echoes back with its decision.
-    pub fn decision(&self, i: usize, approved: bool) -> Value {
-        let (approval_id, call_id) = self.approvals.get(i).cloned().unwrap_or_default();
-        let (name, input) = self.call(&call_id).unwrap_or_default();
-        json!({"type": "dynamic-tool", "toolName": name, "toolCallId": call_id, "state": "approval-responded",
-               "input": input, "approval": {"id": approval_id, "approved": approved}})
+    /// The approval-requested call as the tool part a client echoes back with its decision
+    /// (the harness's [`approval_decision`]). A turn that did not ask for that approval is an
+    /// error, a finding of the case, not a panic that would end the whole suite.
+    pub fn decision(&self, i: usize, approved: bool) -> Result<Value> {
+        let asked = self.approvals.get(i).is_some_and(|(_, call_id)| self.call(call_id).is_some());
+        ensure!(asked, "the turn asked for no approval #{i} (with its call): {:?}", self.parts);
+        Ok(approval_decision(&self.parts, i, approved))
     }
 }
 

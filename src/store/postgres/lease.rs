@@ -200,7 +200,8 @@ impl LeaseStore for PgLeases {
         tx.batch_execute(NO_FLUSH).await?;
         // A row for every conversation of the user (one nobody runs has none yet), then every
         // row locked FOR UPDATE, which waits for writes in progress under the fence, then
-        // taken: from here on no other instance writes into these conversations.
+        // taken: while the rows name this instance, no other instance writes into these
+        // conversations (an owner check: see check_fence's caveat).
         tx.execute(
             "INSERT INTO conversation_leases (uid, conversation_id, owner, expires_at)
              SELECT uid, id, $2, now() + make_interval(secs => $3) FROM conversations WHERE uid = $1

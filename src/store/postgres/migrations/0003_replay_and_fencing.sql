@@ -9,6 +9,7 @@ CREATE TABLE replay_nonces (
 CREATE INDEX replay_nonces_by_expiry ON replay_nonces (expires_at);
 
 -- Lease rows now outlive their owner's release (it only expires them), so that an instance
--- that lost a conversation can never write into it again (store::lease, the fence). Rows
--- long expired are pruned by expiry.
+-- that lost a conversation cannot write into it while the row names another instance
+-- (store::lease, the fence: an owner check, see check_fence). Rows long expired are pruned
+-- by expiry.
 CREATE INDEX conversation_leases_by_expiry ON conversation_leases (expires_at);
