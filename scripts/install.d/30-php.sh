@@ -5,5 +5,5 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 apt_install php-cli php-xml php-mbstring php-curl phpunit
-php --version | head -n 1
+php --version | sed -n 1p  # sed reads to the end: head could end the pipe early (SIGPIPE under pipefail)
 phpunit --version

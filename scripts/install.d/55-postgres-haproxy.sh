@@ -11,4 +11,4 @@ apt_install postgresql haproxy openssl
 ls -d /usr/lib/postgresql/*/bin/initdb >/dev/null
 id postgres >/dev/null
 ls /usr/lib/postgresql/
-haproxy -v | head -1
+haproxy -v | sed -n 1p  # not head: under pipefail, head closing the pipe early can fail the step with SIGPIPE
