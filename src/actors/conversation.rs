@@ -211,6 +211,25 @@ impl Actor for ConversationActor {
         Ok(())
     }
 
+    /// ractor's default (a child's end stops this actor; a conversation has no children),
+    /// without its `async` state: ractor's message loop, allocated once per conversation for
+    /// the actor's life, is sized by this future too, which held the 80-byte event twice over
+    /// (issue #16).
+    fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        event: ractor::SupervisionEvent,
+        _: &mut State,
+    ) -> impl std::future::Future<Output = Result<(), ActorProcessingErr>> + Send {
+        if matches!(
+            event,
+            ractor::SupervisionEvent::ActorTerminated(..) | ractor::SupervisionEvent::ActorFailed(..)
+        ) {
+            myself.stop(None);
+        }
+        std::future::ready(Ok(()))
+    }
+
     /// Every message is handled boxed (one allocation per message): ractor keeps each actor's
     /// message loop in one allocation for the actor's life (one per open conversation), sized
     /// by this future, which its loop holds twice over (issue #16).
