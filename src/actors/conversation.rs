@@ -773,7 +773,10 @@ mod tests {
     fn sizes_of_what_a_held_stream_keeps() {
         use std::mem::size_of;
         let sizes = [
-            ("ConversationActor::handle future", future_size(&<ConversationActor as Actor>::handle)),
+            (
+                "ConversationActor::handle future",
+                future_size(&<ConversationActor as Actor>::handle),
+            ),
             ("ConversationMsg", size_of::<ConversationMsg>()),
             ("TurnEvent", size_of::<TurnEvent>()),
             ("conversation State", size_of::<State>()),

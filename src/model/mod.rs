@@ -424,7 +424,10 @@ fn chunk_events(chunk: Chunk, span: &tracing::Span, finished: &mut bool) -> Vec<
             out.push(ModelEvent::TextDelta(text));
         }
         for call in choice.delta.tool_calls {
-            let function = call.function.unwrap_or(FunctionDelta { name: None, arguments: None });
+            let function = call.function.unwrap_or(FunctionDelta {
+                name: None,
+                arguments: None,
+            });
             // The provider's id is optional to us: calls get ids of ours (tool_calls.rs).
             if let Some(name) = function.name {
                 out.push(ModelEvent::ToolCallStart {
@@ -434,7 +437,10 @@ fn chunk_events(chunk: Chunk, span: &tracing::Span, finished: &mut bool) -> Vec<
                 });
             }
             if let Some(args) = function.arguments.filter(|a| !a.is_empty()) {
-                out.push(ModelEvent::ToolCallArguments { index: call.index, delta: args });
+                out.push(ModelEvent::ToolCallArguments {
+                    index: call.index,
+                    delta: args,
+                });
             }
         }
         if let Some(reason) = choice.finish_reason {
@@ -538,10 +544,17 @@ mod tests {
         let events = bytes.eventsource();
         let events_size = std::mem::size_of_val(&events);
         let parsed = parse(events, tracing::Span::none());
-        eprintln!("size model stream (parse): {} (its event stream: {events_size})", std::mem::size_of_val(&parsed));
+        eprintln!(
+            "size model stream (parse): {} (its event stream: {events_size})",
+            std::mem::size_of_val(&parsed)
+        );
         // The event stream is kept once, and no chunk is part of the state (issue #16: 1,344
         // bytes in a test build before, 496 after).
-        assert!(std::mem::size_of_val(&parsed) <= events_size + 512, "{} bytes", std::mem::size_of_val(&parsed));
+        assert!(
+            std::mem::size_of_val(&parsed) <= events_size + 512,
+            "{} bytes",
+            std::mem::size_of_val(&parsed)
+        );
     }
 
     fn events(frames: &[&str]) -> Vec<Result<ModelEvent, ModelError>> {
