@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::fairness::Refusal;
 use super::{AppState, ask, ask_conversation, find_conversation, sse, valid_conversation_id};
-use crate::actors::conversation::{ConversationMsg, Subscription};
+use crate::actors::conversation::{ConversationMsg, Subscription, TurnStart};
 use crate::auth::Caller;
 use crate::error::{ApiError, Error, TurnLimit};
 use crate::store::key::ConversationKey;
@@ -92,44 +92,18 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     Ok(sse::response(subscription, rid, state.services.shutdown.clone()))
 }
 
-/// What starts a turn, short of the reply port.
-#[derive(Clone)]
-struct TurnStart {
-    caller: Caller,
-    input: TurnInput,
-    assistant: std::sync::Arc<crate::assistants::Assistant>,
-    /// The asking request's span (the turn's span is its child).
-    parent: tracing::Span,
-    held: crate::actors::running_turns::Held,
-}
-
-impl TurnStart {
-    fn message(&self, reply: ractor::RpcReplyPort<Result<Subscription, Error>>) -> ConversationMsg {
-        let TurnStart {
-            caller,
-            input,
-            assistant,
-            parent,
-            held,
-        } = self.clone();
-        ConversationMsg::StartTurn {
-            caller,
-            input,
-            assistant,
-            parent,
-            held,
-            reply,
-        }
-    }
-}
-
 /// Starts the turn in the conversation's actor. A running one is reached directly (no round
 /// trip through the conversations supervisor, issue #16); one that is not running through
 /// the supervisor, which starts it once it holds the lease. One that stops between the two
 /// (an idle stop) is replaced once, never a failed request ([`super::ask_conversation`]).
 async fn start_turn(state: &AppState, key: ConversationKey, turn: TurnStart) -> Result<Subscription, Error> {
     let running = state.actors.running_conversation(&key);
-    ask_conversation(state, &key, running, |reply| turn.message(reply)).await?
+    // Built up to twice (see `ask_conversation`), so the start is cloned for each message.
+    let message = |reply| ConversationMsg::StartTurn {
+        start: Box::new(turn.clone()),
+        reply,
+    };
+    ask_conversation(state, &key, running, message).await?
 }
 
 pub async fn resume(

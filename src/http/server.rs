@@ -15,7 +15,6 @@ use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -54,15 +53,10 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationTok
         if let Err(e) = stream.set_nodelay(true) {
             tracing::warn!(error = %e, "could not set TCP_NODELAY");
         }
-        let service = TowerToHyperService::new(app.clone());
+        let service = BoxedRouter(app.clone());
         // No upgrades: no route switches protocols.
         let connection = builder.serve_connection(TokioIo::new(stream), service);
-        let watched = graceful.watch(connection);
-        connections.spawn(async move {
-            if let Err(e) = watched.await {
-                tracing::debug!(error = %e, "connection ended with an error");
-            }
-        });
+        connections.spawn(connection_task(graceful.watch(connection)));
     }
     drop(listener);
     connections.close();
@@ -72,5 +66,70 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: CancellationTok
     };
     if tokio::time::timeout(drain, drained).await.is_err() {
         tracing::warn!("some connections did not finish in time");
+    }
+}
+
+/// The router as hyper's service, each request's future boxed (one allocation per request):
+/// hyper keeps a slot for a request's future per connection (its `in_flight`), allocated at
+/// the future's size for as long as the connection is open, so every open stream would keep
+/// 320 bytes for a future that ended when its response started (issue #16). Otherwise what
+/// hyper-util's `TowerToHyperService` does.
+#[derive(Clone)]
+struct BoxedRouter(Router);
+
+type Request = http::Request<hyper::body::Incoming>;
+
+impl hyper::service::Service<Request> for BoxedRouter {
+    type Response = axum::response::Response;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn call(&self, request: Request) -> Self::Future {
+        Box::pin(tower::ServiceExt::oneshot(self.0.clone(), request))
+    }
+}
+
+/// An open connection's task. Not an async block: that would keep the connection twice (its
+/// captured copy and the one being awaited), about 0.8 KB more per open stream (issue #16).
+fn connection_task<C: std::future::Future<Output = Result<(), hyper::Error>>>(connection: C) -> impl std::future::Future<Output = ()> {
+    futures::FutureExt::map(connection, |ended| {
+        if let Err(e) = ended {
+            tracing::debug!(error = %e, "connection ended with an error");
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{size_of, size_of_val};
+
+    type ServiceFuture = <BoxedRouter as hyper::service::Service<Request>>::Future;
+    type UnboxedFuture = <hyper_util::service::TowerToHyperService<Router> as hyper::service::Service<Request>>::Future;
+
+    /// What an open connection's task keeps, in bytes (issue #16, sixth pass: printed with
+    /// `--nocapture`; docs/performance.md has the table). The task's size is guarded.
+    #[tokio::test]
+    async fn sizes_of_a_held_connection() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let _client = tokio::net::TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), BoxedRouter(Router::new()));
+        eprintln!("size hyper http1 connection: {}", size_of_val(&connection));
+        let graceful = GracefulShutdown::new();
+        let watched = graceful.watch(connection);
+        eprintln!("size watched connection: {}", size_of_val(&watched));
+        let watched_size = size_of_val(&watched);
+        let task = connection_task(watched);
+        eprintln!("size connection task future: {}", size_of_val(&task));
+        // The task keeps the connection once (issue #16: an async block kept it twice).
+        assert!(size_of_val(&task) <= watched_size + 16, "{} bytes", size_of_val(&task));
+        eprintln!(
+            "size service future (hyper's in-flight box): {} (unboxed: {})",
+            size_of::<ServiceFuture>(),
+            size_of::<UnboxedFuture>()
+        );
+        // hyper keeps this slot for the connection's life.
+        assert!(size_of::<ServiceFuture>() <= 16);
     }
 }

@@ -18,8 +18,18 @@ use crate::ui_stream::{DONE_FRAME, PROTOCOL_HEADER, StreamPart};
 /// The stream holds nothing of the turn's: its admission is the turn task's (`http::chat`),
 /// so a client going away frees no slot while the turn runs.
 pub fn response(sub: Subscription, request_id: String, shutdown: CancellationToken) -> Response {
+    sse_response(Body::from_stream(body(sub, request_id, shutdown)), None)
+}
+
+/// The response body's frames: boxed once by `Body::from_stream`, and kept for as long as the
+/// stream is open.
+fn body(
+    sub: Subscription,
+    request_id: String,
+    shutdown: CancellationToken,
+) -> impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
     let mut reader = sub.log.reader();
-    let body = async_stream::stream! {
+    async_stream::stream! {
         let _open = crate::telemetry::metrics::sse_stream_open();
         loop {
             let next = tokio::select! {
@@ -41,8 +51,7 @@ pub fn response(sub: Subscription, request_id: String, shutdown: CancellationTok
             }
         }
         yield Ok(Bytes::from_static(DONE_FRAME.as_bytes()));
-    };
-    sse_response(Body::from_stream(body), None)
+    }
 }
 
 fn error_frame(message: &str, request_id: &str) -> Bytes {
@@ -67,4 +76,19 @@ pub fn sse_response(body: Body, status: Option<http::StatusCode>) -> Response {
     // Proxies (nginx) must not buffer: the first token reaches the browser when we send it.
     h.insert("x-accel-buffering", http::HeaderValue::from_static("no"));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SSE body's state, in bytes (issue #16, sixth pass: printed with `--nocapture`).
+    #[test]
+    fn size_of_the_sse_body() {
+        let sub = Subscription {
+            log: crate::stream_log::StreamLog::new(),
+        };
+        let body = body(sub, "r1".into(), CancellationToken::new());
+        eprintln!("size sse body stream: {}", std::mem::size_of_val(&body));
+    }
 }

@@ -369,52 +369,26 @@ struct FunctionDelta {
 
 /// Turns provider SSE events into [`ModelEvent`]s. Token usage and the finish reason are also
 /// recorded on `span` (the call's span).
-fn parse<S, E>(events: S, span: tracing::Span) -> impl Stream<Item = Result<ModelEvent, ModelError>> + Send
+///
+/// The stream's state is kept by a held turn for as long as its stream is open (issue #16), so
+/// it holds little: `events` is read where it was captured (hence `Unpin`; pinning it into a
+/// local would keep it twice), and each chunk is decoded and taken apart outside it
+/// ([`chunk_of`], [`chunk_events`]), so that no chunk, choice or call is part of it.
+fn parse<S, E>(mut events: S, span: tracing::Span) -> impl Stream<Item = Result<ModelEvent, ModelError>> + Send
 where
-    S: Stream<Item = Result<eventsource_stream::Event, E>> + Send + 'static,
+    S: Stream<Item = Result<eventsource_stream::Event, E>> + Send + Unpin + 'static,
     E: std::fmt::Display + Send,
 {
     async_stream::stream! {
         let mut finished = false;
-        futures::pin_mut!(events);
         while let Some(event) = events.next().await {
-            let event = match event {
-                Ok(ev) => ev,
-                Err(e) => { yield Err(ModelError::Protocol(e.to_string())); return; }
+            let chunk = match event.map_err(|e| e.to_string()).and_then(|event| chunk_of(&event.data)) {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(e) => { yield Err(ModelError::Protocol(e)); return; }
             };
-            if event.data.trim() == "[DONE]" {
-                break;
-            }
-            let chunk: Chunk = match serde_json::from_str(&event.data) {
-                Ok(c) => c,
-                Err(e) => { yield Err(ModelError::Protocol(format!("chunk: {e}"))); return; }
-            };
-            if let Some(usage) = chunk.usage {
-                if let Some(prompt_tokens) = usage.prompt_tokens {
-                    span.record("gen_ai.usage.input_tokens", prompt_tokens);
-                }
-                span.record("gen_ai.usage.output_tokens", usage.completion_tokens);
-                yield Ok(ModelEvent::Usage { total_tokens: usage.total_tokens, prompt_tokens: usage.prompt_tokens });
-            }
-            for choice in chunk.choices {
-                if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
-                    yield Ok(ModelEvent::TextDelta(text));
-                }
-                for call in choice.delta.tool_calls {
-                    let function = call.function.unwrap_or(FunctionDelta { name: None, arguments: None });
-                    // The provider's id is optional to us: calls get ids of ours (tool_calls.rs).
-                    if let Some(name) = function.name {
-                        yield Ok(ModelEvent::ToolCallStart { index: call.index, id: call.id.unwrap_or_default(), name });
-                    }
-                    if let Some(args) = function.arguments.filter(|a| !a.is_empty()) {
-                        yield Ok(ModelEvent::ToolCallArguments { index: call.index, delta: args });
-                    }
-                }
-                if let Some(reason) = choice.finish_reason {
-                    finished = true;
-                    span.record("gen_ai.response.finish_reasons", reason.as_str());
-                    yield Ok(ModelEvent::Finished { reason });
-                }
+            for event in chunk_events(chunk, &span, &mut finished) {
+                yield Ok(event);
             }
         }
         if !finished {
@@ -422,6 +396,60 @@ where
             yield Err(ModelError::Protocol("stream ended without a finish reason".into()));
         }
     }
+}
+
+/// One SSE event's data as a chunk; `None` for the end marker.
+fn chunk_of(data: &str) -> Result<Option<Chunk>, String> {
+    if data.trim() == "[DONE]" {
+        return Ok(None);
+    }
+    serde_json::from_str(data).map(Some).map_err(|e| format!("chunk: {e}"))
+}
+
+/// What one chunk says, in order. Sets `finished` when a choice has a finish reason.
+fn chunk_events(chunk: Chunk, span: &tracing::Span, finished: &mut bool) -> Vec<ModelEvent> {
+    let mut out = Vec::new();
+    if let Some(usage) = chunk.usage {
+        if let Some(prompt_tokens) = usage.prompt_tokens {
+            span.record("gen_ai.usage.input_tokens", prompt_tokens);
+        }
+        span.record("gen_ai.usage.output_tokens", usage.completion_tokens);
+        out.push(ModelEvent::Usage {
+            total_tokens: usage.total_tokens,
+            prompt_tokens: usage.prompt_tokens,
+        });
+    }
+    for choice in chunk.choices {
+        if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
+            out.push(ModelEvent::TextDelta(text));
+        }
+        for call in choice.delta.tool_calls {
+            let function = call.function.unwrap_or(FunctionDelta {
+                name: None,
+                arguments: None,
+            });
+            // The provider's id is optional to us: calls get ids of ours (tool_calls.rs).
+            if let Some(name) = function.name {
+                out.push(ModelEvent::ToolCallStart {
+                    index: call.index,
+                    id: call.id.unwrap_or_default(),
+                    name,
+                });
+            }
+            if let Some(args) = function.arguments.filter(|a| !a.is_empty()) {
+                out.push(ModelEvent::ToolCallArguments {
+                    index: call.index,
+                    delta: args,
+                });
+            }
+        }
+        if let Some(reason) = choice.finish_reason {
+            *finished = true;
+            span.record("gen_ai.response.finish_reasons", reason.as_str());
+            out.push(ModelEvent::Finished { reason });
+        }
+    }
+    out
 }
 
 /// The span of one model call, with the OpenTelemetry `gen_ai.*` attributes when spans are
@@ -501,6 +529,33 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The model stream a held turn keeps (boxed once in `start_at`), in bytes (issue #16,
+    /// sixth pass: printed with `--nocapture`; docs/performance.md has the table).
+    #[test]
+    fn size_of_the_model_stream() {
+        let response = reqwest::Response::from(http::Response::new(reqwest::Body::from("")));
+        // The size of the pool's lease (`connections::Lease`), held by the stream.
+        let lease: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>> = None;
+        let bytes = response.bytes_stream().map(move |chunk| {
+            let _held = &lease;
+            chunk
+        });
+        let events = bytes.eventsource();
+        let events_size = std::mem::size_of_val(&events);
+        let parsed = parse(events, tracing::Span::none());
+        eprintln!(
+            "size model stream (parse): {} (its event stream: {events_size})",
+            std::mem::size_of_val(&parsed)
+        );
+        // The event stream is kept once, and no chunk is part of the state (issue #16: 1,344
+        // bytes in a test build before, 496 after).
+        assert!(
+            std::mem::size_of_val(&parsed) <= events_size + 512,
+            "{} bytes",
+            std::mem::size_of_val(&parsed)
+        );
+    }
 
     fn events(frames: &[&str]) -> Vec<Result<ModelEvent, ModelError>> {
         let evs: Vec<Result<eventsource_stream::Event, std::convert::Infallible>> = frames
