@@ -303,11 +303,7 @@ impl ModelClient {
         if !response.status().is_success() {
             return Err(ModelError::Status(response.status().as_u16()));
         }
-        let bytes = response.bytes_stream().map(move |chunk| {
-            let _held = &lease;
-            chunk
-        });
-        let mut events = Box::pin(parse(bytes.eventsource(), span));
+        let mut events = Box::pin(parse(events_of(response, lease), span));
         // Wait for the first event here, so that "silent before the first chunk" is a
         // fallback case rather than a broken turn.
         let first = tokio::time::timeout(first_chunk, events.next())
@@ -319,6 +315,22 @@ impl ModelClient {
         }
         Ok(Box::pin(head.chain(events)))
     }
+}
+
+/// The response body as SSE events, keeping `lease` (which counts this stream on its
+/// connection) for as long as the events are read. One function for `start_at` and the size
+/// test, so the test measures what a held turn keeps.
+fn events_of(
+    response: reqwest::Response,
+    lease: connections::Lease,
+) -> impl Stream<Item = Result<eventsource_stream::Event, eventsource_stream::EventStreamError<reqwest::Error>>> + Send + Unpin + 'static {
+    response
+        .bytes_stream()
+        .map(move |chunk| {
+            let _held = &lease;
+            chunk
+        })
+        .eventsource()
 }
 
 #[derive(Deserialize)]
@@ -535,13 +547,9 @@ mod tests {
     #[test]
     fn size_of_the_model_stream() {
         let response = reqwest::Response::from(http::Response::new(reqwest::Body::from("")));
-        // The size of the pool's lease (`connections::Lease`), held by the stream.
-        let lease: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>> = None;
-        let bytes = response.bytes_stream().map(move |chunk| {
-            let _held = &lease;
-            chunk
-        });
-        let events = bytes.eventsource();
+        let (_, lease) = connections::Connections::Shared(reqwest::Client::new()).checkout().unwrap();
+        // What `start_at` hands to `parse`.
+        let events = events_of(response, lease);
         let events_size = std::mem::size_of_val(&events);
         let parsed = parse(events, tracing::Span::none());
         eprintln!(
