@@ -32,6 +32,9 @@ pub enum End {
     /// The conversation actor went away before the turn ended (a crash, a takeover, a
     /// delete): frames still held were never committed and are never shown.
     Broken,
+    /// As `Broken`, because the write fence refused this instance (store::lease): another
+    /// instance owns the conversation now. Readers say so instead of "something went wrong".
+    Moved,
 }
 
 /// A frame (or the start of the log) that waits for a commit; given back to `release`.
@@ -124,7 +127,7 @@ impl StreamLog {
     }
 
     /// Ends the stream; the first end given counts. `Finished` shows every frame; `Broken`
-    /// leaves held frames unseen.
+    /// and `Moved` leave held frames unseen.
     pub fn finish(&self, end: End) {
         let mut s = self.lock();
         if s.end.is_some() {

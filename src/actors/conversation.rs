@@ -150,6 +150,15 @@ struct InFlight {
     record_ended: bool,
 }
 
+/// How a turn's stream ends when a commit of it failed: `Moved` when the write fence refused
+/// this instance (another one owns the conversation now), `Broken` otherwise.
+fn moved_or_broken(e: &Error) -> stream_log::End {
+    match e {
+        Error::OwnedElsewhere { .. } => stream_log::End::Moved,
+        _ => stream_log::End::Broken,
+    }
+}
+
 /// A turn whose record is gone must not keep running: however the record goes (the turn
 /// ended, the actor stopped, or the actor's state was dropped after a panic, when ractor does
 /// not call `post_stop`), its token is cancelled, so an orphaned turn cannot run tools beside
@@ -326,6 +335,11 @@ impl ConversationActor {
             ConversationMsg::RenewLease => {
                 if !self.renew_lease(state).await {
                     tracing::warn!("conversation lease lost; stopping so that only its new owner runs turns");
+                    // A turn under way tells its readers why it stops (dropping it would
+                    // only say `Broken`).
+                    if let Some(f) = &state.in_flight {
+                        f.log.finish(stream_log::End::Moved);
+                    }
                     myself.stop(Some("lease lost".into()));
                 }
             }
@@ -543,7 +557,7 @@ impl ConversationActor {
             // instance (a delete or an erasure elsewhere). The turn stops here, and what the
             // refused commit would have confirmed is never shown.
             Err(Error::OwnedElsewhere { .. }) => {
-                f.log.finish(stream_log::End::Broken);
+                f.log.finish(stream_log::End::Moved);
                 f.cancel.cancel();
                 return;
             }
@@ -575,7 +589,7 @@ impl ConversationActor {
             // instance, so nothing of this turn may be written or shown any more.
             Err(Error::OwnedElsewhere { .. }) => {
                 if let Some(f) = state.in_flight.as_ref().filter(|f| f.turn == turn) {
-                    f.log.finish(stream_log::End::Broken);
+                    f.log.finish(stream_log::End::Moved);
                     f.cancel.cancel();
                 }
                 return;
@@ -624,7 +638,7 @@ impl ConversationActor {
                 // turn's marker stays, so the next owner marks the stored reply interrupted.
                 tracing::error!(error = %e, "could not persist the final message");
                 state.history = None;
-                f.log.finish(stream_log::End::Broken);
+                f.log.finish(moved_or_broken(&e));
                 return;
             }
             f.record_ended = true;

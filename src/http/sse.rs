@@ -2,8 +2,8 @@
 //!
 //! The response reads the turn's stream log from its first frame: frames already sent are
 //! replayed, live ones follow, and the stream always ends with `data: [DONE]`. If the actor
-//! dies mid-turn (the log ends `Broken`), or the server shuts down, the client gets a final
-//! `error` part with its request id first.
+//! dies mid-turn (the log ends `Broken`; `Moved` when another instance took the conversation),
+//! or the server shuts down, the client gets a final `error` part with its request id first.
 
 use axum::body::{Body, Bytes};
 use axum::response::Response;
@@ -46,6 +46,12 @@ fn body(
                 Next::End(End::Finished) => break,
                 Next::End(End::Broken) => {
                     yield Ok(error_frame(messages::INTERNAL, &request_id));
+                    break;
+                }
+                // The write fence refused this instance mid-turn: the person learns that the
+                // conversation is served elsewhere now, as a refused request would say.
+                Next::End(End::Moved) => {
+                    yield Ok(error_frame(messages::MOVING, &request_id));
                     break;
                 }
             }
@@ -95,5 +101,23 @@ mod tests {
         let size = std::mem::size_of_val(&body);
         eprintln!("size sse body stream: {size}");
         assert!(size <= 384, "the SSE body stream is {size} bytes");
+    }
+
+    /// What the client reads when its turn's stream ends early: why, with its request id,
+    /// then the end of the stream.
+    #[tokio::test]
+    async fn an_early_end_says_why() {
+        use futures::StreamExt;
+        for (end, says) in [(End::Broken, messages::INTERNAL), (End::Moved, messages::MOVING)] {
+            let log = crate::stream_log::StreamLog::new();
+            log.finish(end);
+            let frames: Vec<Bytes> = body(Subscription { log }, "r7".into(), CancellationToken::new())
+                .map(|f| f.unwrap())
+                .collect()
+                .await;
+            assert_eq!(frames.len(), 2, "{frames:?}");
+            assert_eq!(frames[0], error_frame(says, "r7"));
+            assert_eq!(frames[1], Bytes::from_static(DONE_FRAME.as_bytes()));
+        }
     }
 }
