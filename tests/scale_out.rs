@@ -399,6 +399,13 @@ async fn assert_stays_deleted(instances: &[&Orchestrator], c: &reqwest::Client, 
     }
 }
 
+/// `uid`'s erasure (DELETE /v1/me/data) on `o`; its answer, checked to be a 200.
+async fn erase(o: &Orchestrator, c: &reqwest::Client, uid: &str) -> Value {
+    let erased = o.request(c, Method::DELETE, "/v1/me/data", uid, b"", None).send().await.unwrap();
+    assert_eq!(erased.status(), 200);
+    erased.json().await.unwrap()
+}
+
 /// A turn that streams for about three seconds, started on `o`; returns its open response.
 async fn slow_turn(o: &Orchestrator, c: &reqwest::Client, uid: &str, cid: &str) -> reqwest::Response {
     let body = user_turn(cid, &format!("{cid}-m1"), "slow reply please");
@@ -427,13 +434,7 @@ async fn an_erasure_on_one_instance_fences_a_turn_on_another() {
     // Part of the reply streams on B; then the erasure lands on A.
     let first = running.chunk().await.unwrap();
     assert!(first.is_some());
-    let erased = a
-        .request(&c, Method::DELETE, "/v1/me/data", "alice", b"", None)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(erased.status(), 200);
-    let erased: Value = erased.json().await.unwrap();
+    let erased = erase(&a, &c, "alice").await;
     assert_eq!(erased["erased"]["conversations"], 1, "{erased}");
     // B's turn ends (it cannot write any more); whatever it does, nothing comes back.
     while let Ok(Some(_)) = running.chunk().await {}
@@ -500,12 +501,7 @@ async fn an_erasure_on_one_instance_fences_a_memory_write_on_another() {
         assert!(Instant::now() < deadline, "the write was never held");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let erased = a
-        .request(&c, Method::DELETE, "/v1/me/data", "alice", b"", None)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(erased.status(), 200);
+    erase(&a, &c, "alice").await;
     // The hook lets go only once the file exists or after its 60 s bound: this guards the
     // bound (an erasure slower than it would no longer test a write held across it).
     assert!(
