@@ -197,6 +197,10 @@ pub mod messages {
     pub const UNAVAILABLE: &str = "The service is restarting. Please try again in a moment.";
     pub const MOVING: &str = "This conversation is being served by another server. Please try again in a moment.";
     pub const INTERNAL: &str = "Something went wrong. Please try again.";
+    /// A reply cut off because this server no longer holds its conversation: true whether it
+    /// moved to another server, was deleted or erased there, or the lease could not be
+    /// confirmed (the database unreachable): so it names no single cause.
+    pub const STOPPED_ELSEWHERE: &str = "This reply was stopped: this server no longer holds the conversation (it moved to another server or was deleted). Reload the conversation in a moment.";
     /// Not "try again": a request that may have had an effect (a mail sent) must be checked first.
     pub const UPSTREAM_TIMEOUT: &str = "The tool did not answer in time. It is not known whether it did anything: check (for a mail: your Sent folder) before trying again.";
     pub const UPSTREAM: &str = "The tool could not be reached or gave no usable answer. It is not known whether it did anything: check (for a mail: your Sent folder) before trying again.";

@@ -32,8 +32,9 @@ pub enum End {
     /// The conversation actor went away before the turn ended (a crash, a takeover, a
     /// delete): frames still held were never committed and are never shown.
     Broken,
-    /// As `Broken`, because the write fence refused this instance (store::lease): another
-    /// instance owns the conversation now. Readers say so instead of "something went wrong".
+    /// As `Broken`, because this instance no longer holds the conversation: the write fence
+    /// refused it (store::lease: another instance took it, to serve, delete or erase it), or
+    /// its lease could not be renewed. Readers say so instead of "something went wrong".
     Moved,
 }
 

@@ -519,9 +519,10 @@ async fn an_erasure_on_one_instance_fences_a_memory_write_on_another() {
     // checkpoint ends the turn with an error before that part is committed, and so before it is
     // sent (docs/orchestrator.md, erasure); nor, of course, a tool output.
     assert_eq!(stream.last().map(|p| p["type"].clone()), Some(json!("error")), "{stream:?}");
-    // ... which says why: the conversation is served elsewhere now, not "something went wrong".
+    // ... which says why: this server no longer holds the conversation, not "something went
+    // wrong".
     let said = stream.last().and_then(|p| p["errorText"].as_str()).unwrap_or_default();
-    assert!(said.contains("served by another server"), "{said}");
+    assert!(said.contains("this server no longer holds the conversation"), "{said}");
     assert!(
         !stream
             .iter()

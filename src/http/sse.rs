@@ -48,10 +48,10 @@ fn body(
                     yield Ok(error_frame(messages::INTERNAL, &request_id));
                     break;
                 }
-                // The write fence refused this instance mid-turn: the person learns that the
-                // conversation is served elsewhere now, as a refused request would say.
+                // The write fence refused this instance mid-turn, or its lease was lost: the
+                // person learns that this server no longer holds the conversation.
                 Next::End(End::Moved) => {
-                    yield Ok(error_frame(messages::MOVING, &request_id));
+                    yield Ok(error_frame(messages::STOPPED_ELSEWHERE, &request_id));
                     break;
                 }
             }
@@ -108,7 +108,7 @@ mod tests {
     #[tokio::test]
     async fn an_early_end_says_why() {
         use futures::StreamExt;
-        for (end, says) in [(End::Broken, messages::INTERNAL), (End::Moved, messages::MOVING)] {
+        for (end, says) in [(End::Broken, messages::INTERNAL), (End::Moved, messages::STOPPED_ELSEWHERE)] {
             let log = crate::stream_log::StreamLog::new();
             log.finish(end);
             let frames: Vec<Bytes> = body(Subscription { log }, "r7".into(), CancellationToken::new())
