@@ -596,7 +596,11 @@ mod tests {
         let blocked = db.clone();
         #[expect(clippy::disallowed_methods, reason = "awaited below")]
         let blocked = tokio::spawn(async move { blocked.write_small(insert(9)).await });
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Released only once the inline attempt has given up and the write is queued for the
+        // writer thread (not after a fixed sleep: a slow machine must not find the file free).
+        while db.queued.load(Ordering::Acquire) == 0 {
+            tokio::task::yield_now().await;
+        }
         other.execute_batch("COMMIT").unwrap();
         assert!(blocked.await.unwrap().unwrap().1);
 
