@@ -110,7 +110,8 @@ async fn watch_signals(shutdown: CancellationToken) {
 /// flush the databases.
 pub async fn serve(config: Config, listener: TcpListener, shutdown: CancellationToken) -> Result<(), Error> {
     std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", config.data_dir.display())))?;
-    // The one count of running turns: the erasure's wait, the metric and chat.db's load signal.
+    // The one count of running turn tasks (admission is http::fairness's): the erasure's wait,
+    // the metric and chat.db's load signal.
     let running_turns = actors::running_turns::RunningTurns::default();
     let stores = store::Stores::open(&config.database, {
         let running_turns = running_turns.clone();

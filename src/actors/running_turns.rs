@@ -12,9 +12,11 @@
 //! is a [`Held`]: the turn itself holds it (`turn::Turn::admission`) until just before its end
 //! can show, cancelled or not, never only while the client's stream is open.
 //!
-//! It is the one count of running turns: the `tamebi.turns.in_flight` metric moves with its
-//! entries (each [`TurnTask`] holds the metric's guard), and chat.db's inline commits read
-//! [`RunningTurns::count`] as their load signal (`store::db`, passed in as a closure).
+//! It is the one count of running turn tasks (a turn's admission, B6, is counted apart by
+//! `http::fairness` and the turn permits, and released just before the task ends): the
+//! `tamebi.turns.in_flight` metric moves with its entries (each [`TurnTask`] holds the metric's
+//! guard), and chat.db's inline commits read [`RunningTurns::count`] as their load signal
+//! (`store::db`, passed in as a closure).
 //!
 //! It owns only stamps per uid and forgets a user with nothing running; it must never hold
 //! anything else about a user, nor stop or cancel a turn.

@@ -85,7 +85,7 @@ fn hold(counter: impl FnOnce(&'static Instruments) -> &'static UpDownCounter<i64
 }
 
 /// A turn started; it counts as in flight until the guard drops. Held only by a running turn's
-/// entry in `actors::running_turns` (the one count of running turns), so the metric and that
+/// entry in `actors::running_turns` (the one count of running turn tasks), so the metric and that
 /// count never disagree.
 pub fn turn_in_flight() -> Option<Held> {
     hold(|i| &i.turns_in_flight)
