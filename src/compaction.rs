@@ -5,7 +5,11 @@
 //!   (`context::model_messages_cleared`); chat.db keeps them whole;
 //! - rung 2, at about half the window: the older part of the conversation is replaced by a
 //!   stored summary (`summary_plan` decides, `summary_request` builds the bounded prompt;
-//!   the turn makes the call and the conversation actor stores the result);
+//!   the turn makes the call and the conversation actor stores the result). With hysteresis:
+//!   a summary brings the request down to [`Limits::compact_to_tokens`] (a quarter of the
+//!   window) where the kept tail allows, and is made only when it takes at least the gap
+//!   between the trigger and that target off the request, so the next one is many turns away
+//!   (issue #27). Each summary is incremental: the previous summary plus the messages since;
 //! - the floor: if the request still does not fit, the oldest unsummarised messages are left
 //!   out of the view, then the largest contents are shortened. A request over the budget is
 //!   never sent.
@@ -45,6 +49,10 @@ pub struct Limits {
     pub keep_full_results: usize,
     /// Messages never summarised: the most recent exchange stays verbatim.
     pub keep_recent_messages: usize,
+    /// Hysteresis: a summary brings the request down to at most this many tokens where the
+    /// kept tail allows (the trigger is [`Limits::summary_threshold`]), so that the request
+    /// has a long way to grow before the next summary call.
+    pub compact_to_tokens: u64,
 }
 
 impl Limits {
@@ -55,6 +63,7 @@ impl Limits {
             reserve_tokens: context_tokens / 8,
             keep_full_results: 2,
             keep_recent_messages: 4,
+            compact_to_tokens: context_tokens / 4,
         }
     }
 
@@ -66,6 +75,13 @@ impl Limits {
     /// Rung 2 starts above this.
     pub fn summary_threshold(&self) -> u64 {
         self.context_tokens / 2
+    }
+
+    /// The least a summary must take off the request to be worth a model call: the gap
+    /// between the trigger and the target. A smaller gain would leave the request just under
+    /// the trigger, and the next turn or two would summarise again (issue #27).
+    pub fn min_summary_gain(&self) -> u64 {
+        self.summary_threshold().saturating_sub(self.compact_to_tokens).max(1)
     }
 
     /// The longest summary kept, in characters (an eighth of the window).
@@ -163,6 +179,26 @@ pub struct View {
     pub tokens: u64,
     /// Unsummarised messages left out (the floor), 0 normally.
     pub omitted: usize,
+    /// What [`summary_plan`] prices its choices with, computed once here.
+    pricing: Pricing,
+}
+
+impl View {
+    /// The messages to send and their estimate (before calibration); the rest is let go.
+    pub fn into_request(self) -> (Vec<ChatMessage>, u64) {
+        (self.messages, self.estimated_tokens)
+    }
+}
+
+/// The parts of a view's cost that do not depend on where a summary would end: the fixed
+/// part (system prompt without the summary, tool definitions) and each unsummarised
+/// message with its results cleared, in order from the first unsummarised one.
+#[derive(Debug, Clone, PartialEq)]
+struct Pricing {
+    fixed_tokens: u64,
+    start: usize,
+    cleared: Vec<u64>,
+    calibration: Calibration,
 }
 
 /// Builds the request: `system` (with the summary, if any, inside the envelope), then the
@@ -176,17 +212,11 @@ pub fn build_view(
     calibration: Calibration,
 ) -> View {
     let start = summarised_prefix(history, summary);
+    let fixed_tokens = estimate_tokens(&[ChatMessage::System {
+        content: system.to_string(),
+    }]) + tools_tokens;
     let system = context::system_with_context(system.to_string(), &[], summary.filter(|_| start > 0).map(|s| s.text.as_str()));
     let budget = limits.prompt_budget();
-    let view_of = |messages: Vec<ChatMessage>, omitted: usize| {
-        let estimated_tokens = estimate_tokens(&messages) + tools_tokens;
-        View {
-            tokens: calibration.apply(estimated_tokens),
-            estimated_tokens,
-            messages,
-            omitted,
-        }
-    };
     // Each message converted once with every result cleared (messages convert independently
     // then), and its cost: one pass prices every choice below, and the chosen view reuses the
     // conversions (this runs on every model step: see benches/compaction.rs).
@@ -197,6 +227,22 @@ pub fn build_view(
         .collect();
     let costs: Vec<u64> = cleared.iter().map(|c| estimate_tokens(c)).collect();
     let fixed = estimate_tokens(&[ChatMessage::System { content: system.clone() }]) + tools_tokens;
+    let pricing = Pricing {
+        fixed_tokens,
+        start,
+        cleared: costs.clone(),
+        calibration,
+    };
+    let view_of = |messages: Vec<ChatMessage>, omitted: usize| {
+        let estimated_tokens = estimate_tokens(&messages) + tools_tokens;
+        View {
+            tokens: calibration.apply(estimated_tokens),
+            estimated_tokens,
+            messages,
+            omitted,
+            pricing: pricing.clone(),
+        }
+    };
     let assemble = |head: String, from: usize, to: usize, tail: Vec<ChatMessage>| {
         let mut messages = vec![ChatMessage::System { content: head }];
         messages.extend(cleared[from..to].iter().flatten().cloned());
@@ -243,20 +289,26 @@ fn tail_keeping(history: &[UiMessage], keep: usize) -> (usize, Vec<ChatMessage>)
 }
 
 /// The first message to keep so that the rest (all results cleared) fits, at a user
-/// message where possible; never past the last message.
+/// message where possible; never past the last user message: the current exchange is what
+/// the model must answer, so a message too large for the window is cut (`shrink_to_fit`),
+/// never left out.
 fn floor_start(history: &[UiMessage], costs: &[u64], fixed: u64, budget: u64, calibration: Calibration) -> usize {
     if history.is_empty() {
         return 0;
     }
+    let limit = history
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .unwrap_or(history.len() - 1);
     // The note about omitted messages adds a few dozen characters: count it generously.
     let mut total: u64 = fixed + 60 + costs.iter().sum::<u64>();
     let mut from = 0;
-    while from + 1 < history.len() && calibration.apply(total) > budget {
+    while from < limit && calibration.apply(total) > budget {
         total -= costs[from];
         from += 1;
     }
     // Start at a user message (whole exchanges), moving forward only.
-    while from + 1 < history.len() && history[from].role != Role::User {
+    while from < limit && history[from].role != Role::User {
         from += 1;
     }
     from
@@ -270,7 +322,9 @@ fn shrink_to_fit(messages: &mut [ChatMessage], calibration: Calibration, budget:
         if tokens <= budget {
             return;
         }
-        let excess_chars = usize::try_from((tokens - budget) * CHARS_PER_TOKEN * 2 + 64).unwrap_or(usize::MAX);
+        // In bytes, as the estimate counts (calibration only ever raises the count, so this
+        // many bytes fewer is enough); the margin covers the marker and rounding.
+        let excess_bytes = usize::try_from((tokens - budget) * CHARS_PER_TOKEN + 64).unwrap_or(usize::MAX);
         let Some((i, _)) = messages
             .iter()
             .enumerate()
@@ -284,58 +338,120 @@ fn shrink_to_fit(messages: &mut [ChatMessage], calibration: Calibration, budget:
             ChatMessage::Tool { content, .. } => {
                 *content = untrusted::envelope("tamebi", "[This result was too large for the context window and was left out.]");
             }
-            ChatMessage::User { content } | ChatMessage::System { content } => cut(content, excess_chars),
+            ChatMessage::User { content } | ChatMessage::System { content } => cut(content, excess_bytes),
             ChatMessage::Assistant { content, .. } => {
                 if let Some(c) = content {
-                    cut(c, excess_chars);
+                    cut(c, excess_bytes);
                 }
             }
         }
     }
 }
 
-fn cut(text: &mut String, excess_chars: usize) {
-    let keep = text.chars().count().saturating_sub(excess_chars);
-    *text = text.chars().take(keep).collect();
+/// Shortens `text` by at least `excess_bytes` (at a character boundary) and says so: the
+/// beginning of a huge message is kept, not the whole of it dropped.
+fn cut(text: &mut String, excess_bytes: usize) {
+    let mut keep = text.len().saturating_sub(excess_bytes);
+    while !text.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    text.truncate(keep);
     text.push_str("\n[cut to fit the context window]");
 }
 
-/// Rung 2's decision: `Some(n)` when the first `n` messages should now be summarised. Only
-/// above the threshold, only over messages not covered yet, never over the most recent
-/// exchange, and only when the part to summarise is worth a model call (at least an eighth
-/// of the window): the recent results alone can fill half a small window, and summarising
-/// every turn is exactly what the ladder avoids.
+/// Rung 2's decision: `Some(n)` when the first `n` messages should now be summarised.
+///
+/// Only above the threshold (or when the floor is leaving messages out), only over messages
+/// not covered yet, and never over the kept tail: the last [`Limits::keep_recent_messages`]
+/// and the current exchange (the last user message and what follows it, where a call
+/// awaiting approval sits) stay verbatim, and the range ends before a user message, so no
+/// message is cut and no tool call is parted from its result (both live in one message).
+///
+/// Hysteresis (issue #27): of the ranges allowed, the shortest that brings the request down
+/// to [`Limits::compact_to_tokens`] (counting the new summary at its largest), or, when even
+/// the tail is above that target, everything before the tail. And only when that takes at
+/// least [`Limits::min_summary_gain`] off the request (an eighth of the window when the
+/// floor is already leaving messages out): a smaller gain would leave the request just
+/// under the trigger, to fire again a turn or two later.
 pub fn summary_plan(history: &[UiMessage], summary: Option<&Summary>, view: &View, limits: &Limits) -> Option<usize> {
     if view.tokens <= limits.summary_threshold() && view.omitted == 0 {
         return None;
     }
-    let start = summarised_prefix(history, summary);
-    let mut end = history.len().saturating_sub(limits.keep_recent_messages);
-    while end > start && history[end].role != Role::User {
-        end -= 1;
-    }
-    if end < start + 2 {
+    let pricing = &view.pricing;
+    let start = pricing.start;
+    if start != summarised_prefix(history, summary) || pricing.cleared.len() != history.len().saturating_sub(start) {
+        // Not the view of this history: nothing sound to decide on.
         return None;
     }
-    let older = context::model_messages_cleared(String::new(), &history[start..end], 0);
-    (estimate_tokens(&older) >= limits.context_tokens / 8).then_some(end)
+    let last = tail_start(history, start, limits);
+    if last < start + 2 {
+        return None;
+    }
+    let cleared = &pricing.cleared;
+    // Showing the kept results in full costs this much more than their stubs (whatever the
+    // range, the results shown in full are the latest: an upper bound for every choice).
+    let (from, tail) = tail_keeping(&history[start..], limits.keep_full_results);
+    let full_extra = estimate_tokens(&tail).saturating_sub(cleared[from..].iter().sum::<u64>());
+    let new_summary = summary_block_tokens(limits.max_summary_chars() + 4);
+    let previous = summary.filter(|_| start > 0).map_or(0, |s| summary_block_tokens(s.text.len()));
+    let after = |end: usize| {
+        pricing
+            .calibration
+            .apply(pricing.fixed_tokens + new_summary + cleared[end - start..].iter().sum::<u64>() + full_extra)
+    };
+    let end = (start + 2..=last)
+        .filter(|&e| history[e].role == Role::User)
+        .find(|&e| after(e) <= limits.compact_to_tokens)
+        .unwrap_or(last);
+    let gained = (previous + cleared[..end - start].iter().sum::<u64>()).saturating_sub(new_summary);
+    let needed = if view.omitted > 0 {
+        limits.context_tokens / 8
+    } else {
+        limits.min_summary_gain()
+    };
+    (pricing.calibration.apply(gained) >= needed).then_some(end)
 }
 
-/// The bounded request that summarises `messages` (with the previous summary, if any). The
-/// material goes in the envelope: it is derived from untrusted data (G2).
+/// Where the kept tail starts (no later than the last [`Limits::keep_recent_messages`] and
+/// the last user message, at a user message), `start` if nothing before it may be summarised.
+fn tail_start(history: &[UiMessage], start: usize, limits: &Limits) -> usize {
+    let last_user = history.iter().rposition(|m| m.role == Role::User).unwrap_or(0);
+    let mut last = history.len().saturating_sub(limits.keep_recent_messages).min(last_user);
+    while last > start && history[last].role != Role::User {
+        last -= 1;
+    }
+    last.max(start)
+}
+
+/// The estimated tokens a summary of `chars` adds to the system prompt: the words that
+/// introduce it and the envelope around it, with the text.
+fn summary_block_tokens(chars: usize) -> u64 {
+    let framing = context::system_with_context(String::new(), &[], Some("")).len();
+    ((framing + chars) as u64).div_ceil(CHARS_PER_TOKEN)
+}
+
+/// The heading of the previous summary inside a summary request's material.
+pub const PREVIOUS_SUMMARY: &str = "Summary of the messages before these:";
+
+/// The bounded request that summarises `messages`, the ones after the previous summary's
+/// range, with the previous summary (incremental: the conversation is never sent whole
+/// again). The previous summary is kept whole (bounded as any stored summary is); the
+/// messages fill the rest of the budget, their middle left out if they must. The material
+/// goes in the envelope: it is derived from untrusted data (G2).
 pub fn summary_request(previous: Option<&str>, messages: &[UiMessage], first_number: usize, limits: &Limits) -> Vec<ChatMessage> {
     let max_words = limits.max_summary_chars() / 6;
     let system = SUMMARY_PROMPT.replace("{{max_words}}", &max_words.to_string());
-    let mut lines: Vec<String> = Vec::new();
-    if let Some(p) = previous {
-        lines.push(format!("Summary of the messages before these:\n{p}\n"));
-    }
-    for m in messages {
-        lines.extend(transcript_lines(m));
-    }
     let overhead = estimate_tokens(&[ChatMessage::System { content: system.clone() }]) + 64;
     let max_chars = usize::try_from(limits.summary_input_budget().saturating_sub(overhead) * CHARS_PER_TOKEN).unwrap_or(usize::MAX);
-    let transcript = bounded_transcript(lines, max_chars);
+    // A summary stored under a larger window can be longer than this one allows: it is
+    // bounded like a new one, and then always kept (it is the only record of what it covers).
+    let head = previous.map(|p| format!("{PREVIOUS_SUMMARY}\n{}\n", bounded_summary(p, limits)));
+    let lines: Vec<String> = messages.iter().flat_map(transcript_lines).collect();
+    let rest = max_chars.saturating_sub(head.as_ref().map_or(0, |h| h.len() + 1));
+    let transcript = match head {
+        Some(head) => format!("{head}\n{}", bounded_transcript(lines, rest)),
+        None => bounded_transcript(lines, rest),
+    };
     let last = first_number + messages.len().saturating_sub(1);
     vec![
         ChatMessage::System { content: system },
@@ -384,7 +500,7 @@ fn transcript_lines(m: &UiMessage) -> Vec<String> {
 }
 
 /// Joins lines within `max_chars`, leaving out lines from the middle when it must: the
-/// beginning (and the previous summary) and the most recent lines matter most.
+/// beginning and the most recent lines matter most.
 fn bounded_transcript(lines: Vec<String>, max_chars: usize) -> String {
     let total: usize = lines.iter().map(|l| l.len() + 1).sum();
     if total <= max_chars {
@@ -593,5 +709,371 @@ mod tests {
             bounded_summary(&"z".repeat(10_000), &limits).chars().count(),
             limits.max_summary_chars() + 4
         );
+    }
+
+    fn text_message(id: &str, role: &str, text: &str) -> UiMessage {
+        serde_json::from_value(json!({"id": id, "role": role, "parts": [{"type": "text", "text": text}]})).unwrap()
+    }
+
+    /// One exchange of the issue-#27 fixture: a user note, then (optionally) a document read
+    /// and the assistant's answer.
+    fn exchange(i: usize, note_chars: usize, result_chars: usize, answer_chars: usize) -> (UiMessage, UiMessage) {
+        let (note, answer) = (
+            "the figures for the north region moved again this week. ",
+            "Noted; the trend continues and nothing needs doing yet. ",
+        );
+        let note = note.repeat(note_chars / note.len() + 1);
+        let answer = answer.repeat(answer_chars / answer.len() + 1);
+        let user = text_message(&format!("u{i}"), "user", &format!("Turn {i}: {}", &note[..note_chars]));
+        let mut parts = vec![json!({"type": "step-start"})];
+        if result_chars > 0 {
+            parts.push(json!({"type": "dynamic-tool", "toolName": "files_read", "toolCallId": format!("c{i}"), "state": "output-available",
+                "input": {"path": format!("/notes/{i}.md")},
+                "output": {"server": "nextcloud", "content": [{"type": "text", "text": "d".repeat(result_chars)}]}}));
+            parts.push(json!({"type": "step-start"}));
+        }
+        parts.push(json!({"type": "text", "text": &answer[..answer_chars]}));
+        let assistant = serde_json::from_value(json!({"id": format!("a{i}"), "role": "assistant", "parts": parts})).unwrap();
+        (user, assistant)
+    }
+
+    /// What the scripted model's summariser does: keeps every `user:` line it is given.
+    fn scripted_summariser(request: &[ChatMessage]) -> String {
+        let ChatMessage::User { content } = &request[1] else { panic!() };
+        content
+            .lines()
+            .map(|l| l.trim().trim_start_matches("- ").trim())
+            .filter(|l| l.starts_with("user: "))
+            .map(|l| format!("- {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// One summary call of a simulated conversation.
+    struct Call {
+        turn: usize,
+        /// The range it covered (`history[start..end]`) and what it was sent.
+        start: usize,
+        end: usize,
+        request: Vec<ChatMessage>,
+        previous: Option<String>,
+        /// Where the kept tail started: a range ending there is all a summary could cover.
+        tail_start: usize,
+        /// The request the turn then sent, and the one before the summary.
+        tokens_before: u64,
+        tokens_after: u64,
+    }
+
+    /// A conversation run the way the turn runs it (`turn.rs`, `fit`): each model step builds
+    /// the view, and the first step that finds a summary due (one per turn) makes it.
+    fn simulate(turns: usize, limits: &Limits, exchange_of: impl Fn(usize) -> (UiMessage, UiMessage)) -> (Vec<Call>, u64) {
+        let system = context::system_prompt("2026-12-01", true);
+        let mut history: Vec<UiMessage> = Vec::new();
+        let mut summary: Option<Summary> = None;
+        let mut calls = Vec::new();
+        let mut largest = 0;
+        for turn in 0..turns {
+            let (user, assistant) = exchange_of(turn);
+            history.push(user);
+            // The steps: the assistant message empty, then after each tool result.
+            let mut steps = vec![UiMessage::new(assistant.id.clone(), Role::Assistant)];
+            let tool_steps = assistant.parts.iter().filter(|p| matches!(p, UiPart::StepStart)).count();
+            if tool_steps > 1 {
+                steps.push(assistant.clone());
+            }
+            let mut tried = false;
+            for in_progress in steps {
+                history.push(in_progress);
+                let view = build_view(&system, summary.as_ref(), &history, 300, limits, Calibration::default());
+                let mut sent = view.tokens;
+                if !tried && let Some(end) = summary_plan(&history, summary.as_ref(), &view, limits) {
+                    tried = true;
+                    let start = summarised_prefix(&history, summary.as_ref());
+                    let previous = summary.as_ref().filter(|_| start > 0).map(|s| s.text.clone());
+                    let request = summary_request(previous.as_deref(), &history[start..end], start + 1, limits);
+                    let text = bounded_summary(&scripted_summariser(&request), limits);
+                    summary = Some(Summary {
+                        covers_count: end,
+                        covers_until_id: history[end - 1].id.clone(),
+                        text,
+                    });
+                    sent = build_view(&system, summary.as_ref(), &history, 300, limits, Calibration::default()).tokens;
+                    calls.push(Call {
+                        turn,
+                        start,
+                        end,
+                        request,
+                        previous,
+                        tail_start: tail_start(&history, start, limits),
+                        tokens_before: view.tokens,
+                        tokens_after: sent,
+                    });
+                }
+                largest = largest.max(sent);
+                history.pop();
+            }
+            history.push(assistant);
+        }
+        (calls, largest)
+    }
+
+    /// Issue #27's scenario: 14 turns at a 6,000-token window. Each exchange is a short
+    /// user note and an answer of 1,700 characters: about 620 tokens, so the prompt budget
+    /// holds about eight (the same fixture as tests/compaction.rs and benches/compaction.rs).
+    pub(super) const ISSUE_WINDOW: u64 = 6_000;
+    const ISSUE_TURNS: usize = 14;
+    /// The target: at most one summary call per this many turns of that fixture.
+    const ISSUE_TURNS_PER_SUMMARY: usize = 4;
+
+    fn issue_exchange(i: usize) -> (UiMessage, UiMessage) {
+        exchange(i, 120, 0, 1_700)
+    }
+
+    #[test]
+    fn the_issue_scenario_summarises_rarely_and_incrementally() {
+        let limits = Limits::for_window(ISSUE_WINDOW);
+        let (calls, largest) = simulate(ISSUE_TURNS, &limits, issue_exchange);
+        let report: Vec<String> = calls
+            .iter()
+            .map(|c| format!("turn {} [{}..{}) {} -> {}", c.turn, c.start, c.end, c.tokens_before, c.tokens_after))
+            .collect();
+        assert!(!calls.is_empty(), "the fixture outgrows the window");
+        assert!(
+            calls.len() <= ISSUE_TURNS.div_ceil(ISSUE_TURNS_PER_SUMMARY),
+            "{} summary calls in {ISSUE_TURNS} turns: {report:?}",
+            calls.len()
+        );
+        assert!(largest <= limits.prompt_budget());
+        for (i, c) in calls.iter().enumerate() {
+            // Hysteresis: down to the target where the kept tail allows (in this small window
+            // the system prompt, the tools and the tail alone are about a quarter, so all
+            // before the tail goes), and always a large gain, well under the trigger.
+            assert!(c.tokens_after <= limits.compact_to_tokens || c.end == c.tail_start, "{report:?}");
+            assert!(c.tokens_before - c.tokens_after >= limits.min_summary_gain(), "{report:?}");
+            assert!(c.tokens_after <= limits.summary_threshold() * 3 / 4, "{report:?}");
+            // Incremental: the previous summary and the messages after its range, nothing older.
+            let ChatMessage::User { content } = &c.request[1] else { panic!() };
+            if i == 0 {
+                assert_eq!(c.start, 0);
+                assert!(!content.contains(PREVIOUS_SUMMARY));
+            } else {
+                assert_eq!(c.start, calls[i - 1].end, "{report:?}");
+                let previous = c.previous.as_deref().unwrap();
+                assert!(content.contains(&format!("{PREVIOUS_SUMMARY}\n{previous}\n")));
+                let (_, since) = content.split_once(&format!("{previous}\n")).unwrap();
+                for turn in 0..ISSUE_TURNS {
+                    let covered_before = turn * 2 < c.start;
+                    assert_eq!(
+                        since.contains(&format!("user: Turn {turn}: ")),
+                        !covered_before && turn * 2 < c.end,
+                        "summary {i}, turn {turn}: {report:?}"
+                    );
+                }
+            }
+            assert!(estimate_tokens(&c.request) <= limits.summary_input_budget() + 64);
+        }
+    }
+
+    /// Every tool message follows the assistant message that made its call, and every call
+    /// has its result: no pair was parted.
+    fn pairs_intact(messages: &[ChatMessage]) -> bool {
+        let mut open: Vec<String> = Vec::new();
+        for m in messages {
+            match m {
+                ChatMessage::Assistant { tool_calls, .. } => {
+                    if !open.is_empty() {
+                        return false;
+                    }
+                    open = tool_calls.iter().map(|c| serde_json::to_value(c).unwrap()["id"].as_str().unwrap().to_string()).collect();
+                }
+                ChatMessage::Tool { tool_call_id, .. } => {
+                    let Some(i) = open.iter().position(|id| id == tool_call_id) else { return false };
+                    open.remove(i);
+                }
+                ChatMessage::User { .. } | ChatMessage::System { .. } => {
+                    if !open.is_empty() {
+                        return false;
+                    }
+                }
+            }
+        }
+        open.is_empty()
+    }
+
+    /// Applies a plan the way the turn does, with a summary of the largest size allowed.
+    fn summarised(history: &[UiMessage], end: usize, limits: &Limits) -> Summary {
+        Summary {
+            covers_count: end,
+            covers_until_id: history[end - 1].id.clone(),
+            text: "s".repeat(limits.max_summary_chars()),
+        }
+    }
+
+    #[test]
+    fn a_summary_brings_the_request_down_to_the_target_and_small_gains_wait() {
+        // A window where the kept tail and the largest summary fit under the target.
+        let limits = Limits::for_window(16_000);
+        let mut history: Vec<UiMessage> = Vec::new();
+        let mut planned = None;
+        for i in 0..40 {
+            let (u, a) = issue_exchange(i);
+            history.push(u);
+            let view = build_view("s", None, &history, 0, &limits, Calibration::default());
+            if let Some(end) = summary_plan(&history, None, &view, &limits) {
+                planned = Some((end, view.tokens));
+                break;
+            }
+            history.push(a);
+        }
+        let (end, before) = planned.expect("a summary is due before forty exchanges");
+        assert!(before > limits.summary_threshold());
+        assert_eq!(history[end].role, Role::User);
+        let s = summarised(&history, end, &limits);
+        let after = build_view("s", Some(&s), &history, 0, &limits, Calibration::default());
+        assert!(after.tokens <= limits.compact_to_tokens, "{} > {}", after.tokens, limits.compact_to_tokens);
+        // The shortest range that does it: one exchange less would not.
+        let shorter = summarised(&history, end - 2, &limits);
+        if end - 2 >= 2 {
+            assert!(build_view("s", Some(&shorter), &history, 0, &limits, Calibration::default()).tokens > limits.compact_to_tokens);
+        }
+        // Right after, the request is under the trigger; and above it, a summary that would
+        // take less than the gap between trigger and target off waits for more to summarise.
+        assert_eq!(summary_plan(&history, Some(&s), &after, &limits), None);
+        let mut grown = history.clone();
+        grown.push(issue_exchange((history.len() - 1) / 2).1);
+        grown.push(text_message("more", "user", "one more thing"));
+        grown.push(text_message("big", "assistant", &"b".repeat(usize::try_from(limits.summary_threshold() * 3).unwrap())));
+        grown.push(text_message("next", "user", "and now?"));
+        let v = build_view("s", Some(&s), &grown, 0, &limits, Calibration::default());
+        assert!(v.tokens > limits.summary_threshold() && v.omitted == 0, "{}", v.tokens);
+        assert_eq!(summary_plan(&grown, Some(&s), &v, &limits), None, "a summary now would gain little");
+    }
+
+    #[test]
+    fn the_target_is_a_parameter() {
+        let base = Limits::for_window(ISSUE_WINDOW);
+        let (loose, _) = simulate(ISSUE_TURNS, &Limits { compact_to_tokens: base.summary_threshold() - 1, ..base }, issue_exchange);
+        let (tight, _) = simulate(ISSUE_TURNS, &base, issue_exchange);
+        assert!(loose.len() > tight.len(), "{} vs {}", loose.len(), tight.len());
+        for c in &tight {
+            assert!(c.tokens_after <= base.compact_to_tokens || c.end == c.tail_start);
+        }
+    }
+
+    #[test]
+    fn a_single_huge_message_is_never_summarised_nor_split_by_a_summary() {
+        let limits = Limits::for_window(ISSUE_WINDOW);
+        let huge = text_message("huge", "user", &"y".repeat(60_000));
+        // Alone: nothing to summarise; the floor cuts it to fit.
+        let alone = vec![huge.clone(), UiMessage::new("a".into(), Role::Assistant)];
+        let v = build_view("s", None, &alone, 0, &limits, Calibration::default());
+        assert!(v.tokens <= limits.prompt_budget());
+        assert!(
+            matches!(&v.messages[1], ChatMessage::User { content } if content.starts_with("yyy") && content.ends_with("[cut to fit the context window]")),
+            "the message to answer is cut, never left out: {:?}", v.messages.iter().map(|m| format!("{m:?}").chars().take(120).collect::<String>()).collect::<Vec<_>>()
+        );
+        assert_eq!(summary_plan(&alone, None, &v, &limits), None);
+        // After a conversation: what came before is summarised, the huge message is not.
+        let mut history: Vec<UiMessage> = (0..6).flat_map(|i| <[UiMessage; 2]>::from(issue_exchange(i))).collect();
+        history.push(huge);
+        history.push(UiMessage::new("a".into(), Role::Assistant));
+        let v = build_view("s", None, &history, 0, &limits, Calibration::default());
+        let end = summary_plan(&history, None, &v, &limits).unwrap();
+        assert_eq!(end, 10, "everything before the kept tail (the last four messages)");
+        let s = summarised(&history, end, &limits);
+        let after = build_view("s", Some(&s), &history, 0, &limits, Calibration::default());
+        assert!(after.tokens <= limits.prompt_budget());
+        // The floor may leave out the exchange before it, never the message itself.
+        assert!(after.messages.iter().any(|m| matches!(m, ChatMessage::User { content } if content.starts_with("yyy"))));
+    }
+
+    #[test]
+    fn a_window_too_small_for_the_tail_keeps_it_whole_and_the_budget() {
+        let limits = Limits::for_window(2_048);
+        // Exchanges with 6 KB results: the last one alone is over the window.
+        let mut history = conversation(8, 6_000);
+        history.push(user(8, "turn 8: read the next document"));
+        history.push(assistant_with_result(8, 6_000));
+        let v = build_view("s", None, &history, 0, &limits, Calibration::default());
+        assert!(v.tokens <= limits.prompt_budget());
+        let end = summary_plan(&history, None, &v, &limits).unwrap();
+        assert!(end <= history.len() - limits.keep_recent_messages);
+        assert_eq!(history[end].role, Role::User);
+        let s = summarised(&history, end, &limits);
+        let after = build_view("s", Some(&s), &history, 0, &limits, Calibration::default());
+        assert!(after.tokens <= limits.prompt_budget(), "{}", after.tokens);
+        assert!(pairs_intact(&after.messages), "{:?}", after.messages);
+        // A tail over the target: the summary stops at the tail, and later turns do not
+        // summarise again until there is enough to gain.
+        assert_eq!(summary_plan(&history, Some(&s), &after, &limits), None);
+    }
+
+    #[test]
+    fn a_call_awaiting_approval_is_never_summarised_away() {
+        let limits = Limits {
+            keep_recent_messages: 0,
+            ..Limits::for_window(2_048)
+        };
+        let mut history = conversation(20, 2_000);
+        history.push(user(20, "turn 20: write the report"));
+        history.push(
+            serde_json::from_value(json!({"id": "pending", "role": "assistant", "parts": [
+                {"type": "step-start"},
+                {"type": "dynamic-tool", "toolName": "files_write", "toolCallId": "cw", "state": "approval-requested",
+                 "input": {"path": "/report.txt"}, "approval": {"id": "ap1"}}
+            ]}))
+            .unwrap(),
+        );
+        let v = build_view("s", None, &history, 0, &limits, Calibration::default());
+        let end = summary_plan(&history, None, &v, &limits).unwrap();
+        assert!(end <= history.len() - 2, "the current exchange stays: {end}");
+        let s = summarised(&history, end, &limits);
+        let after = build_view("s", Some(&s), &history, 0, &limits, Calibration::default());
+        assert!(after.tokens <= limits.prompt_budget());
+        assert!(matches!(after.messages.last(), Some(ChatMessage::Tool { tool_call_id, .. }) if tool_call_id == "cw"));
+        assert!(pairs_intact(&after.messages));
+    }
+
+    #[test]
+    fn the_incremental_request_keeps_the_previous_summary_whole_and_fits_the_rest() {
+        let limits = Limits::for_window(4_096);
+        // A summary stored under a larger window, and a long stretch since.
+        let previous = format!("HERON {}", "p".repeat(50_000));
+        let since = conversation(100, 5_000);
+        let req = summary_request(Some(&previous), &since[40..], 41, &limits);
+        assert!(estimate_tokens(&req) <= limits.summary_input_budget() + 64, "{}", estimate_tokens(&req));
+        let ChatMessage::User { content } = &req[1] else { panic!() };
+        assert!(content.starts_with(&format!("{SUMMARY_REQUEST} (messages 41 to 200)")));
+        assert!(content.contains(&format!("{PREVIOUS_SUMMARY}\n{}\n", bounded_summary(&previous, &limits))));
+        assert!(content.contains("lines left out") && content.contains("user: turn 99"));
+        assert!(!content.contains("user: turn 19:"), "nothing from before the range");
+        // Without a previous summary, no heading.
+        let first = summary_request(None, &since[..4], 1, &limits);
+        let ChatMessage::User { content } = &first[1] else { panic!() };
+        assert!(!content.contains(PREVIOUS_SUMMARY));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        #[test]
+        fn summaries_stay_incremental_bounded_and_rare(
+            window in 2_048u64..20_000,
+            note in 10usize..3_000,
+            answer in 10usize..2_000,
+            result in proptest::prop_oneof![proptest::strategy::Just(0usize), 100usize..8_000],
+            turns in 4usize..30,
+        ) {
+            let limits = Limits::for_window(window);
+            let (calls, largest) = simulate(turns, &limits, |i| exchange(i, note, result, answer));
+            proptest::prop_assert!(largest <= limits.prompt_budget());
+            let mut covered = 0;
+            for c in &calls {
+                proptest::prop_assert_eq!(c.start, covered, "incremental: from where the previous one ended");
+                proptest::prop_assert!(c.end >= c.start + 2 && c.end % 2 == 0, "whole exchanges");
+                proptest::prop_assert!(c.end <= c.turn * 2, "never the current exchange");
+                proptest::prop_assert!(estimate_tokens(&c.request) <= limits.summary_input_budget() + 64);
+                covered = c.end;
+            }
+        }
     }
 }

@@ -458,7 +458,9 @@ impl TurnState {
         self.emit(StreamPart::StartStep)?;
         // Boxed (issue #16): the view (and a summary call) is built before the stream starts.
         let view = Box::pin(self.compacted_view()).await?;
-        let messages = view.messages;
+        // Only the estimate is kept past the request (the calibration compares it with the
+        // provider's count); the rest of the view goes here and its messages below.
+        let (messages, estimated_tokens) = view.into_request();
         let model = &self.t.services.model;
         let mut stream = Box::pin(model.stream_as(self.t.loadout.model, &messages, &self.specs))
             .await
@@ -510,7 +512,7 @@ impl TurnState {
                 } => {
                     self.tokens_used += total_tokens;
                     if let Some(prompt_tokens) = prompt_tokens {
-                        self.t.calibration = Calibration::observe(view.estimated_tokens, prompt_tokens);
+                        self.t.calibration = Calibration::observe(estimated_tokens, prompt_tokens);
                         self.t.emitter.calibrated(self.t.calibration);
                     }
                 }

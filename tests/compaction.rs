@@ -7,6 +7,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use std::time::Duration;
 use test_harness::orchestrator::{Options, Orchestrator, parts, read_sse, user_turn};
+use test_harness::postgres::PgCluster;
 use test_harness::probe_mcp::ProbeMcp;
 use test_harness::scripted_model::ScriptedModel;
 
@@ -264,4 +265,190 @@ async fn the_ai_sdk_client_reads_the_compaction_part() {
         return;
     }
     panic!("no compaction happened in 12 long turns");
+}
+
+// Issue #27: a 14-turn conversation at a 6,000-token window made 8 summary calls, each
+// summarising little. The fixture (the same as src/compaction.rs's unit test and
+// benches/compaction.rs): a short user note and an answer of 1,700 characters per turn.
+const ISSUE_WINDOW: u64 = 6_000;
+const ISSUE_TURNS: usize = 14;
+/// The target for this fixture: at most one summary call per this many turns.
+const TURNS_PER_SUMMARY: usize = 4;
+const PREVIOUS_SUMMARY: &str = "Summary of the messages before these:";
+
+fn issue_note(n: usize) -> String {
+    let note = "the figures for the north region moved again this week. ".repeat(3);
+    format!("Turn {n}: {}", &note[..120])
+}
+
+fn issue_model() -> ScriptedModel {
+    let answer = "Noted; the trend continues and nothing needs doing yet. ".repeat(31);
+    let model = ScriptedModel::start();
+    model.add_rules(json!([
+        {"match": SUMMARY_MARK, "steps": [{"summarise_user_lines": true}]},
+        {"match": "Turn ", "steps": [{"text": &answer[..1_700]}]}
+    ]));
+    model
+}
+
+/// "messages A to B": the first and last message (1-based) a summary request covers.
+fn summary_range(request: &Value) -> (usize, usize) {
+    let text = last_user_text(request);
+    let inner = text.split("(messages ").nth(1).unwrap().split(')').next().unwrap();
+    let (a, b) = inner.split_once(" to ").unwrap();
+    (a.parse().unwrap(), b.parse().unwrap())
+}
+
+/// What the scripted summariser answered to `request` (its `user:` lines), i.e. the summary
+/// the orchestrator stored from it (short enough here not to be cut).
+fn scripted_summary(request: &Value) -> String {
+    last_user_text(request)
+        .lines()
+        .map(|l| l.trim().trim_start_matches("- ").trim())
+        .filter(|l| l.starts_with("user: "))
+        .map(|l| format!("- {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Summary call `request`, following `previous` (None for the first), is incremental: its
+/// material is the previous summary, then exactly the messages after the previous range.
+fn assert_incremental(request: &Value, previous: Option<&Value>) {
+    let (first, last) = summary_range(request);
+    let text = last_user_text(request);
+    assert!(text.contains("<untrusted_data source=\"conversation\">"), "enveloped (G2)");
+    let since = match previous {
+        None => {
+            assert_eq!(first, 1);
+            assert!(!text.contains(PREVIOUS_SUMMARY));
+            text.as_str()
+        }
+        Some(p) => {
+            assert_eq!(first, summary_range(p).1 + 1, "starts where the previous summary ended");
+            let head = format!("{PREVIOUS_SUMMARY}\n{}\n", scripted_summary(p));
+            let at = text.find(&head).unwrap_or_else(|| panic!("the previous summary is in the request: {text}"));
+            &text[at + head.len()..]
+        }
+    };
+    // User message n (of turn t) is message 2t + 1.
+    for t in 0..64 {
+        let m = 2 * t + 1;
+        assert_eq!(
+            since.contains(&format!("user: Turn {t}: ")),
+            (first..=last).contains(&m),
+            "turn {t} (message {m}) in a summary of messages {first} to {last}: {since}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fourteen_turns_at_6000_tokens_summarise_rarely_and_incrementally() {
+    let model = issue_model();
+    let orch = Orchestrator::start(Options {
+        model_url: model.url(),
+        extra_env: vec![("TAMEBI_CONTEXT_TOKENS".into(), ISSUE_WINDOW.to_string())],
+        ..Options::default()
+    });
+    let c = client();
+    let mut compactions = 0;
+    for n in 0..ISSUE_TURNS {
+        let p = turn_without_workspace(&orch, &c, "issue27", n, &issue_note(n)).await;
+        assert!(!p.iter().any(|x| x["type"] == "error"), "turn {n}: {p:?}");
+        compactions += p.iter().filter(|x| x["type"] == "data-compaction").count();
+    }
+    let requests = model.requests();
+    let summaries: Vec<usize> = (0..requests.len()).filter(|&i| is_summary_call(&requests[i])).collect();
+    eprintln!(
+        "{} summary calls in {ISSUE_TURNS} turns: {:?}",
+        summaries.len(),
+        summaries.iter().map(|&i| summary_range(&requests[i])).collect::<Vec<_>>()
+    );
+    assert!(!summaries.is_empty(), "the conversation outgrew half the window");
+    assert_eq!(summaries.len(), compactions);
+    assert!(
+        summaries.len() <= ISSUE_TURNS.div_ceil(TURNS_PER_SUMMARY),
+        "{} summary calls in {ISSUE_TURNS} turns (target: at most one per {TURNS_PER_SUMMARY})",
+        summaries.len()
+    );
+    for (k, &i) in summaries.iter().enumerate() {
+        assert_incremental(&requests[i], k.checked_sub(1).map(|j| &requests[summaries[j]]));
+        // Hysteresis: the turn's request right after the summary is well under the trigger
+        // (half the window). The target is a quarter where the kept tail allows; in a window
+        // this small the system prompt, the tools and the tail alone are about that much.
+        let after = &requests[i + 1];
+        assert!(!is_summary_call(after));
+        assert!(
+            request_tokens(after) <= ISSUE_WINDOW / 2 * 3 / 4,
+            "{} tokens after summary {k}",
+            request_tokens(after)
+        );
+    }
+    for r in &requests {
+        assert!(request_tokens(r) <= ISSUE_WINDOW - ISSUE_WINDOW / 8);
+    }
+}
+
+/// A turn without a Nextcloud bearer (no workspace tools); its parts. Retried while another
+/// instance still holds the conversation (503 with `Retry-After`).
+async fn turn_without_workspace(orch: &Orchestrator, c: &reqwest::Client, conversation: &str, n: usize, text: &str) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let body = user_turn(conversation, &format!("m{n}"), text);
+        let r = orch.request(c, Method::POST, "/v1/chat", "alice", &body, None).send().await.unwrap();
+        if r.status() == 200 {
+            return parts(&read_sse(r).await);
+        }
+        let status = r.status();
+        let wait = r.headers().get("retry-after").and_then(|v| v.to_str().ok()?.parse().ok());
+        match wait {
+            Some(secs) if std::time::Instant::now() < deadline => tokio::time::sleep(Duration::from_secs(secs)).await,
+            _ => panic!("turn {n}: {status} {}", r.text().await.unwrap_or_default()),
+        }
+    }
+}
+
+/// Summaries persist: a conversation taken over by another instance (PostgreSQL) carries on
+/// from the stored summary, incrementally, instead of summarising from the start again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_revived_on_another_instance_continues_its_summary() {
+    let Some(pg) = PgCluster::start_or_skip() else { return };
+    let url = pg.create_database("compaction").unwrap();
+    let model = issue_model();
+    let start = || {
+        Orchestrator::start(Options {
+            model_url: model.url(),
+            extra_env: vec![
+                ("TAMEBI_CONTEXT_TOKENS".into(), ISSUE_WINDOW.to_string()),
+                ("TAMEBI_DATABASE_URL".into(), url.clone()),
+                ("TAMEBI_LEASE_SECS".into(), "2".into()),
+            ],
+            ..Options::default()
+        })
+    };
+    let c = client();
+    let mut a = start();
+    let mut n = 0;
+    while !model.requests().iter().any(is_summary_call) {
+        assert!(n < ISSUE_TURNS, "no summary on the first instance in {n} turns");
+        turn_without_workspace(&a, &c, "moved", n, &issue_note(n)).await;
+        n += 1;
+    }
+    let on_a: Vec<Value> = model.requests().into_iter().filter(is_summary_call).collect();
+    let last_on_a = on_a.last().unwrap().clone();
+    assert_eq!(a.process().terminate(Duration::from_secs(20)), Some(0));
+    model.clear_requests();
+
+    let b = start();
+    let mut more = 0;
+    let revived = loop {
+        assert!(more < 2 * TURNS_PER_SUMMARY, "no summary on the second instance in {more} turns");
+        turn_without_workspace(&b, &c, "moved", n, &issue_note(n)).await;
+        n += 1;
+        more += 1;
+        if let Some(s) = model.requests().into_iter().find(is_summary_call) {
+            break s;
+        }
+    };
+    // The first summary on B starts from A's stored one and covers only what came after it.
+    assert_incremental(&revived, Some(&last_on_a));
 }
