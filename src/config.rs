@@ -43,12 +43,29 @@ pub enum ServerAuth {
     None,
 }
 
+/// Whether the operator vouches for what a server says about its own tools (G3). Derived from
+/// the server's configuration only: a server can never raise its own trust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerTrust {
+    /// `auth=nextcloud`: the operator's own Nextcloud-facing server. It holds the user's
+    /// token already, so what a call sends it is no disclosure to a third party: its tool
+    /// annotations decide approval.
+    Own,
+    /// `auth=none;trust=reads`: a third party whose read-only tools the operator chose to let
+    /// run unasked (docs/security.md states the risk); every other call asks.
+    Reads,
+    /// `auth=none` without `trust=`: a server we do not vouch for. Every call to it sends it
+    /// data, so every call asks, whatever its annotations claim.
+    ThirdParty,
+}
+
 /// One MCP server the orchestrator offers tools from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServer {
     pub name: String,
     pub url: url::Url,
     pub auth: ServerAuth,
+    pub trust: ServerTrust,
 }
 
 /// Which configured model a turn talks to first (an assistant's `model`).
@@ -461,9 +478,9 @@ fn secs(value: Option<String>, var: &'static str, default: &str) -> Result<Durat
     Ok(Duration::from_secs(n))
 }
 
-/// Parses `name=url;auth=nextcloud,name=url;auth=none,name=url`. Names become part of tool
-/// routing and of the credentials header, so they are kept simple. `,` and `;` inside a URL
-/// must be percent-encoded.
+/// Parses `name=url;auth=nextcloud,name=url;auth=none;trust=reads,name=url`. Names become part
+/// of tool routing and of the credentials header, so they are kept simple. `,` and `;` inside
+/// a URL must be percent-encoded.
 fn mcp_servers(raw: &str) -> Result<Vec<McpServer>, ConfigError> {
     let mut servers: Vec<McpServer> = Vec::new();
     for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -498,27 +515,46 @@ fn mcp_server(item: &str) -> Result<McpServer, ConfigError> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(invalid_server(format!("`{name}` must be an http(s) URL")));
     }
-    let mut auth = None;
+    let (mut auth, mut trust_reads) = (None, false);
     for option in fields.filter(|f| !f.is_empty()) {
-        let value = match option.split_once('=') {
-            Some(("auth", value)) if auth.is_none() => value.trim(),
+        match option.split_once('=').map(|(k, v)| (k, v.trim())) {
+            Some(("auth", value)) if auth.is_none() => {
+                auth = Some(match value {
+                    "nextcloud" => ServerAuth::Nextcloud,
+                    "none" => ServerAuth::None,
+                    other => return Err(invalid_server(format!("`{name}`: auth must be nextcloud or none, not `{other}`"))),
+                });
+            }
+            Some(("trust", "reads")) if !trust_reads => trust_reads = true,
+            Some(("trust", other)) if !trust_reads => {
+                return Err(invalid_server(format!("`{name}`: trust can only be reads, not `{other}`")));
+            }
             _ => {
                 return Err(invalid_server(format!(
-                    "`{name}`: unknown or repeated option `{option}` (only auth=nextcloud|none)"
+                    "`{name}`: unknown or repeated option `{option}` (only auth=nextcloud|none and trust=reads)"
                 )));
             }
-        };
-        auth = Some(match value {
-            "nextcloud" => ServerAuth::Nextcloud,
-            "none" => ServerAuth::None,
-            other => return Err(invalid_server(format!("`{name}`: auth must be nextcloud or none, not `{other}`"))),
-        });
+        }
     }
+    // G1: fail closed. Only a server the operator marked Nextcloud-facing gets a token.
+    let auth = auth.unwrap_or(ServerAuth::None);
+    // G3: fail closed. A server that is not ours is trusted with nothing unless the operator
+    // says so for that server; ours needs no such word (it holds the user's token already).
+    let trust = match (auth, trust_reads) {
+        (ServerAuth::Nextcloud, false) => ServerTrust::Own,
+        (ServerAuth::Nextcloud, true) => {
+            return Err(invalid_server(format!(
+                "`{name}`: trust=reads is for auth=none servers (an auth=nextcloud server's annotations already decide)"
+            )));
+        }
+        (ServerAuth::None, true) => ServerTrust::Reads,
+        (ServerAuth::None, false) => ServerTrust::ThirdParty,
+    };
     Ok(McpServer {
         name: name.to_string(),
         url,
-        // G1: fail closed. Only a server the operator marked Nextcloud-facing gets a token.
-        auth: auth.unwrap_or(ServerAuth::None),
+        auth,
+        trust,
     })
 }
 
@@ -692,6 +728,12 @@ mod tests {
             vec![ServerAuth::Nextcloud, ServerAuth::Nextcloud, ServerAuth::None, ServerAuth::None],
             "unstated auth is none"
         );
+        let trust: Vec<ServerTrust> = c.mcp_servers.iter().map(|s| s.trust).collect();
+        assert_eq!(
+            trust,
+            vec![ServerTrust::Own, ServerTrust::Own, ServerTrust::ThirdParty, ServerTrust::ThirdParty],
+            "a server that is not ours is trusted with nothing unless the operator says so"
+        );
         assert!(with("TAMEBI_MCP_SERVERS", "nextcloud").is_err());
         for bad in [
             "a=http://x/;auth=admin",
@@ -699,6 +741,10 @@ mod tests {
             "a=http://x/;token=abc",
             "a=http://x/;auth=none;auth=nextcloud",
             "a=http://x/;AUTH=nextcloud",
+            "a=http://x/;trust=all",
+            "a=http://x/;trust=",
+            "a=http://x/;trust=reads;trust=reads",
+            "a=http://x/;auth=nextcloud;trust=reads",
         ] {
             let err = with("TAMEBI_MCP_SERVERS", bad).unwrap_err().to_string();
             assert!(err.contains("TAMEBI_MCP_SERVERS"), "{bad}: {err}");
@@ -706,6 +752,30 @@ mod tests {
         assert!(with("TAMEBI_MCP_SERVERS", "a b=http://x/").is_err());
         assert!(with("TAMEBI_MCP_SERVERS", "a=http://x/,a=http://y/").is_err());
         assert!(with("TAMEBI_MCP_SERVERS", "a=file:///etc").is_err());
+    }
+
+    /// Issue #27: a third party's read tools run unasked only where the operator said so, per
+    /// server; `trust=reads` never hands out a credential.
+    #[test]
+    fn trust_reads_is_per_server_and_only_for_auth_none() {
+        let c = with(
+            "TAMEBI_MCP_SERVERS",
+            "w=http://w/mcp;auth=none;trust=reads,v=http://v/mcp; trust=reads ,u=http://u/mcp;auth=none",
+        )
+        .unwrap();
+        let got: Vec<(ServerAuth, ServerTrust)> = c.mcp_servers.iter().map(|s| (s.auth, s.trust)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (ServerAuth::None, ServerTrust::Reads),
+                (ServerAuth::None, ServerTrust::Reads),
+                (ServerAuth::None, ServerTrust::ThirdParty),
+            ]
+        );
+        let err = with("TAMEBI_MCP_SERVERS", "n=http://n/mcp;auth=nextcloud;trust=reads")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("TAMEBI_MCP_SERVERS") && err.contains("auth=none"), "{err}");
     }
 
     #[test]

@@ -51,7 +51,7 @@ fn build_tool_defs() -> Vec<ToolDef> {
     definitions
         .into_iter()
         .filter_map(|d| serde_json::from_value::<rmcp::model::Tool>(d).ok())
-        .map(|t| ToolDef::from_mcp(LOCAL_SERVER, &t))
+        .map(|t| ToolDef::from_mcp(LOCAL_SERVER, crate::config::ServerTrust::Own, &t))
         .collect()
 }
 

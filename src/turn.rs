@@ -29,7 +29,7 @@ use crate::services::Services;
 use crate::store::audit::{ApprovalState, Category, Entry, EntryBuilder, Kind, Outcome};
 use crate::store::chat::PendingApproval;
 use crate::stream_log::{Hold, StreamLog};
-use crate::ui_stream::{StreamPart, UiMessage};
+use crate::ui_stream::{StreamPart, ToolMeta, UiMessage};
 
 /// What starts a turn.
 #[derive(Debug, Clone)]
@@ -622,6 +622,9 @@ impl TurnState {
     async fn handle_calls(&mut self, calls: Vec<AssembledCall>) -> Result<bool, TurnError> {
         let mut awaiting = false;
         for call in calls {
+            let def = self.registry.for_model(&call.name).cloned();
+            // Where the call goes, from our registry: the approval card names the server.
+            let tool_metadata = def.as_ref().map(|d| Box::new(tool_meta(d)));
             let input: Value = match serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }) {
                 Ok(v @ Value::Object(_)) => v,
                 _ => {
@@ -631,6 +634,7 @@ impl TurnState {
                         tool_name: call.name.clone(),
                         input: Value::Null,
                         dynamic: true,
+                        tool_metadata,
                     })?;
                     self.emit(StreamPart::ToolOutputError {
                         tool_call_id: call.id,
@@ -645,8 +649,9 @@ impl TurnState {
                 tool_name: call.name.clone(),
                 input: input.clone(),
                 dynamic: true,
+                tool_metadata: tool_metadata.clone(),
             })?;
-            let Some(def) = self.registry.for_model(&call.name).cloned() else {
+            let Some(def) = def else {
                 // A call to a tool that does not exist for the model (a public-link or mail-send
                 // tool an injected document asked for, an app-only tool) is recorded as refused.
                 let entry = self
@@ -664,7 +669,9 @@ impl TurnState {
                 continue;
             };
             if def.policy.needs_approval {
-                // G3: record the exact call and ask; nothing runs until a recorded approval.
+                // G3: record the exact call and ask; nothing runs until a recorded approval. A
+                // tool of a server we do not vouch for always lands here (approval::policy_for):
+                // its arguments would leave for a third party.
                 let approval = PendingApproval {
                     approval_id: format!("ap_{}", uuid::Uuid::new_v4().simple()),
                     message_id: self.t.assistant.id.clone(),
@@ -675,9 +682,14 @@ impl TurnState {
                     arguments: input,
                 };
                 // The card the user approves is this record: exactly one part carries the
-                // call's id, showing the recorded tool and arguments. Our own ids make any
-                // other outcome impossible; if it ever happened, asking would be a lie.
-                if !self.t.assistant.shows_exactly(&call.id, &def.model_name, &approval.arguments) {
+                // call's id, showing the recorded server, tool and arguments. Our own ids make
+                // any other outcome impossible; if it ever happened, asking would be a lie.
+                let shown = tool_meta(&def);
+                if !self
+                    .t
+                    .assistant
+                    .shows_exactly(&call.id, &def.model_name, &approval.arguments, &shown)
+                {
                     tracing::error!(tool = %def.name, "the approval card does not match the recorded call; not asking");
                     self.emit(StreamPart::ToolOutputError {
                         tool_call_id: call.id,
@@ -823,6 +835,15 @@ impl TurnState {
                 dynamic: true,
             },
         }
+    }
+}
+
+/// What a tool part says about where its call goes (the approval card shows it).
+fn tool_meta(def: &ToolDef) -> ToolMeta {
+    ToolMeta {
+        server: def.server.clone(),
+        tool: def.name.clone(),
+        third_party: def.trust != crate::config::ServerTrust::Own,
     }
 }
 

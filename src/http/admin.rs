@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 use super::AppState;
 use crate::actors::tool_server::Health;
 use crate::auth::Caller;
-use crate::config::{McpServer, ModelRole, ServerAuth};
+use crate::config::{McpServer, ModelRole, ServerAuth, ServerTrust};
 use crate::error::{ApiError, Error};
 use crate::mcp::probe::{self, Reachability};
 
@@ -54,6 +54,9 @@ pub struct AssistantStatus {
 pub struct ServerStatus {
     pub name: String,
     pub auth: &'static str,
+    /// `own` (auth=nextcloud: annotations decide approval), `reads` (a third party whose
+    /// read-only tools the operator lets run unasked) or `none` (every call asks).
+    pub trust: &'static str,
     pub answers: bool,
     /// `listed`, `sign-in-required`, `answered` or `unreachable`.
     pub state: &'static str,
@@ -164,6 +167,11 @@ fn server_status(server: &McpServer, found: &Reachability, seen: usize, health: 
         auth: match server.auth {
             ServerAuth::Nextcloud => "nextcloud",
             ServerAuth::None => "none",
+        },
+        trust: match server.trust {
+            ServerTrust::Own => "own",
+            ServerTrust::Reads => "reads",
+            ServerTrust::ThirdParty => "none",
         },
         answers: found.answers(),
         state,
