@@ -110,7 +110,7 @@ async fn stack_with(assistants: &str) -> Stack {
     std::fs::write(&file, assistants).unwrap();
     let options = Options {
         model_url: model.url(),
-        mcp_servers: format!("probe={}", probe.url()),
+        mcp_servers: format!("probe={};trust=reads", probe.url()),
         extra_env: vec![
             ("TAMEBI_ASSISTANTS".into(), file.display().to_string()),
             ("TAMEBI_FALLBACK_MODEL".into(), "small".into()),
@@ -586,7 +586,7 @@ async fn a_silent_or_unreachable_tool_server_is_504_or_502_never_500() {
     let orch = Orchestrator::start(Options {
         model_url: model.url(),
         mcp_servers: format!(
-            "silent=http://{silent_addr}/mcp;auth=none,gone=http://{gone_addr}/mcp;auth=none,hangs={};auth=none",
+            "silent=http://{silent_addr}/mcp;auth=none;trust=reads,gone=http://{gone_addr}/mcp;auth=none;trust=reads,hangs={};auth=none;trust=reads",
             hangs.url()
         ),
         extra_env: vec![("TAMEBI_TOOL_TIMEOUT_SECS".into(), "1".into())],

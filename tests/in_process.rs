@@ -32,7 +32,7 @@ async fn start(model_url: &str, probe_url: &str) -> InProcess {
         ("TAMEBI_MODEL", "scripted".to_string()),
         ("TAMEBI_DATA_DIR", data.path().display().to_string()),
         // The same server name in both: one global name per server could not be had twice.
-        ("TAMEBI_MCP_SERVERS", format!("probe={probe_url};auth=none")),
+        ("TAMEBI_MCP_SERVERS", format!("probe={probe_url};auth=none;trust=reads")),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
