@@ -306,15 +306,37 @@ mod tests {
                 "ids": [1, 2, 3], "maybe_ids": [4], "inner": {"n": 6},
             })
         );
-        assert_eq!(converted(schema(), json!({"message_id": "18446744073709551615"}))["message_id"], json!(u64::MAX));
-        assert_eq!(converted(schema(), json!({"message_id": "-9223372036854775808"}))["message_id"], json!(i64::MIN));
+        assert_eq!(
+            converted(schema(), json!({"message_id": "18446744073709551615"}))["message_id"],
+            json!(u64::MAX)
+        );
+        assert_eq!(
+            converted(schema(), json!({"message_id": "-9223372036854775808"}))["message_id"],
+            json!(i64::MIN)
+        );
     }
 
     #[test]
     fn nothing_else_is_converted() {
         for not_an_integer in [
-            "+5", " 5", "5 ", "05", "-05", "00", "-", "", "5.0", "1e3", "0x10", "١٢", "true", "null", "5a", "--5",
-            "99999999999999999999", "-9223372036854775809",
+            "+5",
+            " 5",
+            "5 ",
+            "05",
+            "-05",
+            "00",
+            "-",
+            "",
+            "5.0",
+            "1e3",
+            "0x10",
+            "١٢",
+            "true",
+            "null",
+            "5a",
+            "--5",
+            "99999999999999999999",
+            "-9223372036854775809",
         ] {
             let args = json!({"message_id": not_an_integer, "ids": [not_an_integer]});
             assert_eq!(converted(schema(), args.clone()), args, "{not_an_integer:?}");
@@ -350,7 +372,9 @@ mod tests {
     fn a_request_is_converted_against_its_tool() {
         let Value::Object(input) = schema() else { unreachable!() };
         let tool = Tool::new("t", "d", std::sync::Arc::new(input));
-        let Value::Object(arguments) = json!({"message_id": "7"}) else { unreachable!() };
+        let Value::Object(arguments) = json!({"message_id": "7"}) else {
+            unreachable!()
+        };
         let mut request = CallToolRequestParams::new("t").with_arguments(arguments);
         integers_from_strings(&tool, &mut request);
         assert_eq!(request.arguments.map(Value::Object), Some(json!({"message_id": 7})));

@@ -110,7 +110,7 @@ fn integer_range(schema: &mut Schema) {
 
 #[cfg(test)]
 mod tests {
-    use rmcp::schemars::{self, JsonSchema};
+    use rmcp::schemars::JsonSchema;
     use serde_json::json;
 
     use super::*;
