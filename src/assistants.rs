@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use toml::Spanned;
 
-use crate::config::ModelRole;
+use crate::types::ModelRole;
 use crate::store::key::ConversationKey;
 
 /// The assistant every deployment without a file has: every tool, no extra instructions.

@@ -7,28 +7,13 @@
 //! The orchestrator holds exactly two secrets of its own and a model key. It must never hold
 //! a Nextcloud credential: there is deliberately no variable for one.
 
-use secrecy::{ExposeSecret, SecretString};
 use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// A secret of the configuration (the proxy and signing secrets, the model key). Its `Debug`
-/// is secrecy's `[REDACTED]`, so a stray `{:?}` of the config (or of anything holding one)
-/// cannot leak it, and it is zeroed when dropped. The value leaves only through [`Secret::expose`],
-/// at the one place that uses it.
-#[derive(Clone, Debug)]
-pub struct Secret(SecretString);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(SecretString::from(value.into()))
-    }
-    pub fn expose(&self) -> &str {
-        self.0.expose_secret()
-    }
-}
+use crate::types::Secret;
 
 /// Which of the caller's credentials an MCP server receives. Stated per server by the
 /// operator; unstated means [`ServerAuth::None`] (fail closed: a server nobody marked as
@@ -49,17 +34,6 @@ pub struct McpServer {
     pub name: String,
     pub url: url::Url,
     pub auth: ServerAuth,
-}
-
-/// Which configured model a turn talks to first (an assistant's `model`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ModelRole {
-    /// `TAMEBI_MODEL`, falling back to `TAMEBI_FALLBACK_MODEL` before its first chunk.
-    #[default]
-    Primary,
-    /// `TAMEBI_FALLBACK_MODEL` only.
-    Fallback,
 }
 
 /// The model provider: any OpenAI-compatible chat-completions API.

@@ -7,8 +7,9 @@
 //! credential beyond the request (or the turn) that carries it.
 //!
 //! Modules:
-//! - [`config`]: the one typed configuration, read from the environment at start (secrets
-//!   in a type that never prints).
+//! - [`types`]: small plain types several layers share (a secret that never prints, the
+//!   model role); it imports nothing of this crate.
+//! - [`config`]: the one typed configuration, read from the environment at start.
 //! - [`auth`]: G1 identity (`auth::identity`) and log redaction.
 //! - [`http`]: the axum routes (chat over SSE, conversations, apps, health).
 //! - [`actors`]: the ractor supervision tree (conversations, tool servers).
@@ -42,6 +43,7 @@ pub mod store;
 pub mod stream_log;
 pub mod telemetry;
 pub mod turn;
+pub mod types;
 pub mod ui_stream;
 pub mod untrusted;
 

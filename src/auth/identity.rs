@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use subtle::ConstantTimeEq;
 
-use crate::config::Secret;
+use crate::types::Secret;
 
 pub const HEADER_UID: &str = "x-tamebi-uid";
 pub const HEADER_TS: &str = "x-tamebi-ts";

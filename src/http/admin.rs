@@ -23,9 +23,10 @@ use std::collections::BTreeSet;
 use super::AppState;
 use crate::actors::tool_server::Health;
 use crate::auth::Caller;
-use crate::config::{McpServer, ModelRole, ServerAuth};
+use crate::config::{McpServer, ServerAuth};
 use crate::error::{ApiError, Error};
 use crate::mcp::probe::{self, Reachability};
+use crate::types::ModelRole;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
