@@ -259,7 +259,7 @@ fn assistants(path: Option<String>, model: &ModelConfig, servers: &[McpServer]) 
     let names: Vec<String> = servers
         .iter()
         .map(|s| s.name.clone())
-        .chain(std::iter::once(crate::memory::LOCAL_SERVER.to_string()))
+        .chain(std::iter::once(crate::types::LOCAL_SERVER.to_string()))
         .collect();
     let known = crate::assistants::Known {
         servers: &names,
@@ -445,7 +445,7 @@ fn mcp_servers(raw: &str) -> Result<Vec<McpServer>, ConfigError> {
         if servers.iter().any(|s| s.name == server.name) {
             return Err(invalid_server(format!("server name `{}` appears twice", server.name)));
         }
-        if server.name == crate::memory::LOCAL_SERVER {
+        if server.name == crate::types::LOCAL_SERVER {
             return Err(invalid_server(format!(
                 "server name `{}` is reserved for the orchestrator's own tools",
                 server.name
@@ -461,7 +461,7 @@ fn mcp_server(item: &str) -> Result<McpServer, ConfigError> {
         .split_once('=')
         .ok_or_else(|| invalid_server(format!("`{item}` is not name=url")))?;
     let name = name.trim();
-    if !crate::auth::identity::valid_server_name(name) {
+    if !crate::types::valid_server_name(name) {
         return Err(invalid_server(format!(
             "server name `{name}` must be 1-64 characters of [A-Za-z0-9_-]"
         )));

@@ -1,8 +1,9 @@
 //! Small types that several layers share: a leaf, importing no module of this crate, so that
 //! anything (the configuration included) may use them without an arrow pointing up.
 //!
-//! It must never grow behaviour of a part: a type lands here only when modules of different
-//! layers both need it and it is plain data.
+//! It must never grow behaviour of a part: a type, constant or one-line rule lands here only
+//! when modules of different layers both need it (the configuration that validates a value and
+//! the part that uses it).
 
 use secrecy::{ExposeSecret, SecretString};
 
@@ -31,4 +32,14 @@ pub enum ModelRole {
     Primary,
     /// `TAMEBI_FALLBACK_MODEL` only.
     Fallback,
+}
+
+/// The server name the orchestrator's own tools (`memory`) are registered under: reserved in
+/// `TAMEBI_MCP_SERVERS` and in the assistants file's tool patterns.
+pub const LOCAL_SERVER: &str = "tamebi";
+
+/// An MCP server name as configured (`TAMEBI_MCP_SERVERS`) and as the credentials header names
+/// it (G1, `auth::identity`): `[A-Za-z0-9_-]`, 1–64 characters.
+pub fn valid_server_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }

@@ -118,7 +118,7 @@ pub async fn status(
     tools.extend(
         crate::memory::tool_defs()
             .into_iter()
-            .map(|d| (crate::memory::LOCAL_SERVER.to_string(), d.name)),
+            .map(|d| (crate::types::LOCAL_SERVER.to_string(), d.name)),
     );
     let assistants = services
         .config
