@@ -24,6 +24,7 @@
 //! - [`model`]: the OpenAI-compatible streaming client.
 //! - [`store`]: chat.db; [`ui_stream`]: the AI SDK UI message stream.
 //! - [`telemetry`]: tracing and OTLP export.
+//! - `fault` (test builds only): the fault-injection markers.
 
 pub mod actors;
 pub mod approval;
@@ -34,6 +35,8 @@ pub mod compaction;
 pub mod config;
 pub mod context;
 pub mod error;
+#[cfg(feature = "fault-injection")]
+pub mod fault;
 pub mod http;
 pub mod mcp;
 pub mod memory;

@@ -157,7 +157,7 @@ impl Emitter {
 /// an end-to-end test can crash exactly that actor before anyone sees the delta.
 #[cfg(feature = "fault-injection")]
 fn fault_marker(part: &StreamPart) -> bool {
-    matches!(part, StreamPart::TextDelta { delta, .. } if delta.contains(crate::actors::conversation::FAULT_PANIC_ACTOR))
+    matches!(part, StreamPart::TextDelta { delta, .. } if delta.contains(crate::fault::FAULT_PANIC_ACTOR))
 }
 
 #[cfg(not(feature = "fault-injection"))]
