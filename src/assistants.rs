@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use toml::Spanned;
 
-use crate::types::ModelRole;
 use crate::store::key::ConversationKey;
+use crate::types::ModelRole;
 
 /// The assistant every deployment without a file has: every tool, no extra instructions.
 pub const DEFAULT_ASSISTANT: &str = "default";

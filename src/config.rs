@@ -4,6 +4,10 @@
 //! crate calls `std::env::var`. It validates eagerly so that a bad deployment fails at start
 //! with a message naming the variable, never later in a user's turn.
 //!
+//! It parses the environment into plain data; a part builds itself from its piece at start
+//! (`store::Backend::from_config`, before anything listens), refusing it with a
+//! [`ConfigError`] that names the variable just the same.
+//!
 //! The orchestrator holds exactly two secrets of its own and a model key. It must never hold
 //! a Nextcloud credential: there is deliberately no variable for one.
 
@@ -112,8 +116,9 @@ pub struct Config {
     pub model: ModelConfig,
     pub data_dir: PathBuf,
     /// Where chat, audit and memory live: SQLite files in `data_dir`, or the PostgreSQL
-    /// database of `TAMEBI_DATABASE_URL` (shared by several instances).
-    pub database: crate::store::Backend,
+    /// database of `TAMEBI_DATABASE_URL` (shared by several instances); checked and built by
+    /// `store::Backend::from_config`.
+    pub database: Database,
     pub mcp_servers: Vec<McpServer>,
     pub max_steps: u32,
     /// Base URL of an OTLP/HTTP receiver (`OTEL_EXPORTER_OTLP_ENDPOINT`); none: no export.
@@ -145,6 +150,14 @@ pub struct Config {
     pub assistants: std::sync::Arc<crate::assistants::Assistants>,
 }
 
+/// `TAMEBI_DATABASE_URL` and `TAMEBI_DATABASE_CA_FILE` as given. The URL may hold a password,
+/// so it is a [`Secret`] (never printed).
+#[derive(Debug, Clone)]
+pub struct Database {
+    pub url: Option<Secret>,
+    pub ca_file: Option<PathBuf>,
+}
+
 /// Why the configuration was refused. Each message names the variable to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -152,34 +165,6 @@ pub enum ConfigError {
     Missing(&'static str),
     #[error("{var} is invalid: {why}")]
     Invalid { var: &'static str, why: String },
-}
-
-/// `TAMEBI_DATABASE_URL`: unset keeps the SQLite files in the data directory; a
-/// `postgres://` (or `postgresql://`) URL selects PostgreSQL. Anything else is refused, so a
-/// typo never silently falls back to a local file that other instances cannot see. Its
-/// `sslmode` (disable, require, verify-full) and `TAMEBI_DATABASE_CA_FILE` are validated here
-/// too (`store::postgres::Target`).
-fn database(url: Option<String>, ca_file: Option<String>, data_dir: PathBuf) -> Result<crate::store::Backend, ConfigError> {
-    let Some(url) = url else {
-        if ca_file.is_some() {
-            return Err(ConfigError::Invalid {
-                var: "TAMEBI_DATABASE_CA_FILE",
-                why: "is only for TLS to PostgreSQL (TAMEBI_DATABASE_URL is unset)".into(),
-            });
-        }
-        return Ok(crate::store::Backend::Sqlite(data_dir));
-    };
-    let invalid = |why: &str| ConfigError::Invalid {
-        var: "TAMEBI_DATABASE_URL",
-        why: why.into(),
-    };
-    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-        return Err(invalid("must be a postgres:// URL (unset it to keep the SQLite files)"));
-    }
-    // Parsed now, so a malformed URL stops the start with this message (never echoing it:
-    // it may hold a password).
-    let target = crate::store::postgres::Target::parse(&url, ca_file.map(PathBuf::from)).map_err(|why| invalid(&why))?;
-    Ok(crate::store::Backend::Postgres(target))
 }
 
 /// Hard cap on agent steps per turn, whatever the configuration says.
@@ -223,8 +208,11 @@ impl Config {
             proxy_secret,
             signing_secret,
             model,
-            data_dir: data_dir.clone(),
-            database: database(get("TAMEBI_DATABASE_URL"), get("TAMEBI_DATABASE_CA_FILE"), data_dir)?,
+            data_dir,
+            database: Database {
+                url: get("TAMEBI_DATABASE_URL").map(Secret::new),
+                ca_file: get("TAMEBI_DATABASE_CA_FILE").map(PathBuf::from),
+            },
             mcp_servers,
             max_steps,
             otlp_endpoint: otlp_endpoint(get("OTEL_EXPORTER_OTLP_ENDPOINT"))?,
@@ -503,11 +491,12 @@ fn invalid_server(why: String) -> ConfigError {
     }
 }
 
+/// A valid set of variables for tests, here and in the parts that build from the config.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_vars {
+    use super::{Config, ConfigError, HashMap};
 
-    fn base() -> HashMap<String, String> {
+    pub fn base() -> HashMap<String, String> {
         [
             ("TAMEBI_PROXY_SECRET", "p".repeat(32)),
             ("TAMEBI_SIGNING_SECRET", "s".repeat(32)),
@@ -519,29 +508,17 @@ mod tests {
         .collect()
     }
 
-    fn with(k: &str, v: &str) -> Result<Config, ConfigError> {
+    pub fn with(k: &str, v: &str) -> Result<Config, ConfigError> {
         let mut vars = base();
         vars.insert(k.into(), v.into());
         Config::from_vars(&vars)
     }
+}
 
-    #[test]
-    fn the_database_url_and_its_tls_are_validated() {
-        assert!(matches!(
-            Config::from_vars(&base()).unwrap().database,
-            crate::store::Backend::Sqlite(_)
-        ));
-        let err = with("TAMEBI_DATABASE_URL", "mysql://db/t").unwrap_err().to_string();
-        assert!(err.contains("TAMEBI_DATABASE_URL") && err.contains("postgres://"), "{err}");
-        let err = with("TAMEBI_DATABASE_URL", "postgres://u:hunter2@db.example/t?sslmode=prefer")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("sslmode=prefer is not supported") && !err.contains("hunter2"), "{err}");
-        let err = with("TAMEBI_DATABASE_CA_FILE", "/etc/ssl/ca.pem").unwrap_err().to_string();
-        assert!(err.starts_with("TAMEBI_DATABASE_CA_FILE is invalid"), "{err}");
-        let c = with("TAMEBI_DATABASE_URL", "postgres://db.example/t?sslmode=disable").unwrap();
-        assert!(matches!(c.database, crate::store::Backend::Postgres(t) if t.tls == crate::store::postgres::Tls::Off));
-    }
+#[cfg(test)]
+mod tests {
+    use super::test_vars::{base, with};
+    use super::*;
 
     #[test]
     fn defaults_apply() {

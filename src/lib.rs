@@ -57,16 +57,32 @@ use tokio_util::task::TaskTracker;
 
 use actors::root::RootSupervisor;
 use actors::tool_server::ToolServers;
-use config::Config;
+use config::{Config, ConfigError};
 use error::Error;
 use services::Services;
 
 /// Exit code for an invalid configuration.
 pub const EXIT_CONFIG: i32 = 2;
 
+/// The parts that build themselves from their piece of the configuration and may refuse it.
+/// Built at start, before anything listens, so a bad deployment stops there with the
+/// variable named (`config` itself only parses the environment into plain data).
+pub struct Parts {
+    /// Where the stores live (`TAMEBI_DATABASE_URL`, `TAMEBI_DATABASE_CA_FILE`).
+    pub database: store::Backend,
+}
+
+impl Parts {
+    pub fn build(config: &Config) -> Result<Parts, ConfigError> {
+        Ok(Parts {
+            database: store::Backend::from_config(&config.database, &config.data_dir)?,
+        })
+    }
+}
+
 /// The binary's whole life: config, telemetry, runtime, serve until SIGTERM/SIGINT.
 pub fn run_from_env() -> anyhow::Result<()> {
-    let config = match Config::from_env() {
+    let (config, parts) = match Config::from_env().and_then(|c| Parts::build(&c).map(|p| (c, p))) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("tamebi: invalid configuration: {e}");
@@ -86,7 +102,7 @@ pub fn run_from_env() -> anyhow::Result<()> {
             reason = "the signal watcher may outlive shutdown (no signal ever arrives)"
         )]
         tokio::spawn(watch_signals(shutdown.clone()));
-        serve(config, listener, shutdown).await.map_err(anyhow::Error::from)
+        serve_parts(config, parts, listener, shutdown).await.map_err(anyhow::Error::from)
     });
     // Last step of shutdown, outside the runtime (it blocks): flush spans and metrics.
     telemetry.shutdown(flush_timeout);
@@ -114,11 +130,18 @@ async fn watch_signals(shutdown: CancellationToken) {
 /// stop accepting, end open streams with a final part, let turns stop, stop the actors,
 /// flush the databases.
 pub async fn serve(config: Config, listener: TcpListener, shutdown: CancellationToken) -> Result<(), Error> {
+    let parts = Parts::build(&config).map_err(|e| Error::Internal(format!("invalid configuration: {e}")))?;
+    serve_parts(config, parts, listener, shutdown).await
+}
+
+/// [`serve`] with the parts already built from `config` (as the binary does, to stop with
+/// [`EXIT_CONFIG`] before anything starts).
+pub async fn serve_parts(config: Config, parts: Parts, listener: TcpListener, shutdown: CancellationToken) -> Result<(), Error> {
     std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", config.data_dir.display())))?;
     // The one count of running turn tasks (admission is http::fairness's): the erasure's wait,
     // the metric and chat.db's load signal.
     let running_turns = actors::running_turns::RunningTurns::default();
-    let stores = store::Stores::open(&config.database, {
+    let stores = store::Stores::open(&parts.database, {
         let running_turns = running_turns.clone();
         Arc::new(move || running_turns.count())
     })
