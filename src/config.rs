@@ -4,9 +4,10 @@
 //! crate calls `std::env::var`. It validates eagerly so that a bad deployment fails at start
 //! with a message naming the variable, never later in a user's turn.
 //!
-//! It parses the environment into plain data; a part builds itself from its piece at start
-//! (`store::Backend::from_config`, before anything listens), refusing it with a
-//! [`ConfigError`] that names the variable just the same.
+//! A leaf (docs/architecture.md, "Layers"): it parses the environment into plain data and
+//! imports nothing of the crate but `types`. Each part builds itself from its piece at start
+//! (`store::Backend::from_config`, `assistants::Assistants::from_config`, both before anything
+//! listens), refusing it with a [`ConfigError`] that names the variable just the same.
 //!
 //! The orchestrator holds exactly two secrets of its own and a model key. It must never hold
 //! a Nextcloud credential: there is deliberately no variable for one.
@@ -146,8 +147,9 @@ pub struct Config {
     pub user_turns_per_min: u32,
     /// Test builds only: lets a scripted model text provoke an actor panic.
     pub fault_injection: bool,
-    /// The assistants of `TAMEBI_ASSISTANTS` (or the built-in `default` one).
-    pub assistants: std::sync::Arc<crate::assistants::Assistants>,
+    /// `TAMEBI_ASSISTANTS`: the operator's assistants file (none: the built-in `default`
+    /// assistant); read and checked by `assistants::Assistants::from_config`.
+    pub assistants_file: Option<PathBuf>,
 }
 
 /// `TAMEBI_DATABASE_URL` and `TAMEBI_DATABASE_CA_FILE` as given. The URL may hold a password,
@@ -202,7 +204,6 @@ impl Config {
         let fault_injection = cfg!(feature = "fault-injection") && get("TAMEBI_FAULT_INJECTION").as_deref() == Some("1");
         let model = model_config(&get)?;
         let mcp_servers = mcp_servers(get("TAMEBI_MCP_SERVERS").as_deref().unwrap_or(""))?;
-        let assistants = std::sync::Arc::new(assistants(get("TAMEBI_ASSISTANTS"), &model, &mcp_servers)?);
         Ok(Config {
             bind,
             proxy_secret,
@@ -228,36 +229,9 @@ impl Config {
             user_turn_burst: positive(get("TAMEBI_USER_TURN_BURST"), "TAMEBI_USER_TURN_BURST", "60")?,
             user_turns_per_min: parse_or(get("TAMEBI_USER_TURNS_PER_MIN"), "TAMEBI_USER_TURNS_PER_MIN", "60")?,
             fault_injection,
-            assistants,
+            assistants_file: get("TAMEBI_ASSISTANTS").map(PathBuf::from),
         })
     }
-}
-
-/// Reads and validates the assistants file named by `TAMEBI_ASSISTANTS`; none: the built-in
-/// `default` assistant. The message names the file and the line.
-fn assistants(path: Option<String>, model: &ModelConfig, servers: &[McpServer]) -> Result<crate::assistants::Assistants, ConfigError> {
-    let var = "TAMEBI_ASSISTANTS";
-    let Some(path) = path else {
-        return Ok(crate::assistants::Assistants::default());
-    };
-    let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Invalid {
-        var,
-        why: format!("cannot read {path}: {e}"),
-    })?;
-    let names: Vec<String> = servers
-        .iter()
-        .map(|s| s.name.clone())
-        .chain(std::iter::once(crate::types::LOCAL_SERVER.to_string()))
-        .collect();
-    let known = crate::assistants::Known {
-        servers: &names,
-        primary_model: &model.model,
-        fallback_model: model.fallback_model.as_deref(),
-    };
-    crate::assistants::Assistants::parse(&text, &known).map_err(|why| ConfigError::Invalid {
-        var,
-        why: format!("{path} {why}"),
-    })
 }
 
 fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, ConfigError> {
@@ -700,29 +674,6 @@ mod tests {
         assert!(with("OTEL_EXPORTER_OTLP_ENDPOINT", "127.0.0.1:4318").is_err());
         assert!(with("TAMEBI_TRACE_USER_ID", "1").unwrap().trace_user_id);
         assert!(with("TAMEBI_TRACE_USER_ID", "yes please").is_err());
-    }
-
-    #[test]
-    fn assistants_file() {
-        assert_eq!(Config::from_vars(&base()).unwrap().assistants.all().len(), 1);
-        let dir = std::env::temp_dir().join(format!("tamebi-assistants-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let good = dir.join("good.toml");
-        std::fs::write(
-            &good,
-            "[[assistant]]\nname = \"cal\"\ndescription = \"d\"\ntools = [\"nextcloud/calendar_*\"]\n",
-        )
-        .unwrap();
-        let mut vars = base();
-        vars.insert("TAMEBI_MCP_SERVERS".into(), "nextcloud=http://x/mcp;auth=nextcloud".into());
-        vars.insert("TAMEBI_ASSISTANTS".into(), good.display().to_string());
-        assert_eq!(Config::from_vars(&vars).unwrap().assistants.default_assistant().name, "cal");
-        // The same file without that server configured is refused, naming file and line.
-        let err = with("TAMEBI_ASSISTANTS", &good.display().to_string()).unwrap_err().to_string();
-        assert!(err.contains("TAMEBI_ASSISTANTS") && err.contains("good.toml line 4"), "{err}");
-        let err = with("TAMEBI_ASSISTANTS", "/nonexistent/a.toml").unwrap_err().to_string();
-        assert!(err.contains("cannot read /nonexistent/a.toml"), "{err}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

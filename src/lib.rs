@@ -70,12 +70,15 @@ pub const EXIT_CONFIG: i32 = 2;
 pub struct Parts {
     /// Where the stores live (`TAMEBI_DATABASE_URL`, `TAMEBI_DATABASE_CA_FILE`).
     pub database: store::Backend,
+    /// The operator's assistants (`TAMEBI_ASSISTANTS`, or the built-in `default` one).
+    pub assistants: Arc<assistants::Assistants>,
 }
 
 impl Parts {
     pub fn build(config: &Config) -> Result<Parts, ConfigError> {
         Ok(Parts {
             database: store::Backend::from_config(&config.database, &config.data_dir)?,
+            assistants: Arc::new(assistants::Assistants::from_config(config)?),
         })
     }
 }
@@ -164,6 +167,7 @@ pub async fn serve_parts(config: Config, parts: Parts, listener: TcpListener, sh
         tool_servers: ToolServers::new(&config.mcp_servers, config.tool_timeout),
         tasks: tasks.clone(),
         shutdown: shutdown.clone(),
+        assistants: parts.assistants,
         bindings: Default::default(),
         running_turns,
     });

@@ -121,7 +121,6 @@ pub async fn status(
             .map(|d| (crate::types::LOCAL_SERVER.to_string(), d.name)),
     );
     let assistants = services
-        .config
         .assistants
         .all()
         .iter()
