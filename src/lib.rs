@@ -8,7 +8,7 @@
 //!
 //! Modules:
 //! - [`types`]: small plain types several layers share (a secret that never prints, the
-//!   model role); it imports nothing of this crate.
+//!   model role, the server-name rule); it imports nothing of this crate.
 //! - [`config`]: the one typed configuration, read from the environment at start.
 //! - [`auth`]: G1 identity (`auth::identity`) and log redaction.
 //! - [`http`]: the axum routes (chat over SSE, conversations, apps, health).
@@ -25,6 +25,10 @@
 //! - [`store`]: chat.db; [`ui_stream`]: the AI SDK UI message stream.
 //! - [`telemetry`]: tracing and OTLP export.
 //! - `fault` (test builds only): the fault-injection markers.
+//!
+//! The modules import one way, down: leaves (`types`, `config`) first, `http` last, this file
+//! above all (it wires the parts together). The table is written down once, in
+//! `tests/module_layers.rs`, and drawn in docs/architecture.md ("Layers").
 
 pub mod actors;
 pub mod approval;
