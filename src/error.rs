@@ -18,6 +18,13 @@ pub enum Error {
     BadRequest(String),
     #[error("not signed in: {0}")]
     Unauthorized(String),
+    /// G1: the request is signed in the earlier form, which did not cover the method, path and
+    /// query (issue #27). Refused like any wrong signature, under its own code, because the fix
+    /// is the operator's: update the Nextcloud app.
+    #[error(
+        "signature_outdated: signed in the earlier form, without method, path and query: the Nextcloud app is older than this orchestrator"
+    )]
+    SignatureOutdated,
     #[error("forbidden: {0}")]
     Forbidden(String),
     #[error("not found")]
@@ -136,6 +143,7 @@ error_codes! {
     pub enum ErrorCode {
         BadRequest = "bad_request", BAD_REQUEST, messages::BAD_REQUEST;
         Unauthorized = "unauthorized", UNAUTHORIZED, messages::UNAUTHORIZED;
+        SignatureOutdated = "signature_outdated", UNAUTHORIZED, messages::SIGNATURE_OUTDATED;
         Forbidden = "forbidden", FORBIDDEN, messages::FORBIDDEN;
         NotFound = "not_found", NOT_FOUND, messages::NOT_FOUND;
         MethodNotAllowed = "method_not_allowed", METHOD_NOT_ALLOWED, messages::METHOD_NOT_ALLOWED;
@@ -180,6 +188,9 @@ impl ErrorCode {
 pub mod messages {
     pub const BAD_REQUEST: &str = "The request was not understood.";
     pub const UNAUTHORIZED: &str = "Not signed in.";
+    /// For the person, who cannot fix it, and for the operator, who reads it in the logs.
+    pub const SIGNATURE_OUTDATED: &str =
+        "The Tamebi app in Nextcloud is older than its server and must be updated. Please tell your administrator.";
     pub const FORBIDDEN: &str = "This action is not allowed.";
     pub const NOT_FOUND: &str = "Not found.";
     pub const CONFLICT: &str = "A reply is already being written in this conversation.";
@@ -269,6 +280,7 @@ impl Error {
         match self {
             Error::BadRequest(_) => ErrorCode::BadRequest,
             Error::Unauthorized(_) => ErrorCode::Unauthorized,
+            Error::SignatureOutdated => ErrorCode::SignatureOutdated,
             Error::Forbidden(_) => ErrorCode::Forbidden,
             Error::NotFound => ErrorCode::NotFound,
             Error::Conflict(_) => ErrorCode::ReplyInProgress,
@@ -413,6 +425,7 @@ mod tests {
             ),
             (Error::OwnedElsewhere { retry_after_secs: 1 }, 503, "owned_elsewhere"),
             (Error::UpstreamTimeout, 504, "tool_timeout"),
+            (Error::SignatureOutdated, 401, "signature_outdated"),
             (Error::Internal("disk full at /var/lib".into()), 500, "internal"),
         ];
         for (error, status, code) in cases {

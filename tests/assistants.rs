@@ -13,10 +13,8 @@
 //!   allows now, and a request tied to no conversation of the caller's is refused; audited.
 #![expect(clippy::unwrap_used, reason = "a test fails by panicking")]
 
-use hmac::{Hmac, KeyInit, Mac};
 use reqwest::Method;
 use serde_json::{Value, json};
-use sha2::Sha256;
 use std::time::Duration;
 use test_harness::orchestrator::{
     Options, Orchestrator, SIGNING_SECRET, Signing, approve, fresh_nonce, parts, read_sse, unix_now, user_turn,
@@ -149,6 +147,8 @@ impl Stack {
         let (ts, nonce) = (unix_now(), fresh_nonce());
         let mut rb = self.http.get(format!("{}/v1/admin/status", self.orch.url()));
         for (k, v) in Orchestrator::sign(&Signing {
+            method: "GET",
+            target: "/v1/admin/status",
             uid: "admin",
             body: b"",
             ts,
@@ -159,9 +159,8 @@ impl Stack {
             rb = rb.header(k, v);
         }
         if admin {
-            let mut mac = Hmac::<Sha256>::new_from_slice(SIGNING_SECRET.as_bytes()).unwrap();
-            mac.update(format!("tamebi-admin-v1\nadmin\n{ts}\n{nonce}").as_bytes());
-            rb = rb.header("x-tamebi-admin-signature", hex::encode(mac.finalize().into_bytes()));
+            let (k, v) = Orchestrator::admin_signature("GET", "/v1/admin/status", "admin", ts, &nonce);
+            rb = rb.header(k, v);
         }
         rb.send().await.unwrap()
     }

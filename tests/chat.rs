@@ -97,7 +97,7 @@ async fn g1_refuses_every_forgery_with_the_exact_status() {
         }
         rb.send()
     };
-    let good = Orchestrator::signed_headers_at("alice", &body, now, test_harness::orchestrator::SIGNING_SECRET);
+    let good = Orchestrator::signed_headers_at("POST", "/v1/chat", "alice", &body, now, test_harness::orchestrator::SIGNING_SECRET);
     let with = |name: &str, value: &str| {
         good.iter()
             .map(|(k, v)| {
@@ -139,14 +139,21 @@ async fn g1_refuses_every_forgery_with_the_exact_status() {
     // back to 60.
     for skew in [-62, 62] {
         let now = chrono_now();
-        let h = Orchestrator::signed_headers_at("alice", &body, now + skew, test_harness::orchestrator::SIGNING_SECRET);
+        let h = Orchestrator::signed_headers_at(
+            "POST",
+            "/v1/chat",
+            "alice",
+            &body,
+            now + skew,
+            test_harness::orchestrator::SIGNING_SECRET,
+        );
         assert_eq!(send(h, body.clone()).await.unwrap().status(), 401, "skew {skew}");
     }
     for h in ["x-tamebi-uid", "x-tamebi-ts", "x-tamebi-signature"] {
         assert_eq!(send(without(h), body.clone()).await.unwrap().status(), 401, "without {h}");
     }
     // Signed with the wrong secret.
-    let h = Orchestrator::signed_headers_at("alice", &body, now, "another-signing-secret-0123456789abcdef");
+    let h = Orchestrator::signed_headers_at("POST", "/v1/chat", "alice", &body, now, "another-signing-secret-0123456789abcdef");
     assert_eq!(send(h, body.clone()).await.unwrap().status(), 401);
     // A uid in the body, properly signed: 400.
     for field in ["uid", "user", "userId"] {

@@ -64,7 +64,7 @@ async fn chat(http: &reqwest::Client, o: &InProcess, conversation: &str, text: &
         .request(Method::POST, format!("{}/v1/chat", o.url))
         .header("content-type", "application/json")
         .body(body.clone());
-    for (k, v) in Orchestrator::signed_headers("alice", &body) {
+    for (k, v) in Orchestrator::signed_headers("POST", "/v1/chat", "alice", &body) {
         rb = rb.header(k, v);
     }
     let response = rb.send().await.unwrap();

@@ -16,13 +16,14 @@
 
 use axum::Json;
 use axum::extract::{Extension, State};
-use http::HeaderMap;
+use http::{HeaderMap, Method, Uri};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
 use super::AppState;
 use crate::actors::tool_server::Health;
 use crate::auth::Caller;
+use crate::auth::identity;
 use crate::config::{McpServer, ServerAuth};
 use crate::error::{ApiError, Error};
 use crate::mcp::probe::{self, Reachability};
@@ -87,10 +88,15 @@ pub struct CallHealth {
 pub async fn status(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
+    method: Method,
+    uri: Uri,
     headers: HeaderMap,
 ) -> Result<Json<AdminStatus>, ApiError> {
     let rid = caller.request_id.clone();
-    if state.verifier.check_admin(&headers, &caller.uid).is_err() {
+    // The same target the identity layer verified the user signature over (this router is
+    // merged, never nested, so the URI is the one that arrived).
+    let target = identity::target_of(&method, &uri);
+    if state.verifier.check_admin(&headers, target, &caller.uid).is_err() {
         return Err(Error::Forbidden("admin route without an admin signature".into()).with_request(&rid));
     }
     let services = &state.services;

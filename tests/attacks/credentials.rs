@@ -239,6 +239,8 @@ pub async fn approval_with_a_swapped_credential_is_refused(s: &Stack) -> Result<
     )?;
     let alices = credentials_header(&[("nextcloud", s.nc.app_password("alice")), ("probe", s.nc.app_password("alice"))]);
     let mut headers = Orchestrator::sign(&Signing {
+        method: "POST",
+        target: "/v1/chat",
         uid: "alice",
         body: &body,
         ts: unix_now(),
