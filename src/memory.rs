@@ -120,7 +120,10 @@ pub fn fault_hold_before_write(tool: &str, arguments: &Value) {
     match fault_hold_of(tool, arguments) {
         None => {}
         Some(FaultHold::Fixed) => {
-            tracing::warn!(hold_ms = FAULT_HOLD.as_millis() as u64, "fault injection: holding a memory write");
+            tracing::warn!(
+                hold_ms = telemetry_otlp::int(FAULT_HOLD.as_millis()),
+                "fault injection: holding a memory write"
+            );
             std::thread::sleep(FAULT_HOLD);
             tracing::warn!("fault injection: memory write released");
         }
@@ -131,7 +134,7 @@ pub fn fault_hold_before_write(tool: &str, arguments: &Value) {
             } else {
                 tracing::warn!(
                     release_file = path,
-                    bound_secs = FAULT_RELEASE_BOUND.as_secs(),
+                    bound_secs = telemetry_otlp::int(FAULT_RELEASE_BOUND.as_secs()),
                     "fault injection: the release file never appeared; memory write released at the bound"
                 );
             }

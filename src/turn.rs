@@ -594,7 +594,11 @@ impl TurnState {
         let start = compaction::summarised_prefix(history, self.t.summary.as_ref());
         let previous = self.t.summary.as_ref().filter(|_| start > 0).map(|s| s.text.as_str());
         let request = compaction::summary_request(previous, &history[start..end], start + 1, limits);
-        let span = tracing::info_span!("compaction.summary", from = start, to = end);
+        let span = tracing::info_span!(
+            "compaction.summary",
+            from = telemetry_otlp::int(start),
+            to = telemetry_otlp::int(end)
+        );
         let text = async {
             let mut stream = self.t.services.model.stream(&request, &[]).await.map_err(|e| e.to_string())?;
             let mut text = String::new();

@@ -587,3 +587,31 @@ async fn a_reused_message_id_is_refused_with_its_own_code() {
     assert_eq!(stored["messages"][0]["parts"][0]["text"], "first words");
     assert_eq!(stored["messages"].as_array().unwrap().len(), 4, "{stored}");
 }
+
+/// Issue #27: a head over 8 KiB, refused by the HTTP parser before any handler, is answered in
+/// the documented JSON shape with a request id, which the log carries too (docs/api.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_over_8_kib_is_refused_in_the_json_shape() {
+    let model = ScriptedModel::start();
+    let mut orch = start(&model);
+    let r = client()
+        .get(format!("{}/v1/conversations", orch.url()))
+        .header("x-tamebi-credentials", "x".repeat(9 * 1024))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 431);
+    assert_eq!(r.headers()["content-type"], "application/json");
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_string();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "headers_too_large");
+    assert_eq!(body["error"]["message"], "The request headers are too large.");
+    assert_eq!(body["error"]["requestId"], id.as_str());
+    let logged = test_harness::wait_until(Duration::from_secs(10), || {
+        orch.process()
+            .logs()
+            .lines()
+            .any(|l| l.contains("request refused by the HTTP parser") && l.contains(&id))
+    });
+    assert!(logged, "{}", orch.process().logs());
+}

@@ -277,13 +277,21 @@ mod tests {
         }));
         let trusted = ToolDef::from_mcp("weather", &t);
         let d = ToolDef::from_untrusted_mcp("weather", &t);
-        assert!(d.description.starts_with("<untrusted_data source=\"weather/tool-description\">"));
-        assert!(d.description.trim_end().ends_with("</untrusted_data>"));
-        assert_eq!(d.description.matches("</untrusted_data>").count(), 1);
+        assert!(
+            d.description
+                .starts_with("<untrusted_data source=\"weather/tool-description\" id=\"")
+        );
+        assert!(
+            d.description
+                .lines()
+                .last()
+                .is_some_and(|l| l.starts_with("</untrusted_data id=\""))
+        );
+        assert_eq!(d.description.matches("</untrusted_data").count(), 1);
         let city = &d.input_schema["properties"]["city"];
         let text = city["description"].as_str().unwrap();
         assert!(
-            text.starts_with("<untrusted_data") && text.matches("</untrusted_data>").count() == 1,
+            text.starts_with("<untrusted_data") && text.matches("</untrusted_data").count() == 1,
             "{text}"
         );
         assert!(city.get("examples").is_none() && d.input_schema.get("title").is_none());

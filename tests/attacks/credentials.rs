@@ -146,20 +146,18 @@ pub async fn third_party_tool_text_is_data(s: &Stack) -> Result<()> {
     let find = |name: &str| tools.iter().find(|t| t["function"]["name"] == name).cloned();
     let forecast = find("forecast").ok_or_else(|| anyhow::anyhow!("forecast not offered"))?;
     let description = forecast["function"]["description"].as_str().unwrap_or("");
+    crate::oracle::parse_envelope(description).map_err(|e| anyhow::anyhow!("description not enveloped ({e}): {description}"))?;
     ensure!(
-        description.starts_with("<untrusted_data") && description.trim_end().ends_with("</untrusted_data>"),
-        "description not enveloped: {description}"
-    );
-    ensure!(
-        description.matches("</untrusted_data>").count() == 1,
+        crate::oracle::envelope_tags(description) == (1, 1),
         "closing tag survived: {description}"
     );
     let city = forecast["function"]["parameters"]["properties"]["city"]["description"]
         .as_str()
         .unwrap_or("");
+    crate::oracle::parse_envelope(city).map_err(|e| anyhow::anyhow!("parameter description not enveloped ({e}): {city}"))?;
     ensure!(
-        city.starts_with("<untrusted_data") && city.matches("</untrusted_data>").count() == 1,
-        "parameter description not enveloped: {city}"
+        crate::oracle::envelope_tags(city) == (1, 1),
+        "parameter description not sealed: {city}"
     );
     ensure!(forecast["function"]["parameters"].get("title").is_none(), "schema title kept");
     // Every description from the auth=none server, not only the example.

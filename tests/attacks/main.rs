@@ -72,6 +72,7 @@ fn all_cases() -> Vec<(&'static str, Case)> {
         envelope::entity_next_to_multibyte_text,
         envelope::conversation_survives_entity_payload,
         envelope::probe_result_claims_approval,
+        envelope::leaked_and_guessed_ids,
         approval::replayed_approval,
         approval::approval_from_another_conversation,
         approval::approval_from_another_user,
