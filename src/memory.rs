@@ -13,9 +13,7 @@ use serde_json::{Value, json};
 use crate::mcp::registry::ToolDef;
 use crate::store::key::ConversationKey;
 use crate::store::memory::{Fact, MemoryStore};
-
-/// The server name the local tools are registered under (reserved in the configuration).
-pub const LOCAL_SERVER: &str = "tamebi";
+use crate::types::LOCAL_SERVER;
 
 /// The local tools' definitions, in MCP's shape. Built once: every turn gets a clone, whose
 /// descriptions and schemas are shared rather than copied.

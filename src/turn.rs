@@ -157,7 +157,7 @@ impl Emitter {
 /// an end-to-end test can crash exactly that actor before anyone sees the delta.
 #[cfg(feature = "fault-injection")]
 fn fault_marker(part: &StreamPart) -> bool {
-    matches!(part, StreamPart::TextDelta { delta, .. } if delta.contains(crate::actors::conversation::FAULT_PANIC_ACTOR))
+    matches!(part, StreamPart::TextDelta { delta, .. } if delta.contains(crate::fault::FAULT_PANIC_ACTOR))
 }
 
 #[cfg(not(feature = "fault-injection"))]
@@ -768,7 +768,7 @@ impl TurnState {
     }
 
     async fn execute_inner(&self, server: &str, tool: &str, tool_call_id: &str, input: Value) -> StreamPart {
-        if server == crate::memory::LOCAL_SERVER {
+        if server == crate::types::LOCAL_SERVER {
             return self.execute_local(tool, tool_call_id, &input).await;
         }
         let arguments = match input {
@@ -830,7 +830,7 @@ impl TurnState {
         match crate::memory::call(services.memory.as_ref(), &self.t.conversation, tool, input).await {
             Ok(text) => StreamPart::ToolOutputAvailable {
                 tool_call_id: tool_call_id.to_string(),
-                output: json!({"content": [{"type": "text", "text": text}], "server": crate::memory::LOCAL_SERVER, "tool": tool}),
+                output: json!({"content": [{"type": "text", "text": text}], "server": crate::types::LOCAL_SERVER, "tool": tool}),
                 dynamic: true,
             },
             Err(error_text) => StreamPart::ToolOutputError {

@@ -36,7 +36,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use subtle::ConstantTimeEq;
 
-use crate::config::Secret;
+use crate::types::{Secret, valid_server_name};
 
 pub const HEADER_UID: &str = "x-tamebi-uid";
 pub const HEADER_TS: &str = "x-tamebi-ts";
@@ -424,11 +424,6 @@ fn valid_uid(uid: &str) -> bool {
 /// A nonce: 16–128 characters of `[A-Za-z0-9_-]` (a uuid or random base64url fits).
 fn valid_nonce(nonce: &str) -> bool {
     (16..=128).contains(&nonce.len()) && nonce.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-/// An MCP server name as configured: `[A-Za-z0-9_-]`, 1–64 characters.
-pub fn valid_server_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// RFC 6750 `b64token`: `[A-Za-z0-9-._~+/]+ "="*`, bounded.

@@ -24,9 +24,10 @@ use super::AppState;
 use crate::actors::tool_server::Health;
 use crate::auth::Caller;
 use crate::auth::identity;
-use crate::config::{McpServer, ModelRole, ServerAuth, ServerTrust};
+use crate::config::{McpServer, ServerAuth, ServerTrust};
 use crate::error::{ApiError, Error};
 use crate::mcp::probe::{self, Reachability};
+use crate::types::ModelRole;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -126,10 +127,9 @@ pub async fn status(
     tools.extend(
         crate::memory::tool_defs()
             .into_iter()
-            .map(|d| (crate::memory::LOCAL_SERVER.to_string(), d.name)),
+            .map(|d| (crate::types::LOCAL_SERVER.to_string(), d.name)),
     );
     let assistants = services
-        .config
         .assistants
         .all()
         .iter()

@@ -372,7 +372,7 @@ async fn conversation_assistant(
     };
     let key = ConversationKey::new(caller, id).map_err(|_| "not tied to a conversation".to_string())?;
     let services = &state.services;
-    match super::assistants::bound_assistant(&services.config.assistants, services.store.as_ref(), &key).await {
+    match super::assistants::bound_assistant(&services.assistants, services.store.as_ref(), &key).await {
         Ok(Some(assistant)) => Ok((key, assistant)),
         // Another user's id is simply not found: keys carry the uid.
         Ok(None) => Err("no such conversation".into()),

@@ -185,18 +185,18 @@ impl ModelClient {
     /// Starts a streamed completion. Falls back once to the fallback model when the primary
     /// fails to connect or times out before its first chunk.
     pub async fn stream(&self, messages: &[ChatMessage], tools: &[ToolSpec]) -> Result<ModelStream, ModelError> {
-        self.stream_as(crate::config::ModelRole::Primary, messages, tools).await
+        self.stream_as(crate::types::ModelRole::Primary, messages, tools).await
     }
 
     /// [`ModelClient::stream`] for an assistant's model role: `Fallback` talks to the fallback
     /// model only (config validation guarantees one is set; without one it is the primary).
     pub async fn stream_as(
         &self,
-        role: crate::config::ModelRole,
+        role: crate::types::ModelRole,
         messages: &[ChatMessage],
         tools: &[ToolSpec],
     ) -> Result<ModelStream, ModelError> {
-        if role == crate::config::ModelRole::Fallback
+        if role == crate::types::ModelRole::Fallback
             && let Some(fallback) = &self.config.fallback_model
         {
             return self.start(fallback, messages, tools).await;
