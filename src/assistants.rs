@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use toml::Spanned;
 
-use crate::config::ModelRole;
+use crate::config::{Config, ConfigError};
 use crate::store::key::ConversationKey;
+use crate::types::{LOCAL_SERVER, ModelRole};
 
 /// The assistant every deployment without a file has: every tool, no extra instructions.
 pub const DEFAULT_ASSISTANT: &str = "default";
@@ -201,6 +202,36 @@ struct RawAssistant {
 }
 
 impl Assistants {
+    /// The assistants' piece of the configuration, read and checked at start (before anything
+    /// listens): the file of `TAMEBI_ASSISTANTS`, checked against the configured servers and
+    /// models; none: the built-in `default` assistant. The message names the file and the line.
+    pub fn from_config(config: &Config) -> Result<Assistants, ConfigError> {
+        let var = "TAMEBI_ASSISTANTS";
+        let Some(file) = &config.assistants_file else {
+            return Ok(Assistants::default());
+        };
+        let path = file.display();
+        let text = std::fs::read_to_string(file).map_err(|e| ConfigError::Invalid {
+            var,
+            why: format!("cannot read {path}: {e}"),
+        })?;
+        let names: Vec<String> = config
+            .mcp_servers
+            .iter()
+            .map(|s| s.name.clone())
+            .chain(std::iter::once(LOCAL_SERVER.to_string()))
+            .collect();
+        let known = Known {
+            servers: &names,
+            primary_model: &config.model.model,
+            fallback_model: config.model.fallback_model.as_deref(),
+        };
+        Assistants::parse(&text, &known).map_err(|why| ConfigError::Invalid {
+            var,
+            why: format!("{path} {why}"),
+        })
+    }
+
     /// Parses and validates the text of an assistants file. The error names the line.
     pub fn parse(text: &str, known: &Known<'_>) -> Result<Assistants, String> {
         let line = |at: usize| text[..at.min(text.len())].bytes().filter(|b| *b == b'\n').count() + 1;
@@ -365,6 +396,36 @@ mod tests {
             fallback_model: Some("small"),
         };
         Assistants::parse(text, &known)
+    }
+
+    #[test]
+    fn assistants_file() {
+        use crate::config::test_vars::{base, with};
+        let built = |vars: &std::collections::HashMap<String, String>| {
+            crate::config::Config::from_vars(vars)
+                .and_then(|c| Assistants::from_config(&c))
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(built(&base()).unwrap().all().len(), 1);
+        let dir = std::env::temp_dir().join(format!("tamebi-assistants-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.toml");
+        std::fs::write(
+            &good,
+            "[[assistant]]\nname = \"cal\"\ndescription = \"d\"\ntools = [\"nextcloud/calendar_*\"]\n",
+        )
+        .unwrap();
+        let mut vars = base();
+        vars.insert("TAMEBI_MCP_SERVERS".into(), "nextcloud=http://x/mcp;auth=nextcloud".into());
+        vars.insert("TAMEBI_ASSISTANTS".into(), good.display().to_string());
+        assert_eq!(built(&vars).unwrap().default_assistant().name, "cal");
+        // The same file without that server configured is refused, naming file and line.
+        let from = |path: &str| with("TAMEBI_ASSISTANTS", path).and_then(|c| Assistants::from_config(&c));
+        let err = from(&good.display().to_string()).unwrap_err().to_string();
+        assert!(err.contains("TAMEBI_ASSISTANTS") && err.contains("good.toml line 4"), "{err}");
+        let err = from("/nonexistent/a.toml").unwrap_err().to_string();
+        assert!(err.contains("cannot read /nonexistent/a.toml"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -588,7 +588,7 @@ mod tests {
                 "{stub}"
             );
             assert!(
-                stub.contains("Arguments: <untrusted_data source=\"nextcloud/files_read\">\n{\"path\":\"/doc"),
+                stub.contains("Arguments: <untrusted_data source=\"nextcloud/files_read\" id=\"") && stub.contains("\">\n{\"path\":\"/doc"),
                 "{stub}"
             );
         }
@@ -657,8 +657,9 @@ mod tests {
         let ChatMessage::System { content } = &v.messages[0] else {
             panic!()
         };
-        assert!(content.contains("<untrusted_data source=\"summary\">\nThe user's code name is HERON."));
-        assert_eq!(content.matches("</untrusted_data>").count(), 1);
+        assert!(content.contains("<untrusted_data source=\"summary\" id=\""));
+        assert!(content.contains("\">\nThe user's code name is HERON."));
+        assert_eq!(content.matches("</untrusted_data").count(), 1);
         assert!(matches!(&v.messages[1], ChatMessage::User { content } if content == "turn 5: read the next document"));
         // A summary whose range is not in this history is ignored.
         let stale = Summary {
@@ -702,7 +703,7 @@ mod tests {
         );
         let ChatMessage::User { content } = &req[1] else { panic!() };
         assert!(content.starts_with(SUMMARY_REQUEST));
-        assert!(content.contains("<untrusted_data source=\"conversation\">"));
+        assert!(content.contains("<untrusted_data source=\"conversation\" id=\""));
         assert!(content.contains("before: HERON") && content.contains("user: turn 99"));
         assert!(content.contains("lines left out"));
         assert_eq!(

@@ -4,31 +4,21 @@
 //! crate calls `std::env::var`. It validates eagerly so that a bad deployment fails at start
 //! with a message naming the variable, never later in a user's turn.
 //!
+//! A leaf (docs/architecture.md, "Layers"): it parses the environment into plain data and
+//! imports nothing of the crate but `types`. Each part builds itself from its piece at start
+//! (`store::Backend::from_config`, `assistants::Assistants::from_config`, both before anything
+//! listens), refusing it with a [`ConfigError`] that names the variable just the same.
+//!
 //! The orchestrator holds exactly two secrets of its own and a model key. It must never hold
 //! a Nextcloud credential: there is deliberately no variable for one.
 
-use secrecy::{ExposeSecret, SecretString};
 use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// A secret of the configuration (the proxy and signing secrets, the model key). Its `Debug`
-/// is secrecy's `[REDACTED]`, so a stray `{:?}` of the config (or of anything holding one)
-/// cannot leak it, and it is zeroed when dropped. The value leaves only through [`Secret::expose`],
-/// at the one place that uses it.
-#[derive(Clone, Debug)]
-pub struct Secret(SecretString);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(SecretString::from(value.into()))
-    }
-    pub fn expose(&self) -> &str {
-        self.0.expose_secret()
-    }
-}
+use crate::types::Secret;
 
 /// Which of the caller's credentials an MCP server receives. Stated per server by the
 /// operator; unstated means [`ServerAuth::None`] (fail closed: a server nobody marked as
@@ -43,23 +33,29 @@ pub enum ServerAuth {
     None,
 }
 
+/// Whether the operator vouches for what a server says about its own tools (G3). Derived from
+/// the server's configuration only: a server can never raise its own trust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerTrust {
+    /// `auth=nextcloud`: the operator's own Nextcloud-facing server. It holds the user's
+    /// token already, so what a call sends it is no disclosure to a third party: its tool
+    /// annotations decide approval.
+    Own,
+    /// `auth=none;trust=reads`: a third party whose read-only tools the operator chose to let
+    /// run unasked (docs/security.md states the risk); every other call asks.
+    Reads,
+    /// `auth=none` without `trust=`: a server we do not vouch for. Every call to it sends it
+    /// data, so every call asks, whatever its annotations claim.
+    ThirdParty,
+}
+
 /// One MCP server the orchestrator offers tools from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServer {
     pub name: String,
     pub url: url::Url,
     pub auth: ServerAuth,
-}
-
-/// Which configured model a turn talks to first (an assistant's `model`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ModelRole {
-    /// `TAMEBI_MODEL`, falling back to `TAMEBI_FALLBACK_MODEL` before its first chunk.
-    #[default]
-    Primary,
-    /// `TAMEBI_FALLBACK_MODEL` only.
-    Fallback,
+    pub trust: ServerTrust,
 }
 
 /// The model provider: any OpenAI-compatible chat-completions API.
@@ -138,8 +134,9 @@ pub struct Config {
     pub model: ModelConfig,
     pub data_dir: PathBuf,
     /// Where chat, audit and memory live: SQLite files in `data_dir`, or the PostgreSQL
-    /// database of `TAMEBI_DATABASE_URL` (shared by several instances).
-    pub database: crate::store::Backend,
+    /// database of `TAMEBI_DATABASE_URL` (shared by several instances); checked and built by
+    /// `store::Backend::from_config`.
+    pub database: Database,
     pub mcp_servers: Vec<McpServer>,
     pub max_steps: u32,
     /// Base URL of an OTLP/HTTP receiver (`OTEL_EXPORTER_OTLP_ENDPOINT`); none: no export.
@@ -167,8 +164,17 @@ pub struct Config {
     pub user_turns_per_min: u32,
     /// Test builds only: lets a scripted model text provoke an actor panic.
     pub fault_injection: bool,
-    /// The assistants of `TAMEBI_ASSISTANTS` (or the built-in `default` one).
-    pub assistants: std::sync::Arc<crate::assistants::Assistants>,
+    /// `TAMEBI_ASSISTANTS`: the operator's assistants file (none: the built-in `default`
+    /// assistant); read and checked by `assistants::Assistants::from_config`.
+    pub assistants_file: Option<PathBuf>,
+}
+
+/// `TAMEBI_DATABASE_URL` and `TAMEBI_DATABASE_CA_FILE` as given. The URL may hold a password,
+/// so it is a [`Secret`] (never printed).
+#[derive(Debug, Clone)]
+pub struct Database {
+    pub url: Option<Secret>,
+    pub ca_file: Option<PathBuf>,
 }
 
 /// Why the configuration was refused. Each message names the variable to fix.
@@ -178,34 +184,6 @@ pub enum ConfigError {
     Missing(&'static str),
     #[error("{var} is invalid: {why}")]
     Invalid { var: &'static str, why: String },
-}
-
-/// `TAMEBI_DATABASE_URL`: unset keeps the SQLite files in the data directory; a
-/// `postgres://` (or `postgresql://`) URL selects PostgreSQL. Anything else is refused, so a
-/// typo never silently falls back to a local file that other instances cannot see. Its
-/// `sslmode` (disable, require, verify-full) and `TAMEBI_DATABASE_CA_FILE` are validated here
-/// too (`store::postgres::Target`).
-fn database(url: Option<String>, ca_file: Option<String>, data_dir: PathBuf) -> Result<crate::store::Backend, ConfigError> {
-    let Some(url) = url else {
-        if ca_file.is_some() {
-            return Err(ConfigError::Invalid {
-                var: "TAMEBI_DATABASE_CA_FILE",
-                why: "is only for TLS to PostgreSQL (TAMEBI_DATABASE_URL is unset)".into(),
-            });
-        }
-        return Ok(crate::store::Backend::Sqlite(data_dir));
-    };
-    let invalid = |why: &str| ConfigError::Invalid {
-        var: "TAMEBI_DATABASE_URL",
-        why: why.into(),
-    };
-    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-        return Err(invalid("must be a postgres:// URL (unset it to keep the SQLite files)"));
-    }
-    // Parsed now, so a malformed URL stops the start with this message (never echoing it:
-    // it may hold a password).
-    let target = crate::store::postgres::Target::parse(&url, ca_file.map(PathBuf::from)).map_err(|why| invalid(&why))?;
-    Ok(crate::store::Backend::Postgres(target))
 }
 
 /// Hard cap on agent steps per turn, whatever the configuration says.
@@ -243,14 +221,16 @@ impl Config {
         let fault_injection = cfg!(feature = "fault-injection") && get("TAMEBI_FAULT_INJECTION").as_deref() == Some("1");
         let model = model_config(&get)?;
         let mcp_servers = mcp_servers(get("TAMEBI_MCP_SERVERS").as_deref().unwrap_or(""))?;
-        let assistants = std::sync::Arc::new(assistants(get("TAMEBI_ASSISTANTS"), &model, &mcp_servers)?);
         Ok(Config {
             bind,
             proxy_secret,
             signing_secret,
             model,
-            data_dir: data_dir.clone(),
-            database: database(get("TAMEBI_DATABASE_URL"), get("TAMEBI_DATABASE_CA_FILE"), data_dir)?,
+            data_dir,
+            database: Database {
+                url: get("TAMEBI_DATABASE_URL").map(Secret::new),
+                ca_file: get("TAMEBI_DATABASE_CA_FILE").map(PathBuf::from),
+            },
             mcp_servers,
             max_steps,
             otlp_endpoint: otlp_endpoint(get("OTEL_EXPORTER_OTLP_ENDPOINT"))?,
@@ -266,36 +246,9 @@ impl Config {
             user_turn_burst: positive(get("TAMEBI_USER_TURN_BURST"), "TAMEBI_USER_TURN_BURST", "60")?,
             user_turns_per_min: parse_or(get("TAMEBI_USER_TURNS_PER_MIN"), "TAMEBI_USER_TURNS_PER_MIN", "60")?,
             fault_injection,
-            assistants,
+            assistants_file: get("TAMEBI_ASSISTANTS").map(PathBuf::from),
         })
     }
-}
-
-/// Reads and validates the assistants file named by `TAMEBI_ASSISTANTS`; none: the built-in
-/// `default` assistant. The message names the file and the line.
-fn assistants(path: Option<String>, model: &ModelConfig, servers: &[McpServer]) -> Result<crate::assistants::Assistants, ConfigError> {
-    let var = "TAMEBI_ASSISTANTS";
-    let Some(path) = path else {
-        return Ok(crate::assistants::Assistants::default());
-    };
-    let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Invalid {
-        var,
-        why: format!("cannot read {path}: {e}"),
-    })?;
-    let names: Vec<String> = servers
-        .iter()
-        .map(|s| s.name.clone())
-        .chain(std::iter::once(crate::memory::LOCAL_SERVER.to_string()))
-        .collect();
-    let known = crate::assistants::Known {
-        servers: &names,
-        primary_model: &model.model,
-        fallback_model: model.fallback_model.as_deref(),
-    };
-    crate::assistants::Assistants::parse(&text, &known).map_err(|why| ConfigError::Invalid {
-        var,
-        why: format!("{path} {why}"),
-    })
 }
 
 fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, ConfigError> {
@@ -461,9 +414,9 @@ fn secs(value: Option<String>, var: &'static str, default: &str) -> Result<Durat
     Ok(Duration::from_secs(n))
 }
 
-/// Parses `name=url;auth=nextcloud,name=url;auth=none,name=url`. Names become part of tool
-/// routing and of the credentials header, so they are kept simple. `,` and `;` inside a URL
-/// must be percent-encoded.
+/// Parses `name=url;auth=nextcloud,name=url;auth=none;trust=reads,name=url`. Names become part
+/// of tool routing and of the credentials header, so they are kept simple. `,` and `;` inside
+/// a URL must be percent-encoded.
 fn mcp_servers(raw: &str) -> Result<Vec<McpServer>, ConfigError> {
     let mut servers: Vec<McpServer> = Vec::new();
     for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -471,7 +424,7 @@ fn mcp_servers(raw: &str) -> Result<Vec<McpServer>, ConfigError> {
         if servers.iter().any(|s| s.name == server.name) {
             return Err(invalid_server(format!("server name `{}` appears twice", server.name)));
         }
-        if server.name == crate::memory::LOCAL_SERVER {
+        if server.name == crate::types::LOCAL_SERVER {
             return Err(invalid_server(format!(
                 "server name `{}` is reserved for the orchestrator's own tools",
                 server.name
@@ -487,7 +440,7 @@ fn mcp_server(item: &str) -> Result<McpServer, ConfigError> {
         .split_once('=')
         .ok_or_else(|| invalid_server(format!("`{item}` is not name=url")))?;
     let name = name.trim();
-    if !crate::auth::identity::valid_server_name(name) {
+    if !crate::types::valid_server_name(name) {
         return Err(invalid_server(format!(
             "server name `{name}` must be 1-64 characters of [A-Za-z0-9_-]"
         )));
@@ -498,27 +451,46 @@ fn mcp_server(item: &str) -> Result<McpServer, ConfigError> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(invalid_server(format!("`{name}` must be an http(s) URL")));
     }
-    let mut auth = None;
+    let (mut auth, mut trust_reads) = (None, false);
     for option in fields.filter(|f| !f.is_empty()) {
-        let value = match option.split_once('=') {
-            Some(("auth", value)) if auth.is_none() => value.trim(),
+        match option.split_once('=').map(|(k, v)| (k, v.trim())) {
+            Some(("auth", value)) if auth.is_none() => {
+                auth = Some(match value {
+                    "nextcloud" => ServerAuth::Nextcloud,
+                    "none" => ServerAuth::None,
+                    other => return Err(invalid_server(format!("`{name}`: auth must be nextcloud or none, not `{other}`"))),
+                });
+            }
+            Some(("trust", "reads")) if !trust_reads => trust_reads = true,
+            Some(("trust", other)) if !trust_reads => {
+                return Err(invalid_server(format!("`{name}`: trust can only be reads, not `{other}`")));
+            }
             _ => {
                 return Err(invalid_server(format!(
-                    "`{name}`: unknown or repeated option `{option}` (only auth=nextcloud|none)"
+                    "`{name}`: unknown or repeated option `{option}` (only auth=nextcloud|none and trust=reads)"
                 )));
             }
-        };
-        auth = Some(match value {
-            "nextcloud" => ServerAuth::Nextcloud,
-            "none" => ServerAuth::None,
-            other => return Err(invalid_server(format!("`{name}`: auth must be nextcloud or none, not `{other}`"))),
-        });
+        }
     }
+    // G1: fail closed. Only a server the operator marked Nextcloud-facing gets a token.
+    let auth = auth.unwrap_or(ServerAuth::None);
+    // G3: fail closed. A server that is not ours is trusted with nothing unless the operator
+    // says so for that server; ours needs no such word (it holds the user's token already).
+    let trust = match (auth, trust_reads) {
+        (ServerAuth::Nextcloud, false) => ServerTrust::Own,
+        (ServerAuth::Nextcloud, true) => {
+            return Err(invalid_server(format!(
+                "`{name}`: trust=reads is for auth=none servers (an auth=nextcloud server's annotations already decide)"
+            )));
+        }
+        (ServerAuth::None, true) => ServerTrust::Reads,
+        (ServerAuth::None, false) => ServerTrust::ThirdParty,
+    };
     Ok(McpServer {
         name: name.to_string(),
         url,
-        // G1: fail closed. Only a server the operator marked Nextcloud-facing gets a token.
-        auth: auth.unwrap_or(ServerAuth::None),
+        auth,
+        trust,
     })
 }
 
@@ -529,11 +501,12 @@ fn invalid_server(why: String) -> ConfigError {
     }
 }
 
+/// A valid set of variables for tests, here and in the parts that build from the config.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_vars {
+    use super::{Config, ConfigError, HashMap};
 
-    fn base() -> HashMap<String, String> {
+    pub fn base() -> HashMap<String, String> {
         [
             ("TAMEBI_PROXY_SECRET", "p".repeat(32)),
             ("TAMEBI_SIGNING_SECRET", "s".repeat(32)),
@@ -545,29 +518,17 @@ mod tests {
         .collect()
     }
 
-    fn with(k: &str, v: &str) -> Result<Config, ConfigError> {
+    pub fn with(k: &str, v: &str) -> Result<Config, ConfigError> {
         let mut vars = base();
         vars.insert(k.into(), v.into());
         Config::from_vars(&vars)
     }
+}
 
-    #[test]
-    fn the_database_url_and_its_tls_are_validated() {
-        assert!(matches!(
-            Config::from_vars(&base()).unwrap().database,
-            crate::store::Backend::Sqlite(_)
-        ));
-        let err = with("TAMEBI_DATABASE_URL", "mysql://db/t").unwrap_err().to_string();
-        assert!(err.contains("TAMEBI_DATABASE_URL") && err.contains("postgres://"), "{err}");
-        let err = with("TAMEBI_DATABASE_URL", "postgres://u:hunter2@db.example/t?sslmode=prefer")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("sslmode=prefer is not supported") && !err.contains("hunter2"), "{err}");
-        let err = with("TAMEBI_DATABASE_CA_FILE", "/etc/ssl/ca.pem").unwrap_err().to_string();
-        assert!(err.starts_with("TAMEBI_DATABASE_CA_FILE is invalid"), "{err}");
-        let c = with("TAMEBI_DATABASE_URL", "postgres://db.example/t?sslmode=disable").unwrap();
-        assert!(matches!(c.database, crate::store::Backend::Postgres(t) if t.tls == crate::store::postgres::Tls::Off));
-    }
+#[cfg(test)]
+mod tests {
+    use super::test_vars::{base, with};
+    use super::*;
 
     #[test]
     fn defaults_apply() {
@@ -692,6 +653,12 @@ mod tests {
             vec![ServerAuth::Nextcloud, ServerAuth::Nextcloud, ServerAuth::None, ServerAuth::None],
             "unstated auth is none"
         );
+        let trust: Vec<ServerTrust> = c.mcp_servers.iter().map(|s| s.trust).collect();
+        assert_eq!(
+            trust,
+            vec![ServerTrust::Own, ServerTrust::Own, ServerTrust::ThirdParty, ServerTrust::ThirdParty],
+            "a server that is not ours is trusted with nothing unless the operator says so"
+        );
         assert!(with("TAMEBI_MCP_SERVERS", "nextcloud").is_err());
         for bad in [
             "a=http://x/;auth=admin",
@@ -699,6 +666,10 @@ mod tests {
             "a=http://x/;token=abc",
             "a=http://x/;auth=none;auth=nextcloud",
             "a=http://x/;AUTH=nextcloud",
+            "a=http://x/;trust=all",
+            "a=http://x/;trust=",
+            "a=http://x/;trust=reads;trust=reads",
+            "a=http://x/;auth=nextcloud;trust=reads",
         ] {
             let err = with("TAMEBI_MCP_SERVERS", bad).unwrap_err().to_string();
             assert!(err.contains("TAMEBI_MCP_SERVERS"), "{bad}: {err}");
@@ -706,6 +677,30 @@ mod tests {
         assert!(with("TAMEBI_MCP_SERVERS", "a b=http://x/").is_err());
         assert!(with("TAMEBI_MCP_SERVERS", "a=http://x/,a=http://y/").is_err());
         assert!(with("TAMEBI_MCP_SERVERS", "a=file:///etc").is_err());
+    }
+
+    /// Issue #27: a third party's read tools run unasked only where the operator said so, per
+    /// server; `trust=reads` never hands out a credential.
+    #[test]
+    fn trust_reads_is_per_server_and_only_for_auth_none() {
+        let c = with(
+            "TAMEBI_MCP_SERVERS",
+            "w=http://w/mcp;auth=none;trust=reads,v=http://v/mcp; trust=reads ,u=http://u/mcp;auth=none",
+        )
+        .unwrap();
+        let got: Vec<(ServerAuth, ServerTrust)> = c.mcp_servers.iter().map(|s| (s.auth, s.trust)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (ServerAuth::None, ServerTrust::Reads),
+                (ServerAuth::None, ServerTrust::Reads),
+                (ServerAuth::None, ServerTrust::ThirdParty),
+            ]
+        );
+        let err = with("TAMEBI_MCP_SERVERS", "n=http://n/mcp;auth=nextcloud;trust=reads")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("TAMEBI_MCP_SERVERS") && err.contains("auth=none"), "{err}");
     }
 
     #[test]
@@ -749,29 +744,6 @@ mod tests {
         assert!(with("OTEL_EXPORTER_OTLP_ENDPOINT", "127.0.0.1:4318").is_err());
         assert!(with("TAMEBI_TRACE_USER_ID", "1").unwrap().trace_user_id);
         assert!(with("TAMEBI_TRACE_USER_ID", "yes please").is_err());
-    }
-
-    #[test]
-    fn assistants_file() {
-        assert_eq!(Config::from_vars(&base()).unwrap().assistants.all().len(), 1);
-        let dir = std::env::temp_dir().join(format!("tamebi-assistants-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let good = dir.join("good.toml");
-        std::fs::write(
-            &good,
-            "[[assistant]]\nname = \"cal\"\ndescription = \"d\"\ntools = [\"nextcloud/calendar_*\"]\n",
-        )
-        .unwrap();
-        let mut vars = base();
-        vars.insert("TAMEBI_MCP_SERVERS".into(), "nextcloud=http://x/mcp;auth=nextcloud".into());
-        vars.insert("TAMEBI_ASSISTANTS".into(), good.display().to_string());
-        assert_eq!(Config::from_vars(&vars).unwrap().assistants.default_assistant().name, "cal");
-        // The same file without that server configured is refused, naming file and line.
-        let err = with("TAMEBI_ASSISTANTS", &good.display().to_string()).unwrap_err().to_string();
-        assert!(err.contains("TAMEBI_ASSISTANTS") && err.contains("good.toml line 4"), "{err}");
-        let err = with("TAMEBI_ASSISTANTS", "/nonexistent/a.toml").unwrap_err().to_string();
-        assert!(err.contains("cannot read /nonexistent/a.toml"), "{err}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -293,9 +293,9 @@ mod tests {
         let out = model_messages("sys".into(), &[m]);
         assert_eq!(out.len(), 6);
         let ChatMessage::Tool { content, .. } = &out[2] else { panic!() };
-        assert!(content.starts_with("<untrusted_data source=\"nextcloud/files_read\">"));
+        assert!(content.starts_with("<untrusted_data source=\"nextcloud/files_read\" id=\""));
         assert!(content.contains(untrusted::NEUTRALISED));
-        assert_eq!(content.matches("</untrusted_data>").count(), 1);
+        assert_eq!(content.matches("</untrusted_data").count(), 1);
         let ChatMessage::Tool { content, .. } = &out[4] else { panic!() };
         assert!(content.contains("denied"));
         assert_eq!(
@@ -315,7 +315,7 @@ mod tests {
         .unwrap();
         let r = tool_result_for_model(&t);
         assert!(r.starts_with("<untrusted_data"));
-        assert_eq!(r.matches("</untrusted_data>").count(), 1);
+        assert_eq!(r.matches("</untrusted_data").count(), 1);
     }
 
     #[test]

@@ -18,6 +18,13 @@ pub enum Error {
     BadRequest(String),
     #[error("not signed in: {0}")]
     Unauthorized(String),
+    /// G1: the request is signed in the earlier form, which did not cover the method, path and
+    /// query (issue #27). Refused like any wrong signature, under its own code, because the fix
+    /// is the operator's: update the Nextcloud app.
+    #[error(
+        "signature_outdated: signed in the earlier form, without method, path and query: the Nextcloud app is older than this orchestrator"
+    )]
+    SignatureOutdated,
     #[error("forbidden: {0}")]
     Forbidden(String),
     #[error("not found")]
@@ -136,6 +143,7 @@ error_codes! {
     pub enum ErrorCode {
         BadRequest = "bad_request", BAD_REQUEST, messages::BAD_REQUEST;
         Unauthorized = "unauthorized", UNAUTHORIZED, messages::UNAUTHORIZED;
+        SignatureOutdated = "signature_outdated", UNAUTHORIZED, messages::SIGNATURE_OUTDATED;
         Forbidden = "forbidden", FORBIDDEN, messages::FORBIDDEN;
         NotFound = "not_found", NOT_FOUND, messages::NOT_FOUND;
         MethodNotAllowed = "method_not_allowed", METHOD_NOT_ALLOWED, messages::METHOD_NOT_ALLOWED;
@@ -146,6 +154,7 @@ error_codes! {
         MessageIdTaken = "message_id_taken", CONFLICT, messages::MESSAGE_ID_TAKEN;
         ApprovalsUndecided = "approvals_undecided", BAD_REQUEST, messages::APPROVALS_UNDECIDED;
         TooLarge = "too_large", PAYLOAD_TOO_LARGE, messages::TOO_LARGE;
+        HeadersTooLarge = "headers_too_large", REQUEST_HEADER_FIELDS_TOO_LARGE, messages::HEADERS_TOO_LARGE;
         Overloaded = "overloaded", TOO_MANY_REQUESTS, messages::OVERLOADED;
         TooManyRunning = "too_many_running", TOO_MANY_REQUESTS, messages::TOO_MANY_RUNNING;
         TooFast = "too_fast", TOO_MANY_REQUESTS, messages::TOO_FAST;
@@ -168,6 +177,7 @@ impl ErrorCode {
             408 => ErrorCode::RequestTimeout,
             409 => ErrorCode::ReplyInProgress,
             413 => ErrorCode::TooLarge,
+            431 => ErrorCode::HeadersTooLarge,
             429 => ErrorCode::Overloaded,
             503 => ErrorCode::Unavailable,
             s if s >= 500 => ErrorCode::Internal,
@@ -180,6 +190,9 @@ impl ErrorCode {
 pub mod messages {
     pub const BAD_REQUEST: &str = "The request was not understood.";
     pub const UNAUTHORIZED: &str = "Not signed in.";
+    /// For the person, who cannot fix it, and for the operator, who reads it in the logs.
+    pub const SIGNATURE_OUTDATED: &str =
+        "The Tamebi app in Nextcloud is older than its server and must be updated. Please tell your administrator.";
     pub const FORBIDDEN: &str = "This action is not allowed.";
     pub const NOT_FOUND: &str = "Not found.";
     pub const CONFLICT: &str = "A reply is already being written in this conversation.";
@@ -189,6 +202,7 @@ pub mod messages {
     pub const MESSAGE_ID_TAKEN: &str = "Another message of this conversation already has this id. Send the message under a new id.";
     pub const APPROVALS_UNDECIDED: &str = "Decide every approval this reply asked for, then send them together.";
     pub const TOO_LARGE: &str = "The request is too large.";
+    pub const HEADERS_TOO_LARGE: &str = "The request headers are too large.";
     pub const METHOD_NOT_ALLOWED: &str = "This method is not allowed here.";
     pub const TIMEOUT: &str = "The request took too long to arrive.";
     pub const OVERLOADED: &str = "Too many requests. Please wait a moment.";
@@ -269,6 +283,7 @@ impl Error {
         match self {
             Error::BadRequest(_) => ErrorCode::BadRequest,
             Error::Unauthorized(_) => ErrorCode::Unauthorized,
+            Error::SignatureOutdated => ErrorCode::SignatureOutdated,
             Error::Forbidden(_) => ErrorCode::Forbidden,
             Error::NotFound => ErrorCode::NotFound,
             Error::Conflict(_) => ErrorCode::ReplyInProgress,
@@ -348,10 +363,20 @@ pub fn error_response(status: StatusCode, request_id: &str) -> Response {
     shaped(status, ErrorCode::for_status(status), request_id, None)
 }
 
-fn shaped(status: StatusCode, code: ErrorCode, request_id: &str, retry_after: Option<u64>) -> Response {
-    let mut body = serde_json::json!({
+/// The body of [`error_response`] as bytes, for an answer written below the router (the
+/// refusals of hyper's parser, `http::server`).
+pub fn error_body(status: StatusCode, request_id: &str) -> Vec<u8> {
+    body_of(ErrorCode::for_status(status), request_id).to_string().into_bytes()
+}
+
+fn body_of(code: ErrorCode, request_id: &str) -> serde_json::Value {
+    serde_json::json!({
         "error": { "message": code.message(), "requestId": request_id, "code": code.as_str() }
-    });
+    })
+}
+
+fn shaped(status: StatusCode, code: ErrorCode, request_id: &str, retry_after: Option<u64>) -> Response {
+    let mut body = body_of(code, request_id);
     if let Some(secs) = retry_after {
         // Also in the body: the chat transport in the browser only sees the body.
         body["error"]["retryAfter"] = secs.into();
@@ -413,6 +438,7 @@ mod tests {
             ),
             (Error::OwnedElsewhere { retry_after_secs: 1 }, 503, "owned_elsewhere"),
             (Error::UpstreamTimeout, 504, "tool_timeout"),
+            (Error::SignatureOutdated, 401, "signature_outdated"),
             (Error::Internal("disk full at /var/lib".into()), 500, "internal"),
         ];
         for (error, status, code) in cases {

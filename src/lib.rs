@@ -7,8 +7,9 @@
 //! credential beyond the request (or the turn) that carries it.
 //!
 //! Modules:
-//! - [`config`]: the one typed configuration, read from the environment at start (secrets
-//!   in a type that never prints).
+//! - [`types`]: small plain types several layers share (a secret that never prints, the
+//!   model role, the server-name rule); it imports nothing of this crate.
+//! - [`config`]: the one typed configuration, read from the environment at start.
 //! - [`auth`]: G1 identity (`auth::identity`) and log redaction.
 //! - [`http`]: the axum routes (chat over SSE, conversations, apps, health).
 //! - [`actors`]: the ractor supervision tree (conversations, tool servers).
@@ -23,6 +24,11 @@
 //! - [`model`]: the OpenAI-compatible streaming client.
 //! - [`store`]: chat.db; [`ui_stream`]: the AI SDK UI message stream.
 //! - [`telemetry`]: tracing and OTLP export.
+//! - `fault` (test builds only): the fault-injection markers.
+//!
+//! The modules import one way, down: leaves (`types`, `config`) first, `http` last, this file
+//! above all (it wires the parts together). The table is written down once, in
+//! `tests/module_layers.rs`, and drawn in docs/architecture.md ("Layers").
 
 pub mod actors;
 pub mod approval;
@@ -33,6 +39,8 @@ pub mod compaction;
 pub mod config;
 pub mod context;
 pub mod error;
+#[cfg(feature = "fault-injection")]
+pub mod fault;
 pub mod http;
 pub mod mcp;
 pub mod memory;
@@ -42,6 +50,7 @@ pub mod store;
 pub mod stream_log;
 pub mod telemetry;
 pub mod turn;
+pub mod types;
 pub mod ui_stream;
 pub mod untrusted;
 
@@ -52,16 +61,35 @@ use tokio_util::task::TaskTracker;
 
 use actors::root::RootSupervisor;
 use actors::tool_server::ToolServers;
-use config::Config;
+use config::{Config, ConfigError};
 use error::Error;
 use services::Services;
 
 /// Exit code for an invalid configuration.
 pub const EXIT_CONFIG: i32 = 2;
 
+/// The parts that build themselves from their piece of the configuration and may refuse it.
+/// Built at start, before anything listens, so a bad deployment stops there with the
+/// variable named (`config` itself only parses the environment into plain data).
+pub struct Parts {
+    /// Where the stores live (`TAMEBI_DATABASE_URL`, `TAMEBI_DATABASE_CA_FILE`).
+    pub database: store::Backend,
+    /// The operator's assistants (`TAMEBI_ASSISTANTS`, or the built-in `default` one).
+    pub assistants: Arc<assistants::Assistants>,
+}
+
+impl Parts {
+    pub fn build(config: &Config) -> Result<Parts, ConfigError> {
+        Ok(Parts {
+            database: store::Backend::from_config(&config.database, &config.data_dir)?,
+            assistants: Arc::new(assistants::Assistants::from_config(config)?),
+        })
+    }
+}
+
 /// The binary's whole life: config, telemetry, runtime, serve until SIGTERM/SIGINT.
 pub fn run_from_env() -> anyhow::Result<()> {
-    let config = match Config::from_env() {
+    let (config, parts) = match Config::from_env().and_then(|c| Parts::build(&c).map(|p| (c, p))) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("tamebi: invalid configuration: {e}");
@@ -81,7 +109,7 @@ pub fn run_from_env() -> anyhow::Result<()> {
             reason = "the signal watcher may outlive shutdown (no signal ever arrives)"
         )]
         tokio::spawn(watch_signals(shutdown.clone()));
-        serve(config, listener, shutdown).await.map_err(anyhow::Error::from)
+        serve_parts(config, parts, listener, shutdown).await.map_err(anyhow::Error::from)
     });
     // Last step of shutdown, outside the runtime (it blocks): flush spans and metrics.
     telemetry.shutdown(flush_timeout);
@@ -109,11 +137,18 @@ async fn watch_signals(shutdown: CancellationToken) {
 /// stop accepting, end open streams with a final part, let turns stop, stop the actors,
 /// flush the databases.
 pub async fn serve(config: Config, listener: TcpListener, shutdown: CancellationToken) -> Result<(), Error> {
+    let parts = Parts::build(&config).map_err(|e| Error::Internal(format!("invalid configuration: {e}")))?;
+    serve_parts(config, parts, listener, shutdown).await
+}
+
+/// [`serve`] with the parts already built from `config` (as the binary does, to stop with
+/// [`EXIT_CONFIG`] before anything starts).
+pub async fn serve_parts(config: Config, parts: Parts, listener: TcpListener, shutdown: CancellationToken) -> Result<(), Error> {
     std::fs::create_dir_all(&config.data_dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", config.data_dir.display())))?;
     // The one count of running turn tasks (admission is http::fairness's): the erasure's wait,
     // the metric and chat.db's load signal.
     let running_turns = actors::running_turns::RunningTurns::default();
-    let stores = store::Stores::open(&config.database, {
+    let stores = store::Stores::open(&parts.database, {
         let running_turns = running_turns.clone();
         Arc::new(move || running_turns.count())
     })
@@ -136,6 +171,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: Cancellation
         tool_servers: ToolServers::new(&config.mcp_servers, config.tool_timeout),
         tasks: tasks.clone(),
         shutdown: shutdown.clone(),
+        assistants: parts.assistants,
         bindings: Default::default(),
         running_turns,
     });

@@ -4,7 +4,7 @@
 /// short-lived ones of every stream's start, and jemalloc's size classes keep them apart
 /// (about 2 KiB less resident memory per open stream), at less CPU per turn. Its default
 /// settings: the ones that save more memory cost CPU per turn or serialise every allocation
-/// on one lock (docs/performance.md, "memory per open stream, fifth pass").
+/// on one lock (docs/performance.md, "Decisions").
 #[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

@@ -13,9 +13,7 @@ use serde_json::{Value, json};
 use crate::mcp::registry::ToolDef;
 use crate::store::key::ConversationKey;
 use crate::store::memory::{Fact, MemoryStore};
-
-/// The server name the local tools are registered under (reserved in the configuration).
-pub const LOCAL_SERVER: &str = "tamebi";
+use crate::types::LOCAL_SERVER;
 
 /// The local tools' definitions, in MCP's shape. Built once: every turn gets a clone, whose
 /// descriptions and schemas are shared rather than copied.
@@ -51,7 +49,7 @@ fn build_tool_defs() -> Vec<ToolDef> {
     definitions
         .into_iter()
         .filter_map(|d| serde_json::from_value::<rmcp::model::Tool>(d).ok())
-        .map(|t| ToolDef::from_mcp(LOCAL_SERVER, &t))
+        .map(|t| ToolDef::from_mcp(LOCAL_SERVER, crate::config::ServerTrust::Own, &t))
         .collect()
 }
 
@@ -122,7 +120,10 @@ pub fn fault_hold_before_write(tool: &str, arguments: &Value) {
     match fault_hold_of(tool, arguments) {
         None => {}
         Some(FaultHold::Fixed) => {
-            tracing::warn!(hold_ms = FAULT_HOLD.as_millis() as u64, "fault injection: holding a memory write");
+            tracing::warn!(
+                hold_ms = telemetry_otlp::int(FAULT_HOLD.as_millis()),
+                "fault injection: holding a memory write"
+            );
             std::thread::sleep(FAULT_HOLD);
             tracing::warn!("fault injection: memory write released");
         }
@@ -133,7 +134,7 @@ pub fn fault_hold_before_write(tool: &str, arguments: &Value) {
             } else {
                 tracing::warn!(
                     release_file = path,
-                    bound_secs = FAULT_RELEASE_BOUND.as_secs(),
+                    bound_secs = telemetry_otlp::int(FAULT_RELEASE_BOUND.as_secs()),
                     "fault injection: the release file never appeared; memory write released at the bound"
                 );
             }

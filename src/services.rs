@@ -22,6 +22,8 @@ pub struct Services {
     pub tool_servers: ToolServers,
     pub tasks: tokio_util::task::TaskTracker,
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// The operator's assistants (`assistants::Assistants::from_config`).
+    pub assistants: Arc<crate::assistants::Assistants>,
     /// The assistant bindings of the conversations running here (a cache of chat.db's).
     pub bindings: crate::assistants::Bindings,
     /// The turn tasks running here, per user (an erasure waits for a user's to end).

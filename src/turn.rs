@@ -29,7 +29,7 @@ use crate::services::Services;
 use crate::store::audit::{ApprovalState, Category, Entry, EntryBuilder, Kind, Outcome};
 use crate::store::chat::PendingApproval;
 use crate::stream_log::{Hold, StreamLog};
-use crate::ui_stream::{StreamPart, UiMessage};
+use crate::ui_stream::{StreamPart, ToolMeta, UiMessage};
 
 /// What starts a turn.
 #[derive(Debug, Clone)]
@@ -157,7 +157,7 @@ impl Emitter {
 /// an end-to-end test can crash exactly that actor before anyone sees the delta.
 #[cfg(feature = "fault-injection")]
 fn fault_marker(part: &StreamPart) -> bool {
-    matches!(part, StreamPart::TextDelta { delta, .. } if delta.contains(crate::actors::conversation::FAULT_PANIC_ACTOR))
+    matches!(part, StreamPart::TextDelta { delta, .. } if delta.contains(crate::fault::FAULT_PANIC_ACTOR))
 }
 
 #[cfg(not(feature = "fault-injection"))]
@@ -596,7 +596,11 @@ impl TurnState {
         let start = compaction::summarised_prefix(history, self.t.summary.as_ref());
         let previous = self.t.summary.as_ref().filter(|_| start > 0).map(|s| s.text.as_str());
         let request = compaction::summary_request(previous, &history[start..end], start + 1, limits);
-        let span = tracing::info_span!("compaction.summary", from = start, to = end);
+        let span = tracing::info_span!(
+            "compaction.summary",
+            from = telemetry_otlp::int(start),
+            to = telemetry_otlp::int(end)
+        );
         let text = async {
             let mut stream = self.t.services.model.stream(&request, &[]).await.map_err(|e| e.to_string())?;
             let mut text = String::new();
@@ -624,6 +628,9 @@ impl TurnState {
     async fn handle_calls(&mut self, calls: Vec<AssembledCall>) -> Result<bool, TurnError> {
         let mut awaiting = false;
         for call in calls {
+            let def = self.registry.for_model(&call.name).cloned();
+            // Where the call goes, from our registry: the approval card names the server.
+            let tool_metadata = def.as_ref().map(|d| Box::new(tool_meta(d)));
             let input: Value = match serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }) {
                 Ok(v @ Value::Object(_)) => v,
                 _ => {
@@ -633,6 +640,7 @@ impl TurnState {
                         tool_name: call.name.clone(),
                         input: Value::Null,
                         dynamic: true,
+                        tool_metadata,
                     })?;
                     self.emit(StreamPart::ToolOutputError {
                         tool_call_id: call.id,
@@ -647,8 +655,9 @@ impl TurnState {
                 tool_name: call.name.clone(),
                 input: input.clone(),
                 dynamic: true,
+                tool_metadata: tool_metadata.clone(),
             })?;
-            let Some(def) = self.registry.for_model(&call.name).cloned() else {
+            let Some(def) = def else {
                 // A call to a tool that does not exist for the model (a public-link or mail-send
                 // tool an injected document asked for, an app-only tool) is recorded as refused.
                 let entry = self
@@ -666,7 +675,9 @@ impl TurnState {
                 continue;
             };
             if def.policy.needs_approval {
-                // G3: record the exact call and ask; nothing runs until a recorded approval.
+                // G3: record the exact call and ask; nothing runs until a recorded approval. A
+                // tool of a server we do not vouch for always lands here (approval::policy_for):
+                // its arguments would leave for a third party.
                 let approval = PendingApproval {
                     approval_id: format!("ap_{}", uuid::Uuid::new_v4().simple()),
                     message_id: self.t.assistant.id.clone(),
@@ -677,9 +688,14 @@ impl TurnState {
                     arguments: input,
                 };
                 // The card the user approves is this record: exactly one part carries the
-                // call's id, showing the recorded tool and arguments. Our own ids make any
-                // other outcome impossible; if it ever happened, asking would be a lie.
-                if !self.t.assistant.shows_exactly(&call.id, &def.model_name, &approval.arguments) {
+                // call's id, showing the recorded server, tool and arguments. Our own ids make
+                // any other outcome impossible; if it ever happened, asking would be a lie.
+                let shown = tool_meta(&def);
+                if !self
+                    .t
+                    .assistant
+                    .shows_exactly(&call.id, &def.model_name, &approval.arguments, &shown)
+                {
                     tracing::error!(tool = %def.name, "the approval card does not match the recorded call; not asking");
                     self.emit(StreamPart::ToolOutputError {
                         tool_call_id: call.id,
@@ -754,7 +770,7 @@ impl TurnState {
     }
 
     async fn execute_inner(&self, server: &str, tool: &str, tool_call_id: &str, input: Value) -> StreamPart {
-        if server == crate::memory::LOCAL_SERVER {
+        if server == crate::types::LOCAL_SERVER {
             return self.execute_local(tool, tool_call_id, &input).await;
         }
         let arguments = match input {
@@ -816,7 +832,7 @@ impl TurnState {
         match crate::memory::call(services.memory.as_ref(), &self.t.conversation, tool, input).await {
             Ok(text) => StreamPart::ToolOutputAvailable {
                 tool_call_id: tool_call_id.to_string(),
-                output: json!({"content": [{"type": "text", "text": text}], "server": crate::memory::LOCAL_SERVER, "tool": tool}),
+                output: json!({"content": [{"type": "text", "text": text}], "server": crate::types::LOCAL_SERVER, "tool": tool}),
                 dynamic: true,
             },
             Err(error_text) => StreamPart::ToolOutputError {
@@ -825,6 +841,15 @@ impl TurnState {
                 dynamic: true,
             },
         }
+    }
+}
+
+/// What a tool part says about where its call goes (the approval card shows it).
+fn tool_meta(def: &ToolDef) -> ToolMeta {
+    ToolMeta {
+        server: def.server.clone(),
+        tool: def.name.clone(),
+        third_party: def.trust != crate::config::ServerTrust::Own,
     }
 }
 

@@ -42,6 +42,9 @@ pub enum StreamPart {
         tool_name: String,
         input: Value,
         dynamic: bool,
+        /// Where the call goes (absent for a name no tool has): the approval card names it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_metadata: Option<Box<ToolMeta>>,
     },
     ToolApprovalRequest {
         approval_id: String,
@@ -162,6 +165,27 @@ pub struct ToolPart {
     pub error_text: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<Approval>,
+    /// The AI SDK's `toolMetadata` of the part: which server the call goes to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Boxed: most parts in a long history are tool parts, and the part enum stays small.
+    pub tool_metadata: Option<Box<ToolMeta>>,
+}
+
+/// What a tool part tells about where its call goes (AI SDK `toolMetadata`), so the approval
+/// card can name the server the arguments would be sent to, and say when it is a third party
+/// (G3, issue #27). Fixed by the turn from its registry, never by the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolMeta {
+    /// The configured server name (`tamebi` for the orchestrator's own tools).
+    #[serde(default)]
+    pub server: String,
+    /// The tool's own name on that server.
+    #[serde(default)]
+    pub tool: String,
+    /// A server that is not ours (`auth=none`): what the call carries leaves for a third party.
+    #[serde(default)]
+    pub third_party: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -239,16 +263,22 @@ impl UiMessage {
                 output: None,
                 error_text: None,
                 approval: None,
+                tool_metadata: None,
             })),
             StreamPart::ToolInputAvailable {
                 tool_call_id,
                 tool_name,
                 input,
+                tool_metadata,
                 ..
             } => match self.tool_mut(tool_call_id) {
                 Some(t) => {
                     t.state = ToolState::InputAvailable;
                     t.input = input.clone();
+                    // As the AI SDK client does: metadata replaces what was there only when sent.
+                    if tool_metadata.is_some() {
+                        t.tool_metadata = tool_metadata.clone();
+                    }
                 }
                 None => self.parts.push(UiPart::DynamicTool(ToolPart {
                     tool_name: tool_name.clone(),
@@ -258,6 +288,7 @@ impl UiMessage {
                     output: None,
                     error_text: None,
                     approval: None,
+                    tool_metadata: tool_metadata.clone(),
                 })),
             },
             StreamPart::ToolApprovalRequest { approval_id, tool_call_id } => {
@@ -300,13 +331,15 @@ impl UiMessage {
     }
 
     /// True when exactly one tool part carries `tool_call_id`, and it shows `tool_name`
-    /// with `input`: what an approval card for that call renders (G3).
-    pub fn shows_exactly(&self, tool_call_id: &str, tool_name: &str, input: &Value) -> bool {
+    /// with `input`, going to the server `meta` names: what an approval card for that call
+    /// renders (G3).
+    pub fn shows_exactly(&self, tool_call_id: &str, tool_name: &str, input: &Value, meta: &ToolMeta) -> bool {
         let mut parts = self.parts.iter().filter_map(|p| match p {
             UiPart::DynamicTool(t) if t.tool_call_id == tool_call_id => Some(t),
             _ => None,
         });
-        matches!((parts.next(), parts.next()), (Some(t), None) if t.tool_name == tool_name && t.input == *input)
+        matches!((parts.next(), parts.next()), (Some(t), None)
+            if t.tool_name == tool_name && t.input == *input && t.tool_metadata.as_deref() == Some(meta))
     }
 
     /// Text parts still streaming when a turn died are closed, so a reload shows them as
@@ -337,20 +370,29 @@ mod tests {
             tool_name: name.into(),
             dynamic: true,
         };
+        let meta = |server: &str| ToolMeta {
+            server: server.into(),
+            tool: "files_move".into(),
+            third_party: false,
+        };
         m.apply(&start("files_move"));
         m.apply(&StreamPart::ToolInputAvailable {
             tool_call_id: "c1".into(),
             tool_name: "files_move".into(),
             input: serde_json::json!({"from": "a"}),
             dynamic: true,
+            tool_metadata: Some(Box::new(meta("nextcloud"))),
         });
-        assert!(m.shows_exactly("c1", "files_move", &serde_json::json!({"from": "a"})));
-        assert!(!m.shows_exactly("c1", "files_read", &serde_json::json!({"from": "a"})));
-        assert!(!m.shows_exactly("c1", "files_move", &serde_json::json!({"from": "b"})));
-        assert!(!m.shows_exactly("c2", "files_move", &serde_json::json!({"from": "a"})));
+        let from_a = serde_json::json!({"from": "a"});
+        assert!(m.shows_exactly("c1", "files_move", &from_a, &meta("nextcloud")));
+        assert!(!m.shows_exactly("c1", "files_read", &from_a, &meta("nextcloud")));
+        assert!(!m.shows_exactly("c1", "files_move", &serde_json::json!({"from": "b"}), &meta("nextcloud")));
+        assert!(!m.shows_exactly("c2", "files_move", &from_a, &meta("nextcloud")));
+        // Issue #27: the card must name the server the arguments go to.
+        assert!(!m.shows_exactly("c1", "files_move", &from_a, &meta("weather")));
         m.apply(&start("files_read"));
         assert!(
-            !m.shows_exactly("c1", "files_move", &serde_json::json!({"from": "a"})),
+            !m.shows_exactly("c1", "files_move", &from_a, &meta("nextcloud")),
             "two parts share the id"
         );
     }
@@ -363,10 +405,26 @@ mod tests {
             tool_name: "files_list".into(),
             input: json!({"path": "/"}),
             dynamic: true,
+            tool_metadata: None,
         };
         assert_eq!(
             serde_json::to_value(&p).unwrap(),
             json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "files_list", "input": {"path": "/"}, "dynamic": true})
+        );
+        let p = StreamPart::ToolInputAvailable {
+            tool_call_id: "c1".into(),
+            tool_name: "weather_today".into(),
+            input: json!({"city": "x"}),
+            dynamic: true,
+            tool_metadata: Some(Box::new(ToolMeta {
+                server: "weather".into(),
+                tool: "weather_today".into(),
+                third_party: true,
+            })),
+        };
+        assert_eq!(
+            serde_json::to_value(&p).unwrap()["toolMetadata"],
+            json!({"server": "weather", "tool": "weather_today", "thirdParty": true})
         );
         assert_eq!(serde_json::to_value(StreamPart::StartStep).unwrap(), json!({"type": "start-step"}));
         assert_eq!(
@@ -401,6 +459,7 @@ mod tests {
                 tool_name: "x".into(),
                 input: json!({"a": 1}),
                 dynamic: true,
+                tool_metadata: None,
             },
             StreamPart::ToolApprovalRequest {
                 approval_id: "ap".into(),

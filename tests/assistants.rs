@@ -13,10 +13,8 @@
 //!   allows now, and a request tied to no conversation of the caller's is refused; audited.
 #![expect(clippy::unwrap_used, reason = "a test fails by panicking")]
 
-use hmac::{Hmac, KeyInit, Mac};
 use reqwest::Method;
 use serde_json::{Value, json};
-use sha2::Sha256;
 use std::time::Duration;
 use test_harness::orchestrator::{
     Options, Orchestrator, SIGNING_SECRET, Signing, approve, fresh_nonce, parts, read_sse, unix_now, user_turn,
@@ -110,7 +108,7 @@ async fn stack_with(assistants: &str) -> Stack {
     std::fs::write(&file, assistants).unwrap();
     let options = Options {
         model_url: model.url(),
-        mcp_servers: format!("probe={}", probe.url()),
+        mcp_servers: format!("probe={};trust=reads", probe.url()),
         extra_env: vec![
             ("TAMEBI_ASSISTANTS".into(), file.display().to_string()),
             ("TAMEBI_FALLBACK_MODEL".into(), "small".into()),
@@ -149,6 +147,8 @@ impl Stack {
         let (ts, nonce) = (unix_now(), fresh_nonce());
         let mut rb = self.http.get(format!("{}/v1/admin/status", self.orch.url()));
         for (k, v) in Orchestrator::sign(&Signing {
+            method: "GET",
+            target: "/v1/admin/status",
             uid: "admin",
             body: b"",
             ts,
@@ -159,9 +159,8 @@ impl Stack {
             rb = rb.header(k, v);
         }
         if admin {
-            let mut mac = Hmac::<Sha256>::new_from_slice(SIGNING_SECRET.as_bytes()).unwrap();
-            mac.update(format!("tamebi-admin-v1\nadmin\n{ts}\n{nonce}").as_bytes());
-            rb = rb.header("x-tamebi-admin-signature", hex::encode(mac.finalize().into_bytes()));
+            let (k, v) = Orchestrator::admin_signature("GET", "/v1/admin/status", "admin", ts, &nonce);
+            rb = rb.header(k, v);
         }
         rb.send().await.unwrap()
     }
@@ -586,7 +585,7 @@ async fn a_silent_or_unreachable_tool_server_is_504_or_502_never_500() {
     let orch = Orchestrator::start(Options {
         model_url: model.url(),
         mcp_servers: format!(
-            "silent=http://{silent_addr}/mcp;auth=none,gone=http://{gone_addr}/mcp;auth=none,hangs={};auth=none",
+            "silent=http://{silent_addr}/mcp;auth=none;trust=reads,gone=http://{gone_addr}/mcp;auth=none;trust=reads,hangs={};auth=none;trust=reads",
             hangs.url()
         ),
         extra_env: vec![("TAMEBI_TOOL_TIMEOUT_SECS".into(), "1".into())],

@@ -97,7 +97,7 @@ async fn g1_refuses_every_forgery_with_the_exact_status() {
         }
         rb.send()
     };
-    let good = Orchestrator::signed_headers_at("alice", &body, now, test_harness::orchestrator::SIGNING_SECRET);
+    let good = Orchestrator::signed_headers_at("POST", "/v1/chat", "alice", &body, now, test_harness::orchestrator::SIGNING_SECRET);
     let with = |name: &str, value: &str| {
         good.iter()
             .map(|(k, v)| {
@@ -139,14 +139,21 @@ async fn g1_refuses_every_forgery_with_the_exact_status() {
     // back to 60.
     for skew in [-62, 62] {
         let now = chrono_now();
-        let h = Orchestrator::signed_headers_at("alice", &body, now + skew, test_harness::orchestrator::SIGNING_SECRET);
+        let h = Orchestrator::signed_headers_at(
+            "POST",
+            "/v1/chat",
+            "alice",
+            &body,
+            now + skew,
+            test_harness::orchestrator::SIGNING_SECRET,
+        );
         assert_eq!(send(h, body.clone()).await.unwrap().status(), 401, "skew {skew}");
     }
     for h in ["x-tamebi-uid", "x-tamebi-ts", "x-tamebi-signature"] {
         assert_eq!(send(without(h), body.clone()).await.unwrap().status(), 401, "without {h}");
     }
     // Signed with the wrong secret.
-    let h = Orchestrator::signed_headers_at("alice", &body, now, "another-signing-secret-0123456789abcdef");
+    let h = Orchestrator::signed_headers_at("POST", "/v1/chat", "alice", &body, now, "another-signing-secret-0123456789abcdef");
     assert_eq!(send(h, body.clone()).await.unwrap().status(), 401);
     // A uid in the body, properly signed: 400.
     for field in ["uid", "user", "userId"] {
@@ -579,4 +586,32 @@ async fn a_reused_message_id_is_refused_with_its_own_code() {
     let stored: Value = orch.get_json(&c, "/v1/conversations/reuse", "alice").await;
     assert_eq!(stored["messages"][0]["parts"][0]["text"], "first words");
     assert_eq!(stored["messages"].as_array().unwrap().len(), 4, "{stored}");
+}
+
+/// Issue #27: a head over 8 KiB, refused by the HTTP parser before any handler, is answered in
+/// the documented JSON shape with a request id, which the log carries too (docs/api.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_over_8_kib_is_refused_in_the_json_shape() {
+    let model = ScriptedModel::start();
+    let mut orch = start(&model);
+    let r = client()
+        .get(format!("{}/v1/conversations", orch.url()))
+        .header("x-tamebi-credentials", "x".repeat(9 * 1024))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 431);
+    assert_eq!(r.headers()["content-type"], "application/json");
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_string();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "headers_too_large");
+    assert_eq!(body["error"]["message"], "The request headers are too large.");
+    assert_eq!(body["error"]["requestId"], id.as_str());
+    let logged = test_harness::wait_until(Duration::from_secs(10), || {
+        orch.process()
+            .logs()
+            .lines()
+            .any(|l| l.contains("request refused by the HTTP parser") && l.contains(&id))
+    });
+    assert!(logged, "{}", orch.process().logs());
 }

@@ -126,7 +126,7 @@ async fn a_300_turn_conversation_stays_in_budget_summarises_once_per_event_and_s
     // A summary request is bounded and carries its material inside the envelope.
     for s in &summaries {
         assert!(request_tokens(s) <= PROMPT_BUDGET);
-        assert!(last_user_text(s).contains("<untrusted_data source=\"conversation\">"));
+        assert!(last_user_text(s).contains("<untrusted_data source=\"conversation\" id=\""));
     }
     // chat.db keeps every tool result whole; only what the model sees was cleared.
     let stored = orch.get_json(&c, "/v1/conversations/long", "alice").await;
@@ -169,7 +169,7 @@ async fn a_300_turn_conversation_stays_in_budget_summarises_once_per_event_and_s
     let messages = asked["messages"].as_array().unwrap();
     let system = messages[0]["content"].as_str().unwrap();
     assert!(
-        system.contains("<untrusted_data source=\"summary\">"),
+        system.contains("<untrusted_data source=\"summary\" id=\""),
         "the summary reaches the model enveloped"
     );
     // The early message itself is no longer in the view: the answer came from the summary.

@@ -32,7 +32,7 @@ async fn start(model_url: &str, probe_url: &str) -> InProcess {
         ("TAMEBI_MODEL", "scripted".to_string()),
         ("TAMEBI_DATA_DIR", data.path().display().to_string()),
         // The same server name in both: one global name per server could not be had twice.
-        ("TAMEBI_MCP_SERVERS", format!("probe={probe_url};auth=none")),
+        ("TAMEBI_MCP_SERVERS", format!("probe={probe_url};auth=none;trust=reads")),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -64,7 +64,7 @@ async fn chat(http: &reqwest::Client, o: &InProcess, conversation: &str, text: &
         .request(Method::POST, format!("{}/v1/chat", o.url))
         .header("content-type", "application/json")
         .body(body.clone());
-    for (k, v) in Orchestrator::signed_headers("alice", &body) {
+    for (k, v) in Orchestrator::signed_headers("POST", "/v1/chat", "alice", &body) {
         rb = rb.header(k, v);
     }
     let response = rb.send().await.unwrap();

@@ -256,6 +256,13 @@ async fn the_island_and_its_apps_in_chromium() {
             .is_some_and(|t| t.contains("files_write") && t.contains("/approved-note.txt")),
         "{c}"
     );
+    // Issue #27: the card names the server the arguments go to; ours carries no third-party warning.
+    assert!(
+        c["cardText"]
+            .as_str()
+            .is_some_and(|t| t.contains("files_write on nextcloud") && !t.contains("third-party")),
+        "the card does not name the server: {c}"
+    );
     assert_eq!(c["state"], "output-available");
     assert_eq!(c["status"], "done");
     assert!(

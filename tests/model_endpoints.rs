@@ -110,7 +110,7 @@ async fn a_turn_stops_at_the_operators_token_bound() {
     ]}]));
     let options = Options {
         model_url: model.url(),
-        mcp_servers: format!("probe={}", probe.url()),
+        mcp_servers: format!("probe={};trust=reads", probe.url()),
         extra_env: vec![
             ("TAMEBI_TURN_MAX_TOKENS".into(), "1000".into()),
             ("TAMEBI_MODEL_MAX_TOKENS".into(), "64".into()),

@@ -343,6 +343,8 @@ async fn a_signed_request_is_accepted_by_one_instance_only() {
     let captured = |method: Method, path: &str, body: &[u8]| {
         let c = c.clone();
         let headers = Orchestrator::sign(&Signing {
+            method: method.as_str(),
+            target: path,
             uid: "alice",
             body,
             ts: unix_now(),

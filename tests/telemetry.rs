@@ -144,7 +144,8 @@ async fn a_turn_is_one_trace_and_the_supervision_tree_is_visible() {
     let http = span_by_id(&spans, &turn.parent_span_id);
     assert_eq!(http.name, "POST /v1/chat");
     assert_eq!(http.kind, 2, "a server span");
-    assert_eq!(http.attr("http.response.status_code"), Some("200"));
+    // Numbers are exported as OTLP integers, as the semantic conventions say (issue #27).
+    assert_eq!(http.int_attr("http.response.status_code"), Some(200));
     assert_eq!(turn.attr("tamebi.conversation.id"), Some("otel-conv-1"));
 
     // Model calls with gen_ai.* attributes.
@@ -160,8 +161,8 @@ async fn a_turn_is_one_trace_and_the_supervision_tree_is_visible() {
         .iter()
         .find(|c| c.attr("gen_ai.response.finish_reasons") == Some("tool_calls"))
         .expect("the tool-calling step");
-    assert_eq!(tool_step.attr("gen_ai.usage.input_tokens"), Some("123"));
-    assert_eq!(tool_step.attr("gen_ai.usage.output_tokens"), Some("45"));
+    assert_eq!(tool_step.int_attr("gen_ai.usage.input_tokens"), Some(123), "{tool_step:#?}");
+    assert_eq!(tool_step.int_attr("gen_ai.usage.output_tokens"), Some(45), "{tool_step:#?}");
 
     // Tool call → MCP request → mcp-nextcloud's spans → the Nextcloud request.
     let tool = in_trace("tamebi", "execute_tool files_read");
@@ -189,7 +190,7 @@ async fn a_turn_is_one_trace_and_the_supervision_tree_is_visible() {
         .find(|s| s.service == "mcp-nextcloud" && s.name.starts_with("GET ") && s.parent_span_id == mcp_tool[0].span_id)
         .unwrap_or_else(|| panic!("a Nextcloud request span: {:#?}", names(&spans)));
     assert_eq!(nc_get.attr("url.template"), Some("/remote.php/dav/files/{user}/{path}"));
-    assert_eq!(nc_get.attr("http.response.status_code"), Some("200"));
+    assert_eq!(nc_get.int_attr("http.response.status_code"), Some(200));
     assert_eq!(nc_get.attr("http.request.method"), Some("GET"));
     let services: std::collections::BTreeSet<&str> = trace.iter().map(|s| s.service.as_str()).collect();
     assert_eq!(services.into_iter().collect::<Vec<_>>(), ["mcp-nextcloud", "tamebi"]);
@@ -265,6 +266,11 @@ async fn a_turn_is_one_trace_and_the_supervision_tree_is_visible() {
         metric_names.contains("mcp-nextcloud:http.server.request.duration"),
         "{metric_names:#?}"
     );
+
+    // No number anywhere is exported as a string (a backend could not sum or compare it), in
+    // any process; `error.type` is a string by the semantic conventions ("404").
+    let digit_strings: Vec<String> = otlp.digit_strings().into_iter().filter(|s| !s.contains(" error.type=")).collect();
+    assert!(digit_strings.is_empty(), "numbers exported as strings: {digit_strings:#?}");
 
     // Nothing exported carries a credential, the uid (not enabled), the message or the tool output.
     let forbidden = [

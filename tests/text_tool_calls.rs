@@ -35,7 +35,7 @@ async fn stack() -> Stack {
     .unwrap();
     let options = Options {
         model_url: model.url(),
-        mcp_servers: format!("probe={}", probe.url()),
+        mcp_servers: format!("probe={};trust=reads", probe.url()),
         extra_env: vec![("TAMEBI_TOOL_CALL_TEXT".into(), "auto".into())],
     };
     let orch = tokio::task::spawn_blocking(move || Orchestrator::start(options)).await.unwrap();

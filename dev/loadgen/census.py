@@ -19,7 +19,7 @@ buffers), which can make an earlier snapshot the highest one, are over. The log'
 snapshot is not used: it can come after the streams closed. (A snapshot taken as the first
 streams close is still within 1 % of the plateau, so the figures are at most that far off.)
 
-(docs/performance.md, "memory per open stream, sixth pass", has the commands.)
+(docs/performance.md, "What a held stream costs", has the commands.)
 """
 import json
 import sys

@@ -37,6 +37,7 @@ const SERVER_ERROR = 'Something went wrong. Please try again.';
 // read from an error body and passed on; the body's message never is.
 export const CODES = new Map([
   ['approvals_undecided', [400, 'Decide every approval this reply asked for, then send them together.']],
+  ['signature_outdated', [401, 'The Tamebi app in Nextcloud is older than its server and must be updated. Please tell your administrator.']],
   ['message_id_taken', [409, 'Another message of this conversation already has this id. Send the message under a new id.']],
   ['reply_in_progress', [409, MESSAGES[409]]],
   ['assistant_bound', [409, 'This conversation belongs to another assistant. Start a new conversation to talk to a different one.']],
@@ -135,9 +136,12 @@ function apiRoute(method, sub) {
 /** Sends one request to the orchestrator and streams its answer back unbuffered. */
 function forward(config, { uid, method, path, body, requestId, res, req, frame = false }) {
   const target = new URL(path, config.orchestratorUrl);
+  // Signed for the URL exactly as it is sent (issue #27: method, path and query are signed).
   const headers = g1Headers({
     proxySecret: config.proxySecret,
     signingSecret: config.signingSecret,
+    method,
+    url: target,
     uid,
     appPassword: config.users.get(uid),
     servers: config.credentialServers,

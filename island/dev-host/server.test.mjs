@@ -130,8 +130,10 @@ describe('dev host', () => {
     expect(got.headers['x-tamebi-credentials']).toBe('nextcloud=pw-b');
     expect(got.headers['x-tamebi-nc-authorization']).toBeUndefined();
     expect(got.headers['x-tamebi-nonce']).toMatch(/^[0-9a-f-]{36}$/);
-    const signed = { uid: 'bob', ts: Number(got.headers['x-tamebi-ts']), nonce: got.headers['x-tamebi-nonce'], credentials: 'nextcloud=pw-b' };
+    const signed = { method: 'POST', path: '/v1/chat', uid: 'bob', ts: Number(got.headers['x-tamebi-ts']), nonce: got.headers['x-tamebi-nonce'], credentials: 'nextcloud=pw-b' };
     expect(got.headers['x-tamebi-signature']).toBe(sign('sign', { ...signed, body }));
+    // Issue #27: signed for this method and path only.
+    expect(got.headers['x-tamebi-signature']).not.toBe(sign('sign', { ...signed, path: '/v1/apps/tools/dispatch', body }));
     expect(got.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
@@ -263,8 +265,9 @@ describe('dev host', () => {
     expect(r.status).toBe(200);
     const got = seen.at(-1);
     expect(got.url).toBe('/v1/conversations/abc_1');
-    const signed = { uid: 'alice', ts: Number(got.headers['x-tamebi-ts']), nonce: got.headers['x-tamebi-nonce'], credentials: 'nextcloud=pw-a' };
+    const signed = { method: 'GET', path: '/v1/conversations/abc_1', uid: 'alice', ts: Number(got.headers['x-tamebi-ts']), nonce: got.headers['x-tamebi-nonce'], credentials: 'nextcloud=pw-a' };
     expect(got.headers['x-tamebi-signature']).toBe(sign('sign', { ...signed, body: '' }));
+    expect(got.headers['x-tamebi-signature']).not.toBe(sign('sign', { ...signed, method: 'DELETE', body: '' }));
     expect((await fetch(`${base}/apps/tamebi/api/conversations/a.b`, { headers: { cookie, requesttoken: token } })).status).toBe(400);
     expect((await fetch(`${base}/apps/tamebi/api/chat`, { headers: { cookie, requesttoken: token } })).status).toBe(405);
   });
@@ -275,7 +278,11 @@ describe('dev host', () => {
     expect(r.status).toBe(200);
     expect(r.headers.get('content-security-policy')).toBe("default-src 'none'; script-src 'sha256-x'");
     expect(await r.text()).toBe('<p>app</p>');
-    expect(seen.at(-1).url).toBe('/v1/apps/resource?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Fcalendar-week&conversation=c_1');
+    const frame = seen.at(-1);
+    expect(frame.url).toBe('/v1/apps/resource?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Fcalendar-week&conversation=c_1');
+    // The raw query as it arrived is inside the signature (issue #27).
+    const fields = { method: 'GET', path: '/v1/apps/resource', uid: 'alice', ts: Number(frame.headers['x-tamebi-ts']), nonce: frame.headers['x-tamebi-nonce'], credentials: 'nextcloud=pw-a', body: '' };
+    expect(frame.headers['x-tamebi-signature']).toBe(sign('sign', { ...fields, query: 'server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Fcalendar-week&conversation=c_1' }));
     expect((await fetch(`${base}/apps/tamebi/frame?server=nextcloud&uri=ui://x&conversation=../c`, { headers: { cookie } })).status).toBe(400);
     const bare = await fetch(`${base}/apps/tamebi/frame?server=nextcloud&uri=ui://nopolicy`, { headers: { cookie } });
     expect(bare.status).toBe(502);

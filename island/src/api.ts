@@ -9,7 +9,7 @@
  */
 import type { IslandConfig } from './config';
 import { ApiError, parseErrorBody } from './errors';
-import type { ToolHandling, ToolTarget } from './apps/host';
+import type { ToolHandling, ToolResult, ToolTarget } from './tools';
 
 export interface ConversationSummary {
   id: string;
@@ -37,12 +37,6 @@ export interface MemoryFact {
   text: string;
   createdAt: number;
   sourceConversation: string | null;
-}
-
-export interface ToolResult {
-  content?: unknown[];
-  structuredContent?: unknown;
-  isError?: boolean;
 }
 
 export class Api {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AppHost, appRefFromOutput, frameSrc, OUTCOME_UNKNOWN_CODE, RELAY_TIMED_OUT, RELAY_UNREACHABLE, type ConfirmRequest, type FrameRecord, type ToolHandling } from '../src/apps/host';
+import { AppHost, appRefFromOutput, frameSrc, OUTCOME_UNKNOWN_CODE, RELAY_TIMED_OUT, RELAY_UNREACHABLE, type ConfirmRequest, type FrameRecord } from '../src/apps/host';
+import type { ToolHandling } from '../src/tools';
 import { ApiError } from '../src/errors';
 
 type Listener = (event: { source: unknown; data: unknown; origin: string }) => void;

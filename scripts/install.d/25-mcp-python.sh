@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the official Python MCP SDK (pinned, with its dependencies, in
 # mcp-servers/mcp-nextcloud/tests/python/requirements.txt) into a venv next to it. The
-# mcp-nextcloud test `python_client` runs it as a client from another ecosystem.
+# `python_client` tests of mcp-nextcloud and mcp-mail run its list_and_call.py as a client from
+# another ecosystem (it also checks every published schema with the SDK's `jsonschema`).
 # With --bench it also installs nextcloud-mcp-server (the server the mcp-nextcloud benchmark
 # compares against, pinned in mcp-servers/mcp-nextcloud/benches/python/requirements.txt) into
 # its own venv; the test path (scripts/test) never passes --bench.

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The Nextcloud stand-in against the shared conformance checks, then its own pytest suite.
-#   1. starts dev/nextcloud-standin on a free port with a fresh state dir and random app passwords
+#   1. starts dev/nextcloud-standin on a free port with a fresh state dir and random app passwords,
+#      without user_oidc: the checks' reference server has none (its cookie-less Deck move names the
+#      source stack in the URL and the target in the body, and the body wins only without user_oidc;
+#      docs/dev-standin.md, "Route parameters and JSON bodies")
 #   2. runs ../shared/nextcloud-conformance/seed.sh twice (it must be idempotent) and check.sh
 #   3. runs dev/nextcloud-standin/tests (behaviours the conformance checks do not cover)
 # Exit status is non-zero if anything failed; the stand-in is always stopped.
@@ -21,7 +24,7 @@ trap cleanup EXIT
 rand() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 alice_pw=alice-$(rand); bob_pw=bob-$(rand)
 port=$(free_port)
-"$STANDIN/run" --state "$work/state" --bind "127.0.0.1:$port" \
+"$STANDIN/run" --state "$work/state" --bind "127.0.0.1:$port" --without-user-oidc \
   --user "alice:$alice_pw" --user "bob:$bob_pw" >"$work/stdout" 2>"$work/stderr" &
 pid=$!
 for _ in $(seq 150); do

@@ -36,23 +36,14 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::Caller;
 use crate::compaction::{Calibration, Summary};
 use crate::error::Error;
+#[cfg(feature = "fault-injection")]
+use crate::fault::{FAULT_PANIC_ACTOR, FAULT_STOP_BEFORE_TURN};
 use crate::services::Services;
 use crate::store::chat::{PendingApproval, Save};
 use crate::store::key::ConversationKey;
 use crate::stream_log::{self, Hold, StreamLog};
 use crate::turn::{self, ApprovalDecision, Emitter, TurnEvent, TurnInput};
 use crate::ui_stream::UiMessage;
-
-/// Test builds only: a text delta carrying this makes the actor panic (an end-to-end test
-/// crashes exactly one conversation with it).
-#[cfg(feature = "fault-injection")]
-pub const FAULT_PANIC_ACTOR: &str = "FAULT:panic-actor";
-
-/// Test builds only: a user message carrying this, sent to an actor that already ran a turn,
-/// finds that actor stopping (as an idle stop between a handler's lookup and its message
-/// would): it stops without answering. A fresh actor runs the turn as usual.
-#[cfg(feature = "fault-injection")]
-pub const FAULT_STOP_BEFORE_TURN: &str = "FAULT:stop-before-turn";
 
 /// A client's view of a running turn: its stream log, read from the first frame (what was
 /// already sent, then what follows, each frame once). A log that ends `Broken` means the

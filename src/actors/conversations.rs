@@ -163,7 +163,7 @@ impl Actor for ConversationsSupervisor {
                     trace.event(Supervision::Crashed, Some(&error.to_string()));
                 }
                 // Not restarted here: the next request for it revives it from chat.db.
-                tracing::error!(actor = ?cell.get_name(), error = %error, crashes = state.crashes, "conversation actor crashed; it will be revived on next use");
+                tracing::error!(actor = ?cell.get_name(), error = %error, crashes = telemetry_otlp::int(state.crashes), "conversation actor crashed; it will be revived on next use");
             }
             SupervisionEvent::ProcessGroupChanged(_) => {}
         }

@@ -307,7 +307,8 @@ impl ToolServerActor {
     }
 
     /// The definitions of a listing, converted once per distinct definition. Text from an
-    /// `auth=none` server is treated as untrusted (G2), see [`ToolDef::from_untrusted_mcp`].
+    /// `auth=none` server is treated as untrusted (G2), see [`ToolDef::from_untrusted_mcp`];
+    /// the policy takes the server's configured trust (G3, see `approval`).
     fn definitions(&self, state: &mut State, tools: &[Tool]) -> Vec<ToolDef> {
         let untrusted = self.server.auth == ServerAuth::None;
         if state.definitions.len() + tools.len() > MAX_CACHED_DEFINITIONS {
@@ -321,9 +322,9 @@ impl ToolServerActor {
                     .entry(fingerprint(tool))
                     .or_insert_with(|| {
                         if untrusted {
-                            ToolDef::from_untrusted_mcp(&self.server.name, tool)
+                            ToolDef::from_untrusted_mcp(&self.server.name, self.server.trust, tool)
                         } else {
-                            ToolDef::from_mcp(&self.server.name, tool)
+                            ToolDef::from_mcp(&self.server.name, self.server.trust, tool)
                         }
                     })
                     .clone()

@@ -3,9 +3,18 @@
 //! Two secrets prove two different things, and conflating them is how G1 dies:
 //! - `Authorization: Bearer <proxy secret>` proves the caller is our Nextcloud app;
 //! - `X-Tamebi-Uid`, `X-Tamebi-Ts`, `X-Tamebi-Nonce`, `X-Tamebi-Signature` prove which user it
-//!   acts for: an HMAC-SHA256 with the signing secret over
-//!   `uid \n ts \n nonce \n hex(sha256(body)) \n hex(sha256(credentials header))`, skew at most
-//!   60 s, each nonce accepted once (see [`super::replay`]).
+//!   acts for, and for which one request: an HMAC-SHA256 with the signing secret over
+//!   `METHOD \n path \n query \n uid \n ts \n nonce \n hex(sha256(body)) \n hex(sha256(credentials header))`
+//!   (the canonical form lives in the `g1-signing` crate), skew at most 60 s, each nonce
+//!   accepted once (see [`super::replay`]). The method, path and raw query are inside it
+//!   (issue #27): a signature captured on its way to one route is worth nothing on another,
+//!   so a signed `GET /v1/conversations` cannot become `DELETE /v1/me/data`, and a body signed
+//!   for `/v1/apps/tools/describe` cannot be sent to `/dispatch`. The nonce stops a second use;
+//!   the target stops a first use elsewhere.
+//!
+//! A signature in the earlier form (no target) is refused like any wrong one, but recognised,
+//! so that an outdated app gets its own 401 code ([`IdentityError::OutdatedSignature`]) rather
+//! than a bare "not signed in". Nothing signed that way is ever accepted.
 //!
 //! `X-Tamebi-Credentials` carries the user's tokens, one per MCP server audience
 //! (`name=token, name=token`). Its hash is inside the signature, so a token can never be paired
@@ -15,19 +24,19 @@
 //!
 //! Checks run in two halves so that nothing unauthenticated is buffered: [`Verifier::check_headers`]
 //! (proxy bearer, header shape, skew, credentials) before the body is read, and
-//! [`Verifier::check_body`] (signature, body uid) after. No other module reads these headers. A
-//! uid anywhere at the top of a JSON body is refused with 400: a body uid is an attempt to choose one.
+//! [`Verifier::check_body`] (signature over the request's target and body, body uid) after. No
+//! other module reads these headers. A uid anywhere at the top of a JSON body is refused with
+//! 400: a body uid is an attempt to choose one.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as BASE64URL;
-use hmac::{Hmac, KeyInit, Mac};
+pub use g1_signing::{ADMIN_PURPOSE, Signed, Target};
 use http::HeaderMap;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fmt;
 use subtle::ConstantTimeEq;
 
-use crate::config::Secret;
+use crate::types::{Secret, valid_server_name};
 
 pub const HEADER_UID: &str = "x-tamebi-uid";
 pub const HEADER_TS: &str = "x-tamebi-ts";
@@ -41,8 +50,6 @@ pub const HEADER_REQUEST_ID: &str = "x-request-id";
 /// On admin routes only: the app's second signature, made after Nextcloud said the signed
 /// user is an admin (see [`Verifier::check_admin`]).
 pub const HEADER_ADMIN_SIGNATURE: &str = "x-tamebi-admin-signature";
-/// The purpose that separates an admin signature from every user signature.
-pub const ADMIN_PURPOSE: &str = "tamebi-admin-v1";
 
 /// Largest clock difference accepted between the PHP app and us.
 pub const MAX_SKEW_SECS: i64 = 60;
@@ -145,6 +152,11 @@ pub enum IdentityError {
     Skew,
     #[error("signature does not match")]
     Signature,
+    /// The signature is the earlier form, which did not cover the method, path and query: an
+    /// app older than this orchestrator. Refused (it would let the request be moved to any
+    /// route); told apart only so the operator sees what to update.
+    #[error("signature in the earlier form without method, path and query: the Nextcloud app is outdated")]
+    OutdatedSignature,
     #[error("request body names a user ({0})")]
     BodyUid(&'static str),
     #[error("malformed credentials header: {0}")]
@@ -236,25 +248,31 @@ impl Verifier {
             ts,
             nonce: nonce.to_string(),
             signature,
-            credentials_sha256: hex::encode(Sha256::digest(raw_credentials.as_bytes())),
+            credentials_sha256: g1_signing::sha256_hex(raw_credentials.as_bytes()),
             credentials,
         })
     }
 
-    /// The second half: the signature over the headers and this exact body, and no body uid.
-    pub fn check_body(&self, signed: SignedHeaders, body: &[u8], request_id: String) -> Result<Caller, IdentityError> {
-        let expected = signature_with_credentials_hash(
-            self.signing_secret.expose(),
-            &SignedFields {
-                uid: &signed.uid,
-                ts: signed.ts,
-                nonce: &signed.nonce,
-                body,
-            },
-            &signed.credentials_sha256,
-        );
-        if expected.as_slice().ct_eq(signed.signature.as_slice()).unwrap_u8() != 1 {
-            return Err(IdentityError::Signature);
+    /// The second half: the signature over the headers, this request's `target` (its method,
+    /// path and raw query as they arrived, [`target_of`]) and this exact body; and no body uid.
+    pub fn check_body(&self, signed: SignedHeaders, target: Target<'_>, body: &[u8], request_id: String) -> Result<Caller, IdentityError> {
+        let fields = Signed {
+            target,
+            uid: &signed.uid,
+            ts: signed.ts,
+            nonce: &signed.nonce,
+        };
+        let body_sha256 = g1_signing::sha256_hex(body);
+        let secret = self.signing_secret.expose().as_bytes();
+        let expected = g1_signing::user_signature_from_hashes(secret, &fields, &body_sha256, &signed.credentials_sha256);
+        if !same(&expected, &signed.signature) {
+            // Only ever a diagnosis: an earlier-form signature is refused all the same.
+            let outdated = outdated_signature(secret, &fields, &body_sha256, &signed.credentials_sha256);
+            return Err(if same(&outdated, &signed.signature) {
+                IdentityError::OutdatedSignature
+            } else {
+                IdentityError::Signature
+            });
         }
         reject_body_uid(body)?;
         Ok(Caller {
@@ -265,25 +283,36 @@ impl Verifier {
     }
 
     /// Both halves at once (for callers that already hold the body).
-    pub fn verify(&self, headers: &HeaderMap, body: &[u8], now: i64, request_id: String) -> Result<Caller, IdentityError> {
+    pub fn verify(
+        &self,
+        headers: &HeaderMap,
+        target: Target<'_>,
+        body: &[u8],
+        now: i64,
+        request_id: String,
+    ) -> Result<Caller, IdentityError> {
         let signed = self.check_headers(headers, now)?;
-        self.check_body(signed, body, request_id)
+        self.check_body(signed, target, body, request_id)
     }
 
     /// Admin routes, after [`Verifier::verify`] accepted the request as `uid`'s: the app also
-    /// signs `tamebi-admin-v1 \n uid \n ts \n nonce` (the same ts and nonce), and only after
-    /// Nextcloud's group manager said `uid` is an admin. A user signature can never stand in
-    /// for it (a different string, never produced for a user route), and it is bound to this
-    /// one request by the nonce. An admin route reveals configuration, never users' content.
-    pub fn check_admin(&self, headers: &HeaderMap, uid: &str) -> Result<(), IdentityError> {
-        let ts = single(headers, HEADER_TS)?.ok_or(IdentityError::NotAdmin)?;
+    /// signs `tamebi-admin-v2 \n METHOD \n path \n query \n uid \n ts \n nonce` (the same
+    /// target, ts and nonce as the user signature), and only after Nextcloud's group manager
+    /// said `uid` is an admin. A user signature can never stand in for it (a different string,
+    /// never produced for a user route), and it is bound to this one request by the target and
+    /// the nonce. An admin route reveals configuration, never users' content.
+    pub fn check_admin(&self, headers: &HeaderMap, target: Target<'_>, uid: &str) -> Result<(), IdentityError> {
+        let ts: i64 = single(headers, HEADER_TS)?
+            .and_then(|t| t.parse().ok())
+            .ok_or(IdentityError::NotAdmin)?;
         let nonce = single(headers, HEADER_NONCE)?.ok_or(IdentityError::NotAdmin)?;
         let given = single(headers, HEADER_ADMIN_SIGNATURE)?
             .filter(|s| s.len() == 64)
             .and_then(|s| hex::decode(s).ok())
             .ok_or(IdentityError::NotAdmin)?;
-        let expected = sign_admin(self.signing_secret.expose(), uid, ts, nonce);
-        if expected.as_slice().ct_eq(given.as_slice()).unwrap_u8() == 1 {
+        let fields = Signed { target, uid, ts, nonce };
+        let expected = g1_signing::admin_signature(self.signing_secret.expose().as_bytes(), &fields);
+        if same(&expected, &given) {
             Ok(())
         } else {
             Err(IdentityError::NotAdmin)
@@ -303,53 +332,30 @@ impl Verifier {
     }
 }
 
-/// What one signature covers, besides the credentials header.
-#[derive(Debug, Clone, Copy)]
-pub struct SignedFields<'a> {
-    pub uid: &'a str,
-    pub ts: i64,
-    pub nonce: &'a str,
-    pub body: &'a [u8],
+/// What a signature binds a request to, from the request as it arrived: its method, the path
+/// exactly as sent (percent-escapes and all) and the raw query ("" when there is none).
+/// Nothing is decoded or normalised, so what is verified is what the router matched.
+pub fn target_of<'a>(method: &'a http::Method, uri: &'a http::Uri) -> Target<'a> {
+    Target {
+        method: method.as_str(),
+        path: uri.path(),
+        query: uri.query().unwrap_or(""),
+    }
 }
 
-/// The exact string that is signed:
-/// `uid \n ts \n nonce \n hex(sha256(body)) \n hex(sha256(credentials header value))`.
-pub fn signed_string(fields: &SignedFields<'_>, credentials_header: &str) -> String {
-    signed_string_with_hash(fields, &hex::encode(Sha256::digest(credentials_header.as_bytes())))
+/// Constant time: a signature must not be guessable byte by byte from response timing.
+fn same(expected: &[u8], given: &[u8]) -> bool {
+    expected.ct_eq(given).unwrap_u8() == 1
 }
 
-fn signed_string_with_hash(fields: &SignedFields<'_>, credentials_sha256: &str) -> String {
-    format!(
-        "{}\n{}\n{}\n{}\n{credentials_sha256}",
-        fields.uid,
-        fields.ts,
-        fields.nonce,
-        hex::encode(Sha256::digest(fields.body))
-    )
-}
-
-/// HMAC-SHA256 over [`signed_string`]. Shared with our signers' tests; an absent credentials
-/// header is signed as the empty string.
-pub fn sign(signing_secret: &str, fields: &SignedFields<'_>, credentials_header: &str) -> Vec<u8> {
-    signature_with_credentials_hash(signing_secret, fields, &hex::encode(Sha256::digest(credentials_header.as_bytes())))
-}
-
-fn signature_with_credentials_hash(signing_secret: &str, fields: &SignedFields<'_>, credentials_sha256: &str) -> Vec<u8> {
-    // HMAC accepts keys of any length, so this cannot fail; an empty MAC would never verify.
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(signing_secret.as_bytes()) else {
-        return Vec::new();
-    };
-    mac.update(signed_string_with_hash(fields, credentials_sha256).as_bytes());
-    mac.finalize().into_bytes().to_vec()
-}
-
-/// HMAC-SHA256 over `tamebi-admin-v1 \n uid \n ts \n nonce` (see [`Verifier::check_admin`]).
-pub fn sign_admin(signing_secret: &str, uid: &str, ts: &str, nonce: &str) -> Vec<u8> {
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(signing_secret.as_bytes()) else {
-        return Vec::new();
-    };
-    mac.update(format!("{ADMIN_PURPOSE}\n{uid}\n{ts}\n{nonce}").as_bytes());
-    mac.finalize().into_bytes().to_vec()
+/// The user signature of earlier versions: `uid \n ts \n nonce \n body hash \n credentials
+/// hash`, no target. Computed only after a signature failed, to tell an outdated app apart.
+fn outdated_signature(secret: &[u8], fields: &Signed<'_>, body_sha256: &str, credentials_sha256: &str) -> Vec<u8> {
+    let old = format!(
+        "{}\n{}\n{}\n{body_sha256}\n{credentials_sha256}",
+        fields.uid, fields.ts, fields.nonce
+    );
+    g1_signing::hmac_sha256(secret, old.as_bytes())
 }
 
 /// Refuses a JSON object body with a top-level `uid`, `user` or `userId` field.
@@ -420,11 +426,6 @@ fn valid_nonce(nonce: &str) -> bool {
     (16..=128).contains(&nonce.len()) && nonce.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// An MCP server name as configured: `[A-Za-z0-9_-]`, 1–64 characters.
-pub fn valid_server_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
 /// RFC 6750 `b64token`: `[A-Za-z0-9-._~+/]+ "="*`, bounded.
 fn valid_b64token(token: &str) -> bool {
     let body = token.trim_end_matches('=');
@@ -445,19 +446,66 @@ mod tests {
         proxy_secret: String,
         signing_secret: String,
         vectors: Vec<Vector>,
+        admin_vectors: Vec<Vector>,
+        outdated: Vec<Outdated>,
     }
     #[derive(serde::Deserialize)]
     struct Vector {
+        method: String,
+        path: String,
+        query: String,
         uid: String,
         ts: i64,
         nonce: String,
+        #[serde(default)]
         body: String,
+        #[serde(default)]
         credentials: String,
         signed_string: String,
         signature: String,
     }
+    /// A request signed in the earlier form (no target), by an app older than this verifier.
+    #[derive(serde::Deserialize)]
+    struct Outdated {
+        #[serde(flatten)]
+        request: Vector,
+        admin_signature: String,
+    }
+
+    impl Vector {
+        fn target(&self) -> Target<'_> {
+            Target {
+                method: &self.method,
+                path: &self.path,
+                query: &self.query,
+            }
+        }
+
+        /// The headers the app sent for this vector.
+        fn headers(&self, v: &Vectors) -> HeaderMap {
+            let mut h = HeaderMap::new();
+            h.insert(
+                "authorization",
+                HeaderValue::from_str(&format!("Bearer {}", v.proxy_secret)).unwrap(),
+            );
+            h.insert(HEADER_UID, HeaderValue::from_bytes(self.uid.as_bytes()).unwrap());
+            h.insert(HEADER_TS, HeaderValue::from_str(&self.ts.to_string()).unwrap());
+            h.insert(HEADER_NONCE, HeaderValue::from_str(&self.nonce).unwrap());
+            h.insert(HEADER_SIGNATURE, HeaderValue::from_str(&self.signature).unwrap());
+            if !self.credentials.is_empty() {
+                h.insert(HEADER_CREDENTIALS, HeaderValue::from_str(&self.credentials).unwrap());
+            }
+            h
+        }
+    }
 
     const NONCE: &str = "n0nce-0123456789abcdef";
+    /// The target most tests sign for.
+    const CHAT: Target<'static> = Target {
+        method: "POST",
+        path: "/v1/chat",
+        query: "",
+    };
 
     fn vectors() -> Vectors {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/g1-vectors.json");
@@ -469,6 +517,10 @@ mod tests {
     }
 
     fn signed_with(v: &Vectors, uid: &str, ts: i64, body: &str, credentials: Option<&str>) -> HeaderMap {
+        signed_for(v, CHAT, uid, ts, body, credentials)
+    }
+
+    fn signed_for(v: &Vectors, target: Target<'_>, uid: &str, ts: i64, body: &str, credentials: Option<&str>) -> HeaderMap {
         let mut h = HeaderMap::new();
         h.insert(
             "authorization",
@@ -481,13 +533,18 @@ mod tests {
         if let Some(c) = credentials {
             h.insert(HEADER_CREDENTIALS, HeaderValue::from_str(c).unwrap());
         }
-        let fields = SignedFields {
+        let fields = Signed {
+            target,
             uid,
             ts,
             nonce: NONCE,
-            body: body.as_bytes(),
         };
-        let sig = hex::encode(sign(&v.signing_secret, &fields, credentials.unwrap_or("")));
+        let sig = hex::encode(g1_signing::user_signature(
+            v.signing_secret.as_bytes(),
+            &fields,
+            body.as_bytes(),
+            credentials.unwrap_or(""),
+        ));
         h.insert(HEADER_SIGNATURE, HeaderValue::from_str(&sig).unwrap());
         h
     }
@@ -506,24 +563,163 @@ mod tests {
         )
     }
 
+    /// Every shared vector verifies exactly as sent, and on no other method, path or query.
     #[test]
-    fn shared_vectors_match() {
+    fn shared_vectors_verify_only_at_their_own_target() {
         let v = vectors();
-        assert!(v.vectors.len() >= 6);
+        let ver = verifier(&v);
+        assert!(v.vectors.len() >= 10);
+        let targets: Vec<Target<'_>> = v.vectors.iter().map(Vector::target).collect();
         for case in &v.vectors {
-            let fields = SignedFields {
+            let fields = Signed {
+                target: case.target(),
                 uid: &case.uid,
                 ts: case.ts,
                 nonce: &case.nonce,
-                body: case.body.as_bytes(),
             };
-            assert_eq!(signed_string(&fields, &case.credentials), case.signed_string, "{}", case.uid);
-            assert_eq!(
-                hex::encode(sign(&v.signing_secret, &fields, &case.credentials)),
-                case.signature,
-                "{}",
-                case.uid
+            let hashes = (
+                g1_signing::sha256_hex(case.body.as_bytes()),
+                g1_signing::sha256_hex(case.credentials.as_bytes()),
             );
+            assert_eq!(g1_signing::user_string(&fields, &hashes.0, &hashes.1), case.signed_string);
+            assert_eq!(
+                hex::encode(g1_signing::user_signature_from_hashes(
+                    v.signing_secret.as_bytes(),
+                    &fields,
+                    &hashes.0,
+                    &hashes.1
+                )),
+                case.signature
+            );
+            if !case.uid.is_ascii() {
+                // Only for the signers' UTF-8 handling: a header value must be visible ASCII
+                // (and Nextcloud's uids are), so this uid never arrives as one.
+                continue;
+            }
+            let h = case.headers(&v);
+            let body = case.body.as_bytes();
+            let verified = ver.verify(&h, case.target(), body, case.ts, "r".into());
+            if verified.as_ref().is_err_and(|e| *e == IdentityError::ForeignCredential) {
+                // The vector whose JWT names another user: refused before its signature is
+                // looked at, wherever it is sent.
+                assert!(jwt_subject(case.credentials.trim_start_matches("nextcloud=")).is_some_and(|sub| sub != case.uid));
+                continue;
+            }
+            assert_eq!(verified.map(|c| c.uid).as_deref(), Ok(case.uid.as_str()), "{}", case.signed_string);
+            for other in targets.iter().filter(|t| **t != case.target()) {
+                assert_eq!(
+                    ver.verify(&h, *other, body, case.ts, "r".into()).unwrap_err(),
+                    IdentityError::Signature,
+                    "{} moved to {other:?}",
+                    case.signed_string
+                );
+            }
+        }
+    }
+
+    /// Issue #27: the exact headers of a signed `GET /v1/conversations` (empty body, like
+    /// every read and delete) are refused on every other method, path and query.
+    #[test]
+    fn an_empty_body_signature_does_not_move_to_another_route() {
+        let v = vectors();
+        let ver = verifier(&v);
+        let list = Target::new("GET", "/v1/conversations");
+        let h = signed_for(&v, list, "alice", 1000, "", None);
+        assert!(ver.verify(&h, list, b"", 1000, "r".into()).is_ok());
+        for (method, target) in [
+            ("DELETE", "/v1/conversations/c1"),
+            ("DELETE", "/v1/me/data"),
+            ("DELETE", "/v1/memory/f1"),
+            ("DELETE", "/v1/conversations"),
+            ("GET", "/v1/conversations/c1"),
+            ("GET", "/v1/memory"),
+            ("GET", "/v1/conversations?limit=1"),
+            ("GET", "/v1/conversations/"),
+            ("GET", "/v1/%63onversations"),
+            ("GET", "/v1/admin/status"),
+            ("get", "/v1/conversations"),
+        ] {
+            assert_eq!(
+                ver.verify(&h, Target::new(method, target), b"", 1000, "r".into()).unwrap_err(),
+                IdentityError::Signature,
+                "{method} {target}"
+            );
+        }
+    }
+
+    /// Issue #27: a body signed for one apps door is refused at the others, and the query of
+    /// `/v1/apps/resource` is signed as sent (another value, order or escaping is refused).
+    #[test]
+    fn bodies_and_queries_are_bound_to_their_route() {
+        let v = vectors();
+        let ver = verifier(&v);
+        let body = r#"{"conversation":"c1","server":"mail","name":"mail_send","arguments":{}}"#;
+        let describe = Target::new("POST", "/v1/apps/tools/describe");
+        let h = signed_for(&v, describe, "alice", 1000, body, Some("mail=t"));
+        assert!(ver.verify(&h, describe, body.as_bytes(), 1000, "r".into()).is_ok());
+        for door in ["/v1/apps/tools/dispatch", "/v1/apps/tools/call", "/v1/chat"] {
+            assert_eq!(
+                ver.verify(&h, Target::new("POST", door), body.as_bytes(), 1000, "r".into())
+                    .unwrap_err(),
+                IdentityError::Signature,
+                "{door}"
+            );
+        }
+        let resource = Target::new("GET", "/v1/apps/resource?server=a&uri=ui%3A%2F%2Fa%2Fx&conversation=c1");
+        let h = signed_for(&v, resource, "alice", 1000, "", None);
+        assert!(ver.verify(&h, resource, b"", 1000, "r".into()).is_ok());
+        for query in [
+            "server=a&uri=ui%3A%2F%2Fa%2Fy&conversation=c1",
+            "uri=ui%3A%2F%2Fa%2Fx&server=a&conversation=c1",
+            "server=a&uri=ui://a/x&conversation=c1",
+            "server=a&uri=ui%3a%2f%2fa%2fx&conversation=c1",
+            "server=a&uri=ui%3A%2F%2Fa%2Fx",
+            "server=a&uri=ui%3A%2F%2Fa%2Fx&conversation=c1&conversation=c2",
+            "",
+        ] {
+            let moved = Target { query, ..resource };
+            assert_eq!(
+                ver.verify(&h, moved, b"", 1000, "r".into()).unwrap_err(),
+                IdentityError::Signature,
+                "{query}"
+            );
+        }
+    }
+
+    /// An app that still signs the earlier form is refused with its own reason (and code), and
+    /// only a genuine earlier-form signature gets that reason.
+    #[test]
+    fn an_outdated_signature_is_refused_and_named() {
+        let v = vectors();
+        let ver = verifier(&v);
+        assert!(!v.outdated.is_empty());
+        for old in &v.outdated {
+            let case = &old.request;
+            let h = case.headers(&v);
+            assert_eq!(
+                ver.verify(&h, case.target(), case.body.as_bytes(), case.ts, "r".into())
+                    .unwrap_err(),
+                IdentityError::OutdatedSignature,
+                "{}",
+                case.signed_string
+            );
+            // The old form signed no target, so it is refused the same way on every route.
+            assert_eq!(
+                ver.verify(&h, Target::new("DELETE", "/v1/me/data"), case.body.as_bytes(), case.ts, "r".into())
+                    .unwrap_err(),
+                IdentityError::OutdatedSignature
+            );
+            // Another body under it is just a wrong signature.
+            assert_eq!(
+                ver.verify(&h, case.target(), b"{\"x\":1}", case.ts, "r".into()).unwrap_err(),
+                IdentityError::Signature
+            );
+            // Its admin signature never makes an admin either.
+            let mut h = case.headers(&v);
+            h.insert(HEADER_ADMIN_SIGNATURE, HeaderValue::from_str(&old.admin_signature).unwrap());
+            assert_eq!(ver.check_admin(&h, case.target(), &case.uid), Err(IdentityError::NotAdmin));
+            // 401 like every wrong signature, never a bad request.
+            assert!(!IdentityError::OutdatedSignature.is_bad_request());
         }
     }
 
@@ -531,7 +727,7 @@ mod tests {
     fn a_correct_request_verifies_with_its_credentials() {
         let v = vectors();
         let h = signed_with(&v, "alice", 1000, "{}", Some("nextcloud=tok-123, mail=tok.456=="));
-        let c = verifier(&v).verify(&h, b"{}", 1030, "rid".into()).unwrap();
+        let c = verifier(&v).verify(&h, CHAT, b"{}", 1030, "rid".into()).unwrap();
         assert_eq!(c.uid, "alice");
         assert_eq!(c.credentials.for_server("nextcloud").unwrap().header_value(), "Bearer tok-123");
         assert_eq!(c.credentials.for_server("mail").unwrap().token(), "tok.456==");
@@ -548,32 +744,38 @@ mod tests {
 
         let mut h = ok.clone();
         h.insert("authorization", HeaderValue::from_static("Bearer wrong"));
-        assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::ProxyBearer);
+        assert_eq!(
+            ver.verify(&h, CHAT, b"{}", 1000, "r".into()).unwrap_err(),
+            IdentityError::ProxyBearer
+        );
         let mut h = ok.clone();
         h.remove("authorization");
-        assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::ProxyBearer);
+        assert_eq!(
+            ver.verify(&h, CHAT, b"{}", 1000, "r".into()).unwrap_err(),
+            IdentityError::ProxyBearer
+        );
         // Signature made for another body.
         assert_eq!(
-            ver.verify(&ok, b"{\"x\":1}", 1000, "r".into()).unwrap_err(),
+            ver.verify(&ok, CHAT, b"{\"x\":1}", 1000, "r".into()).unwrap_err(),
             IdentityError::Signature
         );
         // Another uid, or another nonce, under the same signature.
         let mut h = ok.clone();
         h.insert(HEADER_UID, HeaderValue::from_static("bob"));
-        assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
+        assert_eq!(ver.verify(&h, CHAT, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
         let mut h = ok.clone();
         h.insert(HEADER_NONCE, HeaderValue::from_static("another-nonce-0123456789"));
-        assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
+        assert_eq!(ver.verify(&h, CHAT, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
         // Skew: 60 s is fine, 61 s is not, in both directions.
-        assert!(ver.verify(&ok, b"{}", 1060, "r".into()).is_ok());
-        assert!(ver.verify(&ok, b"{}", 940, "r".into()).is_ok());
-        assert_eq!(ver.verify(&ok, b"{}", 1061, "r".into()).unwrap_err(), IdentityError::Skew);
-        assert_eq!(ver.verify(&ok, b"{}", 939, "r".into()).unwrap_err(), IdentityError::Skew);
+        assert!(ver.verify(&ok, CHAT, b"{}", 1060, "r".into()).is_ok());
+        assert!(ver.verify(&ok, CHAT, b"{}", 940, "r".into()).is_ok());
+        assert_eq!(ver.verify(&ok, CHAT, b"{}", 1061, "r".into()).unwrap_err(), IdentityError::Skew);
+        assert_eq!(ver.verify(&ok, CHAT, b"{}", 939, "r".into()).unwrap_err(), IdentityError::Skew);
         for missing in [HEADER_UID, HEADER_TS, HEADER_NONCE, HEADER_SIGNATURE] {
             let mut h = ok.clone();
             h.remove(missing);
             assert!(matches!(
-                ver.verify(&h, b"{}", 1000, "r".into()),
+                ver.verify(&h, CHAT, b"{}", 1000, "r".into()),
                 Err(IdentityError::MissingHeader(_))
             ));
         }
@@ -581,34 +783,34 @@ mod tests {
             let mut h = ok.clone();
             h.insert(HEADER_SIGNATURE, HeaderValue::from_str(bad).unwrap());
             assert!(matches!(
-                ver.verify(&h, b"{}", 1000, "r".into()),
+                ver.verify(&h, CHAT, b"{}", 1000, "r".into()),
                 Err(IdentityError::MissingHeader(_))
             ));
         }
         let mut h = ok.clone();
         h.insert(HEADER_NONCE, HeaderValue::from_static("short"));
         assert!(matches!(
-            ver.verify(&h, b"{}", 1000, "r".into()),
+            ver.verify(&h, CHAT, b"{}", 1000, "r".into()),
             Err(IdentityError::MissingHeader(_))
         ));
         // A second copy of a signed header.
         let mut h = ok.clone();
         h.append(HEADER_UID, HeaderValue::from_static("bob"));
         assert!(matches!(
-            ver.verify(&h, b"{}", 1000, "r".into()),
+            ver.verify(&h, CHAT, b"{}", 1000, "r".into()),
             Err(IdentityError::MissingHeader(_))
         ));
         // A signature made with the proxy secret instead of the signing secret.
         let mut h = ok.clone();
-        let fields = SignedFields {
+        let fields = Signed {
+            target: CHAT,
             uid: "alice",
             ts: 1000,
             nonce: NONCE,
-            body: b"{}",
         };
-        let wrong = hex::encode(sign(&v.proxy_secret, &fields, ""));
+        let wrong = hex::encode(g1_signing::user_signature(v.proxy_secret.as_bytes(), &fields, b"{}", ""));
         h.insert(HEADER_SIGNATURE, HeaderValue::from_str(&wrong).unwrap());
-        assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
+        assert_eq!(ver.verify(&h, CHAT, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
     }
 
     /// Issue 10.4: a request signed for alice cannot carry bob's credential.
@@ -617,24 +819,24 @@ mod tests {
         let v = vectors();
         let ver = verifier(&v);
         let alice = signed_with(&v, "alice", 1000, "{}", Some("nextcloud=alice-token"));
-        assert!(ver.verify(&alice, b"{}", 1000, "r".into()).is_ok());
+        assert!(ver.verify(&alice, CHAT, b"{}", 1000, "r".into()).is_ok());
         // Swapped, added or removed after signing: the signature no longer matches.
         for swapped in ["nextcloud=bob-token", "nextcloud=alice-token, probe=bob-token", ""] {
             let mut h = alice.clone();
             h.insert(HEADER_CREDENTIALS, HeaderValue::from_str(swapped).unwrap());
             assert_eq!(
-                ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(),
+                ver.verify(&h, CHAT, b"{}", 1000, "r".into()).unwrap_err(),
                 IdentityError::Signature,
                 "{swapped}"
             );
         }
         let mut h = alice.clone();
         h.remove(HEADER_CREDENTIALS);
-        assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
+        assert_eq!(ver.verify(&h, CHAT, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
         // A signed request without credentials cannot have one added either.
         let mut h = signed(&v, "alice", 1000, "{}");
         h.insert(HEADER_CREDENTIALS, HeaderValue::from_static("nextcloud=bob-token"));
-        assert_eq!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
+        assert_eq!(ver.verify(&h, CHAT, b"{}", 1000, "r".into()).unwrap_err(), IdentityError::Signature);
     }
 
     /// Issue 10.4: even correctly signed, a JWT issued to bob never rides in alice's turn.
@@ -645,18 +847,18 @@ mod tests {
         let bobs = jwt(serde_json::json!({"sub": "bob", "aud": "http://mcp/mcp"}));
         let h = signed_with(&v, "alice", 1000, "{}", Some(&format!("nextcloud={bobs}")));
         assert_eq!(
-            ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(),
+            ver.verify(&h, CHAT, b"{}", 1000, "r".into()).unwrap_err(),
             IdentityError::ForeignCredential
         );
         let numeric = jwt(serde_json::json!({"sub": 7}));
         let h = signed_with(&v, "7", 1000, "{}", Some(&format!("nextcloud={numeric}")));
         assert_eq!(
-            ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err(),
+            ver.verify(&h, CHAT, b"{}", 1000, "r".into()).unwrap_err(),
             IdentityError::ForeignCredential
         );
         let alices = jwt(serde_json::json!({"sub": "alice", "aud": "http://mcp/mcp"}));
         let h = signed_with(&v, "alice", 1000, "{}", Some(&format!("nextcloud={alices}")));
-        assert!(ver.verify(&h, b"{}", 1000, "r".into()).is_ok());
+        assert!(ver.verify(&h, CHAT, b"{}", 1000, "r".into()).is_ok());
         // Opaque tokens and app passwords carry no subject to compare.
         assert_eq!(jwt_subject("Abc-def-ghi"), None);
         assert_eq!(jwt_subject("a.b"), None);
@@ -669,16 +871,16 @@ mod tests {
         let ver = verifier(&v);
         for bad in ["nextcloud", "next cloud=t", "a=t,a=u", "a=to ken", "a=tok,en=", "a==="] {
             let h = signed_with(&v, "alice", 1000, "{}", Some(bad));
-            let err = ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err();
+            let err = ver.verify(&h, CHAT, b"{}", 1000, "r".into()).unwrap_err();
             assert!(err.is_bad_request(), "{bad}: {err:?}");
         }
         let mut h = signed(&v, "alice", 1000, "{}");
         h.insert(HEADER_CREDENTIALS, HeaderValue::from_bytes(b"nextcloud=t\xff").unwrap());
-        assert!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err().is_bad_request());
+        assert!(ver.verify(&h, CHAT, b"{}", 1000, "r".into()).unwrap_err().is_bad_request());
         // The single-token header of earlier versions is refused, not silently dropped.
         let mut h = signed(&v, "alice", 1000, "{}");
         h.insert(HEADER_LEGACY_NC_AUTHORIZATION, HeaderValue::from_static("Bearer t"));
-        assert!(ver.verify(&h, b"{}", 1000, "r".into()).unwrap_err().is_bad_request());
+        assert!(ver.verify(&h, CHAT, b"{}", 1000, "r".into()).unwrap_err().is_bad_request());
     }
 
     #[test]
@@ -698,13 +900,13 @@ mod tests {
         let v = vectors();
         for body in [r#"{"uid":"bob"}"#, r#"{"user":"bob","id":"c"}"#, r#"{"userId":"x"}"#] {
             let h = signed(&v, "alice", 1000, body);
-            let err = verifier(&v).verify(&h, body.as_bytes(), 1000, "r".into()).unwrap_err();
+            let err = verifier(&v).verify(&h, CHAT, body.as_bytes(), 1000, "r".into()).unwrap_err();
             assert!(err.is_bad_request(), "{body}");
         }
         // Nested fields are message content, not identity claims.
         let body = r#"{"id":"c","messages":[{"user":"x"}]}"#;
         let h = signed(&v, "alice", 1000, body);
-        assert!(verifier(&v).verify(&h, body.as_bytes(), 1000, "r".into()).is_ok());
+        assert!(verifier(&v).verify(&h, CHAT, body.as_bytes(), 1000, "r".into()).is_ok());
     }
 
     #[test]
@@ -716,41 +918,76 @@ mod tests {
         assert_ne!(request_id(&h), "has space");
     }
 
-    /// The admin signature: a distinct purpose over the same uid, ts and nonce. The PHP app's
-    /// SignerTest checks the same vector.
+    /// The admin signature: a distinct purpose over the same target, uid, ts and nonce. The
+    /// PHP app's tests check the same vectors.
     #[test]
     fn admin_signatures_are_separate_from_user_signatures() {
         let v = vectors();
-        let mut h = signed(&v, "alice", 1000, "");
-        assert!(verifier(&v).verify(&h, b"", 1000, "r".into()).is_ok());
+        let ver = verifier(&v);
+        let status = Target::new("GET", "/v1/admin/status");
+        let mut h = signed_for(&v, status, "alice", 1000, "", None);
+        assert!(ver.verify(&h, status, b"", 1000, "r".into()).is_ok());
         assert_eq!(
-            verifier(&v).check_admin(&h, "alice"),
+            ver.check_admin(&h, status, "alice"),
             Err(IdentityError::NotAdmin),
             "a user signature is not an admin one"
         );
         let user_sig = h.get(HEADER_SIGNATURE).unwrap().clone();
         h.insert(HEADER_ADMIN_SIGNATURE, user_sig);
-        assert_eq!(verifier(&v).check_admin(&h, "alice"), Err(IdentityError::NotAdmin));
-        let admin = hex::encode(sign_admin(&v.signing_secret, "alice", "1000", NONCE));
+        assert_eq!(ver.check_admin(&h, status, "alice"), Err(IdentityError::NotAdmin));
+        let fields = Signed {
+            target: status,
+            uid: "alice",
+            ts: 1000,
+            nonce: NONCE,
+        };
+        let admin = hex::encode(g1_signing::admin_signature(v.signing_secret.as_bytes(), &fields));
         h.insert(HEADER_ADMIN_SIGNATURE, HeaderValue::from_str(&admin).unwrap());
-        assert_eq!(verifier(&v).check_admin(&h, "alice"), Ok(()));
-        // Bound to the uid and the nonce of this request.
-        assert_eq!(verifier(&v).check_admin(&h, "bob"), Err(IdentityError::NotAdmin));
+        assert_eq!(ver.check_admin(&h, status, "alice"), Ok(()));
+        // Bound to the uid, the target and the nonce of this request.
+        assert_eq!(ver.check_admin(&h, status, "bob"), Err(IdentityError::NotAdmin));
+        for moved in ["/v1/admin/status?x=1", "/v1/admin/other", "/v1/conversations"] {
+            assert_eq!(
+                ver.check_admin(&h, Target::new("GET", moved), "alice"),
+                Err(IdentityError::NotAdmin),
+                "{moved}"
+            );
+        }
         h.insert(HEADER_NONCE, HeaderValue::from_static("another-nonce-0123456789"));
-        assert_eq!(verifier(&v).check_admin(&h, "alice"), Err(IdentityError::NotAdmin));
-        assert_eq!(
-            hex::encode(sign_admin(
-                "s".repeat(32).as_str(),
-                "admin",
-                "1700000000",
-                "0123456789abcdef0123456789abcdef"
-            )),
-            ADMIN_VECTOR
+        assert_eq!(ver.check_admin(&h, status, "alice"), Err(IdentityError::NotAdmin));
+        // The earlier purpose over the same uid, ts and nonce (the v1 form) is not accepted.
+        let mut h = signed_for(&v, status, "alice", 1000, "", None);
+        let v1 = g1_signing::hmac_sha256(
+            v.signing_secret.as_bytes(),
+            format!("tamebi-admin-v1\nalice\n1000\n{NONCE}").as_bytes(),
         );
+        h.insert(HEADER_ADMIN_SIGNATURE, HeaderValue::from_str(&hex::encode(v1)).unwrap());
+        assert_eq!(ver.check_admin(&h, status, "alice"), Err(IdentityError::NotAdmin));
     }
 
-    /// HMAC-SHA256("s" x 32, "tamebi-admin-v1\nadmin\n1700000000\n0123456789abcdef0123456789abcdef").
-    const ADMIN_VECTOR: &str = "033e5ec3af54100345548cd39dbb91a66c22e0e207e231e9441b1176b9c36370";
+    #[test]
+    fn shared_admin_vectors_are_accepted_at_their_own_target_only() {
+        let v = vectors();
+        let ver = verifier(&v);
+        assert!(!v.admin_vectors.is_empty());
+        for case in &v.admin_vectors {
+            let mut h = signed_for(&v, case.target(), &case.uid, case.ts, "", None);
+            h.insert(HEADER_NONCE, HeaderValue::from_str(&case.nonce).unwrap());
+            h.insert(HEADER_ADMIN_SIGNATURE, HeaderValue::from_str(&case.signature).unwrap());
+            let fields = Signed {
+                target: case.target(),
+                uid: &case.uid,
+                ts: case.ts,
+                nonce: &case.nonce,
+            };
+            assert_eq!(g1_signing::admin_string(&fields), case.signed_string);
+            assert_eq!(ver.check_admin(&h, case.target(), &case.uid), Ok(()), "{}", case.signed_string);
+            assert_eq!(
+                ver.check_admin(&h, Target::new("POST", &case.path), &case.uid),
+                Err(IdentityError::NotAdmin)
+            );
+        }
+    }
 
     #[test]
     fn tokens_never_print() {

@@ -16,16 +16,18 @@
 
 use axum::Json;
 use axum::extract::{Extension, State};
-use http::HeaderMap;
+use http::{HeaderMap, Method, Uri};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
 use super::AppState;
 use crate::actors::tool_server::Health;
 use crate::auth::Caller;
-use crate::config::{McpServer, ModelRole, ServerAuth};
+use crate::auth::identity;
+use crate::config::{McpServer, ServerAuth, ServerTrust};
 use crate::error::{ApiError, Error};
 use crate::mcp::probe::{self, Reachability};
+use crate::types::ModelRole;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -54,6 +56,9 @@ pub struct AssistantStatus {
 pub struct ServerStatus {
     pub name: String,
     pub auth: &'static str,
+    /// `own` (auth=nextcloud: annotations decide approval), `reads` (a third party whose
+    /// read-only tools the operator lets run unasked) or `none` (every call asks).
+    pub trust: &'static str,
     pub answers: bool,
     /// `listed`, `sign-in-required`, `answered` or `unreachable`.
     pub state: &'static str,
@@ -86,10 +91,15 @@ pub struct CallHealth {
 pub async fn status(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
+    method: Method,
+    uri: Uri,
     headers: HeaderMap,
 ) -> Result<Json<AdminStatus>, ApiError> {
     let rid = caller.request_id.clone();
-    if state.verifier.check_admin(&headers, &caller.uid).is_err() {
+    // The same target the identity layer verified the user signature over (this router is
+    // merged, never nested, so the URI is the one that arrived).
+    let target = identity::target_of(&method, &uri);
+    if state.verifier.check_admin(&headers, target, &caller.uid).is_err() {
         return Err(Error::Forbidden("admin route without an admin signature".into()).with_request(&rid));
     }
     let services = &state.services;
@@ -117,10 +127,9 @@ pub async fn status(
     tools.extend(
         crate::memory::tool_defs()
             .into_iter()
-            .map(|d| (crate::memory::LOCAL_SERVER.to_string(), d.name)),
+            .map(|d| (crate::types::LOCAL_SERVER.to_string(), d.name)),
     );
     let assistants = services
-        .config
         .assistants
         .all()
         .iter()
@@ -164,6 +173,11 @@ fn server_status(server: &McpServer, found: &Reachability, seen: usize, health: 
         auth: match server.auth {
             ServerAuth::Nextcloud => "nextcloud",
             ServerAuth::None => "none",
+        },
+        trust: match server.trust {
+            ServerTrust::Own => "own",
+            ServerTrust::Reads => "reads",
+            ServerTrust::ThirdParty => "none",
         },
         answers: found.answers(),
         state,

@@ -3,9 +3,11 @@
 //! - `GET /v1/apps/resource`: the app's HTML with a CSP built from the document itself, for a
 //!   frame in a conversation whose assistant may use the app's server.
 //! - `POST /v1/apps/tools/call`: what a frame may ask for. Only tools whose visibility
-//!   includes "app" and whose G3 policy is read-only data; anything else is 403. A frame's
-//!   script can call the moment it loads, and no host can see a click inside a sandboxed
-//!   frame, so nothing with an effect is reachable from here.
+//!   includes "app" and whose G3 policy is read-only data that needs no approval; anything
+//!   else is 403. A frame's script can call the moment it loads, and no host can see a click
+//!   inside a sandboxed frame, so nothing with an effect is reachable from here — and a call
+//!   to a server we do not vouch for is an effect (it sends that server data, issue #27): a
+//!   third-party server's tools are relayed only where the operator set `trust=reads`.
 //! - `POST /v1/apps/tools/dispatch`: app-only tools with effects (mail send and draft),
 //!   called by the island on a click on a button in its own DOM. Never model-visible tools.
 //! - `POST /v1/apps/tools/describe`: which of the two doors a frame's `tools/call` needs, so
@@ -34,6 +36,7 @@ use crate::approval::Category;
 use crate::apps::{APP_MIME, csp};
 use crate::assistants::Assistant;
 use crate::auth::Caller;
+use crate::config::ServerTrust;
 use crate::error::{ApiError, Error};
 use crate::mcp::client::McpError;
 use crate::mcp::registry::{Registry, ToolDef};
@@ -176,6 +179,18 @@ pub async fn call(State(state): State<AppState>, Extension(caller): Extension<Ca
     let req = parse_or_refuse(&state, &caller, &body).await?;
     let target = tool_for(&state, &caller, &req).await?;
     let def = &target.def;
+    // G3: without the operator's `trust=reads`, every call to a third party asks, and a frame
+    // cannot ask anyone (issue #27). Said apart so the audit row tells why.
+    if def.trust == ServerTrust::ThirdParty {
+        return Err(refuse(
+            &state,
+            &caller,
+            &req,
+            &target,
+            "a third-party server: its tools run only with the person's approval",
+        )
+        .await);
+    }
     // Fourth point of distrust: frames reach app-visible, read-only tools only.
     if !def.visible_to_app || def.policy.category != Category::Data || def.policy.needs_approval {
         return Err(refuse(&state, &caller, &req, &target, "not a read-only app tool").await);
@@ -357,7 +372,7 @@ async fn conversation_assistant(
     };
     let key = ConversationKey::new(caller, id).map_err(|_| "not tied to a conversation".to_string())?;
     let services = &state.services;
-    match super::assistants::bound_assistant(&services.config.assistants, services.store.as_ref(), &key).await {
+    match super::assistants::bound_assistant(&services.assistants, services.store.as_ref(), &key).await {
         Ok(Some(assistant)) => Ok((key, assistant)),
         // Another user's id is simply not found: keys carry the uid.
         Ok(None) => Err("no such conversation".into()),

@@ -25,7 +25,7 @@ pub struct AssistantList {
 }
 
 pub async fn list(State(state): State<AppState>, Extension(_caller): Extension<Caller>) -> Result<Json<AssistantList>, ApiError> {
-    let assistants = &state.services.config.assistants;
+    let assistants = &state.services.assistants;
     Ok(Json(AssistantList {
         assistants: assistants.all().iter().map(|a| AssistantInfo::from(a.as_ref())).collect(),
         default: assistants.default_assistant().name.clone(),

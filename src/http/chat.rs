@@ -48,7 +48,7 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     let key = ConversationKey::new(&caller, &id).map_err(|e| e.with_request(&rid))?;
     let services = &state.services;
     let resolved = super::assistants::resolve_cached(
-        &services.config.assistants,
+        &services.assistants,
         services.store.as_ref(),
         &services.bindings,
         &key,

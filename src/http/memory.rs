@@ -127,8 +127,8 @@ async fn wait_for_turns(state: &AppState, uid: &UserId, rid: &str) {
     } else {
         tracing::warn!(
             request_id = %rid,
-            turns = left,
-            bound_secs = TURNS_END_BOUND.as_secs(),
+            turns = telemetry_otlp::int(left),
+            bound_secs = telemetry_otlp::int(TURNS_END_BOUND.as_secs()),
             "erasure: turns of the user still running after the bound; erasing once more anyway (a write they make later would outlive the erasure)"
         );
     }

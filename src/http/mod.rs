@@ -128,8 +128,8 @@ async fn health() -> impl IntoResponse {
 /// G1 for every `/v1/*` request, in an order that never buffers for a stranger: the proxy
 /// bearer, header shapes, skew and credentials are checked before a body byte is read; a
 /// declared `Content-Length` over the limit is refused at once; the body must then arrive
-/// within [`BODY_READ_TIMEOUT`] and the limit; only then is the signature over it checked and
-/// the nonce remembered. Nothing else reads identity headers.
+/// within [`BODY_READ_TIMEOUT`] and the limit; only then is the signature over it and the
+/// request's method, path and query checked, and the nonce remembered. Nothing else reads identity headers.
 async fn identity_layer(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let request_id = identity::request_id(request.headers());
     let (parts, body) = request.into_parts();
@@ -147,7 +147,10 @@ async fn identity_layer(State(state): State<AppState>, request: Request, next: N
         Err(_) => return Error::BodyTimeout.with_request(&request_id).into_response(),
     };
     let (nonce, ts) = (signed.nonce.clone(), signed.ts);
-    let caller = match state.verifier.check_body(signed, &bytes, request_id.clone()) {
+    // The target as it arrived, before anything could rewrite it: what the router matched is
+    // what was signed (issue #27).
+    let target = identity::target_of(&parts.method, &parts.uri);
+    let caller = match state.verifier.check_body(signed, target, &bytes, request_id.clone()) {
         Ok(caller) => caller,
         Err(e) => return refusal(e, &request_id),
     };
@@ -173,6 +176,8 @@ fn refusal(e: IdentityError, request_id: &str) -> Response {
             reason: e.to_string(),
             retry_after_secs: 1,
         },
+        // Its own code, so the operator of an outdated Nextcloud app sees what to update.
+        IdentityError::OutdatedSignature => Error::SignatureOutdated,
         e if e.is_bad_request() => Error::BadRequest(e.to_string()),
         e => Error::Unauthorized(e.to_string()),
     };

@@ -121,6 +121,10 @@ mod tests {
             name: "s".into(),
             url,
             auth,
+            trust: match auth {
+                ServerAuth::Nextcloud => crate::config::ServerTrust::Own,
+                ServerAuth::None => crate::config::ServerTrust::ThirdParty,
+            },
         }
     }
 

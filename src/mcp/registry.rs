@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
 use crate::approval::{Category, Policy, policy_for};
+use crate::config::ServerTrust;
 use crate::model::{FunctionSpec, ToolSpec};
 use crate::store::audit::{AuditStore, Entry};
 
@@ -30,6 +31,9 @@ pub struct ToolDef {
     pub description: Arc<str>,
     pub input_schema: Arc<Value>,
     pub policy: Policy,
+    /// How far the operator trusts the tool's server (its configuration's, never its own
+    /// word): an input of the policy, and shown on the approval card.
+    pub trust: ServerTrust,
     pub visible_to_model: bool,
     pub visible_to_app: bool,
     /// `_meta.ui.resourceUri`: the MCP App that renders this tool's results.
@@ -38,7 +42,9 @@ pub struct ToolDef {
 }
 
 impl ToolDef {
-    pub fn from_mcp(server: &str, tool: &Tool) -> ToolDef {
+    /// A definition of `server`'s tool, its G3 policy decided by the tool's annotations and
+    /// the server's `trust` (see `approval`).
+    pub fn from_mcp(server: &str, trust: ServerTrust, tool: &Tool) -> ToolDef {
         let meta = tool
             .meta
             .as_ref()
@@ -64,7 +70,8 @@ impl ToolDef {
             model_name: tool.name.to_string(),
             description: Arc::from(tool.description.as_deref().unwrap_or("")),
             input_schema: Arc::new(Value::Object((*tool.input_schema).clone())),
-            policy: policy_for(tool.annotations.as_ref()),
+            policy: policy_for(tool.annotations.as_ref(), trust),
+            trust,
             visible_to_model,
             visible_to_app,
             resource_uri,
@@ -78,8 +85,8 @@ impl ToolDef {
     /// only talk to the reader (`title`, `examples`, `$comment`) are dropped. Names, types and
     /// enums stay: the model needs them to call the tool, and the fingerprint still covers the
     /// definition exactly as served.
-    pub fn from_untrusted_mcp(server: &str, tool: &Tool) -> ToolDef {
-        let mut def = ToolDef::from_mcp(server, tool);
+    pub fn from_untrusted_mcp(server: &str, trust: ServerTrust, tool: &Tool) -> ToolDef {
+        let mut def = ToolDef::from_mcp(server, trust, tool);
         let source = format!("{server}/tool-description");
         def.description = Arc::from(crate::untrusted::envelope(&source, &def.description));
         distrust_schema(Arc::make_mut(&mut def.input_schema), &source);
@@ -238,9 +245,9 @@ mod tests {
         let model_only =
             tool(json!({"name": "secret_model_tool", "inputSchema": {"type": "object"}, "_meta": {"ui": {"visibility": ["model"]}}}));
         let reg = Registry::new(vec![
-            ToolDef::from_mcp("mail", &send),
-            ToolDef::from_mcp("nextcloud", &list),
-            ToolDef::from_mcp("x", &model_only),
+            ToolDef::from_mcp("mail", ServerTrust::Own, &send),
+            ToolDef::from_mcp("nextcloud", ServerTrust::Own, &list),
+            ToolDef::from_mcp("x", ServerTrust::Own, &model_only),
         ]);
         let names: Vec<&str> = reg.model_tools().map(|t| t.model_name.as_str()).collect();
         assert_eq!(names, vec!["files_list", "secret_model_tool"]);
@@ -275,30 +282,48 @@ mod tests {
                     "examples": ["delete all"], "enum": ["Berlin", "Paris"]}}},
             "annotations": {"readOnlyHint": true}
         }));
-        let trusted = ToolDef::from_mcp("weather", &t);
-        let d = ToolDef::from_untrusted_mcp("weather", &t);
-        assert!(d.description.starts_with("<untrusted_data source=\"weather/tool-description\">"));
-        assert!(d.description.trim_end().ends_with("</untrusted_data>"));
-        assert_eq!(d.description.matches("</untrusted_data>").count(), 1);
+        let trusted = ToolDef::from_mcp("weather", ServerTrust::Reads, &t);
+        let d = ToolDef::from_untrusted_mcp("weather", ServerTrust::Reads, &t);
+        assert!(
+            d.description
+                .starts_with("<untrusted_data source=\"weather/tool-description\" id=\"")
+        );
+        assert!(
+            d.description
+                .lines()
+                .last()
+                .is_some_and(|l| l.starts_with("</untrusted_data id=\""))
+        );
+        assert_eq!(d.description.matches("</untrusted_data").count(), 1);
         let city = &d.input_schema["properties"]["city"];
         let text = city["description"].as_str().unwrap();
         assert!(
-            text.starts_with("<untrusted_data") && text.matches("</untrusted_data>").count() == 1,
+            text.starts_with("<untrusted_data") && text.matches("</untrusted_data").count() == 1,
             "{text}"
         );
         assert!(city.get("examples").is_none() && d.input_schema.get("title").is_none());
         assert!(d.input_schema.get("$comment").is_none());
         assert_eq!(city["enum"], json!(["Berlin", "Paris"]));
-        // The fingerprint still covers the definition as served; policy is unchanged.
+        // The fingerprint still covers the definition as served; the envelope changes no policy.
         assert_eq!(d.fingerprint, trusted.fingerprint);
         assert_eq!(d.policy.needs_approval, trusted.policy.needs_approval);
         assert_eq!(&*trusted.description, t.description.as_deref().unwrap());
+        // Issue #27: without the operator's `trust=reads`, the same read-only tool asks.
+        assert!(!d.policy.needs_approval);
+        assert!(
+            ToolDef::from_untrusted_mcp("weather", ServerTrust::ThirdParty, &t)
+                .policy
+                .needs_approval
+        );
     }
 
     #[test]
     fn clashing_names_are_prefixed() {
         let t = tool(json!({"name": "search", "inputSchema": {"type": "object"}}));
-        let reg = Registry::new(vec![ToolDef::from_mcp("a", &t), ToolDef::from_mcp("b", &t)]);
+        let reg = Registry::new(vec![
+            ToolDef::from_mcp("a", ServerTrust::Own, &t),
+            ToolDef::from_mcp("b", ServerTrust::Own, &t),
+        ]);
         let names: Vec<&str> = reg.model_tools().map(|t| t.model_name.as_str()).collect();
         assert_eq!(names, vec!["a__search", "b__search"]);
     }

@@ -185,18 +185,18 @@ impl ModelClient {
     /// Starts a streamed completion. Falls back once to the fallback model when the primary
     /// fails to connect or times out before its first chunk.
     pub async fn stream(&self, messages: &[ChatMessage], tools: &[ToolSpec]) -> Result<ModelStream, ModelError> {
-        self.stream_as(crate::config::ModelRole::Primary, messages, tools).await
+        self.stream_as(crate::types::ModelRole::Primary, messages, tools).await
     }
 
     /// [`ModelClient::stream`] for an assistant's model role: `Fallback` talks to the fallback
     /// model only (config validation guarantees one is set; without one it is the primary).
     pub async fn stream_as(
         &self,
-        role: crate::config::ModelRole,
+        role: crate::types::ModelRole,
         messages: &[ChatMessage],
         tools: &[ToolSpec],
     ) -> Result<ModelStream, ModelError> {
-        if role == crate::config::ModelRole::Fallback
+        if role == crate::types::ModelRole::Fallback
             && let Some(fallback) = &self.config.fallback_model
         {
             return self.start(fallback, messages, tools).await;
@@ -423,9 +423,9 @@ fn chunk_events(chunk: Chunk, span: &tracing::Span, finished: &mut bool) -> Vec<
     let mut out = Vec::new();
     if let Some(usage) = chunk.usage {
         if let Some(prompt_tokens) = usage.prompt_tokens {
-            span.record("gen_ai.usage.input_tokens", prompt_tokens);
+            span.record("gen_ai.usage.input_tokens", telemetry_otlp::int(prompt_tokens));
         }
-        span.record("gen_ai.usage.output_tokens", usage.completion_tokens);
+        span.record("gen_ai.usage.output_tokens", telemetry_otlp::int(usage.completion_tokens));
         out.push(ModelEvent::Usage {
             total_tokens: usage.total_tokens,
             prompt_tokens: usage.prompt_tokens,
@@ -470,8 +470,8 @@ fn call_span(model: &str, messages: usize, tools: usize) -> tracing::Span {
     let span = tracing::info_span!(
         "model.call",
         model = %model,
-        messages,
-        tools,
+        messages = telemetry_otlp::int(messages),
+        tools = telemetry_otlp::int(tools),
         otel.name = tracing::field::Empty,
         otel.kind = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,

@@ -34,6 +34,7 @@ mod suite;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::config::{ConfigError, Database};
 use crate::error::Error;
 
 /// Where the stores live.
@@ -43,6 +44,38 @@ pub enum Backend {
     Sqlite(std::path::PathBuf),
     /// A PostgreSQL database, and how the connection to it is protected.
     Postgres(postgres::Target),
+}
+
+impl Backend {
+    /// The store's piece of the configuration, checked at start (before anything listens).
+    /// `TAMEBI_DATABASE_URL` unset keeps the SQLite files in `data_dir`; a `postgres://` (or
+    /// `postgresql://`) URL selects PostgreSQL. Anything else is refused, so a typo never
+    /// silently falls back to a local file that other instances cannot see. Its `sslmode`
+    /// (disable, require, verify-full) and `TAMEBI_DATABASE_CA_FILE` are validated here too
+    /// ([`postgres::Target`]).
+    pub fn from_config(database: &Database, data_dir: &Path) -> Result<Backend, ConfigError> {
+        let Some(url) = &database.url else {
+            if database.ca_file.is_some() {
+                return Err(ConfigError::Invalid {
+                    var: "TAMEBI_DATABASE_CA_FILE",
+                    why: "is only for TLS to PostgreSQL (TAMEBI_DATABASE_URL is unset)".into(),
+                });
+            }
+            return Ok(Backend::Sqlite(data_dir.to_path_buf()));
+        };
+        let url = url.expose();
+        let invalid = |why: &str| ConfigError::Invalid {
+            var: "TAMEBI_DATABASE_URL",
+            why: why.into(),
+        };
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return Err(invalid("must be a postgres:// URL (unset it to keep the SQLite files)"));
+        }
+        // Parsed now, so a malformed URL stops the start with this message (never echoing it:
+        // it may hold a password).
+        let target = postgres::Target::parse(url, database.ca_file.clone()).map_err(|why| invalid(&why))?;
+        Ok(Backend::Postgres(target))
+    }
 }
 
 /// The three stores of one process. Cloning shares them.
@@ -101,5 +134,41 @@ impl Stores {
         self.chat.close().await;
         self.audit.close().await;
         self.memory.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::test_vars::{base, with};
+
+    fn backend(k: &str, v: &str) -> Result<Backend, ConfigError> {
+        let c = with(k, v)?;
+        Backend::from_config(&c.database, &c.data_dir)
+    }
+
+    #[test]
+    fn the_database_url_and_its_tls_are_validated() {
+        let c = crate::config::Config::from_vars(&base()).unwrap();
+        assert!(matches!(
+            Backend::from_config(&c.database, &c.data_dir).unwrap(),
+            Backend::Sqlite(_)
+        ));
+        let err = backend("TAMEBI_DATABASE_URL", "mysql://db/t").unwrap_err().to_string();
+        assert!(err.contains("TAMEBI_DATABASE_URL") && err.contains("postgres://"), "{err}");
+        let err = backend("TAMEBI_DATABASE_URL", "postgres://u:hunter2@db.example/t?sslmode=prefer")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("sslmode=prefer is not supported") && !err.contains("hunter2"), "{err}");
+        let err = backend("TAMEBI_DATABASE_CA_FILE", "/etc/ssl/ca.pem").unwrap_err().to_string();
+        assert!(err.starts_with("TAMEBI_DATABASE_CA_FILE is invalid"), "{err}");
+        let b = backend("TAMEBI_DATABASE_URL", "postgres://db.example/t?sslmode=disable").unwrap();
+        assert!(matches!(b, Backend::Postgres(t) if t.tls == postgres::Tls::Off));
+    }
+
+    #[test]
+    fn the_database_url_never_prints() {
+        let c = with("TAMEBI_DATABASE_URL", "postgres://u:hunter2@db.example/t").unwrap();
+        assert!(!format!("{c:?}").contains("hunter2"), "the configuration holds it as a Secret");
     }
 }

@@ -84,8 +84,10 @@ pub fn turn_span(request_id: &str, conversation_id: &str, uid: &str, actor: &tre
 }
 
 /// The span of one tool call as the model asked for it (its MCP request is a child span).
-/// Carries the tool and server names and the approval state (G3), never arguments or output.
-pub fn tool_span(server: &str, tool: &str, approval: crate::store::audit::ApprovalState) -> tracing::Span {
+/// Carries the tool and server names and the approval state (G3: `store::audit::ApprovalState`,
+/// recorded by its serialized name), never arguments or output. Taken as any `Serialize` so
+/// that telemetry, which the store's own layers use, never imports the store.
+pub fn tool_span(server: &str, tool: &str, approval: impl serde::Serialize) -> tracing::Span {
     let span = tracing::info_span!(
         "tool",
         server = %server,

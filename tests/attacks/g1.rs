@@ -1,7 +1,10 @@
 //! G1 at the door (issue 10, items 5 and 7): nothing from an unauthenticated request is
 //! buffered, a declared oversize body is refused before it is sent, a slow body is cut off,
 //! a signed request is accepted once, every error has the fixed JSON shape with a request id,
-//! and every refused or failed effect attempt leaves an audit row.
+//! and every refused or failed effect attempt leaves an audit row. Issue #27: a signed request
+//! is accepted only at its own method, path and query: captured headers moved to another
+//! route (a read to a delete, a describe to a dispatch, a resource to another query) are
+//! refused and do nothing, and an app still signing the earlier form is told so.
 //!
 //! The body tests talk raw HTTP/1.1 over TCP so they control exactly how much of a body is
 //! sent and can watch the server answer while the client is still (able to be) sending.
@@ -10,13 +13,14 @@ use anyhow::{Context, Result, bail, ensure};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use test_harness::orchestrator::{Orchestrator, PROXY_SECRET, Signing, fresh_nonce, unix_now, user_turn};
+use test_harness::mcp_mail::sent_mail;
+use test_harness::orchestrator::{Orchestrator, PROXY_SECRET, Signing, credentials_header, fresh_nonce, unix_now, user_turn};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::stack::{Stack, uuid_like};
+use crate::stack::{APP_CONVERSATION, Stack, uuid_like};
 
-const FIXED: [&str; 13] = [
+const FIXED: [&str; 14] = [
     "The request was not understood.",
     "Not signed in.",
     "This action is not allowed.",
@@ -30,6 +34,7 @@ const FIXED: [&str; 13] = [
     "The service is restarting. Please try again in a moment.",
     tamebi::error::messages::UPSTREAM_TIMEOUT,
     tamebi::error::messages::UPSTREAM,
+    tamebi::error::messages::SIGNATURE_OUTDATED,
 ];
 
 fn addr(s: &Stack) -> String {
@@ -101,8 +106,11 @@ fn response_complete(buf: &[u8]) -> bool {
     length.is_some_and(|n| body.len() >= n)
 }
 
+/// Headers signed for `POST /v1/chat` over an empty body: what the door tests send them to.
 fn signed_empty(uid: &str, ts: i64) -> Vec<(String, String)> {
     Orchestrator::sign(&Signing {
+        method: "POST",
+        target: "/v1/chat",
         uid,
         body: b"",
         ts,
@@ -232,6 +240,8 @@ async fn twice(s: &Stack, method: Method, path: &str, body: &[u8]) -> Result<(u1
     let pw = s.nc.app_password("alice").to_string();
     let creds = test_harness::orchestrator::credentials_header(&[("nextcloud", &pw), ("probe", &pw)]);
     let headers = Orchestrator::sign(&Signing {
+        method: method.as_str(),
+        target: path,
         uid: "alice",
         body,
         ts: unix_now(),
@@ -473,4 +483,153 @@ pub async fn proxy_secret_alone_is_not_identity(s: &Stack) -> Result<()> {
         .send()
         .await?;
     check_shape(r, "proxy secret only", 401, None).await
+}
+
+/// The G1 headers the app would send for alice's `method target` with `body` (her usual
+/// credentials), captured before they were delivered.
+fn capture(s: &Stack, method: &str, target: &str, body: &[u8]) -> Vec<(String, String)> {
+    let creds = s.credentials("alice");
+    let refs: Vec<(&str, &str)> = creds.iter().map(|(n, t)| (*n, t.as_str())).collect();
+    Orchestrator::sign(&Signing {
+        method,
+        target,
+        uid: "alice",
+        body,
+        ts: unix_now(),
+        nonce: &fresh_nonce(),
+        credentials: &credentials_header(&refs),
+        signing_secret: test_harness::orchestrator::SIGNING_SECRET,
+    })
+}
+
+/// Sends `headers`, exactly as captured, as `method target` with `body`.
+async fn send_as(s: &Stack, headers: &[(String, String)], method: Method, target: &str, body: &[u8]) -> Result<reqwest::Response> {
+    let mut rb = s.http.request(method, format!("{}{target}", s.orch.url())).body(body.to_vec());
+    for (k, v) in headers {
+        rb = rb.header(k, v);
+    }
+    if !body.is_empty() {
+        rb = rb.header("content-type", "application/json");
+    }
+    Ok(rb.send().await?)
+}
+
+async fn conversation_status(s: &Stack, id: &str) -> Result<(u16, Value)> {
+    let r = s
+        .signed(Method::GET, &format!("/v1/conversations/{id}"), "alice", b"")
+        .send()
+        .await?;
+    let status = r.status().as_u16();
+    Ok((status, r.json().await.unwrap_or_default()))
+}
+
+/// Issue #27: the headers of a signed `GET /v1/conversations`, captured before delivery, sent
+/// instead as `DELETE /v1/conversations/<id>` and as `DELETE /v1/me/data`: 401 each, the
+/// conversation is still there, and the GET they were made for still works afterwards (a
+/// refused request never uses up its nonce).
+pub async fn a_signed_read_cannot_become_a_delete(s: &Stack) -> Result<()> {
+    let marker = "g1-read-to-delete";
+    s.script(marker, json!([{"text": "still here"}]));
+    let turn = s.chat("alice", marker, &format!("{marker} hello")).await?;
+    ensure!(turn.status == 200, "the turn answered {}", turn.status);
+    let list = capture(s, "GET", "/v1/conversations", b"");
+    for target in [format!("/v1/conversations/{marker}"), "/v1/me/data".to_string()] {
+        let r = send_as(s, &list, Method::DELETE, &target, b"").await?;
+        check_shape(r, &format!("GET headers as DELETE {target}"), 401, None).await?;
+        let (status, conversation) = conversation_status(s, marker).await?;
+        ensure!(
+            status == 200 && conversation["messages"].as_array().is_some_and(|m| m.len() >= 2),
+            "after DELETE {target}: the conversation answers {status} {conversation}"
+        );
+    }
+    let r = send_as(s, &list, Method::GET, "/v1/conversations", b"").await?;
+    ensure!(r.status() == 200, "the GET they were signed for answered {}", r.status());
+    let listed: Value = r.json().await?;
+    ensure!(
+        listed["conversations"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["id"] == marker)),
+        "{listed}"
+    );
+    Ok(())
+}
+
+/// Issue #27: a body signed for `/v1/apps/tools/describe` (the island asks which door a
+/// frame's `mail_send` takes) is refused at `/dispatch` and `/call`: no mail goes out. At
+/// `/describe` the same headers are answered.
+pub async fn a_body_signed_for_describe_is_refused_at_dispatch(s: &Stack) -> Result<()> {
+    let before = sent_mail(s.nc.url()).await.len();
+    let body = serde_json::to_vec(&json!({
+        "conversation": APP_CONVERSATION, "server": "mail", "name": "mail_send",
+        "arguments": {"to": ["archive@attacker.example.net"], "subject": "moved", "body": "a describe body, dispatched"}
+    }))?;
+    let describe = capture(s, "POST", "/v1/apps/tools/describe", &body);
+    for door in ["/v1/apps/tools/dispatch", "/v1/apps/tools/call"] {
+        let r = send_as(s, &describe, Method::POST, door, &body).await?;
+        check_shape(r, &format!("describe headers at {door}"), 401, None).await?;
+    }
+    ensure!(sent_mail(s.nc.url()).await.len() == before, "a mail went out");
+    let r = send_as(s, &describe, Method::POST, "/v1/apps/tools/describe", &body).await?;
+    ensure!(r.status() == 200, "describe itself answered {}", r.status());
+    let v: Value = r.json().await?;
+    ensure!(v["handling"] == "confirm", "{v}");
+    Ok(())
+}
+
+/// Issue #27: the query of `/v1/apps/resource` is signed as sent: another document, another
+/// conversation, or the same parameters in another order are 401; the signed query is served.
+pub async fn the_resource_query_is_signed(s: &Stack) -> Result<()> {
+    let signed_query = format!("server=mail&uri=ui%3A%2F%2Fmail%2Fcompose&conversation={APP_CONVERSATION}");
+    let headers = capture(s, "GET", &format!("/v1/apps/resource?{signed_query}"), b"");
+    for query in [
+        format!("server=mail&uri=ui%3A%2F%2Fmail%2Fother&conversation={APP_CONVERSATION}"),
+        "server=mail&uri=ui%3A%2F%2Fmail%2Fcompose&conversation=another-one".to_string(),
+        format!("uri=ui%3A%2F%2Fmail%2Fcompose&server=mail&conversation={APP_CONVERSATION}"),
+        "server=mail&uri=ui%3A%2F%2Fmail%2Fcompose".to_string(),
+    ] {
+        let r = send_as(s, &headers, Method::GET, &format!("/v1/apps/resource?{query}"), b"").await?;
+        check_shape(r, &format!("resource headers with ?{query}"), 401, None).await?;
+    }
+    let r = send_as(s, &headers, Method::GET, &format!("/v1/apps/resource?{signed_query}"), b"").await?;
+    ensure!(r.status() == 200, "the signed query answered {}", r.status());
+    Ok(())
+}
+
+/// An app that still signs the earlier form (no method, path or query) is refused with 401
+/// and its own code, `signature_outdated`, on any route; nothing it sent is done.
+pub async fn an_outdated_app_is_told_so(s: &Stack) -> Result<()> {
+    let marker = "g1-outdated";
+    s.script(marker, json!([{"text": "kept"}]));
+    ensure!(s.chat("alice", marker, &format!("{marker} hello")).await?.status == 200);
+    let (ts, nonce) = (unix_now(), fresh_nonce());
+    let old = format!(
+        "alice\n{ts}\n{nonce}\n{}\n{}",
+        g1_signing::sha256_hex(b""),
+        g1_signing::sha256_hex(b"")
+    );
+    let signature = hex::encode(g1_signing::hmac_sha256(
+        test_harness::orchestrator::SIGNING_SECRET.as_bytes(),
+        old.as_bytes(),
+    ));
+    let headers = vec![
+        ("authorization".to_string(), format!("Bearer {PROXY_SECRET}")),
+        ("x-tamebi-uid".to_string(), "alice".to_string()),
+        ("x-tamebi-ts".to_string(), ts.to_string()),
+        ("x-tamebi-nonce".to_string(), nonce),
+        ("x-tamebi-signature".to_string(), signature),
+    ];
+    for (method, target) in [(Method::GET, "/v1/conversations"), (Method::DELETE, "/v1/me/data")] {
+        let r = send_as(s, &headers, method.clone(), target, b"").await?;
+        let text = r.text().await?;
+        let v: Value = serde_json::from_str(&text).with_context(|| format!("{method} {target}: {text}"))?;
+        ensure!(
+            v["error"]["code"] == "signature_outdated" && v["error"]["message"] == tamebi::error::messages::SIGNATURE_OUTDATED,
+            "{method} {target}: {v}"
+        );
+        let r = send_as(s, &headers, method.clone(), target, b"").await?;
+        check_shape(r, &format!("outdated {method} {target}"), 401, None).await?;
+    }
+    let (status, _) = conversation_status(s, marker).await?;
+    ensure!(status == 200, "alice's conversation answers {status} after the outdated DELETE");
+    Ok(())
 }

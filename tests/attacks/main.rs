@@ -2,6 +2,9 @@
 //! is never instruction) and G3 (approval before effects) against the real orchestrator, a seeded Nextcloud stand-in,
 //! mcp-nextcloud, probe-mcp and a scripted model that obeys every injected instruction.
 //!
+//! `third_party` proves G3 for servers we do not vouch for (issue #27): no call reaches one
+//! without the person's approval, native or written as text, and the relay never runs one.
+//!
 //! Each case asserts that the effect did not happen (on the stand-in's state or on
 //! probe-mcp's call log) AND that audit.db records why. The stack starts once; cases run in
 //! order against it, each in its own conversation, and the suite prints one line per case
@@ -20,6 +23,7 @@ mod oracle;
 mod policy;
 mod provider;
 mod stack;
+mod third_party;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -72,6 +76,7 @@ fn all_cases() -> Vec<(&'static str, Case)> {
         envelope::entity_next_to_multibyte_text,
         envelope::conversation_survives_entity_payload,
         envelope::probe_result_claims_approval,
+        envelope::leaked_and_guessed_ids,
         approval::replayed_approval,
         approval::approval_from_another_conversation,
         approval::approval_from_another_user,
@@ -110,11 +115,21 @@ fn all_cases() -> Vec<(&'static str, Case)> {
         g1::every_error_has_the_fixed_shape,
         g1::refused_effect_attempts_are_audited,
         g1::proxy_secret_alone_is_not_identity,
+        g1::a_signed_read_cannot_become_a_delete,
+        g1::a_body_signed_for_describe_is_refused_at_dispatch,
+        g1::the_resource_query_is_signed,
+        g1::an_outdated_app_is_told_so,
         mail::injected_mail_cannot_send,
         mail::relay_refuses_mail_send,
         mail::bob_never_reads_alices_mailbox,
         mail::mail_takes_only_its_own_audience,
         mail::describe_names_the_door,
+        third_party::secret_to_a_third_party_waits_for_approval,
+        third_party::approved_third_party_call_sends_what_the_card_showed,
+        third_party::every_third_party_tool_asks,
+        third_party::text_call_to_a_third_party_waits_for_approval,
+        third_party::relay_refuses_a_third_party,
+        third_party::trust_reads_covers_only_reads,
         // Last: it changes a tool definition for the rest of the run.
         policy::read_only_lie_is_fingerprinted,
     ]

@@ -1,8 +1,10 @@
 //! The one stack every attack case runs against, started once per test binary: a seeded
 //! Nextcloud stand-in, mcp-nextcloud in front of it, probe-mcp (marked Nextcloud-facing, so
-//! it gets the user's token like a second first-party server), a second probe-mcp playing a
-//! third-party server (`weather`, `auth=none`), the scripted model and the real orchestrator
-//! pointed at all three. Plus the read-only views a case needs to
+//! it gets the user's token like a second first-party server), two more probe-mcps playing
+//! third-party servers (`weather`, `auth=none;trust=reads`: the operator let its read-only
+//! tools run unasked; `outside`, plain `auth=none`: every call asks), the scripted model
+//! (whose text tool calls the orchestrator reads, `TAMEBI_TOOL_CALL_TEXT=auto`) and the real
+//! orchestrator pointed at all of them. Plus the read-only views a case needs to
 //! prove an effect did NOT happen: WebDAV/CalDAV/Deck/OCS state as alice sees it, the
 //! probe's call log, audit.db, and what the model was sent.
 
@@ -26,8 +28,11 @@ pub struct Stack {
     pub orch: Orchestrator,
     pub model: ScriptedModel,
     pub probe: ProbeMcp,
-    /// A third-party server configured `auth=none`: it must never see a credential.
+    /// A third-party server configured `auth=none;trust=reads`: it must never see a credential.
     pub weather: ProbeMcp,
+    /// A third-party server configured `auth=none` (nobody vouched for it): no call reaches it
+    /// without the person's approval (issue #27).
+    pub outside: ProbeMcp,
     /// Kept alive for the orchestrator; tests reach Nextcloud through it only via the agent.
     pub _mcp: McpServer,
     /// mcp-mail in front of the stand-in's mail bridge (server name `mail`).
@@ -116,7 +121,7 @@ pub struct AuditRow {
 
 impl Stack {
     pub async fn start() -> Stack {
-        let (nc, mcp, mail, probe, weather, model) = tokio::task::spawn_blocking(|| {
+        let (nc, mcp, mail, probe, weather, outside, model) = tokio::task::spawn_blocking(|| {
             let nc = Standin::start_seeded();
             let mcp = McpNextcloud::start(nc.url());
             let mail = McpMail::start(nc.url(), &[]);
@@ -124,20 +129,25 @@ impl Stack {
             probe.set_tools(crate::policy::probe_tools());
             let weather = ProbeMcp::start();
             weather.set_tools(crate::credentials::weather_tools());
-            (nc, mcp, mail, probe, weather, ScriptedModel::start())
+            let outside = ProbeMcp::start();
+            outside.set_tools(crate::third_party::outside_tools());
+            (nc, mcp, mail, probe, weather, outside, ScriptedModel::start())
         })
         .await
-        .expect("start stand-in, mcp-nextcloud, mcp-mail, probe-mcp, scripted model");
+        .expect("start stand-in, mcp-nextcloud, mcp-mail, probe-mcps, scripted model");
         let options = Options {
             model_url: model.url(),
             mcp_servers: format!(
-                "nextcloud={};auth=nextcloud,mail={};auth=nextcloud,probe={};auth=nextcloud,weather={};auth=none",
+                "nextcloud={};auth=nextcloud,mail={};auth=nextcloud,probe={};auth=nextcloud,weather={};auth=none;trust=reads,outside={};auth=none",
                 mcp.url(),
                 mail.url(),
                 probe.url(),
-                weather.url()
+                weather.url(),
+                outside.url()
             ),
-            extra_env: Vec::new(),
+            // Calls a model writes as text go through the same registry and G3 as native ones;
+            // the suite proves it for third-party servers (third_party::text_*).
+            extra_env: vec![("TAMEBI_TOOL_CALL_TEXT".into(), "auto".into())],
         };
         let orch = tokio::task::spawn_blocking(move || Orchestrator::start(options))
             .await
@@ -151,6 +161,7 @@ impl Stack {
             model,
             probe,
             weather,
+            outside,
             _mcp: mcp,
             mail,
             nc,
@@ -175,7 +186,8 @@ impl Stack {
     }
 
     /// What the Nextcloud app sends for `uid`: one token per Nextcloud-facing server (the
-    /// stand-in accepts the app password as a bearer for every audience), none for `weather`.
+    /// stand-in accepts the app password as a bearer for every audience), none for `weather`
+    /// or `outside`.
     pub fn credentials(&self, uid: &str) -> Vec<(&'static str, String)> {
         let pw = self.nc.app_password(uid).to_string();
         vec![("nextcloud", pw.clone()), ("mail", pw.clone()), ("probe", pw)]

@@ -19,6 +19,10 @@
 //! - [`auth`]: the axum layer in front of `/mcp` (401 + `WWW-Authenticate` with
 //!   `resource_metadata`) and the `/.well-known/oauth-protected-resource` document.
 //! - [`tool_result`]: the one shape of a tool's success and failure.
+//! - [`arguments`]: a tool call's arguments as models write them (a quoted integer where the
+//!   tool's input schema says integer is read as that integer).
+//! - [`schema`]: the published schemas, standard JSON Schema 2020-12 (no schemars-only
+//!   `format`s), applied once to every tool of a router.
 //! - [`apps`]: MCP Apps documents served from a server's compiled-in table.
 //! - [`mcp`]: the rmcp glue: the stateless Streamable HTTP service, the caller of a request
 //!   context, the span of one tool call.
@@ -33,8 +37,13 @@
 //! let router = serve::router(auth, service, &config.base);
 //! serve::serve(listener, router, shutdown).await
 //! ```
+//! Its tool router is built once and passed through [`schema::standard_schemas`]; its
+//! `call_tool` looks the tool up, applies [`arguments::integers_from_strings`] with it, then
+//! lets the router read the arguments (what rmcp cannot read becomes an `invalid_argument`
+//! result through [`tool_result::unreadable_arguments`]).
 
 pub mod apps;
+pub mod arguments;
 pub mod audience;
 pub mod auth;
 pub mod caller;
@@ -42,6 +51,7 @@ pub mod config;
 pub mod error;
 pub mod identity;
 pub mod mcp;
+pub mod schema;
 pub mod serve;
 pub mod tool_result;
 

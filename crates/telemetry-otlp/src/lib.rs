@@ -63,6 +63,15 @@ pub struct Telemetry {
 
 static EXPORTING: AtomicBool = AtomicBool::new(false);
 
+/// An integer for a span field or an exported event. tracing-opentelemetry visits only `i64`
+/// among the integers: a `u64`, `usize`, `u32` or `u16` field (`u16` and `u32` widen to `u64`
+/// in `tracing`) reaches the backend as a string, which it can neither sum nor compare
+/// (tokio-rs/tracing-opentelemetry#267). Record every integer through this; values past
+/// `i64::MAX` saturate.
+pub fn int(value: impl TryInto<i64>) -> i64 {
+    value.try_into().unwrap_or(i64::MAX)
+}
+
 /// True when spans and metrics leave the process. Hot paths check this before building
 /// attributes that only an exporter would read.
 pub fn exporting() -> bool {
@@ -227,7 +236,7 @@ pub async fn trace_http(mut request: axum::extract::Request, next: axum::middlew
     let started = Instant::now();
     let response = tracing::Instrument::instrument(next.run(request), span.clone()).await;
     let status = response.status().as_u16();
-    span.record("http.response.status_code", status);
+    span.record("http.response.status_code", i64::from(status));
     if status >= 500 {
         span.record("otel.status_code", "ERROR");
     }

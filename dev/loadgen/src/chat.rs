@@ -74,7 +74,10 @@ pub async fn turn(
     let body = chat_body(conversation, message_id, text);
     let ts = unix_now();
     let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let url = url::Url::parse(&format!("{}/v1/chat", target.url)).map_err(|e| Failure::Transport(e.to_string()))?;
     let request = sign::Request {
+        method: "POST",
+        url: &url,
         uid,
         ts,
         nonce: &nonce,
@@ -85,7 +88,7 @@ pub async fn turn(
     let start = Instant::now();
     let resp = target
         .client
-        .post(format!("{}/v1/chat", target.url))
+        .post(url.clone())
         .header("authorization", g1.authorization)
         .header("x-tamebi-uid", g1.uid)
         .header("x-tamebi-ts", g1.ts)

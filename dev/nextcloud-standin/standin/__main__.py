@@ -48,7 +48,7 @@ def build(cfg: Config, sink: SmtpSink) -> tuple[StandinApp, Webhooks]:
     parts = Parts(auth=Authenticator(cfg.users, cfg.oidc_provider_bearer_validation), ns=ns, groupware=groupware,
                   ocs=Ocs(ns, list(cfg.users), Mail(mail_store, cfg.mail, (sink.host, sink.port))), deck=Deck(store),
                   hooks=hooks, sessions=Sessions(), sink=sink,
-                  login_delay=cfg.login_delay_ms / 1000)
+                  login_delay=cfg.login_delay_ms / 1000, user_oidc=cfg.user_oidc)
     return StandinApp(parts), hooks
 
 
@@ -94,6 +94,8 @@ def main(argv: list[str]) -> int:
     print(f"ready http://{host}:{port}", flush=True)
     log.info("serving %s for %s; JWT bearer tokens %s", cfg.state_dir, ", ".join(cfg.users),
              "accepted" if cfg.oidc_provider_bearer_validation else "refused (no --oidc-provider-bearer-validation)")
+    log.info("user_oidc %s", "installed: route parameters win over JSON fields without a session" if cfg.user_oidc
+             else "not installed (--without-user-oidc): JSON fields win over route parameters")
     log.info("mail bridge %s; SMTP sink on %s:%d", "on" if cfg.mail else "off (--without-mail: 501)", sink.host, sink.port)
     stop.wait()
     log.info("stopping")

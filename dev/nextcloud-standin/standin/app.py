@@ -12,8 +12,9 @@ pass the caller's Authorization header on to them.
 from __future__ import annotations
 
 import logging
+import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 from xml.sax.saxutils import escape
 
@@ -57,6 +58,15 @@ def principal_props(uid: str, home: bool) -> str:
 
 
 @dataclass
+class Faults:
+    """Stand-in only, set through ``POST /standin/faults``: ways a server can fail that a client
+    must notice. ``lose_writes``: writes to files, calendars, address books and Deck cards are
+    answered as successes (the statuses, ETags and JSON a real answer has) and not applied, as
+    a server whose storage drops them would; a client that reads back what it wrote sees it."""
+    lose_writes: bool = False
+
+
+@dataclass
 class Parts:
     auth: Authenticator
     ns: Namespace
@@ -67,6 +77,10 @@ class Parts:
     sessions: Sessions
     sink: SmtpSink | None = None
     login_delay: float = 0.0
+    # The production set-up has user_oidc installed; without it (the conformance checks' reference
+    # server) nothing reads a parameter before routing and a JSON field beats a route parameter.
+    user_oidc: bool = True
+    faults: Faults = field(default_factory=Faults)
 
 
 class StandinApp:
@@ -96,6 +110,11 @@ class StandinApp:
         req.environ.pop("HTTP_AUTHORIZATION", None)
         req.environ.pop("HTTP_COOKIE", None)
         req.environ["standin.uid"] = uid
+        # user_oidc's boot reads a request parameter whenever no session logged the request in
+        # yet, which decodes the body before routing: route parameters then win over same-named
+        # JSON fields (web.Request.params says how Nextcloud's Request merges them).
+        req.environ["standin.route_params_win"] = self.p.user_oidc and not req.environ.get("standin.session")
+        req.environ["standin.lose_writes"] = self.p.faults.lose_writes
         if path.startswith(DAV_MOUNT + "/") or path == DAV_MOUNT:
             return self.files(req, uid, start_response)
         if path.rstrip("/") == "/remote.php/dav":
@@ -164,6 +183,7 @@ class StandinApp:
                                             new_session=gate.new_session)
         else:
             uid = gate.uid
+            req.environ["standin.session"] = True
         if not extra_cookies:
             return uid, start_response, None
 
@@ -176,7 +196,8 @@ class StandinApp:
     def standin_control(self, req: Request, start_response):
         """Stand-in only: per-user session counters (GET ?uid=), a user's sessions timed out
         (POST /standin/sessions/expire?uid=), whether OCS-APIRequest passes the CSRF check
-        (POST /standin/sessions/settings, JSON), app-password revocation (POST
+        (POST /standin/sessions/settings, JSON), injected faults (GET or POST /standin/faults, JSON
+        ``{"lose_writes": bool}``: see ``Faults``), app-password revocation (POST
         /standin/revoke-app-password with that password as Basic), what the SMTP sink
         received (GET /standin/smtp-sink), and whether a user's mail account has a Sent or a Drafts
         mailbox (POST /standin/mail/sent-mailbox?uid= or /standin/mail/drafts-mailbox?uid=, JSON
@@ -202,6 +223,15 @@ class StandinApp:
                 return json_response(start_response, 400, {"error": "ocs_apirequest_passes_csrf must be true or false"})
             self.p.sessions.ocs_apirequest_passes_csrf = value
             return json_response(start_response, 200, {"ocs_apirequest_passes_csrf": value})
+        if req.path == "/standin/faults":
+            if req.method == "POST":
+                value = req.params().get("lose_writes")
+                if not isinstance(value, bool):
+                    return json_response(start_response, 400, {"error": "lose_writes must be true or false"})
+                self.p.faults.lose_writes = value
+            elif req.method != "GET":
+                return respond(start_response, 405, b"GET or POST only", "text/plain")
+            return json_response(start_response, 200, {"lose_writes": self.p.faults.lose_writes})
         mail = self.p.ocs.mail
         switches = {
             "/standin/mail/sent-mailbox": ("sent_mailbox", "set_sent_mailbox"),
@@ -291,6 +321,8 @@ class StandinApp:
 
         if req.method not in ("PUT", "MKCOL", "DELETE", "MOVE", "COPY"):
             return self.dav(req.environ, capture)
+        if req.environ.get("standin.lose_writes"):
+            return self.lost_write(req, uid, dest_view, existed, start_response)
         # WsgiDAV may call start_response only while its body is iterated: run it to the end
         # (these answers are small) so the outcome is known before any webhook is sent.
         result = self.dav(req.environ, capture)
@@ -304,6 +336,19 @@ class StandinApp:
             self.propagate_etags(uid, [view] + ([dest_view] if dest_view is not None else []))
             self.after_change(req.method, uid, view, dest_view, old_id, existed)
         return body
+
+    def lost_write(self, req: Request, uid: str, dest_view: str | None, existed: bool, start_response):
+        """The ``lose_writes`` fault: the answer WsgiDAV would give, with nothing written."""
+        req.body()  # read the upload as a real server would, then drop it
+        if req.method == "PUT":
+            etag = f'"{secrets.token_hex(16)}"'
+            return respond(start_response, 204 if existed else 201, b"", "text/plain", [("ETag", etag)])
+        if req.method in ("MOVE", "COPY") and dest_view is not None:
+            target = self.p.ns.real(self.p.ns.resolve(uid, dest_view)).exists()
+            return respond(start_response, 204 if target else 201, b"", "text/plain")
+        if req.method == "DELETE" and not existed:
+            return respond(start_response, 404, b"Not Found", "text/plain")
+        return respond(start_response, 204 if req.method == "DELETE" else 201, b"", "text/plain")
 
     def propagate_etags(self, uid: str, views: list[str]) -> None:
         for v in views:
@@ -360,4 +405,10 @@ class StandinApp:
         owner = req.path[len(mount):].strip("/").partition("/")[0]
         if owner and owner != uid:
             return respond(start_response, 404, b"Not Found", "text/plain")
+        if req.environ.get("standin.lose_writes") and req.method in ("PUT", "DELETE"):
+            # The lose_writes fault: sabre/dav's answer to a new object (or a deletion), nothing stored.
+            req.body()
+            if req.method == "DELETE":
+                return respond(start_response, 204, b"", "text/plain")
+            return respond(start_response, 201, b"", "text/plain", [("ETag", f'"{secrets.token_hex(16)}"')])
         return self.p.groupware.call(app, mount, uid, req.environ, start_response)

@@ -29,6 +29,11 @@ class Config:
     # The equivalent of config.php's 'user_oidc' => ['oidc_provider_bearer_validation' => true]:
     # without it, Nextcloud (user_oidc) refuses the oidc app's JWTs as Bearer, and so do we.
     oidc_provider_bearer_validation: bool = False
+    # Whether user_oidc is installed (the production set-up). Its boot reads a request parameter
+    # before routing whenever no session cookie logged the request in, so route parameters then
+    # win over same-named JSON fields. Off is a Nextcloud without it, like the reference server
+    # of the shared conformance checks.
+    user_oidc: bool = True
     # What a login from a credential costs (a real Nextcloud 31: ~100 ms for an app password,
     # ~300 ms for an OIDC JWT); a request riding on its session cookie does not pay it.
     login_delay_ms: int = 0
@@ -67,6 +72,10 @@ def parse(argv: list[str]) -> Config:
     p.add_argument("--oidc-provider-bearer-validation", action="store_true",
                    help="accept our JWT access tokens as Bearer, like Nextcloud with the system config "
                         "user_oidc.oidc_provider_bearer_validation = true (off by default, as there)")
+    p.add_argument("--without-user-oidc", action="store_true",
+                   help="simulate a Nextcloud without the user_oidc app (the conformance checks' reference server): "
+                        "JSON body fields beat same-named route parameters on every request, not only on "
+                        "session-authenticated ones")
     p.add_argument("--login-delay-ms", type=int, default=0,
                    help="sleep this long on every login from a credential (not on requests with a session cookie), "
                         "to model what a cookie-less request costs on a real Nextcloud")
@@ -99,6 +108,8 @@ def validate(a: argparse.Namespace) -> Config:
         raise ConfigError(f"--webhook-url must be http(s), got {a.webhook_url!r}")
     if not 1 <= a.threads <= 512:
         raise ConfigError("--threads must be between 1 and 512")
+    if a.without_user_oidc and a.oidc_provider_bearer_validation:
+        raise ConfigError("--oidc-provider-bearer-validation is a user_oidc setting; it cannot go with --without-user-oidc")
     if not 0 <= a.login_delay_ms <= 10_000:
         raise ConfigError("--login-delay-ms must be between 0 and 10000")
     host, port = a.bind
@@ -107,5 +118,5 @@ def validate(a: argparse.Namespace) -> Config:
         raise ConfigError(f"--smtp-bind must be a loopback address (the sink is for tests), got {smtp_host!r}")
     return Config(state_dir=a.state, host=host, port=port, users=users,
                   webhook_url=a.webhook_url, webhook_secret=a.webhook_secret, threads=a.threads,
-                  oidc_provider_bearer_validation=a.oidc_provider_bearer_validation,
+                  oidc_provider_bearer_validation=a.oidc_provider_bearer_validation, user_oidc=not a.without_user_oidc,
                   login_delay_ms=a.login_delay_ms, mail=not a.without_mail, smtp_host=smtp_host, smtp_port=smtp_port)

@@ -4,6 +4,13 @@ Deck is a Nextcloud-only API, so this is a stand-in speaking its wire format rat
 real server: boards (list, get, create), stacks (list with cards, create), cards (get,
 create, update, delete) and ``PUT .../cards/{id}/reorder {order, stackId}``.
 
+The ids a write acts on are the ones Deck's controllers read with ``getParam``: the route's
+``stackId``/``cardId`` merged with same-named body fields as Nextcloud's ``Request`` merges
+them (``web.Request.params``). On the production set-up (user_oidc installed) a request that
+no session cookie logged in takes the route's: ``PUT .../stacks/{from}/cards/{id}/reorder
+{"stackId": to}`` then answers 200 and leaves the card in ``from``. A reorder answers the
+cards of the stack it moved the card to, as Deck's does.
+
 Owns: the JSON shapes and the validation Deck applies (required fields are 400 when
 missing, like Deck's controllers). Boards are visible to their owner only (the stand-in has
 no board sharing): any other board is 403, a board that does not exist is 404.
@@ -18,6 +25,7 @@ import hashlib
 import re
 import sqlite3
 import time
+from typing import Mapping
 
 from .store import Store
 from .web import HttpError, Request, json_response
@@ -74,6 +82,7 @@ class Deck:
 
     def route(self, req: Request, uid: str, parts: list[str]) -> tuple[int, object]:
         m = req.method
+        lost = bool(req.environ.get("standin.lose_writes"))  # the stand-in's lose_writes fault
         if parts[:1] != ["boards"]:
             raise HttpError(404, "unknown Deck endpoint")
         ids = parts[1::2]
@@ -105,22 +114,35 @@ class Deck:
                 self.db.execute("DELETE FROM deck_stacks WHERE id = ?", (stack["id"],))
                 return 200, self.stack_json(stack, with_cards=False)
         elif shape == ("boards", "stacks", "cards") and len(n) == 2:
-            stack = self.stack_row(uid, n[0], n[1])
+            self.stack_row(uid, n[0], n[1])
             if m == "POST":
-                return 200, self.create_card(uid, stack, req.params())
+                # CardApiController::create takes getParam('stackId'): the route's, or a JSON
+                # field of that name where the body beats the route (web.Request.params).
+                p = req.params({"boardId": n[0], "stackId": n[1]})
+                return 200, self.create_card(uid, self.stack_row(uid, n[0], _int(p, "stackId")), p, lost)
         elif shape == ("boards", "stacks", "cards") and len(n) == 3:
-            card = self.card_row(uid, n[0], n[1], n[2])
             if m == "GET":
-                return 200, self.card_json(card)
+                return 200, self.card_json(self.card_row(uid, n[0], n[1], n[2]))
             if m == "PUT":
-                return 200, self.update_card(uid, card, req.params())
+                # CardApiController::update: getParam('cardId') and getParam('stackId'), and
+                # CardService::update puts the card into that stack.
+                self.stack_row(uid, n[0], n[1])
+                p = req.params({"boardId": n[0], "stackId": n[1], "cardId": n[2]})
+                card = self.card_on_board(uid, n[0], _int(p, "cardId"))
+                return 200, self.update_card(uid, card, self.target_stack(uid, card, _int(p, "stackId")), p, lost)
             if m == "DELETE":
-                self.db.execute("DELETE FROM deck_cards WHERE id = ?", (card["id"],))
+                card = self.card_row(uid, n[0], n[1], n[2])
+                if not lost:
+                    self.db.execute("DELETE FROM deck_cards WHERE id = ?", (card["id"],))
                 return 200, self.card_json(card)
         elif parts[-1:] == ["reorder"] and tuple(parts[0:-1:2]) == ("boards", "stacks", "cards") and len(n) == 3:
-            card = self.card_row(uid, n[0], n[1], n[2])
             if m == "PUT":
-                return 200, self.reorder(uid, card, req.params())
+                # CardApiController::reorder(int $stackId, int $order) with getParam('cardId'):
+                # the stack it moves the card to is the merged parameter, not the card's stack.
+                self.stack_row(uid, n[0], n[1])
+                p = req.params({"boardId": n[0], "stackId": n[1], "cardId": n[2]})
+                card = self.card_on_board(uid, n[0], _int(p, "cardId"))
+                return 200, self.reorder(card, self.target_stack(uid, card, _int(p, "stackId")), p, lost)
         else:
             raise HttpError(404, "unknown Deck endpoint")
         raise HttpError(405, f"{m} is not allowed here")
@@ -157,6 +179,33 @@ class Deck:
         if row["stack_id"] != stack_id or stack["board_id"] != board_id:
             raise HttpError(404, "Card not found in this stack")
         return row
+
+    def card_on_board(self, uid: str, board_id: int, card_id: int) -> sqlite3.Row:
+        """A card that a write names by id (Deck reads the id from the merged parameters):
+        its own board decides access, and it must be on the board the URL names."""
+        row = self.db.execute("SELECT * FROM deck_cards WHERE id = ?", (card_id,)).fetchone()
+        if row is None:
+            self.board_row(uid, board_id)
+            raise HttpError(404, "Card not found")
+        stack = self.db.execute("SELECT * FROM deck_stacks WHERE id = ?", (row["stack_id"],)).fetchone()
+        if stack is None:
+            raise HttpError(404, "Card not found")
+        self.board_row(uid, stack["board_id"])
+        if stack["board_id"] != board_id:
+            raise HttpError(404, "Card not found on this board")
+        return row
+
+    def target_stack(self, uid: str, card: sqlite3.Row, stack_id: int) -> sqlite3.Row:
+        """The stack a card is written into: its own board decides access, and it must be on
+        the card's board (stricter than Deck, which moves a card to any stack the user may edit)."""
+        target = self.db.execute("SELECT * FROM deck_stacks WHERE id = ?", (stack_id,)).fetchone()
+        if target is None:
+            raise HttpError(404, "Stack not found")
+        self.board_row(uid, target["board_id"])
+        source = self.db.execute("SELECT board_id FROM deck_stacks WHERE id = ?", (card["stack_id"],)).fetchone()
+        if source is None or source["board_id"] != target["board_id"]:
+            raise HttpError(400, "A card can only move between stacks of its own board")
+        return target
 
     # ---- boards ---------------------------------------------------------------------------
 
@@ -211,7 +260,7 @@ class Deck:
 
     # ---- cards ----------------------------------------------------------------------------
 
-    def create_card(self, uid: str, stack: sqlite3.Row, p: dict[str, object]) -> dict[str, object]:
+    def create_card(self, uid: str, stack: sqlite3.Row, p: dict[str, object], lost: bool = False) -> dict[str, object]:
         title = _title(p)
         ctype = p.get("type", "plain")
         if ctype not in CARD_TYPES:
@@ -224,10 +273,19 @@ class Deck:
         if duedate is not None and not isinstance(duedate, str):
             raise HttpError(400, "duedate must be an ISO 8601 string or null")
         now = int(time.time())
+        values = {"stack_id": stack["id"], "title": title, "description": description, "type": ctype,
+                  "order": order, "owner": uid, "duedate": duedate, "created_at": now, "last_modified": now,
+                  "last_editor": uid, "archived": 0}
+        if lost:
+            # The lose_writes fault: Deck's answer for a card that was never stored, under an id
+            # no card has.
+            top = self.db.execute("SELECT COALESCE(MAX(id), 0) AS top FROM deck_cards").fetchone()["top"]
+            return self.card_json({"id": int(top) + 1000, **values})
         cur = self.db.execute(
             'INSERT INTO deck_cards (stack_id, title, description, type, "order", owner, duedate,'
             " created_at, last_modified, last_editor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (stack["id"], title, description, ctype, order, uid, duedate, now, now, uid))
+            tuple(values[k] for k in ("stack_id", "title", "description", "type", "order", "owner", "duedate",
+                                      "created_at", "last_modified", "last_editor")))
         return self.card_json(self._card(int(cur.lastrowid or 0)))
 
     def _card(self, card_id: int) -> sqlite3.Row:
@@ -236,7 +294,8 @@ class Deck:
             raise HttpError(404, "Card not found")
         return row
 
-    def update_card(self, uid: str, card: sqlite3.Row, p: dict[str, object]) -> dict[str, object]:
+    def update_card(self, uid: str, card: sqlite3.Row, stack: sqlite3.Row, p: dict[str, object],
+                    lost: bool = False) -> dict[str, object]:
         # Deck's update needs title, type and owner; the rest falls back to Deck's defaults,
         # so a PUT without a description clears it, as on the real server.
         title = _title(p)
@@ -258,24 +317,26 @@ class Deck:
         archived = p.get("archived", bool(card["archived"]))
         if not isinstance(archived, bool):
             raise HttpError(400, "archived must be a boolean")
+        if lost:
+            return self.card_json(card)
         self.db.execute(
-            'UPDATE deck_cards SET title = ?, type = ?, owner = ?, description = ?, "order" = ?,'
+            'UPDATE deck_cards SET stack_id = ?, title = ?, type = ?, owner = ?, description = ?, "order" = ?,'
             " duedate = ?, archived = ?, last_modified = ?, last_editor = ? WHERE id = ?",
-            (title, ctype, owner, description, order, duedate, int(archived), int(time.time()), uid, card["id"]))
+            (stack["id"], title, ctype, owner, description, order, duedate, int(archived), int(time.time()), uid,
+             card["id"]))
         return self.card_json(self._card(card["id"]))
 
-    def reorder(self, uid: str, card: sqlite3.Row, p: dict[str, object]) -> list[dict[str, object]]:
+    def reorder(self, card: sqlite3.Row, target: sqlite3.Row, p: dict[str, object],
+                lost: bool = False) -> list[dict[str, object]]:
+        """Moves ``card`` into ``target`` at ``order`` and answers, as CardService::reorder does,
+        the cards of the stack it moved the card to, read back after the move."""
         order = _int(p, "order")
-        target_id = _int(p, "stackId")
-        target = self.db.execute("SELECT * FROM deck_stacks WHERE id = ?", (target_id,)).fetchone()
-        if target is None:
-            raise HttpError(404, "Stack not found")
-        self.board_row(uid, target["board_id"])
-        source = self.db.execute("SELECT board_id FROM deck_stacks WHERE id = ?", (card["stack_id"],)).fetchone()
-        if source is None or source["board_id"] != target["board_id"]:
-            raise HttpError(400, "A card can only move between stacks of its own board")
+        if lost:
+            rows = self.db.execute('SELECT * FROM deck_cards WHERE stack_id = ? ORDER BY "order", id',
+                                   (card["stack_id"],))
+            return [self.card_json(r) for r in rows]
         with self.db.transaction():
-            return self._reorder(card["id"], target_id, order)
+            return self._reorder(card["id"], target["id"], order)
 
     def _reorder(self, card_id: int, target_id: int, order: int) -> list[dict[str, object]]:
         others = [r["id"] for r in self.db.execute(
@@ -290,7 +351,7 @@ class Deck:
         return [self.card_json(r) for r in rows]
 
     @staticmethod
-    def card_json(c: sqlite3.Row) -> dict[str, object]:
+    def card_json(c: Mapping[str, object] | sqlite3.Row) -> dict[str, object]:
         return {"id": c["id"], "title": c["title"], "description": c["description"], "stackId": c["stack_id"],
                 "type": c["type"], "lastModified": c["last_modified"], "lastEditor": c["last_editor"],
                 "createdAt": c["created_at"], "labels": [], "assignedUsers": [], "attachments": None,

@@ -183,6 +183,12 @@ class NcFile(_NextcloudProps, FileResource):
             raise forbid("the share is read-only")
         return open(self._file_path, "wb", 8192)
 
+    def end_write(self, *, with_errors):  # noqa: ANN001 - WsgiDAV's signature
+        # WsgiDAV answers a PUT with the ETag of this resource, whose stat was taken before
+        # the write; Nextcloud answers the ETag of the version just written, the one a
+        # PROPFIND then reports.
+        self.file_stat = os.stat(self._file_path)
+
     def delete(self) -> None:
         self._check_removable()
         os.unlink(self._file_path)

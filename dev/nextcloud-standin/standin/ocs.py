@@ -84,7 +84,13 @@ class Ocs:
                 if req.method == "GET":
                     return envelope(req, start_response, 200, [self.share_json(share, uid)])
                 if req.method == "PUT":
-                    return envelope(req, start_response, 200, self.update(share, req.params(), uid))
+                    # ShareAPIController::updateShare(string $id, …): the route's id merged with a
+                    # same-named body field as Nextcloud's Request merges them (web.Request.params).
+                    p = req.params({"id": share_id})
+                    target = str(p.get("id"))
+                    if not target.isdigit():
+                        raise HttpError(404, "Wrong share ID, share does not exist")
+                    return envelope(req, start_response, 200, self.update(self._own_share(uid, int(target)), p, uid))
                 if req.method == "DELETE":
                     self.ns.store.delete_share(share.id)
                     return envelope(req, start_response, 200, [])

@@ -1,7 +1,8 @@
 """Small WSGI plumbing shared by the stand-in's own endpoints (OCS, Deck, status, tokens).
 
-Owns: reading a request (path, query, headers, a bounded body, form or JSON parameters)
-and writing JSON/XML responses. Must never: make access decisions, or read more body than
+Owns: reading a request (path, query, headers, a bounded body, form or JSON parameters,
+merged with the route's parameters as Nextcloud's ``Request`` merges them) and writing
+JSON/XML responses. Must never: make access decisions, or read more body than
 ``MAX_BODY`` (a larger body is refused with 413).
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Mapping
 from urllib.parse import parse_qs
 
 MAX_BODY = 10 * 1024 * 1024
@@ -95,29 +96,53 @@ class Request:
         self.environ["standin.body"] = data
         return data
 
-    def params(self) -> dict[str, object]:
-        """Query parameters overlaid with a form or JSON body (as Nextcloud's controllers read them)."""
+    def params(self, route: Mapping[str, object] | None = None) -> dict[str, object]:
+        """The parameters a Nextcloud controller reads (``IRequest::getParam``): the query, the
+        body (form or JSON) and ``route`` (the ids matched from the URL), merged in the order
+        Nextcloud's ``Request`` ends up with.
+
+        ``Request`` merges the route's parameters over what it holds when the router calls
+        ``setUrlParameters``, and a JSON body (or a form body of a PUT, PATCH or DELETE) over
+        what it holds when that body is first decoded, which is the first time anything reads
+        a parameter. A form POST is ``$_POST`` from the start, so the route always wins over
+        it. Whether a JSON field beats a route parameter of the same name therefore depends
+        on whether something read a parameter before routing: user_oidc does (its ``boot``
+        calls ``getParam('redirect_url')`` whenever the request is not logged in yet, that is
+        whenever no session cookie logged it in), so there the route wins. The router
+        decides that (``standin.route_params_win``, set per request); nothing else here does.
+        """
         out: dict[str, object] = dict(self.query)
+        route = dict(route or {})
         body = self.body()
-        if not body:
-            return out
-        ctype = (self.header("Content-Type") or "").split(";")[0].strip().lower()
-        if ctype == "application/json":
-            try:
-                data = json.loads(body)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                raise HttpError(400, "body is not valid JSON") from None
-            if not isinstance(data, dict):
-                raise HttpError(400, "JSON body must be an object")
-            out.update(data)
-        elif ctype in ("application/x-www-form-urlencoded", ""):
-            try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError:
-                raise HttpError(400, "form body is not UTF-8") from None
-            out.update({k: v[-1] for k, v in parse_qs(text, keep_blank_values=True).items()})
+        decoded: dict[str, object] = {}
+        if body:
+            ctype = (self.header("Content-Type") or "").split(";")[0].strip().lower()
+            if ctype == "application/json":
+                try:
+                    data = json.loads(body)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    raise HttpError(400, "body is not valid JSON") from None
+                if not isinstance(data, dict):
+                    raise HttpError(400, "JSON body must be an object")
+                decoded = data
+            elif ctype in ("application/x-www-form-urlencoded", ""):
+                try:
+                    text = body.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise HttpError(400, "form body is not UTF-8") from None
+                form = {k: v[-1] for k, v in parse_qs(text, keep_blank_values=True).items()}
+                if self.method == "POST":
+                    out.update(form)  # $_POST: in the request before the route is
+                else:
+                    decoded = form
+            else:
+                raise HttpError(415, f"unsupported body type {ctype!r}")
+        if self.environ.get("standin.route_params_win"):
+            out.update(decoded)
+            out.update(route)
         else:
-            raise HttpError(415, f"unsupported body type {ctype!r}")
+            out.update(route)
+            out.update(decoded)
         return out
 
     def wants_json(self) -> bool:

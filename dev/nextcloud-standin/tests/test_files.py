@@ -111,3 +111,14 @@ def test_folder_etags_change_when_something_below_changes(standin):
     before = etag("p")
     assert standin.put("bob", "p/q/from-bob.txt", "b").status_code == 201
     assert etag("p") != before
+
+
+def test_a_put_answers_the_etag_of_what_it_wrote(standin):
+    """Nextcloud's PUT answers the new version's ETag, the one PROPFIND reports next (a client
+    compares the two to know its write is what the server holds)."""
+    import re
+    for content in ("first", "second, longer", "third"):
+        r = standin.put("alice", "versioned.txt", content)
+        assert r.status_code in (201, 204) and r.headers.get("ETag")
+        held = re.search(r"getetag>([^<]+)</(?:d:)?getetag>", standin.propfind("alice", "versioned.txt").text)
+        assert held and held.group(1) == r.headers["ETag"], (r.headers["ETag"], held)

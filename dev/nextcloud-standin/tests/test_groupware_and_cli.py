@@ -47,6 +47,8 @@ def test_cli_refuses_bad_arguments_clearly(tmp_path):
         (["--state", state, "--bind", "127.0.0.1:0", "--user", "alice"], "UID:APP_PASSWORD"),
         (["--state", state, "--bind", "127.0.0.1:0", "--user", "a:same", "--user", "b:same"], "also another user's"),
         (["--state", state, "--bind", "127.0.0.1:0", "--user", "a:x", "--webhook-url", "http://h/"], "go together"),
+        (["--state", state, "--bind", "127.0.0.1:0", "--user", "a:x", "--without-user-oidc",
+          "--oidc-provider-bearer-validation"], "user_oidc setting"),
     ]
     for args, message in cases:
         r = run_cli(*args)
@@ -67,3 +69,30 @@ def test_principal_discovery_leads_to_the_callers_homes(standin):
     r = standin.req("PROPFIND", f"{standin.url}/remote.php/dav/principals/users/alice/", "bob", headers={"Depth": "0"})
     assert r.status_code == 404 and "calendars/alice" not in r.text
     assert standin.req("DELETE", f"{standin.url}/remote.php/dav/", "alice").status_code == 405
+
+
+def test_lost_writes_are_answered_as_stored_and_leave_nothing(standin):
+    """The lose_writes fault: success answers (with an ETag) for files and calendar objects, and a
+    read afterwards shows that nothing was written."""
+    faults = f"{standin.url}/standin/faults"
+    event = f"{standin.url}/remote.php/dav/calendars/alice/personal/lost.ics"
+    ics = ("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//t//EN\r\nBEGIN:VEVENT\r\nUID:lost\r\n"
+           "DTSTAMP:20260101T000000Z\r\nDTSTART:20260101T100000Z\r\nDTEND:20260101T110000Z\r\n"
+           "SUMMARY:Lost\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
+    assert standin.put("alice", "kept.txt", "kept").status_code == 201
+    assert standin.req("POST", faults, json={"lose_writes": True}).status_code == 200
+    try:
+        r = standin.put("alice", "lost.txt", "gone")
+        assert r.status_code == 201 and r.headers.get("ETag")
+        assert standin.put("alice", "kept.txt", "changed").status_code == 204
+        r = standin.req("MOVE", standin.dav("alice", "kept.txt"), "alice",
+                        headers={"Destination": standin.dav("alice", "moved.txt")})
+        assert r.status_code == 201
+        r = standin.req("PUT", event, "alice", data=ics, headers={"Content-Type": "text/calendar", "If-None-Match": "*"})
+        assert r.status_code == 201 and r.headers.get("ETag")
+    finally:
+        assert standin.req("POST", faults, json={"lose_writes": False}).json() == {"lose_writes": False}
+    assert standin.req("GET", standin.dav("alice", "lost.txt"), "alice").status_code == 404
+    assert standin.req("GET", standin.dav("alice", "kept.txt"), "alice").text == "kept"
+    assert standin.req("GET", standin.dav("alice", "moved.txt"), "alice").status_code == 404
+    assert standin.req("GET", event, "alice").status_code == 404

@@ -52,6 +52,26 @@ def test_update_and_revoke_take_effect_next_request(standin):
     assert r.json()["ocs"]["data"] == []
 
 
+def test_a_json_id_beats_the_route_id_only_with_a_session(standin):
+    """ShareAPIController::updateShare reads getParam('id'): without a session (user_oidc decodes
+    the body while booting) the route's id wins over a JSON "id"; with one, the JSON field does."""
+    import requests
+    standin.mkcol("alice", "one")
+    standin.mkcol("alice", "two")
+    first = standin.share("alice", "/one", "bob", permissions=31)
+    second = standin.share("alice", "/two", "bob", permissions=31)
+    url = f"apps/files_sharing/api/v1/shares/{first['id']}"
+    r = standin.ocs("PUT", "alice", url, json={"id": second["id"], "permissions": 1})
+    assert r.status_code == 200 and r.json()["ocs"]["data"]["id"] == first["id"]
+    session = requests.Session()
+    headers = {"OCS-APIRequest": "true", "Accept": "application/json"}
+    assert session.get(f"{standin.url}/ocs/v2.php/cloud/user", auth=standin.auth("alice"), headers=headers,
+                       timeout=10).status_code == 200
+    r = session.put(f"{standin.url}/ocs/v2.php/{url}", json={"id": second["id"], "permissions": 17},
+                    headers=headers, timeout=10)
+    assert r.status_code == 200 and r.json()["ocs"]["data"]["id"] == second["id"]
+
+
 def test_mount_name_collision_gets_a_suffix(standin):
     standin.mkcol("alice", "Projects")
     standin.mkcol("bob", "Projects")

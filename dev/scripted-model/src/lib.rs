@@ -7,6 +7,7 @@
 //! Modules:
 //! - `openai`: request shapes and validation; response objects exactly as OpenAI writes them.
 //! - `script`: rules and steps, and the pure, stateless choice of the next answer.
+//! - `call`: the shape of one scripted tool call (shared by `script`, `reply`, `text_form`).
 //! - `text_form`: tool calls written into the text, as models without a tool-call parser do.
 //! - `reply`: the answer as a paced SSE stream or a whole completion.
 //! - `control`: the test-only rule store and request log behind `/__scripts`, `/__requests`.
@@ -15,6 +16,7 @@
 //!
 //! It never calls out to any network and never holds a credential: it is a test tool.
 
+pub mod call;
 pub mod control;
 pub mod error;
 pub mod openai;

@@ -248,7 +248,8 @@ pub async fn hang(shutdown: &CancellationToken) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::script::{Pacing, ScriptedCall};
+    use crate::call::ScriptedCall;
+    use crate::script::Pacing;
     use serde_json::{Value, json};
 
     fn meta(include_usage: bool) -> ResponseMeta {

@@ -11,6 +11,7 @@ use axum::http::StatusCode;
 use chrono::{Datelike, NaiveDate};
 use serde::Deserialize;
 
+use crate::call::ScriptedCall;
 use crate::error::Error;
 use crate::openai::Conversation;
 use crate::text_form::TextForm;
@@ -99,16 +100,6 @@ pub enum TextSource {
     /// transcript the orchestrator sends), in order. Keeps what the user said, which is what
     /// a real summariser keeps too.
     SummariseUserLines,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScriptedCall {
-    pub name: String,
-    pub arguments: serde_json::Value,
-    /// A hostile provider's choice: this tool-call id instead of a fresh `call_<n>`.
-    pub id: Option<String>,
-    /// A hostile provider's choice: this stream `index` instead of the call's position.
-    pub index: Option<u64>,
 }
 
 /// Token counts that override the estimate, for tests of token accounting.

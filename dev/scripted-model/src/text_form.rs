@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::script::ScriptedCall;
+use crate::call::ScriptedCall;
 
 /// The text forms, as a step names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -5,11 +5,14 @@
 //! readiness, logs and cleanup work the same way everywhere. One module per process kind;
 //! this file holds what they share. It never mocks a component: it only starts real ones.
 //!
+//! [`layers`] is the one reader of a crate's module imports behind every layering test.
+//!
 //! Processes are killed when their handle drops, and their stdout/stderr are kept in files
 //! whose paths are printed when a test fails, so a red test says where to look.
 
 pub mod haproxy;
 pub mod island;
+pub mod layers;
 pub mod mcp_mail;
 pub mod mcp_nextcloud;
 pub mod mcp_server;

@@ -2,10 +2,9 @@
 //!
 //! Starts with the test-only fault injection compiled in and enabled, so crash-isolation
 //! tests can make one conversation's actor panic. Signs requests exactly as the Nextcloud
-//! app does (G1), and reads SSE answers into their `data:` payloads.
+//! app does (G1, through the shared `g1-signing` crate: method, path and query included), and
+//! reads SSE answers into their `data:` payloads.
 
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -82,14 +81,17 @@ impl Orchestrator {
         self.process = spawn(self.port, &self.env);
     }
 
-    /// The G1 headers for `uid` over `body`, signed now, without credentials.
-    pub fn signed_headers(uid: &str, body: &[u8]) -> Vec<(String, String)> {
-        Self::signed_headers_at(uid, body, unix_now(), SIGNING_SECRET)
+    /// The G1 headers for `uid` over `body`, signed now for `method` and `target`
+    /// (`/path?query` as it will be sent), without credentials.
+    pub fn signed_headers(method: &str, target: &str, uid: &str, body: &[u8]) -> Vec<(String, String)> {
+        Self::signed_headers_at(method, target, uid, body, unix_now(), SIGNING_SECRET)
     }
 
     /// The G1 headers at time `ts` with `signing_secret`, without credentials (fresh nonce).
-    pub fn signed_headers_at(uid: &str, body: &[u8], ts: i64, signing_secret: &str) -> Vec<(String, String)> {
+    pub fn signed_headers_at(method: &str, target: &str, uid: &str, body: &[u8], ts: i64, signing_secret: &str) -> Vec<(String, String)> {
         Self::sign(&Signing {
+            method,
+            target,
             uid,
             body,
             ts,
@@ -101,29 +103,39 @@ impl Orchestrator {
 
     /// The G1 headers exactly as the Nextcloud app builds them (docs/api.md): the proxy bearer,
     /// uid, ts, nonce, the credentials header when non-empty, and the HMAC over
-    /// `uid \n ts \n nonce \n hex(sha256(body)) \n hex(sha256(credentials))`.
+    /// `METHOD \n path \n query \n uid \n ts \n nonce \n hex(sha256(body)) \n hex(sha256(credentials))`.
     pub fn sign(s: &Signing<'_>) -> Vec<(String, String)> {
-        let signed = format!(
-            "{}\n{}\n{}\n{}\n{}",
-            s.uid,
-            s.ts,
-            s.nonce,
-            hex::encode(Sha256::digest(s.body)),
-            hex::encode(Sha256::digest(s.credentials.as_bytes()))
-        );
-        let mut mac = Hmac::<Sha256>::new_from_slice(s.signing_secret.as_bytes()).expect("hmac key");
-        mac.update(signed.as_bytes());
+        let fields = g1_signing::Signed {
+            target: g1_signing::Target::new(s.method, s.target),
+            uid: s.uid,
+            ts: s.ts,
+            nonce: s.nonce,
+        };
+        let signature = g1_signing::user_signature(s.signing_secret.as_bytes(), &fields, s.body, s.credentials);
         let mut headers = vec![
             ("authorization".to_string(), format!("Bearer {PROXY_SECRET}")),
             ("x-tamebi-uid".into(), s.uid.into()),
             ("x-tamebi-ts".into(), s.ts.to_string()),
             ("x-tamebi-nonce".into(), s.nonce.to_string()),
-            ("x-tamebi-signature".into(), hex::encode(mac.finalize().into_bytes())),
+            ("x-tamebi-signature".into(), hex::encode(signature)),
         ];
         if !s.credentials.is_empty() {
             headers.push(("x-tamebi-credentials".into(), s.credentials.to_string()));
         }
         headers
+    }
+
+    /// The admin signature header for a request already signed with `nonce` at `ts` for the
+    /// same `method` and `target` (docs/api.md, "Admin status").
+    pub fn admin_signature(method: &str, target: &str, uid: &str, ts: i64, nonce: &str) -> (String, String) {
+        let fields = g1_signing::Signed {
+            target: g1_signing::Target::new(method, target),
+            uid,
+            ts,
+            nonce,
+        };
+        let signature = g1_signing::admin_signature(SIGNING_SECRET.as_bytes(), &fields);
+        ("x-tamebi-admin-signature".into(), hex::encode(signature))
     }
 
     /// A signed GET for `uid`, its answer parsed as JSON (panics on failure: a test helper).
@@ -186,9 +198,17 @@ impl Orchestrator {
         body: &[u8],
         credentials: &[(&str, &str)],
     ) -> reqwest::RequestBuilder {
-        let mut rb = client.request(method, format!("{base_url}{path}")).body(body.to_vec());
+        // Signed for the URL exactly as reqwest will send it (after its parser's escaping), so
+        // the signed path and query are the ones on the wire.
+        let url = reqwest::Url::parse(&format!("{base_url}{path}")).expect("request URL");
+        let target = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_string(),
+        };
         let header = credentials_header(credentials);
         let headers = Self::sign(&Signing {
+            method: method.as_str(),
+            target: &target,
             uid,
             body,
             ts: unix_now(),
@@ -196,6 +216,7 @@ impl Orchestrator {
             credentials: &header,
             signing_secret: SIGNING_SECRET,
         });
+        let mut rb = client.request(method, url).body(body.to_vec());
         for (k, v) in headers {
             rb = rb.header(k, v);
         }
@@ -208,6 +229,10 @@ impl Orchestrator {
 
 /// What one G1 signature covers.
 pub struct Signing<'a> {
+    /// The request method, upper case (`"GET"`).
+    pub method: &'a str,
+    /// The request target as sent: the path, and `?query` when there is one.
+    pub target: &'a str,
     pub uid: &'a str,
     pub body: &'a [u8],
     pub ts: i64,
@@ -319,15 +344,20 @@ mod tests {
         let raw = std::fs::read_to_string(workspace_root_for_tests().join("testdata/g1-vectors.json")).expect("vectors");
         let doc: serde_json::Value = serde_json::from_str(&raw).expect("json");
         let vectors = doc["vectors"].as_array().expect("vectors array");
-        assert!(vectors.len() >= 6);
+        assert!(vectors.len() >= 10);
+        let s = |v: &serde_json::Value, k: &str| v[k].as_str().expect(k).to_string();
         for v in vectors {
+            let (path, query) = (s(v, "path"), s(v, "query"));
+            let target = if query.is_empty() { path } else { format!("{path}?{query}") };
             let headers = Orchestrator::sign(&Signing {
-                uid: v["uid"].as_str().expect("uid"),
-                body: v["body"].as_str().expect("body").as_bytes(),
+                method: &s(v, "method"),
+                target: &target,
+                uid: &s(v, "uid"),
+                body: s(v, "body").as_bytes(),
                 ts: v["ts"].as_i64().expect("ts"),
-                nonce: v["nonce"].as_str().expect("nonce"),
-                credentials: v["credentials"].as_str().expect("credentials"),
-                signing_secret: doc["signing_secret"].as_str().expect("secret"),
+                nonce: &s(v, "nonce"),
+                credentials: &s(v, "credentials"),
+                signing_secret: &s(&doc, "signing_secret"),
             });
             let sig = headers.iter().find(|(k, _)| k == "x-tamebi-signature").map(|(_, v)| v.as_str());
             assert_eq!(sig, v["signature"].as_str(), "{v}");

@@ -67,6 +67,8 @@ pub struct ReceivedSpan {
     /// OTLP `SpanKind` (1 internal, 2 server, 3 client).
     pub kind: i32,
     pub attributes: BTreeMap<String, String>,
+    /// The attributes whose value is an OTLP integer (`attributes` renders every kind as text).
+    pub ints: BTreeMap<String, i64>,
     /// (name, attributes) of each span event.
     pub events: Vec<(String, BTreeMap<String, String>)>,
     /// (trace id, span id) of each link.
@@ -78,6 +80,11 @@ pub struct ReceivedSpan {
 impl ReceivedSpan {
     pub fn attr(&self, key: &str) -> Option<&str> {
         self.attributes.get(key).map(String::as_str)
+    }
+
+    /// The attribute `key` when it was exported as an integer (not as a string of digits).
+    pub fn int_attr(&self, key: &str) -> Option<i64> {
+        self.ints.get(key).copied()
     }
 }
 
@@ -170,6 +177,14 @@ impl OtlpReceiver {
                             parent_span_id: hex::encode(&s.parent_span_id),
                             kind: s.kind,
                             attributes: flatten(&s.attributes),
+                            ints: s
+                                .attributes
+                                .iter()
+                                .filter_map(|kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                                    Some(any_value::Value::IntValue(i)) => Some((kv.key.clone(), *i)),
+                                    _ => None,
+                                })
+                                .collect(),
                             events: s.events.iter().map(|e| (e.name.clone(), flatten(&e.attributes))).collect(),
                             links: s
                                 .links
@@ -240,6 +255,55 @@ impl OtlpReceiver {
                         for l in &s.links {
                             out.extend(flatten(&l.attributes).into_iter().flat_map(|(k, v)| [k, v]));
                         }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Every attribute (of a span, a span event or a metric point) exported as a string of
+    /// digits, as `service: where key="value"`: a number a backend cannot sum or compare.
+    pub fn digit_strings(&self) -> Vec<String> {
+        fn digits(attributes: &[KeyValue], at: &str, out: &mut Vec<String>) {
+            for kv in attributes {
+                if let Some(any_value::Value::StringValue(s)) = kv.value.as_ref().and_then(|v| v.value.as_ref())
+                    && !s.is_empty()
+                    && s.bytes().all(|b| b.is_ascii_digit())
+                {
+                    out.push(format!("{at} {}={s:?}", kv.key));
+                }
+            }
+        }
+        use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+        let received = self.lock();
+        let mut out = Vec::new();
+        for request in &received.traces {
+            for rs in &request.resource_spans {
+                let service = service_name(rs.resource.as_ref());
+                for s in rs.scope_spans.iter().flat_map(|ss| &ss.spans) {
+                    digits(&s.attributes, &format!("{service}: span {}", s.name), &mut out);
+                    for e in &s.events {
+                        digits(&e.attributes, &format!("{service}: event {:?} of {}", e.name, s.name), &mut out);
+                    }
+                }
+            }
+        }
+        for request in &received.metrics {
+            for rm in &request.resource_metrics {
+                let service = service_name(rm.resource.as_ref());
+                for m in rm.scope_metrics.iter().flat_map(|sm| &sm.metrics) {
+                    let at = format!("{service}: metric {}", m.name);
+                    let points: Vec<&[KeyValue]> = match &m.data {
+                        Some(Data::Sum(d)) => d.data_points.iter().map(|p| p.attributes.as_slice()).collect(),
+                        Some(Data::Gauge(d)) => d.data_points.iter().map(|p| p.attributes.as_slice()).collect(),
+                        Some(Data::Histogram(d)) => d.data_points.iter().map(|p| p.attributes.as_slice()).collect(),
+                        Some(Data::ExponentialHistogram(d)) => d.data_points.iter().map(|p| p.attributes.as_slice()).collect(),
+                        Some(Data::Summary(d)) => d.data_points.iter().map(|p| p.attributes.as_slice()).collect(),
+                        None => Vec::new(),
+                    };
+                    for p in points {
+                        digits(p, &at, &mut out);
                     }
                 }
             }

@@ -26,7 +26,7 @@
 import { clampHeight, parseFrameMessage, type FrameMessage, type RequestId } from './bridge';
 import { buildLinkUrl, parseLinkTarget } from './links';
 import { ApiError } from '../errors';
-import type { ToolResult } from '../api';
+import type { ToolHandling, ToolResult, ToolTarget } from '../tools';
 
 export const PROTOCOL_VERSION = '2026-01-26';
 /** The JSON-RPC error code (server range) for a confirmed dispatch that got no usable answer:
@@ -49,22 +49,12 @@ export interface FrameRecord {
   inFlight?: number;
 }
 
-/** How the orchestrator says a frame's tool request must be handled. */
-export type ToolHandling = 'relay' | 'confirm' | 'refused';
-
 /** What the person is asked to confirm: exactly what will be dispatched if they do. */
 export interface ConfirmRequest {
   conversation: string;
   server: string;
   name: string;
   arguments: Record<string, unknown>;
-}
-
-/** Which tool a frame's request names, and the conversation the frame belongs to. */
-export interface ToolTarget {
-  conversation: string;
-  server: string;
-  name: string;
 }
 
 export interface HostDeps {

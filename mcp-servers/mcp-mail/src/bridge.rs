@@ -290,7 +290,7 @@ impl Bridge {
         };
         if let Some(e) = failed {
             if matches!(e, Error::Retryable(_) | Error::OutcomeUnknown) {
-                tracing::warn!(status = status.as_u16(), kind = ?e.kind(), "the mail bridge failed");
+                tracing::warn!(status = i64::from(status.as_u16()), kind = ?e.kind(), "the mail bridge failed");
             }
             return Err(e);
         }

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use mcp_resource_server::{AuthState, OcsIdentify, mcp, tool_result};
+use mcp_resource_server::{AuthState, OcsIdentify, arguments, mcp, tool_result};
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
@@ -47,10 +47,16 @@ impl ServerHandler for MailTools {
         self.tool_router.get(name).cloned()
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
-        if self.tool_router.get(&request.name).is_none() {
+    async fn call_tool(
+        &self,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(tool) = self.tool_router.get(&request.name) else {
             return Ok(error_result(&Error::invalid(format!("there is no tool named {:?}", request.name.as_ref()))).into());
-        }
+        };
+        // `"message_id": "5"` reads as 5 where the published schema says integer.
+        arguments::integers_from_strings(tool, &mut request);
         let result = match self.tool_router.call(ToolCallContext::new(self, request, context)).await {
             Ok(CallToolResponse::Complete(result)) => result,
             Ok(other) => return Ok(other),

@@ -13,7 +13,7 @@
 //! Failures are tool results with `isError: true` (see [`crate::error`]).
 
 use http::HeaderMap;
-use mcp_resource_server::{mcp, tool_result};
+use mcp_resource_server::{mcp, schema, tool_result};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, JsonObject, MetaObject};
@@ -270,10 +270,10 @@ impl MailTools {
 
 impl MailTools {
     pub fn new(bridge: Bridge) -> Self {
-        MailTools {
-            bridge,
-            tool_router: Self::tool_router(),
-        }
+        let mut tool_router = Self::tool_router();
+        // Every published schema in standard JSON Schema only (no schemars `int64` formats).
+        schema::standard_schemas(&mut tool_router);
+        MailTools { bridge, tool_router }
     }
 
     /// Runs one tool body with the caller's own `Authorization` header (the shared auth gate

@@ -101,6 +101,16 @@ async fn reads_composes_and_sends_as_the_caller() {
         "{}",
         text(&budget)
     );
+    // Small models quote integers: "1" where the schema says integer reads as 1.
+    let quoted = call(&alice, "mail_read", json!({"message_id": "1"})).await;
+    assert_eq!(quoted.structured_content, budget.structured_content, "{}", text(&quoted));
+    let one = call(&alice, "mail_search", json!({"query": "budget", "limit": "1", "mailbox_id": null})).await;
+    assert_eq!(
+        one.structured_content.as_ref().unwrap()["messages"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        text(&one)
+    );
 
     // An HTML-only mail comes back as text, without markup.
     let newsletter = call(&alice, "mail_read", json!({"message_id": 2})).await;
@@ -188,6 +198,18 @@ async fn unreadable_arguments_are_an_invalid_argument_result() {
         ("mail_search", json!({"query": 5}), "invalid arguments"),
         ("mail_read", json!({"message_id": 1, "folder": "x"}), "folder"),
         ("mail_read", json!({}), "message_id"),
+        // Only a string that is exactly an integer is read as one; the rest is the wrong type.
+        ("mail_read", json!({"message_id": "+1"}), "invalid type: string \"+1\""),
+        ("mail_read", json!({"message_id": " 1"}), "invalid type: string"),
+        ("mail_read", json!({"message_id": "01"}), "invalid type: string"),
+        ("mail_read", json!({"message_id": "1.0"}), "invalid type: string"),
+        ("mail_read", json!({"message_id": "1e0"}), "invalid type: string"),
+        ("mail_read", json!({"message_id": "99999999999999999999"}), "invalid type: string"),
+        ("mail_mailboxes", json!({"account_id": "true"}), "invalid type: string"),
+        // Read as an integer, then out of the field's range like any other integer.
+        ("mail_search", json!({"limit": "-1"}), "invalid value: integer `-1`"),
+        // Never the reverse: a number is not read as a string.
+        ("mail_search", json!({"query": 5}), "invalid type: integer"),
     ] {
         let r = call(&alice, tool, args).await;
         assert_eq!(error_kind(&r).as_deref(), Some("invalid_argument"), "{tool}: {}", text(&r));

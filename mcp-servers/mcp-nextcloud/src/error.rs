@@ -2,7 +2,8 @@
 //!
 //! Each variant says how it is handled. Tool failures reach the caller as a tool result with
 //! `isError: true` and `{"error": {"kind", "message"}}`; the orchestrator relies on the five
-//! kinds. 403 and 404 from Nextcloud are deliberately the same `not_found`: telling them apart
+//! kinds; a write whose read-back contradicts Nextcloud's success is one of them too
+//! (`conflict`). 403 and 404 from Nextcloud are deliberately the same `not_found`: telling them apart
 //! would confirm that something the caller may not see exists. Messages never carry upstream
 //! bodies, tokens or internal details; those go to the logs (without credentials) only.
 
@@ -29,6 +30,12 @@ pub enum Error {
     /// 5xx, timeouts and connection failures: trying again later may work.
     #[error("{0}")]
     Retryable(String),
+    /// Nextcloud answered a write with success, but reading back what it now holds shows
+    /// something else, or the read-back itself failed. The message says what Nextcloud holds.
+    /// On the wire it is `conflict`, never `retryable`: the write may have happened, and
+    /// trying it again could do it twice.
+    #[error("{0}")]
+    Unconfirmed(String),
 }
 
 /// The error kinds on the wire, exactly as the orchestrator matches them.
@@ -58,8 +65,20 @@ impl Error {
             Error::InvalidArgument(_) | Error::Config(_) => Kind::InvalidArgument,
             Error::AuthExpired => Kind::AuthExpired,
             Error::NotFound => Kind::NotFound,
-            Error::Conflict(_) => Kind::Conflict,
+            Error::Conflict(_) | Error::Unconfirmed(_) => Kind::Conflict,
             Error::Retryable(_) => Kind::Retryable,
+        }
+    }
+
+    /// What an error met while reading back a write becomes: the write was answered with
+    /// success, so whatever went wrong afterwards says only that it could not be confirmed
+    /// (`did` names the write, e.g. "Nextcloud accepted creating card 7").
+    pub fn unconfirmed(did: &str, e: Error) -> Self {
+        match e {
+            Error::Unconfirmed(m) => Error::Unconfirmed(m),
+            other => Error::Unconfirmed(format!(
+                "{did}, but reading it back failed ({other}); look before trying again, it may have happened"
+            )),
         }
     }
 

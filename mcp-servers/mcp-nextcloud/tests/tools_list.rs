@@ -5,7 +5,9 @@
 //! to rmcp's `#[tool_router]`; the running server must answer exactly that over real HTTP,
 //! with two normalisations: key order, and the order of the tools (rmcp's router lists them
 //! sorted by name; MCP gives the list's order no meaning and the orchestrator keys tools by
-//! name). Each tool's definition must be identical. A deliberate change to a tool updates the
+//! name). Each tool's definition must be identical. Changed deliberately since: schemars'
+//! integer formats (`uint64`, `uint`, `int64`, `uint32`) are gone, a `u32` carries its
+//! `maximum` instead (#34, standard JSON Schema only; tests/python_client.rs checks that). A deliberate change to a tool updates the
 //! fixture in the same commit (a failing run writes the actual answer to the target's tmp dir).
 
 mod common;

@@ -76,7 +76,14 @@ class Checks {
 			return self::fail($name, $e->getMessage());
 		}
 		if ($reply->status === 401) {
-			return self::fail($name, 'refused (401): the orchestrator has other secrets; copy the lines printed by occ tamebi:setup');
+			// The signature covers the method, path and query as sent (docs/api.md): besides other
+			// secrets, a proxy that rewrites the path (strips a prefix) or the query fails it.
+			if (ErrorShape::codeOf($reply->body) === 'signature_outdated') {
+				return self::fail($name, 'refused (401, signature_outdated): the orchestrator expects a newer signature; update this app to the orchestrator\'s version');
+			}
+			return self::fail($name, 'refused (401): the orchestrator has other secrets, or something between us changes the request path or query '
+				. '(a reverse proxy that strips a path prefix or rewrites URLs); copy the lines printed by occ tamebi:setup, '
+				. 'and let the orchestrator URL reach it without rewriting');
 		}
 		return $reply->isSuccess() ? self::pass($name, "as $uid") : self::fail($name, "answered {$reply->status}");
 	}

@@ -36,6 +36,7 @@ final class ErrorShape {
 	 */
 	private const CODES = [
 		'approvals_undecided' => [400, 'Decide every approval this reply asked for, then send them together.'],
+		'signature_outdated' => [401, 'The Tamebi app in Nextcloud is older than its server and must be updated. Please tell your administrator.'],
 		'message_id_taken' => [409, 'Another message of this conversation already has this id. Send the message under a new id.'],
 		'reply_in_progress' => [409, self::MESSAGES[409]],
 		'assistant_bound' => [409, 'This conversation belongs to another assistant. Start a new conversation to talk to a different one.'],

@@ -20,7 +20,9 @@ use OCP\Http\Client\IClientService;
  * has been tried and one still says "owned elsewhere" (an instance died and its lease has not
  * run out yet), it waits the Retry-After that answer gave, once and only when it is short
  * (at most MAX_WAIT_S), and tries the order again; otherwise that 503 goes to the browser with
- * its Retry-After. Each attempt is signed afresh (new nonce).
+ * its Retry-After. Each attempt is signed afresh (new nonce) for the URL it goes to: the
+ * signature covers the method, path and query as sent (issue #27), and so the base path of that
+ * instance's URL.
  */
 class Orchestrator {
 	private const TIMEOUT_S = 60;
@@ -40,13 +42,14 @@ class Orchestrator {
 	}
 
 	/**
-	 * The complete header set for one request. `$tokens` maps MCP server name => the user's access
-	 * token for that server's audience; each token goes out under its own server's name only.
+	 * The complete header set for one request of `$method` to `$url` (the full URL it is sent
+	 * to: the signature covers its path and query). `$tokens` maps MCP server name => the user's
+	 * access token for that server's audience; each token goes out under its own server's name only.
 	 * @param array<string, string> $tokens
 	 * @return array<string, string>
 	 */
-	public function headers(string $uid, string $body, array $tokens, string $requestId, string $contentType = ''): array {
-		$headers = $this->settings->signer()->headers($uid, $this->time->getTime(), $body, Signer::credentialsHeader($tokens));
+	public function headers(string $method, string $url, string $uid, string $body, array $tokens, string $requestId, string $contentType = ''): array {
+		$headers = $this->settings->signer()->headers($method, $url, $uid, $this->time->getTime(), $body, Signer::credentialsHeader($tokens));
 		if ($requestId !== '') {
 			$headers['X-Request-Id'] = $requestId;
 		}
@@ -62,7 +65,7 @@ class Orchestrator {
 	 */
 	public function send(string $method, string $path, string $uid, string $body, array $tokens, string $requestId): UpstreamReply {
 		return $this->failover($path, $body, $uid, fn (string $base): UpstreamReply => $this->exchange(
-			$base, $method, $path, $this->headers($uid, $body, $tokens, $requestId, $body === '' ? '' : 'application/json'), $body));
+			$base, $method, $path, $this->headers($method, $base . $path, $uid, $body, $tokens, $requestId, $body === '' ? '' : 'application/json'), $body));
 	}
 
 	/**
@@ -73,7 +76,7 @@ class Orchestrator {
 	 */
 	public function sendAdmin(string $path, string $uid, string $requestId): UpstreamReply {
 		return $this->failover($path, '', $uid, function (string $base) use ($path, $uid, $requestId): UpstreamReply {
-			$headers = $this->settings->signer()->adminHeaders($uid, $this->time->getTime());
+			$headers = $this->settings->signer()->adminHeaders($base . $path, $uid, $this->time->getTime());
 			if ($requestId !== '') {
 				$headers['X-Request-Id'] = $requestId;
 			}
@@ -209,7 +212,7 @@ class Orchestrator {
 	 */
 	public function stream(string $method, string $path, string $uid, string $body, array $tokens, string $requestId): UpstreamStream {
 		$stream = $this->route($this->instances($path, $body, $uid), function (string $base) use ($method, $path, $uid, $body, $tokens, $requestId): UpstreamStream {
-			$headers = $this->headers($uid, $body, $tokens, $requestId, $body === '' ? '' : 'application/json');
+			$headers = $this->headers($method, $base . $path, $uid, $body, $tokens, $requestId, $body === '' ? '' : 'application/json');
 			$headers['Accept'] = 'text/event-stream';
 			return UpstreamStream::open($method, $base . $path, $headers, $body);
 		});

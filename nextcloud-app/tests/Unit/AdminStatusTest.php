@@ -57,7 +57,8 @@ final class AdminStatusTest extends AppTestCase {
 		self::assertSame('root', $h['x-tamebi-uid']);
 		self::assertArrayNotHasKey('x-tamebi-credentials', $h, 'no user token on an admin route');
 		self::assertStringNotContainsString('access-must-not-travel', json_encode($sent));
-		$expected = hash_hmac('sha256', "tamebi-admin-v1\nroot\n" . $h['x-tamebi-ts'] . "\n" . $h['x-tamebi-nonce'], self::SIGNING);
+		// Over the same target as the user signature (issue #27): GET, the path, an empty query.
+		$expected = hash_hmac('sha256', "tamebi-admin-v2\nGET\n/v1/admin/status\n\nroot\n" . $h['x-tamebi-ts'] . "\n" . $h['x-tamebi-nonce'], self::SIGNING);
 		self::assertSame($expected, $h['x-tamebi-admin-signature']);
 	}
 
@@ -103,14 +104,25 @@ final class AdminStatusTest extends AppTestCase {
 		self::assertStringContainsString('The orchestrator refused the status request (HTTP 401).', $html);
 	}
 
-	public function testTheSignatureMatchesTheOrchestratorsVector(): void {
-		// The same vector as src/auth/identity.rs (admin_signatures_are_separate_from_user_signatures).
-		$signer = new Signer('p', str_repeat('s', 32));
-		self::assertSame('033e5ec3af54100345548cd39dbb91a66c22e0e207e231e9441b1176b9c36370',
-			$signer->adminSignature('admin', 1700000000, '0123456789abcdef0123456789abcdef'));
-		$h = $signer->adminHeaders('admin', 1700000000, '0123456789abcdef0123456789abcdef');
-		self::assertSame($signer->signature('admin', 1700000000, '0123456789abcdef0123456789abcdef', '', ''), $h['X-Tamebi-Signature']);
-		self::assertNotSame($h['X-Tamebi-Signature'], $h['X-Tamebi-Admin-Signature']);
+	public function testTheSignatureMatchesTheSharedVectors(): void {
+		// testdata/g1-vectors.json's admin_vectors, which src/auth/identity.rs verifies too.
+		$data = json_decode((string)file_get_contents(dirname(__DIR__, 3) . '/testdata/g1-vectors.json'), true, 512, JSON_THROW_ON_ERROR);
+		$signer = new Signer($data['proxy_secret'], $data['signing_secret']);
+		self::assertNotEmpty($data['admin_vectors']);
+		foreach ($data['admin_vectors'] as $v) {
+			self::assertSame($v['signature'], $signer->adminSignature($v['method'], $v['path'], $v['query'], $v['uid'], $v['ts'], $v['nonce']),
+				$v['signed_string']);
+			$url = 'http://orchestrator:8700' . $v['path'] . ($v['query'] === '' ? '' : '?' . $v['query']);
+			$h = $signer->adminHeaders($url, $v['uid'], $v['ts'], $v['nonce']);
+			self::assertSame($v['signature'], $h['X-Tamebi-Admin-Signature']);
+			self::assertSame($signer->signature('GET', $v['path'], $v['query'], $v['uid'], $v['ts'], $v['nonce'], '', ''), $h['X-Tamebi-Signature']);
+			self::assertNotSame($h['X-Tamebi-Signature'], $h['X-Tamebi-Admin-Signature']);
+		}
+		// The admin GET's user signature is a shared vector of its own.
+		$user = array_values(array_filter($data['vectors'], fn (array $v): bool => $v['path'] === '/v1/admin/status'));
+		self::assertCount(1, $user);
+		$h = $signer->adminHeaders('http://orchestrator:8700/v1/admin/status', $user[0]['uid'], $user[0]['ts'], $user[0]['nonce']);
+		self::assertSame($user[0]['signature'], $h['X-Tamebi-Signature']);
 	}
 
 	public function testTheControllerAnswersJsonForAnAdmin(): void {

@@ -56,6 +56,26 @@ final class OwnedElsewhereTest extends AppTestCase {
 		self::assertGreaterThanOrEqual(0.95, $at[2] - $at[1]);
 	}
 
+	/**
+	 * Issue #27: the signature covers the path as sent, so each attempt is signed for its own
+	 * instance's URL, base path included. The fake checks G1 before it says "owned elsewhere"
+	 * (a 401 would end the failover at once), so both instances answering 503 means both
+	 * attempts were signed for where they went.
+	 */
+	public function testEachAttemptIsSignedForItsOwnInstancesPath(): void {
+		$port = parse_url($this->upstream->url, PHP_URL_PORT);
+		$this->settings->set(AppSettings::ORCHESTRATOR_URL, "http://127.0.0.1:$port/base-one, http://127.0.0.1:$port/base-two");
+		$this->upstream->ownedElsewhereFor(30, '30');
+		$response = $this->api()->conversation('c1');
+		self::assertSame(503, $response->getStatus(), $response->render());
+		$sent = array_values(array_filter($this->upstream->requests(), fn (array $r): bool => str_starts_with($r['uri'], '/base-')));
+		$uris = array_map(fn (array $r): string => $r['uri'], $sent);
+		sort($uris);
+		self::assertSame(['/base-one/v1/conversations/c1', '/base-two/v1/conversations/c1'], $uris);
+		self::assertNotSame($sent[0]['headers']['x-tamebi-signature'], $sent[1]['headers']['x-tamebi-signature']);
+		self::assertNotSame($sent[0]['headers']['x-tamebi-nonce'], $sent[1]['headers']['x-tamebi-nonce']);
+	}
+
 	public function testALongRetryAfterGoesToTheBrowserWithoutWaiting(): void {
 		$this->upstream->ownedElsewhereFor(30, '30');
 		$started = microtime(true);

@@ -6,13 +6,17 @@ namespace OCA\Tamebi\Tests\Unit;
 
 use OCA\Tamebi\Http\RelayResponse;
 use OCA\Tamebi\Service\AppSettings;
+use OCA\Tamebi\Service\Orchestrator;
 use OCA\Tamebi\Tests\RealOrchestrator;
+use OCA\Tamebi\Tests\Stubs\CurlClientService;
+use OCA\Tamebi\Tests\Stubs\FakeClock;
 use OCA\Tamebi\Tests\Stubs\RecordingOutput;
 
 /**
  * The real orchestrator binary's refusal codes through the app: a user message sent again under
  * the id of an earlier one is the orchestrator's own 409 `message_id_taken`, and the browser gets
- * the app's text for that code, not the one every 409 used to get.
+ * the app's text for that code, not the one every 409 used to get. And the app's G1 signature,
+ * checked by the real verifier: good for the route it was made for, refused on any other.
  */
 final class RealRefusalTest extends AppTestCase {
 	private ?RealOrchestrator $real = null;
@@ -48,5 +52,49 @@ final class RealRefusalTest extends AppTestCase {
 			'requestId' => 'req-123',
 			'code' => 'message_id_taken',
 		]], $refused->getData());
+	}
+
+	/** Sends `$headers` as they are with `$method` to `$url`: (status, body). */
+	private static function raw(string $method, string $url, array $headers): array {
+		$lines = [];
+		foreach ($headers as $name => $value) {
+			$lines[] = "$name: $value";
+		}
+		$curl = curl_init($url);
+		curl_setopt_array($curl, [CURLOPT_CUSTOMREQUEST => $method, CURLOPT_HTTPHEADER => $lines, CURLOPT_RETURNTRANSFER => true]);
+		$body = (string)curl_exec($curl);
+		$status = (int)curl_getinfo($curl, CURLINFO_RESPONSE_CODE);
+		curl_close($curl);
+		return [$status, $body];
+	}
+
+	/**
+	 * Issue #27: the real orchestrator accepts what the app signs for a read, a delete, a query
+	 * and the erasure route, and refuses the headers of a signed GET /v1/conversations sent as
+	 * DELETE /v1/me/data or with a query: 401, after which the GET itself still works.
+	 */
+	public function testTheAppsSignatureHoldsForItsOwnRouteOnly(): void {
+		$this->real = new RealOrchestrator(self::PROXY, self::SIGNING);
+		$this->settings->set(AppSettings::ORCHESTRATOR_URL, $this->real->url);
+		$orchestrator = new Orchestrator($this->settings, new CurlClientService(), new FakeClock());
+		foreach ([
+			['GET', '/v1/conversations', 200],
+			// Signed correctly, refused for what they ask: no such conversation.
+			['DELETE', '/v1/conversations/c-none', 404],
+			['GET', '/v1/apps/resource?server=nextcloud&uri=ui%3A%2F%2Fnextcloud%2Fx&conversation=c-none', 403],
+			['DELETE', '/v1/me/data', 200],
+		] as [$method, $path, $status]) {
+			$reply = $orchestrator->send($method, $path, 'alice', '', [], 'req-own');
+			self::assertSame($status, $reply->status, "$method $path: {$reply->body}");
+		}
+		$url = $this->real->url . '/v1/conversations';
+		$headers = $orchestrator->headers('GET', $url, 'alice', '', [], 'req-moved');
+		foreach ([['DELETE', $this->real->url . '/v1/me/data'], ['GET', $url . '?limit=1'], ['GET', $url . '/c-none']] as [$method, $moved]) {
+			[$status, $body] = self::raw($method, $moved, $headers);
+			self::assertSame(401, $status, "$method $moved: $body");
+			self::assertSame('unauthorized', json_decode($body, true)['error']['code'] ?? null, $body);
+		}
+		[$status, $body] = self::raw('GET', $url, $headers);
+		self::assertSame(200, $status, $body);
 	}
 }

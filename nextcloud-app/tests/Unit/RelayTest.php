@@ -62,8 +62,9 @@ final class RelayTest extends AppTestCase {
 		self::assertArrayNotHasKey('x-tamebi-nc-authorization', $sent);
 		self::assertSame('req-123', $sent['x-request-id']);
 		self::assertMatchesRegularExpression('/^[0-9a-f]{32}$/', $sent['x-tamebi-nonce']);
-		// Issue 10.4: the credentials header is inside the signature.
-		$signed = "alice\n" . $sent['x-tamebi-ts'] . "\n" . $sent['x-tamebi-nonce'] . "\n" . hash('sha256', '') . "\n"
+		// Issue 10.4: the credentials header is inside the signature; issue #27: so are the
+		// method, the path and the (empty) query it was sent to.
+		$signed = "GET\n/v1/conversations\n\nalice\n" . $sent['x-tamebi-ts'] . "\n" . $sent['x-tamebi-nonce'] . "\n" . hash('sha256', '') . "\n"
 			. hash('sha256', 'nextcloud=access-xyz');
 		self::assertSame(hash_hmac('sha256', $signed, self::SIGNING), $sent['x-tamebi-signature']);
 	}

@@ -31,8 +31,8 @@ use std::path::{Path, PathBuf};
 use tokio_postgres::NoTls;
 use tokio_postgres::config::{Host, SslMode};
 
-use crate::config::Secret;
 use crate::error::Error;
+use crate::types::Secret;
 
 /// Where the database is and how the connection is protected.
 #[derive(Debug, Clone)]

@@ -255,8 +255,8 @@ impl SessionCookies {
             return;
         }
         tracing::warn!(
-            users = state.refusing_users.len(),
-            pause_secs = PAUSE.as_secs(),
+            users = telemetry_otlp::int(state.refusing_users.len()),
+            pause_secs = telemetry_otlp::int(PAUSE.as_secs()),
             "Nextcloud refused the sessions it had issued to several users while accepting their bearers alone \
              (its CSRF check does not take OCS-APIRequest: Nextcloud before 30?); session reuse pauses"
         );

@@ -95,7 +95,7 @@ pub fn record_outcome(span: &tracing::Span, outcome: &Result<Response, reqwest::
     match outcome {
         Ok(response) => {
             let status = response.status().as_u16();
-            span.record("http.response.status_code", status);
+            span.record("http.response.status_code", i64::from(status));
             if status >= 400 {
                 span.record("error.type", status.to_string());
             }

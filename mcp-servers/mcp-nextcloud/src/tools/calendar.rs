@@ -4,7 +4,9 @@
 //! Whatever cannot be handled faithfully (an unknown TZID, a floating time, a recurrence that
 //! expands past the cap, an object that does not parse) becomes a warning in the result: the
 //! model can then say "I could not read X" instead of quietly being wrong. An event's href
-//! (`<calendar>/<object>.ics`) is its id for the other tools.
+//! (`<calendar>/<object>.ics`) is its id for the other tools. A created event is read back and
+//! reported as Nextcloud holds it; a difference fails the call as unconfirmed (never retried:
+//! a second PUT would be a second event).
 
 use calcard::common::timezone::Tz;
 use calcard::common::{IanaString, PartialDateTime};
@@ -202,13 +204,34 @@ impl Tools {
             .body(ics);
         s.send(request, "creating the event").await?;
         let href = format!("{calendar}/{object}");
+        // Read the event back: its UID, title and times as Nextcloud holds them now.
+        let did = format!("Nextcloud accepted creating the event [{href}]");
+        let url = s.url(["remote.php", "dav", "calendars", s.uid(), calendar.as_str(), object.as_str()]);
+        let held = match s.send_text(s.request(http::Method::GET, url), "reading the event back").await {
+            Ok(data) => details(&data, &calendar, &href).map_err(|e| Error::unconfirmed(&did, e))?,
+            Err(Error::NotFound) => return Err(Error::Unconfirmed(format!("{did}, but there is no such event now"))),
+            Err(e) => return Err(Error::unconfirmed(&did, e)),
+        };
+        let (want_start, want_end) = (rfc3339(start_i), rfc3339(end_i));
+        if held.uid.as_deref() != Some(uid.as_str())
+            || held.title != title
+            || held.start.as_deref() != Some(want_start.as_str())
+            || held.end.as_deref() != Some(want_end.as_str())
+        {
+            return Err(Error::Unconfirmed(format!(
+                "{did}, but it holds another event now: \"{}\" from {} to {}",
+                held.title,
+                held.start.as_deref().unwrap_or("?"),
+                held.end.as_deref().unwrap_or("?")
+            )));
+        }
         let created = Created {
             href: href.clone(),
             uid,
             calendar,
             title,
-            start: rfc3339(start_i),
-            end: rfc3339(end_i),
+            start: want_start,
+            end: want_end,
             all_day,
         };
         Output::new(

@@ -1,6 +1,11 @@
 //! Deck tools over Deck's REST API (`/index.php/apps/deck/api/v1.0`): boards, one board's
 //! stacks and cards, create a card, move a card. Deck answers 403 for a board the caller
 //! cannot see; that is `not_found` here like every other refusal.
+//!
+//! A write is reported as what Deck holds afterwards, never as what was asked: a created card
+//! is read back, a moved card's stack is taken from Deck's own read-back in the reorder answer
+//! (or the board, read again), and a difference is an `Unconfirmed` error. Nothing here is
+//! retried: a second create would make a second card.
 
 use mcp_resource_server::Caller;
 use rmcp::handler::server::wrapper::Parameters;
@@ -132,11 +137,22 @@ impl Tools {
         let card: RawCard = s
             .send_json(s.ocs_request(http::Method::POST, url).json(&body), "creating the card")
             .await?;
+        // Read the card back: the answer to the POST is what Deck meant to store; the card as
+        // Deck holds it now is what the user is told about.
+        let did = format!("Nextcloud accepted creating card {} in stack {}", card.id, a.stack_id.0);
+        let back = match card_now(s, a.board_id.0, a.stack_id.0, card.id).await {
+            Ok(Some(back)) => back,
+            Ok(None) => return Err(Error::Unconfirmed(format!("{did}, but no such card is in that stack now"))),
+            Err(e) => return Err(Error::unconfirmed(&did, e)),
+        };
+        if let Some(other) = back.stack_id.filter(|st| *st != a.stack_id.0) {
+            return Err(Error::Unconfirmed(format!("{did}, but the card is in stack {other} now")));
+        }
         let out = CardCreated {
             board_id: a.board_id.0,
-            stack_id: card.stack_id.unwrap_or(a.stack_id.0),
-            card_id: card.id,
-            title: card.title,
+            stack_id: a.stack_id.0,
+            card_id: back.id,
+            title: back.title,
         };
         Output::new(
             format!(
@@ -169,10 +185,44 @@ impl Tools {
             .find(|st| st.cards.as_deref().unwrap_or_default().iter().any(|c| c.id == a.card_id.0))
             .map(|st| st.id)
             .ok_or(Error::NotFound)?;
-        let (b, f, c) = (a.board_id.0.to_string(), from.to_string(), a.card_id.0.to_string());
-        let url = deck_url(s, ["boards", b.as_str(), "stacks", f.as_str(), "cards", c.as_str(), "reorder"]);
+        // The target goes in the URL as well as in the body. Deck's reorder takes the stack
+        // from the merged request parameters, and on a Nextcloud with user_oidc a request that
+        // no session cookie logged in has them merged route-last (user_oidc reads a parameter
+        // while booting, so the JSON body is decoded before routing): there the URL's stack wins
+        // and a URL naming the card's current stack answers 200 with nothing moved.
+        let (b, t, c) = (a.board_id.0.to_string(), a.stack_id.0.to_string(), a.card_id.0.to_string());
+        let url = deck_url(s, ["boards", b.as_str(), "stacks", t.as_str(), "cards", c.as_str(), "reorder"]);
         let body = serde_json::json!({ "order": 0, "stackId": a.stack_id.0 });
-        s.send(s.ocs_request(http::Method::PUT, url).json(&body), "moving the card").await?;
+        let answer = s
+            .send_text(s.ocs_request(http::Method::PUT, url).json(&body), "moving the card")
+            .await?;
+        // Where the card is now. Deck answers a reorder with the cards of the stack it moved the
+        // card to, read from its database after the move (CardService::reorder); only when that
+        // answer does not show the card is the board read again.
+        let did = format!("Nextcloud accepted moving card {} to stack {}", a.card_id.0, a.stack_id.0);
+        let listed = serde_json::from_str::<Vec<RawCard>>(&answer)
+            .ok()
+            .and_then(|cards| cards.into_iter().find(|card| card.id == a.card_id.0))
+            .and_then(|card| card.stack_id);
+        let now = match listed {
+            Some(st) => Some(st),
+            None => stack_of(s, a.board_id.0, a.card_id.0)
+                .await
+                .map_err(|e| Error::unconfirmed(&did, e))?,
+        };
+        match now {
+            Some(st) if st == a.stack_id.0 => {}
+            Some(st) if st == from => {
+                return Err(Error::Unconfirmed(format!("{did}, but the card is still in stack {from}")));
+            }
+            Some(st) => return Err(Error::Unconfirmed(format!("{did}, but the card is in stack {st} now"))),
+            None => {
+                return Err(Error::Unconfirmed(format!(
+                    "{did}, but the card is no longer on board {}",
+                    a.board_id.0
+                )));
+            }
+        }
         let out = CardMoved {
             board_id: a.board_id.0,
             card_id: a.card_id.0,
@@ -283,6 +333,28 @@ pub struct CardMoved {
 
 fn deck_url<'a>(s: &Session<'_>, tail: impl IntoIterator<Item = &'a str>) -> url::Url {
     s.url(["index.php", "apps", "deck", "api", "v1.0"].into_iter().chain(tail))
+}
+
+/// The card as Deck holds it now, read through the stack it should be in; `None` when Deck
+/// says there is no such card there (Deck answers 403 or 404; a stand-in stricter about the
+/// URL's stack too).
+async fn card_now(s: &Session<'_>, board_id: u64, stack_id: u64, card_id: u64) -> Result<Option<RawCard>, Error> {
+    let (b, st, c) = (board_id.to_string(), stack_id.to_string(), card_id.to_string());
+    let url = deck_url(s, ["boards", b.as_str(), "stacks", st.as_str(), "cards", c.as_str()]);
+    match s.send_json(s.ocs_request(http::Method::GET, url), "reading the card back").await {
+        Ok(card) => Ok(Some(card)),
+        Err(Error::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The stack a card is in now, from one listing of its board; `None` when it is not on it.
+async fn stack_of(s: &Session<'_>, board_id: u64, card_id: u64) -> Result<Option<u64>, Error> {
+    Ok(stacks(s, board_id)
+        .await?
+        .into_iter()
+        .find(|st| st.cards.as_deref().unwrap_or_default().iter().any(|c| c.id == card_id))
+        .map(|st| st.id))
 }
 
 async fn stacks(s: &Session<'_>, board_id: u64) -> Result<Vec<RawStack>, Error> {

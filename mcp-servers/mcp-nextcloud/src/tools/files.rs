@@ -1,6 +1,8 @@
 //! File tools over WebDAV: list, read (with text extraction and paging), find by name,
 //! write, move. Every path is the caller's own (relative to their root) and every request
-//! carries their bearer; what Nextcloud does not return is never obtained.
+//! carries their bearer; what Nextcloud does not return is never obtained. A write or a move
+//! is reported once one PROPFIND shows Nextcloud holds it (the size and ETag written, the move's
+//! target); otherwise the call fails as unconfirmed, and nothing is retried.
 
 use mcp_resource_server::Caller;
 use rmcp::handler::server::wrapper::Parameters;
@@ -296,13 +298,31 @@ search to a folder. The index fills as people search, so the answer says how muc
             other => other?,
         };
         let created = nextcloud::created(response.status());
-        let file_id = oc_file_id(response.headers());
+        let written_etag = etag(response.headers());
         let display = path.display();
-        let text = format!(
-            "{} {display} ({} bytes).",
-            if created { "Created" } else { "Replaced" },
-            args.content.len()
-        );
+        // Read the file back: the size Nextcloud holds, and its version (ETag) against the one
+        // the PUT answered, so a write Nextcloud acknowledged but does not hold is not reported.
+        let did = format!("Nextcloud accepted writing '{display}'");
+        let now = stat(s, &path, "reading the file back")
+            .await
+            .map_err(|e| Error::unconfirmed(&did, e))?
+            .ok_or_else(|| Error::Unconfirmed(format!("{did}, but there is no such file now")))?;
+        let size = now.size.unwrap_or_default();
+        if now.is_dir || size != args.content.len() as u64 {
+            return Err(Error::Unconfirmed(format!(
+                "{did} ({} bytes), but it holds {size} bytes now",
+                args.content.len()
+            )));
+        }
+        if let (Some(written), Some(held)) = (&written_etag, &now.etag)
+            && written != held
+        {
+            return Err(Error::Unconfirmed(format!(
+                "{did}, but it holds another version now (ETag {held}, written {written}): it changed since"
+            )));
+        }
+        let file_id = oc_file_id(response.headers()).or(now.file_id);
+        let text = format!("{} {display} ({size} bytes).", if created { "Created" } else { "Replaced" },);
         Output::new(
             text,
             &WriteResult {
@@ -347,6 +367,16 @@ search to a folder. The index fills as people search, so the answer says how muc
             other => other?,
         };
         let replaced = response.status() == http::StatusCode::NO_CONTENT;
+        // Read the destination back: a move Nextcloud acknowledged is reported only once the
+        // target is there.
+        let did = format!("Nextcloud accepted moving '{}' to '{}'", from.display(), to.display());
+        if stat(s, &to, "reading the target back")
+            .await
+            .map_err(|e| Error::unconfirmed(&did, e))?
+            .is_none()
+        {
+            return Err(Error::Unconfirmed(format!("{did}, but there is nothing at '{}' now", to.display())));
+        }
         let text = format!("Moved {} to {}.", from.display(), to.display());
         Output::new(
             text,
@@ -499,6 +529,51 @@ async fn path_of_id(s: &Session<'_>, id: u64) -> Result<FileEntry, Error> {
         .filter_map(|e| entry(&prefix, e))
         .find(|e| e.file_id == Some(id))
         .ok_or(Error::NotFound)
+}
+
+/// What a read-back needs of one file or folder.
+struct Stat {
+    is_dir: bool,
+    size: Option<u64>,
+    file_id: Option<u64>,
+    etag: Option<String>,
+}
+
+/// One PROPFIND (Depth 0) of `path`; `None` when Nextcloud says it is not there (404).
+async fn stat(s: &Session<'_>, path: &UserPath, what: &str) -> Result<Option<Stat>, Error> {
+    let request = s
+        .request(method("PROPFIND"), s.files_url(path))
+        .headers(dav_headers(Some("0")))
+        .body(dav::propfind_files());
+    let found = match s.multistatus(request, what).await {
+        Ok(found) => found,
+        Err(Error::NotFound) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let prefix = s.files_prefix();
+    Ok(found.iter().find_map(|e| {
+        let row = entry(&prefix, e)?;
+        (row.path == path.display()).then(|| Stat {
+            is_dir: row.is_dir,
+            size: row.size,
+            file_id: row.file_id,
+            etag: e.prop(dav::DAV, "getetag").map(unquoted),
+        })
+    }))
+}
+
+/// The ETag a write answered (`OC-ETag` is Nextcloud's copy of it), without quotes.
+fn etag(headers: &http::HeaderMap) -> Option<String> {
+    ["etag", "oc-etag"]
+        .iter()
+        .find_map(|h| headers.get(*h)?.to_str().ok())
+        .map(unquoted)
+        .filter(|e| !e.is_empty())
+}
+
+/// An entity tag as a bare value: `W/"abc"`, `"abc"` and `abc` are the same version.
+fn unquoted(raw: &str) -> String {
+    raw.trim().trim_start_matches("W/").trim_matches('"').to_string()
 }
 
 /// Nextcloud's `OC-FileId` header is the numeric id, zero-padded, followed by the instance id.

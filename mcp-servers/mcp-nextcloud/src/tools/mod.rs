@@ -54,7 +54,7 @@ pub mod files;
 
 use std::sync::Arc;
 
-use mcp_resource_server::{Caller, mcp, tool_result};
+use mcp_resource_server::{Caller, arguments, mcp, schema, tool_result};
 use rmcp::handler::server::common::schema_for_type;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -76,11 +76,10 @@ pub struct Tools {
 
 impl Tools {
     pub fn new(nextcloud: Arc<Nextcloud>, index: Index) -> Self {
-        Tools {
-            nextcloud,
-            index,
-            router: Self::files_router() + Self::calendar_router() + Self::contacts_router() + Self::deck_router(),
-        }
+        let mut router = Self::files_router() + Self::calendar_router() + Self::contacts_router() + Self::deck_router();
+        // Every published schema in standard JSON Schema only (no schemars `uint64` formats).
+        schema::standard_schemas(&mut router);
+        Tools { nextcloud, index, router }
     }
 
     /// Every tool's definition (rmcp lists them sorted by name).
@@ -95,13 +94,15 @@ impl Tools {
 
     /// Runs the tool `request` names, as the caller the auth gate attached to `context`.
     /// Never fails at the protocol level: every failure is a tool result with `isError: true`.
-    pub async fn call(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> CallToolResult {
+    pub async fn call(&self, mut request: CallToolRequestParams, context: RequestContext<RoleServer>) -> CallToolResult {
         if mcp::caller(&context).is_none() {
             return error_result(&Error::AuthExpired);
         }
-        if self.router.get(&request.name).is_none() {
+        let Some(tool) = self.router.get(&request.name) else {
             return error_result(&Error::invalid(format!("there is no tool named {:?}", request.name.as_ref())));
-        }
+        };
+        // `"limit": "5"` reads as 5 where the published schema says integer.
+        arguments::integers_from_strings(tool, &mut request);
         match self.router.call(ToolCallContext::new(self, request, context)).await {
             Ok(CallToolResponse::Complete(result)) => with_error_shape(result),
             Ok(_) => error_result(&Error::Retryable("the tool gave an answer of an unexpected kind".into())),

@@ -1,0 +1,24 @@
+// What the approval card says about where a call goes (G3, issue #27). The orchestrator puts
+// the server on the tool part (`toolMetadata`, from its own registry, never from the model).
+// Read here fail closed: a part that does not say where its call goes is shown as going to an
+// unknown server, with the third-party warning, never as one of ours.
+
+/** Where an approval-requested call goes, as the card shows it. */
+export interface ApprovalTarget {
+  /** The configured server name; null when the part does not say. */
+  server: string | null;
+  /** The tool's name on that server (the model's name for it when the part does not say). */
+  tool: string;
+  /** Not one of the operator's own servers: approving sends the arguments to a third party. */
+  thirdParty: boolean;
+}
+
+export function approvalTarget(part: { toolName: string; toolMetadata?: unknown }): ApprovalTarget {
+  const meta = part.toolMetadata;
+  const fields = meta !== null && typeof meta === 'object' && !Array.isArray(meta) ? (meta as Record<string, unknown>) : {};
+  const server = typeof fields.server === 'string' && fields.server !== '' ? fields.server : null;
+  const tool = typeof fields.tool === 'string' && fields.tool !== '' ? fields.tool : part.toolName;
+  // Only an explicit `false` from the orchestrator makes a server one of ours.
+  const thirdParty = server === null || fields.thirdParty !== false;
+  return { server, tool, thirdParty };
+}
