@@ -316,7 +316,7 @@ fn scripted_summary(request: &Value) -> String {
 fn assert_incremental(request: &Value, previous: Option<&Value>) {
     let (first, last) = summary_range(request);
     let text = last_user_text(request);
-    assert!(text.contains("<untrusted_data source=\"conversation\">"), "enveloped (G2)");
+    assert!(text.contains("<untrusted_data source=\"conversation\" id=\""), "enveloped (G2)");
     let since = match previous {
         None => {
             assert_eq!(first, 1);
