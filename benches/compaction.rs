@@ -76,7 +76,9 @@ fn exchange(i: usize, answer_chars: usize) -> [UiMessage; 2] {
 
 /// The scripted model's summariser (dev/scripted-model `summarise_user_lines`).
 fn scripted_summariser(request: &[ChatMessage]) -> String {
-    let ChatMessage::User { content } = &request[1] else { return String::new() };
+    let ChatMessage::User { content } = &request[1] else {
+        return String::new();
+    };
     content
         .lines()
         .map(|l| l.trim().trim_start_matches("- ").trim())
@@ -127,14 +129,20 @@ fn main() {
     // The target for issue #27's fixture (tests/compaction.rs asserts it end to end).
     const TURNS_PER_SUMMARY: usize = 4;
     println!();
-    println!("summary calls per conversation (short notes, answers of 1,700 characters; target: at most one per {TURNS_PER_SUMMARY} turns)");
+    println!(
+        "summary calls per conversation (short notes, answers of 1,700 characters; target: at most one per {TURNS_PER_SUMMARY} turns)"
+    );
     for (window, turns) in [(6_000u64, 14usize), (6_000, 100), (32_768, 100), (32_768, 300)] {
         let limits = Limits::for_window(window);
         let (calls, largest_input) = summary_calls(turns, 1_700, &limits);
         let per = if calls == 0 { f64::INFINITY } else { turns as f64 / calls as f64 };
         println!(
             "{window:>6}-token window, {turns:>3} turns: {calls:>3} summary calls, one per {per:>5.1} turns, largest summary input {largest_input:>6} chars{}",
-            if calls <= turns.div_ceil(TURNS_PER_SUMMARY) { "" } else { "  (over the target)" }
+            if calls <= turns.div_ceil(TURNS_PER_SUMMARY) {
+                ""
+            } else {
+                "  (over the target)"
+            }
         );
     }
 }

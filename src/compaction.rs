@@ -296,10 +296,7 @@ fn floor_start(history: &[UiMessage], costs: &[u64], fixed: u64, budget: u64, ca
     if history.is_empty() {
         return 0;
     }
-    let limit = history
-        .iter()
-        .rposition(|m| m.role == Role::User)
-        .unwrap_or(history.len() - 1);
+    let limit = history.iter().rposition(|m| m.role == Role::User).unwrap_or(history.len() - 1);
     // The note about omitted messages adds a few dozen characters: count it generously.
     let mut total: u64 = fixed + 60 + costs.iter().sum::<u64>();
     let mut from = 0;
@@ -728,9 +725,11 @@ mod tests {
         let user = text_message(&format!("u{i}"), "user", &format!("Turn {i}: {}", &note[..note_chars]));
         let mut parts = vec![json!({"type": "step-start"})];
         if result_chars > 0 {
-            parts.push(json!({"type": "dynamic-tool", "toolName": "files_read", "toolCallId": format!("c{i}"), "state": "output-available",
+            parts.push(
+                json!({"type": "dynamic-tool", "toolName": "files_read", "toolCallId": format!("c{i}"), "state": "output-available",
                 "input": {"path": format!("/notes/{i}.md")},
-                "output": {"server": "nextcloud", "content": [{"type": "text", "text": "d".repeat(result_chars)}]}}));
+                "output": {"server": "nextcloud", "content": [{"type": "text", "text": "d".repeat(result_chars)}]}}),
+            );
             parts.push(json!({"type": "step-start"}));
         }
         parts.push(json!({"type": "text", "text": &answer[..answer_chars]}));
@@ -885,10 +884,15 @@ mod tests {
                     if !open.is_empty() {
                         return false;
                     }
-                    open = tool_calls.iter().map(|c| serde_json::to_value(c).unwrap()["id"].as_str().unwrap().to_string()).collect();
+                    open = tool_calls
+                        .iter()
+                        .map(|c| serde_json::to_value(c).unwrap()["id"].as_str().unwrap().to_string())
+                        .collect();
                 }
                 ChatMessage::Tool { tool_call_id, .. } => {
-                    let Some(i) = open.iter().position(|id| id == tool_call_id) else { return false };
+                    let Some(i) = open.iter().position(|id| id == tool_call_id) else {
+                        return false;
+                    };
                     open.remove(i);
                 }
                 ChatMessage::User { .. } | ChatMessage::System { .. } => {
@@ -931,7 +935,12 @@ mod tests {
         assert_eq!(history[end].role, Role::User);
         let s = summarised(&history, end, &limits);
         let after = build_view("s", Some(&s), &history, 0, &limits, Calibration::default());
-        assert!(after.tokens <= limits.compact_to_tokens, "{} > {}", after.tokens, limits.compact_to_tokens);
+        assert!(
+            after.tokens <= limits.compact_to_tokens,
+            "{} > {}",
+            after.tokens,
+            limits.compact_to_tokens
+        );
         // The shortest range that does it: one exchange less would not.
         let shorter = summarised(&history, end - 2, &limits);
         if end - 2 >= 2 {
@@ -943,7 +952,11 @@ mod tests {
         let mut grown = history.clone();
         grown.push(issue_exchange((history.len() - 1) / 2).1);
         grown.push(text_message("more", "user", "one more thing"));
-        grown.push(text_message("big", "assistant", &"b".repeat(usize::try_from(limits.summary_threshold() * 3).unwrap())));
+        grown.push(text_message(
+            "big",
+            "assistant",
+            &"b".repeat(usize::try_from(limits.summary_threshold() * 3).unwrap()),
+        ));
         grown.push(text_message("next", "user", "and now?"));
         let v = build_view("s", Some(&s), &grown, 0, &limits, Calibration::default());
         assert!(v.tokens > limits.summary_threshold() && v.omitted == 0, "{}", v.tokens);
@@ -953,7 +966,14 @@ mod tests {
     #[test]
     fn the_target_is_a_parameter() {
         let base = Limits::for_window(ISSUE_WINDOW);
-        let (loose, _) = simulate(ISSUE_TURNS, &Limits { compact_to_tokens: base.summary_threshold() - 1, ..base }, issue_exchange);
+        let (loose, _) = simulate(
+            ISSUE_TURNS,
+            &Limits {
+                compact_to_tokens: base.summary_threshold() - 1,
+                ..base
+            },
+            issue_exchange,
+        );
         let (tight, _) = simulate(ISSUE_TURNS, &base, issue_exchange);
         assert!(loose.len() > tight.len(), "{} vs {}", loose.len(), tight.len());
         for c in &tight {
@@ -971,7 +991,11 @@ mod tests {
         assert!(v.tokens <= limits.prompt_budget());
         assert!(
             matches!(&v.messages[1], ChatMessage::User { content } if content.starts_with("yyy") && content.ends_with("[cut to fit the context window]")),
-            "the message to answer is cut, never left out: {:?}", v.messages.iter().map(|m| format!("{m:?}").chars().take(120).collect::<String>()).collect::<Vec<_>>()
+            "the message to answer is cut, never left out: {:?}",
+            v.messages
+                .iter()
+                .map(|m| format!("{m:?}").chars().take(120).collect::<String>())
+                .collect::<Vec<_>>()
         );
         assert_eq!(summary_plan(&alone, None, &v, &limits), None);
         // After a conversation: what came before is summarised, the huge message is not.
@@ -985,7 +1009,12 @@ mod tests {
         let after = build_view("s", Some(&s), &history, 0, &limits, Calibration::default());
         assert!(after.tokens <= limits.prompt_budget());
         // The floor may leave out the exchange before it, never the message itself.
-        assert!(after.messages.iter().any(|m| matches!(m, ChatMessage::User { content } if content.starts_with("yyy"))));
+        assert!(
+            after
+                .messages
+                .iter()
+                .any(|m| matches!(m, ChatMessage::User { content } if content.starts_with("yyy")))
+        );
     }
 
     #[test]
@@ -1042,7 +1071,11 @@ mod tests {
         let previous = format!("HERON {}", "p".repeat(50_000));
         let since = conversation(100, 5_000);
         let req = summary_request(Some(&previous), &since[40..], 41, &limits);
-        assert!(estimate_tokens(&req) <= limits.summary_input_budget() + 64, "{}", estimate_tokens(&req));
+        assert!(
+            estimate_tokens(&req) <= limits.summary_input_budget() + 64,
+            "{}",
+            estimate_tokens(&req)
+        );
         let ChatMessage::User { content } = &req[1] else { panic!() };
         assert!(content.starts_with(&format!("{SUMMARY_REQUEST} (messages 41 to 200)")));
         assert!(content.contains(&format!("{PREVIOUS_SUMMARY}\n{}\n", bounded_summary(&previous, &limits))));

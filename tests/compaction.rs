@@ -326,7 +326,9 @@ fn assert_incremental(request: &Value, previous: Option<&Value>) {
         Some(p) => {
             assert_eq!(first, summary_range(p).1 + 1, "starts where the previous summary ended");
             let head = format!("{PREVIOUS_SUMMARY}\n{}\n", scripted_summary(p));
-            let at = text.find(&head).unwrap_or_else(|| panic!("the previous summary is in the request: {text}"));
+            let at = text
+                .find(&head)
+                .unwrap_or_else(|| panic!("the previous summary is in the request: {text}"));
             &text[at + head.len()..]
         }
     };
@@ -394,7 +396,11 @@ async fn turn_without_workspace(orch: &Orchestrator, c: &reqwest::Client, conver
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let body = user_turn(conversation, &format!("m{n}"), text);
-        let r = orch.request(c, Method::POST, "/v1/chat", "alice", &body, None).send().await.unwrap();
+        let r = orch
+            .request(c, Method::POST, "/v1/chat", "alice", &body, None)
+            .send()
+            .await
+            .unwrap();
         if r.status() == 200 {
             return parts(&read_sse(r).await);
         }
