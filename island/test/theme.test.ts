@@ -14,12 +14,17 @@ describe('the page theme for MCP Apps frames', () => {
   it('carries the island tokens under the spec names and follows a change of <body>', async () => {
     const style = document.createElement('style');
     style.textContent = `
-      #root { --t-bg: #ffffff; --t-text: #222222; background: rgb(255, 255, 255); }
-      body[data-themes="dark"] #root { --t-bg: #171717; --t-text: #ebebeb; background: rgb(23, 23, 23); }`;
+      #root { background: rgb(255, 255, 255); }
+      #root > div { --t-bg: #ffffff; --t-text: #222222; }
+      body[data-themes="dark"] #root { background: rgb(23, 23, 23); }
+      body[data-themes="dark"] #root > div { --t-bg: #171717; --t-text: #ebebeb; }`;
     document.head.appendChild(style);
+    // The island's inner element is transparent: the theme is read from what it is drawn on.
+    const outer = document.createElement('div');
+    outer.id = 'root';
     const root = document.createElement('div');
-    root.id = 'root';
-    document.body.appendChild(root);
+    outer.appendChild(root);
+    document.body.appendChild(outer);
     const first = themeContext(root);
     expect(first.theme).toBe('light');
     expect(first.styles.variables['--color-background-primary']).toBe('#ffffff');

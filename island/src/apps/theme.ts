@@ -41,6 +41,15 @@ export function themeOf(background: string): Theme {
   return 0.2126 * (r ?? 0) + 0.7152 * (g ?? 0) + 0.0722 * (b ?? 0) < 0.18 ? 'dark' : 'light';
 }
 
+/** The background `el` is drawn on: its own, or the nearest ancestor's that is not transparent. */
+function backgroundOf(el: Element): string {
+  for (let node: Element | null = el; node; node = node.parentElement) {
+    const background = getComputedStyle(node).backgroundColor;
+    if (!/^(transparent|rgba\(.*,\s*0\))$/.test(background.trim())) return background;
+  }
+  return 'rgb(255, 255, 255)';
+}
+
 /** The context for frames shown inside `root` (an element of the island, which carries its tokens). */
 export function themeContext(root: Element): ThemeContext {
   const style = getComputedStyle(root);
@@ -51,7 +60,7 @@ export function themeContext(root: Element): ThemeContext {
   }
   const font = style.fontFamily.trim();
   if (font !== '') variables['--font-sans'] = font;
-  return { theme: themeOf(style.backgroundColor), styles: { variables } };
+  return { theme: themeOf(backgroundOf(root)), styles: { variables } };
 }
 
 /**
