@@ -14,7 +14,9 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use test_harness::island::{DevHost, check, island_dir, require_chromium, require_node_modules, run_node_json};
+use test_harness::island::{
+    DevHost, assert_frame_matches_page, assert_no_axe_violations, check, island_dir, require_chromium, require_node_modules, run_node_json,
+};
 use test_harness::mcp_nextcloud::McpNextcloud;
 use test_harness::orchestrator::{Options, Orchestrator};
 use test_harness::scripted_model::ScriptedModel;
@@ -74,6 +76,34 @@ async fn dav_get(standin: &Standin, path: &str) -> (u16, String) {
     (status, r.text().await.unwrap_or_default())
 }
 
+/// The admin settings section, rendered from `nextcloud-app/templates/admin.php` by PHP's CLI
+/// (`nextcloud-app/tests/AdminPage.php`: Nextcloud's escaping, a status taking every branch),
+/// written into `artifacts`; the browser script places it in a Nextcloud-like page for axe.
+fn render_admin_section(artifacts: &std::path::Path) -> std::path::PathBuf {
+    let out = std::process::Command::new("php")
+        .arg(workspace_root().join("nextcloud-app/tests/AdminPage.php"))
+        .output()
+        .expect("php (scripts/install.d/30-php.sh installs it)");
+    assert!(
+        out.status.success(),
+        "rendering the admin page: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::create_dir_all(artifacts).expect("artifacts dir");
+    let file = artifacts.join("admin-section.html");
+    std::fs::write(&file, &out.stdout).expect("admin section");
+    file
+}
+
+/// Focus moved to the approval card's first button when it appeared, with a visible outline,
+/// and back to the composer after the decision (issue #34).
+fn assert_focus_on_card_then_composer(c: &Value) {
+    assert_eq!(c["focusOnCard"]["testid"], "approve", "{c}");
+    assert_eq!(c["focusOnCard"]["first"], true, "{c}");
+    assert_ne!(c["focusOnCard"]["outline"], "none", "the focused button shows no focus: {c}");
+    assert_eq!(c["focusAfter"], "composer", "{c}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_island_and_its_apps_in_chromium() {
     require_chromium();
@@ -104,15 +134,17 @@ async fn the_island_and_its_apps_in_chromium() {
     );
 
     let artifacts = workspace_root().join("test-artifacts/island-browser");
+    let admin_section = render_admin_section(&artifacts);
     let report = tokio::task::spawn_blocking({
         let env = vec![
+            ("ADMIN_SECTION", admin_section.display().to_string()),
             ("BASE_URL", host.url().to_string()),
             ("NC_URL", standin.url().to_string()),
             ("ARTIFACTS", artifacts.display().to_string()),
             ("PATH", std::env::var("PATH").unwrap_or_default()),
             ("TZ", "UTC".to_string()),
         ];
-        move || run_node_json(&island_dir(), "browser-tests/run.mjs", &[], &env, Duration::from_secs(240))
+        move || run_node_json(&island_dir(), "browser-tests/run.mjs", &[], &env, Duration::from_secs(360))
     })
     .await
     .expect("browser run");
@@ -142,8 +174,34 @@ async fn the_island_and_its_apps_in_chromium() {
             "2026-01-18"
         ])
     );
-    assert_eq!(c["events"], json!(["Quarterly planning, 10:00–11:00"]));
+    assert_eq!(c["events"], json!(["10:00–11:00 Quarterly planning"]));
     assert_eq!(c["eventDay"], 3, "the event sits in Thursday's column");
+
+    // Issue #34: the conversation is a polite live log under the page's one heading; while a
+    // reply streams the log is busy, and the reply is announced as a whole sentence, once.
+    let c = check(&report, "conversation_is_a_live_log");
+    assert_eq!(
+        (&c["role"], &c["live"], &c["busyNow"]),
+        (&json!("log"), &json!("polite"), &json!("false")),
+        "{c}"
+    );
+    assert_eq!(c["headings"], json!(["Chat with Tamebi"]), "{c}");
+    assert!(
+        c["seen"]["busy"].as_array().is_some_and(|b| b.contains(&json!("true"))),
+        "the log was never busy while the reply streamed: {c}"
+    );
+    assert_eq!(c["seen"]["announced"], json!(["Here is your week of 12 January 2026."]), "{c}");
+
+    // Issue #34: the frame is drawn in the page's theme, never the OS's: light inside a light
+    // page under an OS set to dark, dark inside a dark page under an OS set to light, Nextcloud's
+    // high-contrast colours when the page has them, each change followed without a reload.
+    let c = check(&report, "frame_follows_the_page_theme");
+    assert_frame_matches_page(&c["osDarkPageLight"], "light", "rgb(255, 255, 255)");
+    assert_frame_matches_page(&c["osLightPageDark"], "dark", "rgb(23, 23, 23)");
+    assert_frame_matches_page(&c["highContrast"], "light", "rgb(255, 255, 255)");
+    assert_eq!(c["highContrast"]["frame"]["text"], "rgb(0, 0, 0)", "{c}");
+    assert_frame_matches_page(&c["restored"], "light", "rgb(255, 255, 255)");
+    assert_eq!(c["notReloaded"], true, "the frame reloaded to change its theme: {c}");
 
     // 2. Inside the frame: an opaque origin, no host cookie, no parent DOM, no network.
     let c = check(&report, "frame_is_isolated_from_the_host");
@@ -228,6 +286,14 @@ async fn the_island_and_its_apps_in_chromium() {
     );
     assert_eq!(c["control"]["outcome"], "initialized", "the unaltered document must run: {c}");
 
+    // Issue #34: axe-core finds nothing, of any impact, on the page (with the week frame in it)
+    // nor inside the week frame on its own, in each of Nextcloud's themes.
+    let c = check(&report, "axe_main_page_and_week_frame_in_every_theme");
+    for theme in ["light", "dark", "light-highcontrast", "dark-highcontrast"] {
+        assert_no_axe_violations(&c[theme]["page"], &format!("the main page ({theme})"));
+        assert_no_axe_violations(&c[theme]["frame"], &format!("the week frame ({theme})"));
+    }
+
     // 6. The files table, in the same kind of frame, lists alice's top folder (folders first).
     let c = check(&report, "files_table_renders");
     assert_eq!(c["sandbox"], "allow-scripts");
@@ -240,6 +306,7 @@ async fn the_island_and_its_apps_in_chromium() {
     );
     assert_eq!(names[2], "notes.txt");
     assert!(c["title"].as_str().is_some_and(|t| t.starts_with("3 items")), "{c}");
+    assert_no_axe_violations(&c["axe"], "the files frame");
     let content = c["contentHeight"].as_i64().expect("content height").max(60);
     let frame = c["frameHeight"].as_i64().expect("frame height");
     assert!(
@@ -272,10 +339,19 @@ async fn the_island_and_its_apps_in_chromium() {
         "the trace shows the output: {c}"
     );
     assert_eq!(c["cardsLeft"], 0);
+    // Issue #34: done with the keyboard alone (Tab to the composer, Enter to send, Enter on the
+    // card); focus met the card on its first button, visibly, and came back to the composer.
+    assert!(
+        c["tabs"].as_i64().is_some_and(|t| (1..40).contains(&t)),
+        "Tab never reached the composer: {c}"
+    );
+    assert_focus_on_card_then_composer(c);
+    assert_no_axe_violations(&c["axe"], "the page with an approval card");
     let c = check(&report, "deny_runs_nothing");
     assert_eq!(c["state"], "output-denied");
     assert_eq!(c["status"], "denied");
     assert_eq!(c["cardsLeft"], 0);
+    assert_focus_on_card_then_composer(c);
 
     assert_eq!(dav_get(&standin, "/approved-note.txt").await, (200, APPROVED_NOTE.to_string()));
     assert_eq!(dav_get(&standin, "/denied-note.txt").await.0, 404, "a denied call wrote the file");
@@ -324,5 +400,17 @@ async fn the_island_and_its_apps_in_chromium() {
         "{c}"
     );
     assert!(!shown.contains("already being written"), "{c}");
+    // 9. Issue #34: the admin settings section (rendered by PHP from the app's template), in a
+    //    Nextcloud-like page: axe finds nothing in any of Nextcloud's themes.
+    let c = check(&report, "axe_admin_page_in_every_theme");
+    assert!(
+        c["headings"]
+            .as_array()
+            .is_some_and(|h| h.contains(&json!("Assistants")) && h.contains(&json!("MCP servers"))),
+        "the section did not render as with an orchestrator status: {c}"
+    );
+    for theme in ["light", "dark", "light-highcontrast", "dark-highcontrast"] {
+        assert_no_axe_violations(&c[theme], &format!("the admin page ({theme})"));
+    }
     assert_eq!(report["pageErrors"], json!([]), "uncaught errors in the island");
 }

@@ -195,6 +195,15 @@ async fn compose_confirm_and_send_in_chromium() {
         json!({"from": "Alice Adams <alice@example.com>", "to": "bob@example.com", "subject": subject, "body": body})
     );
 
+    // Issue #34: the compose frame is drawn in the page's theme, not the OS's, both ways, and
+    // follows a change without a reload; axe finds nothing inside it, light or dark.
+    let c = check(&report, "compose_frame_follows_the_page_theme");
+    test_harness::island::assert_frame_matches_page(&c["osDarkPageLight"], "light", "rgb(255, 255, 255)");
+    test_harness::island::assert_frame_matches_page(&c["osLightPageDark"], "dark", "rgb(23, 23, 23)");
+    assert_eq!(c["notReloaded"], true, "{c}");
+    test_harness::island::assert_no_axe_violations(&c["axeLight"], "the compose frame (light)");
+    test_harness::island::assert_no_axe_violations(&c["axeDark"], "the compose frame (dark)");
+
     // The frame asking by itself: the island asks the person, nothing reaches the dispatch door.
     let c = check(&report, "frame_request_alone_sends_nothing");
     assert!(
@@ -210,6 +219,11 @@ async fn compose_confirm_and_send_in_chromium() {
 
     // Send in the frame, Cancel in the island: nothing dispatched.
     let c = check(&report, "cancel_in_the_island_sends_nothing");
+    // Issue #34: focus meets the island's confirmation on Cancel and returns to the composer;
+    // axe finds nothing on the page while it asks.
+    assert_eq!(c["focusOnCard"], "cancel-dispatch", "{c}");
+    assert_eq!(c["focusAfter"], "composer", "{c}");
+    test_harness::island::assert_no_axe_violations(&c["axe"], "the page with the mail confirmation");
     assert_eq!(
         c["confirmation"],
         json!({"to": "bob@example.com", "subject": subject, "body": body}),
@@ -220,6 +234,11 @@ async fn compose_confirm_and_send_in_chromium() {
 
     // Send in the frame, Send in the island: exactly the confirmed arguments, once.
     let c = check(&report, "confirm_in_the_island_sends");
+    // Issue #34: focus meets the island's confirmation on Cancel and returns to the composer;
+    // axe finds nothing on the page while it asks.
+    assert_eq!(c["focusOnCard"], "cancel-dispatch", "{c}");
+    assert_eq!(c["focusAfter"], "composer", "{c}");
+    test_harness::island::assert_no_axe_violations(&c["axe"], "the page with the mail confirmation");
     assert_eq!(
         c["confirmation"],
         json!({"to": "bob@example.com", "subject": subject, "body": body}),

@@ -2,7 +2,8 @@
 // profile, opening the chat as a person, running named checks that record facts (never
 // pass/fail), and the few page and frame gestures every script needs. Must never sleep: every
 // wait is for a condition.
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -60,8 +61,10 @@ const APP_DOORS = '/apps/tamebi/api/apps/tools/';
  * at `base` and waits for the composer, then runs `use({ context, page, appCalls })`, and at
  * the end prints `result` as one JSON line on stdout. `appCalls` fills with every `request`
  * (`{path, body}`) or `response` (`{path, status}`, as `record` says) to the app tool doors.
+ * `os` is the colour scheme Chromium reports as the OS setting, `theme` the Nextcloud theme the
+ * page opens with (the dev host's `?theme=`); the two differ on purpose (issue #34).
  */
-export async function inChat({ base, artifacts, result, record }, use) {
+export async function inChat({ base, artifacts, result, record, os = 'dark', theme = 'light' }, use) {
   await mkdir(artifacts, { recursive: true });
   await withBrowser(async (context) => {
     const page = await watchedPage(context, result);
@@ -71,7 +74,8 @@ export async function inChat({ base, artifacts, result, record }, use) {
       const path = new URL(r.url()).pathname;
       appCalls.push(record === 'request' ? { path, body: r.postData() ?? '' } : { path, status: r.status() });
     });
-    await page.goto(`${base}/apps/tamebi/?as=alice`);
+    await page.emulateMedia({ colorScheme: os });
+    await page.goto(`${base}/apps/tamebi/?as=alice&theme=${theme}`);
     await page.getByTestId('composer').waitFor();
     await use({ context, page, appCalls });
   });
@@ -132,4 +136,58 @@ export function frameRpc(frame, method, params) {
       }),
     { method, params },
   );
+}
+
+// --- Theme and accessibility probes (issue #34) ----------------------------------------------
+
+/** Switches the page to Nextcloud theme `id` at run time, as Nextcloud's theming app marks <body>. */
+export function setPageTheme(page, id) {
+  return page.evaluate((id) => {
+    const body = document.body;
+    for (const name of [...body.getAttributeNames()]) if (name.startsWith('data-theme')) body.removeAttribute(name);
+    body.setAttribute(`data-theme-${id}`, '');
+    body.setAttribute('data-themes', id);
+  }, id);
+}
+
+/** Waits until `frame`'s document says theme `theme` (set by the runtime from the host context). */
+export function frameTheme(frame, theme) {
+  return frame.waitForFunction((t) => document.documentElement.getAttribute('data-theme') === t, theme);
+}
+
+/** The computed background and text colours of the page's chat and of a frame's <body>. */
+export async function colours(page, frame) {
+  const pageColours = await page.evaluate(() => {
+    const s = getComputedStyle(document.getElementById('tamebi-island'));
+    return { background: s.backgroundColor, text: s.color };
+  });
+  const frameColours = await frame.evaluate(() => {
+    const s = getComputedStyle(document.body);
+    const r = getComputedStyle(document.documentElement);
+    return { background: r.backgroundColor, text: s.color, theme: document.documentElement.getAttribute('data-theme') };
+  });
+  return { page: pageColours, frame: frameColours };
+}
+
+let axeSource = null;
+
+/**
+ * Runs axe-core (the pinned npm package) in one document: the page, or one frame on its own.
+ * The source goes in through Playwright's evaluate, which the frames' CSP does not govern (the
+ * policy stays as served). Reports every violation of any impact, trimmed to what a person
+ * needs to find it.
+ */
+export async function axe(target) {
+  axeSource ??= await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  if (!(await target.evaluate(() => typeof window.axe === 'object'))) await target.evaluate(axeSource);
+  const violations = await target.evaluate(async () => {
+    const results = await window.axe.run(document, { iframes: false, resultTypes: ['violations'] });
+    return results.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.slice(0, 5).map((n) => ({ target: n.target.join(' '), summary: (n.failureSummary ?? '').slice(0, 300) })),
+    }));
+  });
+  return violations;
 }

@@ -14,7 +14,7 @@
 // Environment: BASE_URL (the dev host), ARTIFACTS (screenshots), CHROMIUM; UNKNOWN_OUTCOMES
 // (JSON {check name: prompt} for the unknown-outcome checks), DEMO=0 skips the demo's checks.
 import { join } from 'node:path';
-import { appFrame, finishedTools, frameRpc, inChat, replyDone, required, runCheck, say } from './lib.mjs';
+import { appFrame, axe, colours, finishedTools, frameRpc, frameTheme, inChat, replyDone, required, runCheck, say, setPageTheme } from './lib.mjs';
 
 const BASE = required('BASE_URL').replace(/\/+$/, '');
 const ARTIFACTS = required('ARTIFACTS');
@@ -25,6 +25,7 @@ async function main() {
     if (process.env.DEMO !== '0') {
       const compose = await runCheck(result, 'compose_frame_renders', () => composeFrame(page));
       if (!compose?.frame) return;
+      await runCheck(result, 'compose_frame_follows_the_page_theme', () => composeTheme(page, compose.frame));
       await runCheck(result, 'frame_request_alone_sends_nothing', () => frameAlone(page, compose.frame, doors));
       await runCheck(result, 'cancel_in_the_island_sends_nothing', () => clickSend(page, compose.frame, doors, 'cancel'));
       await runCheck(result, 'confirm_in_the_island_sends', () => clickSend(page, compose.frame, doors, 'confirm'));
@@ -54,6 +55,24 @@ async function composeFrame(page) {
   return { frame, report: { shown, tools, ...attrs } };
 }
 
+/** The compose frame opened light under an OS set to dark (the page is light), and follows the
+ * page to dark under an OS set to light, without a reload; axe inside the frame on its own. */
+async function composeTheme(page, frame) {
+  const osDarkPageLight = await colours(page, frame);
+  const axeLight = await axe(frame);
+  await frame.evaluate(() => { window.__notReloaded = true; });
+  await page.emulateMedia({ colorScheme: 'light' });
+  await setPageTheme(page, 'dark');
+  await frameTheme(frame, 'dark');
+  const osLightPageDark = await colours(page, frame);
+  const axeDark = await axe(frame);
+  await page.screenshot({ path: join(ARTIFACTS, 'mail-compose-dark.png'), fullPage: true });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await setPageTheme(page, 'light');
+  await frameTheme(frame, 'light');
+  return { osDarkPageLight, osLightPageDark, axeLight, axeDark, notReloaded: await frame.evaluate(() => window.__notReloaded === true) };
+}
+
 /** The frame's script asks for mail_send by itself: only the island's own question appears. */
 async function frameAlone(page, frame, doors) {
   const mark = doors.length;
@@ -81,6 +100,9 @@ async function clickSend(page, frame, doors, answer) {
     body: await card.getByTestId('confirm-body').innerText(),
   };
   await page.screenshot({ path: join(ARTIFACTS, `mail-confirm-${answer}.png`), fullPage: true });
+  // Focus meets the island's question on its harmless button; axe on the page as it asks.
+  const focusOnCard = await page.evaluate(() => document.activeElement?.getAttribute('data-testid') ?? null);
+  const axeConfirm = await axe(page);
   await card.getByTestId(answer === 'confirm' ? 'confirm-dispatch' : 'cancel-dispatch').click();
   const status = frame.locator('#status');
   await status.filter({ hasText: answer === 'confirm' ? 'Sent.' : 'Not sent.' }).waitFor();
@@ -88,6 +110,9 @@ async function clickSend(page, frame, doors, answer) {
   const requests = doors.slice(mark);
   return {
     confirmation,
+    focusOnCard,
+    axe: axeConfirm,
+    focusAfter: await page.evaluate(() => document.activeElement?.getAttribute('data-testid') ?? null),
     frameStatus: await status.innerText(),
     paths: requests.map((d) => d.path),
     dispatched: requests.filter((d) => d.path.endsWith('/dispatch')).map((d) => JSON.parse(d.body)),

@@ -10,24 +10,31 @@
 // than through the browser, or weaken a page, frame or policy to make a probe work.
 //
 // Environment: BASE_URL (the dev host), NC_URL (where app links point), ARTIFACTS (a
-// directory for screenshots), CHROMIUM (default /usr/bin/chromium).
+// directory for screenshots), CHROMIUM (default /usr/bin/chromium), ADMIN_SECTION (the admin
+// settings section as PHP rendered it, nextcloud-app/tests/AdminPage.php).
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { WAIT, appFrame, finishedTools, frameRpc, inChat, replyDone, required, runCheck, say } from './lib.mjs';
+import { WAIT, appFrame, axe, colours, finishedTools, frameRpc, frameTheme, inChat, replyDone, required, runCheck, say, setPageTheme } from './lib.mjs';
 
 const BASE = required('BASE_URL').replace(/\/+$/, '');
 const NC_URL = required('NC_URL').replace(/\/+$/, '');
 const ARTIFACTS = required('ARTIFACTS');
+const ADMIN_SECTION = required('ADMIN_SECTION');
 
 /** What the browser saw, per named check. */
 const result = { checks: {}, console: [], pageErrors: [] };
 
 async function main() {
   await inChat({ base: BASE, artifacts: ARTIFACTS, result, record: 'response' }, async ({ context, page, appCalls: relay }) => {
+    await recordAnnouncements(page);
     const calendar = await run('calendar_week_renders_in_sandboxed_frame', () => calendarWeek(page));
+    await run('conversation_is_a_live_log', () => liveLog(page));
     if (calendar?.frame) {
+      await run('frame_follows_the_page_theme', () => followTheme(page, calendar.frame));
       await run('frame_is_isolated_from_the_host', () => isolation(page, calendar.frame));
       await run('frame_tool_calls_are_read_only', () => frameToolCalls(page, calendar.frame, relay));
       await run('open_link_and_resize_are_policed', () => linksAndResize(page, context, calendar));
+      await run('axe_main_page_and_week_frame_in_every_theme', () => axeInEveryTheme(page, calendar.frame));
     }
     await run('tampered_document_does_not_run', () => tampered(page));
     await run('files_table_renders', () => filesTable(page));
@@ -35,6 +42,7 @@ async function main() {
     await run('deny_runs_nothing', () => approval(page, 'deny'));
     await run('assistant_picker_binds_the_conversation', () => assistantPicker(page));
     await run('a_refusal_shows_the_text_of_its_code', () => refusalText(page));
+    await run('axe_admin_page_in_every_theme', () => adminPage(context));
   });
 }
 
@@ -50,7 +58,7 @@ async function calendarWeek(page) {
   const { iframe, frame } = await appFrame(tool);
   const event = frame.locator('.event', { hasText: 'Quarterly planning' });
   await event.waitFor();
-  await page.getByText('Here is your week of 12 January 2026.').waitFor();
+  await page.getByTestId('messages').getByText('Here is your week of 12 January 2026.').waitFor();
   await replyDone(page);
   const attrs = await iframe.evaluate((f) => ({
     sandbox: f.getAttribute('sandbox'),
@@ -69,6 +77,79 @@ async function calendarWeek(page) {
   await page.screenshot({ path: join(ARTIFACTS, 'chat-calendar.png'), fullPage: true });
   await iframe.screenshot({ path: join(ARTIFACTS, 'week-grid.png') });
   return { frame, iframe, report: { ...attrs, frameUrl, ...grid } };
+}
+
+// --- 1b. The conversation is a live log; a streamed reply is announced in sentences ----------
+
+/** Records, in the page, every text the sentence announcer is given and every aria-busy the log
+ * takes, from now on. */
+function recordAnnouncements(page) {
+  return page.evaluate(() => {
+    const seen = { announced: [], busy: [] };
+    window.__a11ySeen = seen;
+    const announcer = document.querySelector('[data-testid="announcer"]');
+    const log = document.querySelector('[data-testid="messages"]');
+    new MutationObserver(() => seen.announced.push(announcer.textContent)).observe(announcer, { childList: true, characterData: true, subtree: true });
+    new MutationObserver(() => seen.busy.push(log.getAttribute('aria-busy'))).observe(log, { attributes: true, attributeFilter: ['aria-busy'] });
+  });
+}
+
+async function liveLog(page) {
+  const log = page.getByTestId('messages');
+  return {
+    role: await log.getAttribute('role'),
+    live: await log.getAttribute('aria-live'),
+    busyNow: await log.getAttribute('aria-busy'),
+    headings: await page.locator('h1').allInnerTexts(),
+    seen: await page.evaluate(() => window.__a11ySeen),
+  };
+}
+
+// --- 1c. The frame takes the page's theme, not the OS's, and follows it without a reload -----
+
+/** Waits until the frame's background and text are the page's (both come from the host context). */
+async function frameLooksLikePage(page, frame) {
+  const { background, text } = await page.evaluate(() => {
+    const s = getComputedStyle(document.getElementById('tamebi-island'));
+    return { background: s.backgroundColor, text: s.color };
+  });
+  await frame.waitForFunction(([bg, fg]) => getComputedStyle(document.documentElement).backgroundColor === bg && getComputedStyle(document.body).color === fg, [background, text]);
+}
+
+async function followTheme(page, frame) {
+  // The chat opened with the OS dark and Nextcloud light (inChat's default).
+  const osDarkPageLight = await colours(page, frame);
+  await frame.evaluate(() => { window.__notReloaded = true; });
+  await page.emulateMedia({ colorScheme: 'light' });
+  await setPageTheme(page, 'dark');
+  await frameTheme(frame, 'dark');
+  await frameLooksLikePage(page, frame);
+  const osLightPageDark = await colours(page, frame);
+  await page.screenshot({ path: join(ARTIFACTS, 'theme-os-light-page-dark.png'), fullPage: true });
+  await setPageTheme(page, 'light-highcontrast');
+  await frameTheme(frame, 'light');
+  await frameLooksLikePage(page, frame);
+  const highContrast = await colours(page, frame);
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await setPageTheme(page, 'light');
+  await frameLooksLikePage(page, frame);
+  const restored = await colours(page, frame);
+  const notReloaded = await frame.evaluate(() => window.__notReloaded === true);
+  return { osDarkPageLight, osLightPageDark, highContrast, restored, notReloaded };
+}
+
+/** axe on the page and, on its own, inside the week frame, in each of Nextcloud's themes. */
+async function axeInEveryTheme(page, frame) {
+  const out = {};
+  for (const theme of ['light', 'dark', 'light-highcontrast', 'dark-highcontrast']) {
+    await setPageTheme(page, theme);
+    await frameLooksLikePage(page, frame);
+    out[theme] = { page: await axe(page), frame: await axe(frame) };
+    await page.screenshot({ path: join(ARTIFACTS, `theme-${theme}.png`), fullPage: true });
+  }
+  await setPageTheme(page, 'light');
+  await frameLooksLikePage(page, frame);
+  return out;
 }
 
 // --- 2. From inside the frame: no host cookie, no parent DOM, no network ---------------------
@@ -263,7 +344,7 @@ async function filesTable(page) {
   await say(page, 'List my files');
   const { iframe, frame } = await appFrame(finishedTools(page, 'files_list'));
   await frame.locator('#rows tr').first().waitFor();
-  await page.getByText('Those are your files.').waitFor();
+  await page.getByTestId('messages').getByText('Those are your files.').waitFor();
   await replyDone(page);
   const table = await frame.evaluate(() => ({
     title: document.getElementById('title')?.textContent ?? '',
@@ -275,30 +356,59 @@ async function filesTable(page) {
   const fit = await frame.evaluate(() => Math.ceil(document.body.getBoundingClientRect().height));
   await page.waitForFunction(([el, h]) => Math.abs(el.getBoundingClientRect().height - h) <= 2, [await iframe.elementHandle(), Math.max(60, fit)]).catch(() => null);
   const height = Math.round(await iframe.evaluate((f) => f.getBoundingClientRect().height));
-  return { sandbox: await iframe.getAttribute('sandbox'), src: await iframe.getAttribute('src'), ...table, contentHeight: fit, frameHeight: height };
+  return { sandbox: await iframe.getAttribute('sandbox'), src: await iframe.getAttribute('src'), ...table, contentHeight: fit, frameHeight: height, axe: await axe(frame) };
 }
 
 // --- 7. Approve and deny from the approval card ----------------------------------------------
 
+/** Approve is done with the keyboard alone (Tab and Enter, from the New conversation button to
+ * the composer, Enter to send, Enter on the card); deny with the mouse. Both report where focus
+ * was when the card appeared and after the decision, and axe's verdict on the page with the card. */
 async function approval(page, decision) {
-  await page.getByTestId('new-conversation').click();
-  await page.locator('.message').first().waitFor({ state: 'detached' });
-  await say(page, decision === 'approve' ? 'Please write the approved note' : 'Please write the denied note');
+  const prompt = decision === 'approve' ? 'Please write the approved note' : 'Please write the denied note';
+  let tabs = null;
+  if (decision === 'approve') {
+    await page.getByTestId('new-conversation').focus();
+    await page.keyboard.press('Enter');
+    await page.locator('.message').first().waitFor({ state: 'detached' });
+    tabs = 0;
+    while (tabs < 40 && !(await page.evaluate(() => document.activeElement?.id === 'tamebi-input'))) {
+      await page.keyboard.press('Tab');
+      tabs += 1;
+    }
+    await page.keyboard.type(prompt);
+    await page.keyboard.press('Enter');
+  } else {
+    await page.getByTestId('new-conversation').click();
+    await page.locator('.message').first().waitFor({ state: 'detached' });
+    await say(page, prompt);
+  }
   const card = page.getByTestId('approval-card');
   await card.waitFor();
   const cardText = await card.innerText();
+  await page.waitForFunction(() => document.activeElement?.closest('[data-testid="approval-card"]') !== null).catch(() => null);
+  const focusOnCard = await page.evaluate(() => {
+    const el = document.activeElement;
+    return { testid: el?.getAttribute('data-testid') ?? null, first: el === document.querySelector('[data-testid="approval-card"] button'), outline: el ? getComputedStyle(el).outlineStyle : null };
+  });
+  const axeCard = await axe(page);
   await page.screenshot({ path: join(ARTIFACTS, `approval-card-${decision}.png`), fullPage: true });
-  await card.getByTestId(decision).click();
+  // The buttons arm a moment after the card appears (an Enter meant for the composer cannot approve).
+  const button = card.locator(`[data-testid="${decision}"]:not([aria-disabled])`);
+  await button.waitFor();
+  if (decision === 'approve') await page.keyboard.press('Enter');
+  else await button.click();
+  const focusAfter = await page.evaluate(() => document.activeElement?.getAttribute('data-testid') ?? document.activeElement?.tagName ?? null);
   const finalState = decision === 'approve' ? 'output-available' : 'output-denied';
   const tool = page.locator(`.tool[data-tool="files_write"][data-state="${finalState}"]`);
   await tool.waitFor();
-  await page.getByText(decision === 'approve' ? 'Saved the note.' : 'Understood, I did not write it.').waitFor();
+  await page.getByTestId('messages').getByText(decision === 'approve' ? 'Saved the note.' : 'Understood, I did not write it.').waitFor();
   await replyDone(page);
   await tool.locator('summary').click();
   const trace = await tool.innerText();
   const cardsLeft = await page.getByTestId('approval-card').count();
   await page.screenshot({ path: join(ARTIFACTS, `chat-${decision}.png`), fullPage: true });
-  return { cardText, state: await tool.getAttribute('data-state'), status: await tool.locator('.tool__status').innerText(), trace, cardsLeft };
+  return { cardText, state: await tool.getAttribute('data-state'), status: await tool.locator('.tool__status').innerText(), trace, cardsLeft, tabs, focusOnCard, focusAfter, axe: axeCard };
 }
 
 // --- 8. The assistant picker: chosen before the first message, fixed after it ---------------
@@ -316,7 +426,7 @@ async function assistantPicker(page) {
   await say(page, 'planner check: show my documents');
   const tool = page.locator('.tool[data-tool="files_list"][data-state="output-error"]');
   await tool.waitFor();
-  await page.getByText('Only your calendar is mine to read.').waitFor();
+  await page.getByTestId('messages').getByText('Only your calendar is mine to read.').waitFor();
   await replyDone(page);
   await page.screenshot({ path: join(ARTIFACTS, 'assistant-picker.png'), fullPage: true });
   const after = { value: await picker.inputValue(), enabled: await picker.isEnabled() };
@@ -361,6 +471,41 @@ async function refusalText(page) {
     return { status: answer.status(), body: await answer.json(), shown: await shown.innerText() };
   } finally {
     await page.unroute(isChat);
+  }
+}
+
+// --- 9. The admin settings section inside a Nextcloud-like page, in each theme (issue #34) ---
+
+/** The section as PHP rendered it, placed as Nextcloud places a settings section: in its
+ * content area, under the page's one (visually hidden) level-one heading, with Nextcloud's
+ * theme variables (the dev host's emulation) and the few rules of its server CSS the
+ * section's classes use. */
+async function adminPage(context) {
+  const section = await readFile(ADMIN_SECTION, 'utf8');
+  const themeCss = await readFile(new URL('../dev-host/nextcloud-theme.css', import.meta.url), 'utf8');
+  const serverCss = `
+    body { font: 15px/1.5 system-ui, sans-serif; }
+    .hidden-visually { position: absolute; left: -10000px; top: auto; width: 1px; height: 1px; overflow: hidden; }
+    #app-content { padding: 0 20px; }
+    .section { padding: 30px; border-bottom: 1px solid var(--color-border); }
+    .section h2 { font-size: 20px; font-weight: bold; }
+    table.grid th { color: var(--color-text-maxcontrast); font-weight: normal; text-align: left; }
+    table.grid td, table.grid th { padding: 4px 8px; border-bottom: 1px solid var(--color-border); }`;
+  const page = await context.newPage();
+  try {
+    await page.setContent(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Administration settings - Nextcloud</title>
+<style>${themeCss}${serverCss}</style></head>
+<body data-theme-light data-themes="light"><main id="content"><h1 class="hidden-visually">Administration settings</h1>
+<div id="app-content">${section}</div></main></body></html>`);
+    const out = { sectionChars: section.length, headings: await page.locator('h2, h3').allInnerTexts() };
+    for (const theme of ['light', 'dark', 'light-highcontrast', 'dark-highcontrast']) {
+      await setPageTheme(page, theme);
+      out[theme] = await axe(page);
+    }
+    await page.screenshot({ path: join(ARTIFACTS, 'admin-page.png'), fullPage: true });
+    return out;
+  } finally {
+    await page.close();
   }
 }
 

@@ -1,7 +1,9 @@
 // The dev host: plays the Nextcloud app's role in development and in browser tests.
 //
 // Owns: a stand-in login (a cookie naming one of DEV_USERS; `?as=bob` or the /login page),
-// the island page (with Nextcloud's initial-state markup and CSRF token), and the same
+// the island page (with Nextcloud's initial-state markup and CSRF token, and Nextcloud's theme
+// emulated: `?theme=dark` etc. marks <body> as Nextcloud's theming app does, with
+// nextcloud-theme.css for its variables), and the same
 // routes as the PHP app, each forwarded to the orchestrator's `/v1/...` twin with the G1
 // headers (docs/api.md). SSE is streamed through unbuffered; a frame document is served with
 // exactly the Content-Security-Policy the orchestrator built for it.
@@ -15,6 +17,8 @@ import { join } from 'node:path';
 import { bodyNamesUser, g1Headers } from './g1.mjs';
 
 const MAX_BODY = 1024 * 1024;
+/** Nextcloud's theme ids (apps/theming): `default` follows the OS setting, the others do not. */
+export const THEMES = ['default', 'light', 'dark', 'light-highcontrast', 'dark-highcontrast'];
 const COOKIE = 'tamebi_dev_user';
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 const MESSAGES = {
@@ -73,12 +77,15 @@ async function handle(config, requestToken, req, res) {
   if (path === '/healthz') return send(res, 200, 'application/json', '{"status":"ok"}');
   if (path === '/island/tamebi-island.js') return serveFile(res, join(config.dist, 'tamebi-island.js'), 'text/javascript; charset=utf-8');
   if (path === '/island/tamebi-island.css') return serveFile(res, join(config.dist, 'tamebi-island.css'), 'text/css; charset=utf-8');
+  if (path === '/island/nextcloud-theme.css') return serveFile(res, new URL('./nextcloud-theme.css', import.meta.url).pathname, 'text/css; charset=utf-8');
   if (path === '/login') return send(res, 200, 'text/html; charset=utf-8', loginPage(config));
 
   const as = url.searchParams.get('as');
+  const theme = THEMES.includes(url.searchParams.get('theme') ?? '') ? url.searchParams.get('theme') : 'default';
   if (as !== null && (path === '/' || path === '/apps/tamebi/')) {
     if (!config.users.has(as)) return sendError(res, 401, randomUUID());
-    res.writeHead(303, { 'set-cookie': `${COOKIE}=${as}; Path=/; HttpOnly; SameSite=Strict`, location: '/apps/tamebi/' });
+    const location = theme === 'default' ? '/apps/tamebi/' : `/apps/tamebi/?theme=${theme}`;
+    res.writeHead(303, { 'set-cookie': `${COOKIE}=${as}; Path=/; HttpOnly; SameSite=Strict`, location });
     return res.end();
   }
   const uid = sessionUser(config, req);
@@ -87,7 +94,7 @@ async function handle(config, requestToken, req, res) {
       res.writeHead(303, { location: '/login' });
       return res.end();
     }
-    return send(res, 200, 'text/html; charset=utf-8', islandPage(config, uid, requestToken), { 'content-security-policy': PAGE_CSP });
+    return send(res, 200, 'text/html; charset=utf-8', islandPage(config, uid, requestToken, theme), { 'content-security-policy': PAGE_CSP });
   }
 
   const requestId = randomUUID();
@@ -291,7 +298,7 @@ async function serveFile(res, file, type) {
 
 const escapeHtml = (s) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-function islandPage(config, uid, requestToken) {
+function islandPage(config, uid, requestToken, theme) {
   const state = {
     apiBase: '/apps/tamebi/api',
     frameUrl: '/apps/tamebi/frame',
@@ -306,10 +313,11 @@ function islandPage(config, uid, requestToken) {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Tamebi (dev host)</title>
+<link rel="stylesheet" href="/island/nextcloud-theme.css">
 <link rel="stylesheet" href="/island/tamebi-island.css">
 <script src="/island/tamebi-island.js" defer></script>
 </head>
-<body>
+<body data-theme-${theme} data-themes="${theme}">
 <input type="hidden" id="initial-state-tamebi-tamebi-config" value="${encoded}">
 <div id="tamebi-island"></div>
 </body>

@@ -114,6 +114,18 @@ describe('dev host', () => {
     expect(state).toMatchObject({ apiBase: '/apps/tamebi/api', frameUrl: '/apps/tamebi/frame', user: { uid: 'alice' }, workspaceConnected: true });
   });
 
+  it('emulates Nextcloud\'s theme on <body>, only with a theme id Nextcloud has', async () => {
+    const { cookie, page } = await login('alice');
+    expect(page).toContain('<body data-theme-default data-themes="default">');
+    const dark = await (await fetch(`${base}/apps/tamebi/?theme=dark`, { headers: { cookie } })).text();
+    expect(dark).toContain('<body data-theme-dark data-themes="dark">');
+    const odd = await (await fetch(`${base}/apps/tamebi/?theme=%22%3E%3Cscript%3E`, { headers: { cookie } })).text();
+    expect(odd).toContain('<body data-theme-default data-themes="default">');
+    const css = await fetch(`${base}/island/nextcloud-theme.css`);
+    expect(css.status).toBe(200);
+    expect(await css.text()).toContain('body[data-theme-dark-highcontrast]');
+  });
+
   it('forwards chat with G1 headers and streams SSE through', async () => {
     const { cookie, token } = await login('bob');
     const body = '{"id":"c1","messages":[]}';

@@ -22,3 +22,7 @@ export function approvalTarget(part: { toolName: string; toolMetadata?: unknown 
   const thirdParty = server === null || fields.thirdParty !== false;
   return { server, tool, thirdParty };
 }
+
+/** How long a question's buttons ignore activation after it appears (the approval card, the
+ *  island's confirmation): a click or Enter aimed at what was there before cannot land on them. */
+export const ARM_MS = 500;

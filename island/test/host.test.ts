@@ -31,6 +31,8 @@ interface SetupOptions {
   answer?: (request: ConfirmRequest) => Promise<boolean>;
   /** What the dispatch door does (default: answers `{status: 'sent'}`). */
   dispatch?: () => Promise<{ content: unknown[]; structuredContent?: unknown }>;
+  /** The page's theme the host reads (default light). */
+  theme?: 'light' | 'dark';
 }
 
 function setup(callTool = async () => ({ content: [], structuredContent: { ok: true } }), options: SetupOptions = {}) {
@@ -53,7 +55,7 @@ function setup(callTool = async () => ({ content: [], structuredContent: { ok: t
       confirm: (request) => { asked.push(request); return options.answer ? options.answer(request) : new Promise(() => {}); },
       openUrl: (url) => opened.push(url),
       linkBase: '',
-      theme: () => 'light',
+      themeContext: () => ({ theme: options.theme ?? 'light', styles: { variables: { '--color-background-primary': '#ffffff' } } }),
     },
     win as unknown as Window,
   );
@@ -78,6 +80,22 @@ describe('AppHost', () => {
     await flush();
     expect(frame.received[1]).toMatchObject({ method: 'ui/notifications/tool-input', params: { arguments: { from: '2026-01-12' } } });
     expect(frame.received[2]).toMatchObject({ method: 'ui/notifications/tool-result', params: { structuredContent: { events: [] } } });
+  });
+
+  it('gives the page\'s theme in hostContext and tells initialized frames when it changes', async () => {
+    const { win, host, frame } = setup(undefined, { theme: 'dark' });
+    const early = new FakeFrame();
+    host.register(early as unknown as Window, { conversation: 'conv-1', server: 'nextcloud', resourceUri: 'ui://x', toolName: 't', toolInput: {}, toolResult: { content: [] }, onResize: () => {} });
+    win.emit(frame, { jsonrpc: '2.0', id: 1, method: 'ui/initialize', params: { protocolVersion: '2026-01-26' } });
+    await flush();
+    expect(frame.received[0]).toMatchObject({ id: 1, result: { hostContext: { theme: 'dark', styles: { variables: { '--color-background-primary': '#ffffff' } } } } });
+    win.emit(frame, { jsonrpc: '2.0', method: 'ui/notifications/initialized' });
+    await flush();
+    const changed = { theme: 'light' as const, styles: { variables: { '--color-background-primary': '#fff' } } };
+    host.themeChanged(changed);
+    expect(frame.received.at(-1)).toEqual({ jsonrpc: '2.0', method: 'ui/notifications/host-context-changed', params: changed });
+    // A frame before its handshake hears nothing yet (the spec: nothing before initialized).
+    expect(early.received).toEqual([]);
   });
 
   it('ignores messages from windows it did not register, whatever their origin says', async () => {

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 
 /** Lowest first. */
 const LAYERS: string[][] = [
-  ['config', 'errors', 'tools', 'markdown', 'approval', 'apps/bridge', 'apps/links'],
+  ['config', 'errors', 'tools', 'markdown', 'approval', 'apps/bridge', 'apps/links', 'apps/theme', 'announce'],
   ['api', 'chat', 'apps/host'],
   ['components'],
   ['main'],

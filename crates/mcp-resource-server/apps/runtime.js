@@ -1,7 +1,10 @@
 // The runtime our MCP App documents share, placed by mcp-resource-server (apps::document) where a
 // document says <!-- mcp-app-runtime -->, before the app's own script. It speaks MCP Apps
 // (2026-01-26) JSON-RPC 2.0 over postMessage with the host: requests with their replies,
-// notifications, the handshake and size reports. It talks only to window.parent, answers only
+// notifications, the handshake, size reports and the host's theme (hostContext `theme` and
+// `styles.variables`, from the `ui/initialize` result and every
+// `ui/notifications/host-context-changed`: the document follows the host, never
+// the OS setting). It talks only to window.parent, answers only
 // messages from it (a sandboxed frame's origin is "null": the source window is the identity),
 // and never uses the network.
 var mcpApp = (function () {
@@ -45,6 +48,30 @@ var mcpApp = (function () {
     if (handler) handler(m.params || {});
   });
 
+  // The host's look: `theme` becomes <html data-theme> and color-scheme (the apps' CSS keys
+  // their dark palette on [data-theme="dark"]); `styles.variables` become custom properties on
+  // <html>, only the spec's names (--color-*, --font-*, --border-*, --shadow-*) with plain
+  // values. A later context replaces the variables it carries and keeps what it leaves out.
+  var VARIABLE = /^--(color|font|border|shadow)-[a-z0-9-]{1,48}$/;
+  var hostVariables = [];
+  function applyHostContext(context) {
+    if (!context || typeof context !== 'object') return;
+    var root = document.documentElement;
+    if (context.theme === 'light' || context.theme === 'dark') {
+      root.setAttribute('data-theme', context.theme);
+      root.style.colorScheme = context.theme;
+    }
+    var variables = context.styles && context.styles.variables;
+    if (!variables || typeof variables !== 'object') return;
+    hostVariables.forEach(function (name) { root.style.removeProperty(name); });
+    hostVariables = Object.keys(variables).filter(function (name) {
+      var value = variables[name];
+      return VARIABLE.test(name) && typeof value === 'string' && value.length <= 400 && !/[;{}<>\\]|url\(/i.test(value);
+    });
+    hostVariables.forEach(function (name) { root.style.setProperty(name, variables[name]); });
+  }
+  handlers.set('ui/notifications/host-context-changed', applyHostContext);
+
   /** An element whose text is set with textContent: what apps show is untrusted data. */
   function el(tag, cls, text) {
     var node = document.createElement(tag);
@@ -65,7 +92,10 @@ var mcpApp = (function () {
   function start(name) {
     new ResizeObserver(reportSize).observe(document.body);
     request('ui/initialize', { protocolVersion: '2026-01-26', appInfo: { name: name, version: '1.0.0' }, appCapabilities: { availableDisplayModes: ['inline'] } })
-      .then(function () { notify('ui/notifications/initialized', {}); })
+      .then(function (result) {
+        applyHostContext(result && result.hostContext);
+        notify('ui/notifications/initialized', {});
+      })
       .catch(function () {});
   }
 

@@ -94,6 +94,10 @@ mod tests {
         assert!(runtime < doc.find("mcpApp.start('x')").unwrap(), "before the app's script: {doc}");
         assert_eq!(doc.matches("var mcpApp").count(), 1, "once");
         assert!(doc.contains("ui/initialize") && doc.contains("ui/notifications/size-changed"));
+        assert!(
+            doc.contains("ui/notifications/host-context-changed") && doc.contains("data-theme"),
+            "follows the host's theme"
+        );
         for forbidden in ["<script src", "fetch(", "XMLHttpRequest", "http://", "https://"] {
             assert!(!RUNTIME.contains(forbidden), "the runtime contains {forbidden}");
         }

@@ -156,6 +156,28 @@ pub fn check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::V
     c
 }
 
+/// Asserts that axe-core found nothing in one document (`violations` as the browser scripts
+/// report them: id, impact, help, nodes), of any impact; prints them all if it did.
+pub fn assert_no_axe_violations(violations: &serde_json::Value, document: &str) {
+    assert!(violations.is_array(), "axe did not run in {document}: {violations}");
+    assert_eq!(
+        violations.as_array().map_or(0, Vec::len),
+        0,
+        "axe violations in {document}:\n{violations:#}"
+    );
+}
+
+/// The colours a browser script reports for a theme probe (`colours()` in browser-tests/lib.mjs):
+/// the frame's background, and its theme and the page's background and text, as computed.
+pub fn assert_frame_matches_page(probe: &serde_json::Value, theme: &str, background: &str) {
+    assert_eq!(probe["frame"]["theme"], theme, "{probe}");
+    assert_eq!(probe["page"]["background"], background, "{probe}");
+    assert_eq!(
+        probe["frame"]["background"], background,
+        "the frame is not drawn like the page: {probe}"
+    );
+}
+
 /// Asserts that a browser report's `src` is the frame route `route` (`…/frame?server=…&uri=…`)
 /// followed by the conversation the frame is shown in (the document is served only for that
 /// conversation's assistant).

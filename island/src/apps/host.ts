@@ -17,7 +17,9 @@
  *     post `tools/call` without any click (its script runs on its own), so the frame's
  *     button is a request, never the approval;
  *   - `ui/open-link` is honoured only for a `tamebi:` target; the host builds the URL;
- *   - `ui/notifications/size-changed` is clamped to 1200 px.
+ *   - `ui/notifications/size-changed` is clamped to 1200 px;
+ *   - the page's theme and colours (theme.ts) go to each frame in `hostContext` and, when the
+ *     page changes, in `ui/notifications/host-context-changed` to every initialized frame.
  *
  * Must never: parse a message itself (bridge.ts does), trust `event.origin`, dispatch an
  * effectful tool without the person's click on the island's own confirmation, or navigate
@@ -27,6 +29,7 @@ import { clampHeight, parseFrameMessage, type FrameMessage, type RequestId } fro
 import { buildLinkUrl, parseLinkTarget } from './links';
 import { ApiError } from '../errors';
 import type { ToolHandling, ToolResult, ToolTarget } from '../tools';
+import type { ThemeContext } from './theme';
 
 export const PROTOCOL_VERSION = '2026-01-26';
 /** The JSON-RPC error code (server range) for a confirmed dispatch that got no usable answer:
@@ -65,7 +68,8 @@ export interface HostDeps {
   confirm(request: ConfirmRequest): Promise<boolean>;
   openUrl(url: string): void;
   linkBase: string;
-  theme(): 'light' | 'dark';
+  /** The page's theme and style variables now (theme.ts), never the OS setting. */
+  themeContext(): ThemeContext;
 }
 
 export class AppHost {
@@ -98,6 +102,14 @@ export class AppHost {
     return this.frames.size;
   }
 
+  /** The page's look changed: every frame past its handshake hears it (the others get it in
+   *  their `ui/initialize` result). */
+  themeChanged(context: ThemeContext): void {
+    for (const [frame, record] of this.frames) {
+      if (record.initialized) notify(frame as Window, 'ui/notifications/host-context-changed', context);
+    }
+  }
+
   private onMessage(event: MessageEvent): void {
     // Identity is the window object the message came from, never event.origin.
     const source = event.source;
@@ -117,7 +129,7 @@ export class AppHost {
           hostInfo: { name: 'tamebi', version: '0.1.0' },
           hostCapabilities: { openLinks: {}, serverTools: {} },
           hostContext: {
-            theme: this.deps.theme(),
+            ...this.deps.themeContext(),
             displayMode: 'inline',
             availableDisplayModes: ['inline'],
             containerDimensions: { maxHeight: 1200 },

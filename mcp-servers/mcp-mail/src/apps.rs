@@ -36,6 +36,11 @@ mod tests {
             "mcpApp.on('ui/notifications/tool-result'",
             "mail_send",
             "mail_save_draft",
+            // The host's theme, not the OS's (issue #34); one landmark, one heading.
+            ":root[data-theme=\"dark\"]",
+            "var(--color-background-primary",
+            "<main>",
+            "<h1",
         ] {
             assert!(html.contains(needed), "{needed}");
         }
@@ -47,6 +52,7 @@ mod tests {
             "http://",
             "https://",
             "innerHTML",
+            "prefers-color-scheme",
         ] {
             assert!(!html.contains(forbidden), "contains {forbidden}");
         }

@@ -46,6 +46,12 @@ mod tests {
             for forbidden in ["<script src", "fetch(", "XMLHttpRequest", "<link ", "http://", "https://"] {
                 assert!(!doc.contains(forbidden), "{} contains {forbidden}", a.uri);
             }
+            // The host's theme, not the OS's (issue #34): a dark palette keyed on the
+            // runtime's data-theme, none on prefers-color-scheme; one landmark, one heading.
+            assert!(!doc.contains("prefers-color-scheme"), "{} follows the OS theme", a.uri);
+            for needed in [":root[data-theme=\"dark\"]", "var(--color-background-primary", "<main>", "<h1"] {
+                assert!(doc.contains(needed), "{} lacks {needed}", a.uri);
+            }
         }
         assert!(mcp_resource_server::apps::read(APPS, CALENDAR_WEEK).is_some());
         assert!(mcp_resource_server::apps::read(APPS, "ui://nextcloud/nope").is_none());

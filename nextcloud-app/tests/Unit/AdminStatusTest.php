@@ -155,17 +155,7 @@ final class AdminStatusTest extends AppTestCase {
 	}
 
 	private function render(array $params): string {
-		if (!function_exists('p')) {
-			eval('function p($s): void { print(htmlspecialchars((string)$s, ENT_QUOTES)); }');
-		}
-		$_ = $params + ['orchestratorUrl' => 'http://orch', 'mcpUrl' => '', 'checks' => []];
-		$l = new class {
-			public function t(string $text, array $params = []): string {
-				return vsprintf($text, $params);
-			}
-		};
-		ob_start();
-		include __DIR__ . '/../../templates/admin.php';
-		return (string)ob_get_clean();
+		require_once __DIR__ . '/../AdminPage.php';
+		return renderAdminTemplate($params);
 	}
 }
