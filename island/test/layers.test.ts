@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 
 /** Lowest first. */
 const LAYERS: string[][] = [
+  ['l10n'],
   ['config', 'errors', 'tools', 'markdown', 'approval', 'apps/bridge', 'apps/links'],
   ['api', 'chat', 'apps/host'],
   ['components'],
