@@ -1,33 +1,9 @@
 /// <reference types="node" />
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { scanSource, type ScanResult } from './l10n-scan';
+import { scanIsland, scanSource } from './l10n-scan';
 
 // No user-visible string of the island bypasses t() (issue #34). The scanner is in
 // l10n-scan.ts; the samples below prove it fails on each kind of bypass it knows.
-
-const src = resolve(dirname(fileURLToPath(import.meta.url)), '../src');
-
-function files(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return files(path);
-    return /\.(ts|vue)$/.test(name) && !name.endsWith('.d.ts') ? [path] : [];
-  });
-}
-
-/** Scans every island source; exported for the bundle test. */
-export function scanIsland(): ScanResult {
-  const all: ScanResult = { bypasses: [], msgids: new Set() };
-  for (const file of files(src)) {
-    const one = scanSource(relative(src, file), readFileSync(file, 'utf8'));
-    all.bypasses.push(...one.bypasses);
-    one.msgids.forEach((id) => all.msgids.add(id));
-  }
-  return all;
-}
 
 describe('the island translates every user-visible string', () => {
   it('has no string that bypasses t() or n()', () => {
