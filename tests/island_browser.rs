@@ -74,6 +74,22 @@ async fn dav_get(standin: &Standin, path: &str) -> (u16, String) {
     (status, r.text().await.unwrap_or_default())
 }
 
+/// Sets one of `uid`'s own Nextcloud settings (`language`, `locale`) as they would in their
+/// personal settings: the stand-in's OCS `PUT cloud/users/{uid}`, as that user.
+async fn set_nextcloud_setting(standin: &Standin, uid: &str, key: &str, value: &str) {
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(20)).build().expect("client");
+    let r = client
+        .put(format!("{}/ocs/v2.php/cloud/users/{uid}", standin.url()))
+        .header("authorization", standin.basic(uid))
+        .header("ocs-apirequest", "true")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("key={key}&value={value}"))
+        .send()
+        .await
+        .expect("PUT cloud/users");
+    assert_eq!(r.status().as_u16(), 200, "{key}={value}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_island_and_its_apps_in_chromium() {
     require_chromium();
@@ -102,6 +118,10 @@ async fn the_island_and_its_apps_in_chromium() {
         standin.url(),
         &[("alice", standin.app_password("alice")), ("bob", standin.app_password("bob"))],
     );
+
+    // alice's Nextcloud locale is British English, like her browser's: the page says so
+    // (data-locale), and the frames format dates by it (issue #34).
+    set_nextcloud_setting(&standin, "alice", "locale", "en_GB").await;
 
     let artifacts = workspace_root().join("test-artifacts/island-browser");
     let report = tokio::task::spawn_blocking({

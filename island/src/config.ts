@@ -22,6 +22,9 @@ export interface IslandConfig {
   linkBase: string;
   /** Nextcloud's CSRF token; sent as the `requesttoken` header on every request. */
   requestToken: string;
+  /** The person's time zone from their Nextcloud settings (core/timezone), when the page says;
+   *  dates are then shown in it, else in the browser's. An IANA name Intl knows. */
+  timeZone?: string;
 }
 
 import { t } from './l10n';
@@ -73,7 +76,18 @@ export function validateConfig(raw: unknown, requestToken: string): IslandConfig
   }
   const linkBase = c.linkBase === undefined ? '' : linkPrefix(c.linkBase);
   if (requestToken === '') throw new ConfigError(t('tamebi', 'No CSRF token: expected <head data-requesttoken>.'));
-  return { apiBase, frameUrl, user: { uid: user.uid, displayName }, workspaceConnected: c.workspaceConnected, linkBase, requestToken };
+  const timeZone = knownZone(c.timeZone);
+  return { apiBase, frameUrl, user: { uid: user.uid, displayName }, workspaceConnected: c.workspaceConnected, linkBase, requestToken, ...(timeZone ? { timeZone } : {}) };
+}
+
+/** An IANA zone Intl knows, canonicalised; anything else (absent, unknown) is none. */
+function knownZone(value: unknown): string | null {
+  if (typeof value !== 'string' || value === '' || value.length > 64) return null;
+  try {
+    return new Intl.DateTimeFormat('en', { timeZone: value }).resolvedOptions().timeZone;
+  } catch {
+    return null;
+  }
 }
 
 /** A same-origin absolute path without a trailing slash. */

@@ -4,15 +4,15 @@
  * Owns: `t('tamebi', …)` and `n('tamebi', …)` over `@nextcloud/l10n`, which reads the bundle
  * the page registered (`l10n/<lang>.js` calls `OC.L10N.register('tamebi', …)`, loaded by
  * `\OCP\Util::addTranslations('tamebi')` in the PHP app and by the dev host), the person's
- * language (`<html lang>`) and locale (`<html data-locale>`); and the `Intl` formats built
- * from that locale and the person's time zone.
+ * language (`<html lang>`) and locale (`<html data-locale>`), and their time zone; what the
+ * MCP Apps frames get in `hostContext` to format dates with `Intl`.
  *
  * Placeholders are `{name}`, as in Nextcloud. Vue escapes every interpolation, so the strings
  * come back unescaped and unsanitised (Nextcloud's defaults would show `&lt;` to the person).
  * A leaf: imports nothing of the island. The check in test/l10n-check.test.ts fails on a
  * user-visible string that does not pass through here.
  */
-import { getCanonicalLocale, getFirstDay, getLanguage, translate, translatePlural } from '@nextcloud/l10n';
+import { getCanonicalLocale, getLanguage, translate, translatePlural } from '@nextcloud/l10n';
 
 type Vars = Record<string, string | number>;
 const RAW = { escape: false, sanitize: false } as const;
@@ -42,27 +42,9 @@ export function locale(): string {
   }
 }
 
-/** The person's time zone: the page's `data-timezone` when the host sets one, else the browser's. */
-export function timeZone(doc: Document | undefined = globalThis.document): string {
-  const zone = doc?.documentElement?.dataset.timezone;
-  if (zone) {
-    try {
-      return new Intl.DateTimeFormat('en', { timeZone: zone }).resolvedOptions().timeZone;
-    } catch {
-      // An unknown zone falls back to the browser's.
-    }
-  }
-  return Intl.DateTimeFormat().resolvedOptions().timeZone;
-}
-
-/** The first day of the week, 0 = Sunday (Nextcloud's `window.firstDay`, else the locale's). */
-export function firstDay(): number {
-  return getFirstDay();
-}
-
-/** A date and time in the person's locale and zone, e.g. "2. Dez. 2026, 14:05". */
-export function formatDateTime(date: Date): string {
-  return new Intl.DateTimeFormat(locale(), { dateStyle: 'medium', timeStyle: 'short', timeZone: timeZone() }).format(date);
+/** The person's time zone: their Nextcloud setting when the page gave one, else the browser's. */
+export function timeZone(configured?: string): string {
+  return configured || Intl.DateTimeFormat().resolvedOptions().timeZone;
 }
 
 /** A translated sentence cut at its `{placeholders}`, so a template can set each one in its own

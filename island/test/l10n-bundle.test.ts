@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { register, setLanguage } from '@nextcloud/l10n';
 import { n, t } from '../src/l10n';
 import { scanIsland } from './l10n-scan';
+import ts from 'typescript';
 
 // The German bundle (issue #34): nextcloud-app/l10n/de.json is the one file edited by hand;
 // de.js is generated from it (nextcloud-app/tools/l10n-js.mjs). Both must agree, and every
@@ -104,5 +105,59 @@ describe('the German bundle', () => {
   it('reads PHP calls as Nextcloud extracts them', () => {
     const sample = `p($l->t('Users\\' recent calls')); $this->l->t("Say \\"hi\\"", [1]); $l->n('%n file', '%n files', 2); $l->t($dynamic);`;
     expect(phpMsgids(sample)).toEqual({ ids: ["Users' recent calls", 'Say "hi"', '_%n file_::_%n files_'], dynamic: 1 });
+  });
+});
+
+// The MCP Apps frames we ship translate from their own small tables (the runtime's
+// mcpApp.translator, picked by the host's hostContext.locale): each must have German for every
+// text it gives t(), keep the placeholders, and hold no entry nothing uses.
+const FRAMES = ['mcp-servers/mcp-nextcloud/apps/calendar-week.html', 'mcp-servers/mcp-nextcloud/apps/files-table.html', 'mcp-servers/mcp-mail/apps/compose.html'];
+
+/** The frame's German table and the texts its script gives t() or holds as string literals. */
+export function frameStrings(html: string): { german: Record<string, string>; translated: string[]; literals: Set<string> } {
+  const scripts = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1] ?? '').join('\n');
+  const source = ts.createSourceFile('frame.js', scripts, ts.ScriptTarget.ES2022, true, ts.ScriptKind.JS);
+  const german: Record<string, string> = {};
+  const translated: string[] = [];
+  const literals = new Set<string>();
+  const visit = (node: ts.Node): void => {
+    if (ts.isCallExpression(node)) {
+      const callee = node.expression.getText(source);
+      const [first] = node.arguments;
+      if (callee === 'mcpApp.translator' && first && ts.isObjectLiteralExpression(first)) {
+        for (const language of first.properties) {
+          if (!ts.isPropertyAssignment(language) || language.name.getText(source) !== 'de' || !ts.isObjectLiteralExpression(language.initializer)) continue;
+          for (const entry of language.initializer.properties) {
+            if (ts.isPropertyAssignment(entry) && ts.isStringLiteral(entry.name) && ts.isStringLiteral(entry.initializer)) german[entry.name.text] = entry.initializer.text;
+          }
+        }
+        return;
+      }
+      if (callee === 't' && first && ts.isStringLiteral(first)) translated.push(first.text);
+    }
+    if (ts.isStringLiteral(node)) literals.add(node.text);
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return { german, translated, literals };
+}
+
+describe('the MCP Apps frames', () => {
+  for (const frame of FRAMES) {
+    it(`${frame} has German for every text it shows`, () => {
+      const { german, translated, literals } = frameStrings(readFileSync(join(root, frame), 'utf8'));
+      expect(translated.length, 'no t() call found').toBeGreaterThan(3);
+      expect(translated.filter((text) => !(text in german))).toEqual([]);
+      expect(Object.entries(german).filter(([en, de]) => placeholders(en).join() !== placeholders(de).join())).toEqual([]);
+      expect(Object.keys(german).filter((en) => !literals.has(en) && !translated.includes(en)), 'German entries nothing uses').toEqual([]);
+    });
+  }
+
+  it('reads a frame as the runtime uses it', () => {
+    const sample = "<script>var t = mcpApp.translator({ de: { 'Week': 'Woche', 'Start': 'Beginn' } }); var L = { start: 'Start' }; t('Week'); t('Gone');</script>";
+    const { german, translated, literals } = frameStrings(sample);
+    expect(german).toEqual({ Week: 'Woche', Start: 'Beginn' });
+    expect(translated).toEqual(['Week', 'Gone']);
+    expect(literals.has('Start')).toBe(true);
   });
 });

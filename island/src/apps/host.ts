@@ -67,6 +67,8 @@ export interface HostDeps {
   openUrl(url: string): void;
   linkBase: string;
   theme(): 'light' | 'dark';
+  /** The person's Nextcloud time zone, if the page gave one (else the browser's is used). */
+  timeZone?: string;
 }
 
 export class AppHost {
@@ -125,7 +127,7 @@ export class AppHost {
             // The person's Nextcloud locale and zone (MCP Apps `HostContext`): frames translate
             // and format dates from these.
             locale: locale(),
-            timeZone: timeZone(),
+            timeZone: timeZone(this.deps.timeZone),
             platform: 'web',
           },
         });
