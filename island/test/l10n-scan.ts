@@ -7,12 +7,12 @@
 //    be shown as it is; in a script, a sentence-like literal (a capital, then two words);
 //  - every source string given to t('tamebi', …) / n('tamebi', …) (the German bundle must
 //    have each one: test/l10n-bundle.test.ts).
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import ts from 'typescript';
 import { parse as parseSfc } from '@vue/compiler-sfc';
 import { NodeTypes, type AttributeNode, type DirectiveNode, type ElementNode, type RootNode, type TemplateChildNode } from '@vue/compiler-dom';
+import { sourceFiles, src } from './sources';
 
 export interface Finding {
   file: string;
@@ -147,20 +147,11 @@ function collectMsgid(file: string, call: ts.CallExpression, line: number, resul
   result.msgids.add(name === 'n' ? `_${one}_::_${many}_` : one);
 }
 
-const src = resolve(dirname(fileURLToPath(import.meta.url)), '../src');
-
-function files(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return files(path);
-    return /\.(ts|vue)$/.test(name) && !name.endsWith('.d.ts') ? [path] : [];
-  });
-}
 
 /** Scans every source of the island (src/). */
 export function scanIsland(): ScanResult {
   const all: ScanResult = { bypasses: [], msgids: new Set() };
-  for (const file of files(src)) {
+  for (const file of sourceFiles()) {
     const one = scanSource(relative(src, file), readFileSync(file, 'utf8'));
     all.bypasses.push(...one.bypasses);
     one.msgids.forEach((id) => all.msgids.add(id));
