@@ -124,14 +124,15 @@ async fn the_island_and_its_apps_in_chromium() {
     set_nextcloud_setting(&standin, "alice", "locale", "en_GB").await;
 
     let artifacts = workspace_root().join("test-artifacts/island-browser");
+    let node_env = vec![
+        ("BASE_URL", host.url().to_string()),
+        ("NC_URL", standin.url().to_string()),
+        ("ARTIFACTS", artifacts.display().to_string()),
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("TZ", "UTC".to_string()),
+    ];
     let report = tokio::task::spawn_blocking({
-        let env = vec![
-            ("BASE_URL", host.url().to_string()),
-            ("NC_URL", standin.url().to_string()),
-            ("ARTIFACTS", artifacts.display().to_string()),
-            ("PATH", std::env::var("PATH").unwrap_or_default()),
-            ("TZ", "UTC".to_string()),
-        ];
+        let env = node_env.clone();
         move || run_node_json(&island_dir(), "browser-tests/run.mjs", &[], &env, Duration::from_secs(240))
     })
     .await
@@ -345,4 +346,71 @@ async fn the_island_and_its_apps_in_chromium() {
     );
     assert!(!shown.contains("already being written"), "{c}");
     assert_eq!(report["pageErrors"], json!([]), "uncaught errors in the island");
+
+    // 9. Issue #34: alice sets her Nextcloud language to German (her personal settings, through
+    // the stand-in's OCS API as in Nextcloud); the dev host renders the page for it as Nextcloud
+    // does, and the same chat is German: the page, an approval card, the week grid frame (German
+    // weekday names, the week starting on Monday); the model is told to answer in German.
+    set_nextcloud_setting(&standin, "alice", "language", "de").await;
+    set_nextcloud_setting(&standin, "alice", "locale", "de_DE").await;
+    let german = tokio::task::spawn_blocking(move || {
+        run_node_json(&island_dir(), "browser-tests/german.mjs", &[], &node_env, Duration::from_secs(120))
+    })
+    .await
+    .expect("browser run (German)");
+    eprintln!("browser report (German): {german:#}");
+
+    let c = check(&german, "the_page_is_german");
+    assert_eq!(c["lang"], "de", "{c}");
+    assert_eq!(c["locale"], "de_DE", "{c}");
+    assert_eq!(c["newConversation"], "Neue Unterhaltung", "{c}");
+    assert_eq!(c["memory"], "Gedächtnis", "{c}");
+    assert_eq!(c["send"], "Senden", "{c}");
+    assert_eq!(c["mainLabel"], "Chat mit Tamebi", "{c}");
+    assert_eq!(
+        c["placeholder"], "Nachricht an Tamebi (Eingabe zum Senden, Umschalt+Eingabe für eine neue Zeile)",
+        "{c}"
+    );
+
+    let c = check(&german, "the_week_grid_is_german_and_starts_on_monday");
+    assert_eq!(c["lang"], "de-DE", "the frame got the locale in hostContext: {c}");
+    assert_eq!(c["title"], "Woche vom 12. Januar 2026", "{c}");
+    assert_eq!(
+        c["days"],
+        json!([
+            "2026-01-12",
+            "2026-01-13",
+            "2026-01-14",
+            "2026-01-15",
+            "2026-01-16",
+            "2026-01-17",
+            "2026-01-18"
+        ]),
+        "{c}"
+    );
+    let heads: Vec<&str> = c["heads"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let weekdays = ["Mo", "Di", "Mi", "Do", "Fr", "Sa", "So"];
+    assert!(heads.len() == 7 && heads.iter().zip(weekdays).all(|(h, d)| h.starts_with(d)), "{c}");
+    assert_eq!(c["firstLabel"], "Montag, 12. Januar im Kalender öffnen", "{c}");
+    assert_eq!(c["events"], json!(["Quarterly planning, 10:00–11:00"]), "{c}");
+    assert_eq!(c["status"], "fertig", "{c}");
+
+    let c = check(&german, "the_approval_card_is_german");
+    let card = c["cardText"].as_str().unwrap_or_default();
+    assert!(card.contains("Tamebi möchte files_write auf nextcloud ausführen:"), "{c}");
+    assert_eq!(c["label"], "files_write genehmigen?", "{c}");
+    assert_eq!(c["approve"], "Genehmigen", "{c}");
+    assert_eq!(c["deny"], "Ablehnen", "{c}");
+    assert_eq!(c["status"], "abgelehnt", "{c}");
+    assert_eq!(german["pageErrors"], json!([]), "uncaught errors in the German island");
+
+    // The model was told: the German turns' system prompt names the language.
+    let told: Vec<Value> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.to_string().contains("write the denied note"))
+        .collect();
+    assert!(!told.is_empty(), "the German approval turn reached the model");
+    let system = told.last().map(|r| r["messages"][0]["content"].to_string()).unwrap_or_default();
+    assert!(system.contains("Answer in German"), "{system}");
 }
