@@ -22,6 +22,16 @@ use test_harness::standin::Standin;
 use test_harness::workspace_root;
 
 const APPROVED_NOTE: &str = "Written after a person approved it.";
+/// The days of the week grid for 12 January 2026, Monday first (in en-GB and in German alike).
+const WEEK_OF_12_JANUARY: [&str; 7] = [
+    "2026-01-12",
+    "2026-01-13",
+    "2026-01-14",
+    "2026-01-15",
+    "2026-01-16",
+    "2026-01-17",
+    "2026-01-18",
+];
 
 const ASSISTANTS: &str = r#"
 [[assistant]]
@@ -151,18 +161,7 @@ async fn the_island_and_its_apps_in_chromium() {
         "{c}"
     );
     assert_eq!(c["title"], "Week of 12 January 2026");
-    assert_eq!(
-        c["days"],
-        json!([
-            "2026-01-12",
-            "2026-01-13",
-            "2026-01-14",
-            "2026-01-15",
-            "2026-01-16",
-            "2026-01-17",
-            "2026-01-18"
-        ])
-    );
+    assert_eq!(c["days"], json!(WEEK_OF_12_JANUARY));
     assert_eq!(c["events"], json!(["Quarterly planning, 10:00–11:00"]));
     assert_eq!(c["eventDay"], 3, "the event sits in Thursday's column");
 
@@ -375,19 +374,7 @@ async fn the_island_and_its_apps_in_chromium() {
     let c = check(&german, "the_week_grid_is_german_and_starts_on_monday");
     assert_eq!(c["lang"], "de-DE", "the frame got the locale in hostContext: {c}");
     assert_eq!(c["title"], "Woche vom 12. Januar 2026", "{c}");
-    assert_eq!(
-        c["days"],
-        json!([
-            "2026-01-12",
-            "2026-01-13",
-            "2026-01-14",
-            "2026-01-15",
-            "2026-01-16",
-            "2026-01-17",
-            "2026-01-18"
-        ]),
-        "{c}"
-    );
+    assert_eq!(c["days"], json!(WEEK_OF_12_JANUARY), "{c}");
     let heads: Vec<&str> = c["heads"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     let weekdays = ["Mo", "Di", "Mi", "Do", "Fr", "Sa", "So"];
     assert!(heads.len() == 7 && heads.iter().zip(weekdays).all(|(h, d)| h.starts_with(d)), "{c}");
