@@ -46,7 +46,7 @@ fn step(system: &str, summary: Option<&Summary>, history: &[UiMessage], limits: 
 }
 
 fn measure(name: &str, summary: Option<&Summary>, history: &[UiMessage], limits: &Limits) {
-    let system = tamebi::context::system_prompt("2026-11-30", true);
+    let system = tamebi::context::system_prompt("2026-11-30", true, None);
     for _ in 0..20 {
         std::hint::black_box(step(&system, summary, history, limits));
     }
@@ -92,7 +92,7 @@ fn scripted_summariser(request: &[ChatMessage]) -> String {
 /// the turn's model request); returns the summary calls and the largest summary input in
 /// characters.
 fn summary_calls(turns: usize, answer_chars: usize, limits: &Limits) -> (usize, usize) {
-    let system = tamebi::context::system_prompt("2026-12-01", false);
+    let system = tamebi::context::system_prompt("2026-12-01", false, None);
     let (mut history, mut summary, mut calls, mut largest_input) = (Vec::new(), None::<Summary>, 0, 0);
     for i in 0..turns {
         let [user, assistant] = exchange(i, answer_chars);

@@ -767,7 +767,7 @@ mod tests {
     /// A conversation run the way the turn runs it (`turn.rs`, `fit`): each model step builds
     /// the view, and the first step that finds a summary due (one per turn) makes it.
     fn simulate(turns: usize, limits: &Limits, exchange_of: impl Fn(usize) -> (UiMessage, UiMessage)) -> (Vec<Call>, u64) {
-        let system = context::system_prompt("2026-12-01", true);
+        let system = context::system_prompt("2026-12-01", true, None);
         let mut history: Vec<UiMessage> = Vec::new();
         let mut summary: Option<Summary> = None;
         let mut calls = Vec::new();

@@ -536,7 +536,10 @@ impl TurnState {
     /// a new summary first when the view passed half the window (rung 2, once per turn).
     async fn compacted_view(&mut self) -> Result<compaction::View, TurnError> {
         let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
-        let fixed = self.t.loadout.system_prompt(context::system_prompt(&today, self.has_workspace));
+        let fixed = self
+            .t
+            .loadout
+            .system_prompt(context::system_prompt(&today, self.has_workspace, self.t.caller.language.as_ref()));
         let system = context::system_with_context(fixed, &self.facts, None);
         // The history with this turn's message at its end, borrowed rather than copied (a long
         // conversation's history is megabytes); put back on every path.

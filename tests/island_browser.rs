@@ -24,6 +24,16 @@ use test_harness::standin::Standin;
 use test_harness::workspace_root;
 
 const APPROVED_NOTE: &str = "Written after a person approved it.";
+/// The days of the week grid for 12 January 2026, Monday first (in en-GB and in German alike).
+const WEEK_OF_12_JANUARY: [&str; 7] = [
+    "2026-01-12",
+    "2026-01-13",
+    "2026-01-14",
+    "2026-01-15",
+    "2026-01-16",
+    "2026-01-17",
+    "2026-01-18",
+];
 
 const ASSISTANTS: &str = r#"
 [[assistant]]
@@ -104,6 +114,22 @@ fn assert_focus_on_card_then_composer(c: &Value) {
     assert_eq!(c["focusAfter"], "composer", "{c}");
 }
 
+/// Sets one of `uid`'s own Nextcloud settings (`language`, `locale`) as they would in their
+/// personal settings: the stand-in's OCS `PUT cloud/users/{uid}`, as that user.
+async fn set_nextcloud_setting(standin: &Standin, uid: &str, key: &str, value: &str) {
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(20)).build().expect("client");
+    let r = client
+        .put(format!("{}/ocs/v2.php/cloud/users/{uid}", standin.url()))
+        .header("authorization", standin.basic(uid))
+        .header("ocs-apirequest", "true")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("key={key}&value={value}"))
+        .send()
+        .await
+        .expect("PUT cloud/users");
+    assert_eq!(r.status().as_u16(), 200, "{key}={value}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_island_and_its_apps_in_chromium() {
     require_chromium();
@@ -133,17 +159,22 @@ async fn the_island_and_its_apps_in_chromium() {
         &[("alice", standin.app_password("alice")), ("bob", standin.app_password("bob"))],
     );
 
+    // alice's Nextcloud locale is British English, like her browser's: the page says so
+    // (data-locale), and the frames format dates by it (issue #34).
+    set_nextcloud_setting(&standin, "alice", "locale", "en_GB").await;
+
     let artifacts = workspace_root().join("test-artifacts/island-browser");
     let admin_section = render_admin_section(&artifacts);
+    let node_env = vec![
+        ("ADMIN_SECTION", admin_section.display().to_string()),
+        ("BASE_URL", host.url().to_string()),
+        ("NC_URL", standin.url().to_string()),
+        ("ARTIFACTS", artifacts.display().to_string()),
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("TZ", "UTC".to_string()),
+    ];
     let report = tokio::task::spawn_blocking({
-        let env = vec![
-            ("ADMIN_SECTION", admin_section.display().to_string()),
-            ("BASE_URL", host.url().to_string()),
-            ("NC_URL", standin.url().to_string()),
-            ("ARTIFACTS", artifacts.display().to_string()),
-            ("PATH", std::env::var("PATH").unwrap_or_default()),
-            ("TZ", "UTC".to_string()),
-        ];
+        let env = node_env.clone();
         move || run_node_json(&island_dir(), "browser-tests/run.mjs", &[], &env, Duration::from_secs(360))
     })
     .await
@@ -162,18 +193,7 @@ async fn the_island_and_its_apps_in_chromium() {
         "{c}"
     );
     assert_eq!(c["title"], "Week of 12 January 2026");
-    assert_eq!(
-        c["days"],
-        json!([
-            "2026-01-12",
-            "2026-01-13",
-            "2026-01-14",
-            "2026-01-15",
-            "2026-01-16",
-            "2026-01-17",
-            "2026-01-18"
-        ])
-    );
+    assert_eq!(c["days"], json!(WEEK_OF_12_JANUARY));
     assert_eq!(c["events"], json!(["10:00–11:00 Quarterly planning"]));
     assert_eq!(c["eventDay"], 3, "the event sits in Thursday's column");
 
@@ -413,4 +433,63 @@ async fn the_island_and_its_apps_in_chromium() {
         assert_no_axe_violations(&c[theme], &format!("the admin page ({theme})"));
     }
     assert_eq!(report["pageErrors"], json!([]), "uncaught errors in the island");
+
+    // 9. Issue #34: alice sets her Nextcloud language to German (her personal settings, through
+    // the stand-in's OCS API as in Nextcloud); the dev host renders the page for it as Nextcloud
+    // does, and the same chat is German: the page, an approval card, the week grid frame (German
+    // weekday names, the week starting on Monday); the model is told to answer in German.
+    set_nextcloud_setting(&standin, "alice", "language", "de").await;
+    set_nextcloud_setting(&standin, "alice", "locale", "de_DE").await;
+    let german = tokio::task::spawn_blocking(move || {
+        run_node_json(&island_dir(), "browser-tests/german.mjs", &[], &node_env, Duration::from_secs(120))
+    })
+    .await
+    .expect("browser run (German)");
+    eprintln!("browser report (German): {german:#}");
+
+    let c = check(&german, "the_page_is_german");
+    assert_eq!(c["lang"], "de", "{c}");
+    assert_eq!(c["locale"], "de_DE", "{c}");
+    assert_eq!(c["newConversation"], "Neue Unterhaltung", "{c}");
+    assert_eq!(c["memory"], "Gedächtnis", "{c}");
+    assert_eq!(c["send"], "Senden", "{c}");
+    assert_eq!(c["mainLabel"], "Chat mit Tamebi", "{c}");
+    assert_eq!(
+        c["placeholder"], "Nachricht an Tamebi (Eingabe zum Senden, Umschalt+Eingabe für eine neue Zeile)",
+        "{c}"
+    );
+
+    let c = check(&german, "the_week_grid_is_german_and_starts_on_monday");
+    assert_eq!(c["lang"], "de-DE", "the frame got the locale in hostContext: {c}");
+    assert_eq!(c["title"], "Woche vom 12. Januar 2026", "{c}");
+    assert_eq!(c["days"], json!(WEEK_OF_12_JANUARY), "{c}");
+    let heads: Vec<&str> = c["heads"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let weekdays = ["Mo", "Di", "Mi", "Do", "Fr", "Sa", "So"];
+    assert!(heads.len() == 7 && heads.iter().zip(weekdays).all(|(h, d)| h.starts_with(d)), "{c}");
+    assert_eq!(
+        c["firstLabel"].as_str(),
+        Some(format!("{}: Montag, 12. Januar im Kalender öffnen", heads[0]).as_str()),
+        "the name starts with the text shown: {c}"
+    );
+    assert_eq!(c["events"], json!(["10:00–11:00 Quarterly planning"]), "{c}");
+    assert_eq!(c["status"], "fertig", "{c}");
+
+    let c = check(&german, "the_approval_card_is_german");
+    let card = c["cardText"].as_str().unwrap_or_default();
+    assert!(card.contains("Tamebi möchte files_write auf nextcloud ausführen:"), "{c}");
+    assert_eq!(c["label"], "files_write genehmigen?", "{c}");
+    assert_eq!(c["approve"], "Genehmigen", "{c}");
+    assert_eq!(c["deny"], "Ablehnen", "{c}");
+    assert_eq!(c["status"], "abgelehnt", "{c}");
+    assert_eq!(german["pageErrors"], json!([]), "uncaught errors in the German island");
+
+    // The model was told: the German turns' system prompt names the language.
+    let told: Vec<Value> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.to_string().contains("write the denied note"))
+        .collect();
+    assert!(!told.is_empty(), "the German approval turn reached the model");
+    let system = told.last().map(|r| r["messages"][0]["content"].to_string()).unwrap_or_default();
+    assert!(system.contains("Answer in German"), "{system}");
 }

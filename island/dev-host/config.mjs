@@ -9,6 +9,11 @@
 //                        user's app password in X-Tamebi-Credentials, default "nextcloud"
 // DEV_HOST_BIND          address to listen on, default 127.0.0.1:8080 (port 0 = any free port)
 // DEV_HOST_DIST          the built island, default ../dist next to this file
+// DEV_LANGUAGE           every user's Nextcloud language (de, de_DE, …) instead of what the stand-in's
+//                        cloud/user says for them (optional; neither: en)
+// DEV_LOCALE             their locale (de_DE, …); default: the stand-in's, else the language
+// DEV_TIMEZONE           their time zone (an IANA name); default: the browser's
+// DEV_HOST_L10N          the app's l10n/ folder, default ../../nextcloud-app/l10n next to this file
 
 export class ConfigError extends Error {}
 
@@ -32,8 +37,26 @@ export function loadConfig(env) {
   const match = /^(.+):(\d{1,5})$/.exec(bind);
   if (!match) problems.push('DEV_HOST_BIND must be HOST:PORT');
   const dist = env.DEV_HOST_DIST ?? new URL('../dist/', import.meta.url).pathname;
+  const l10nDir = env.DEV_HOST_L10N ?? new URL('../../nextcloud-app/l10n/', import.meta.url).pathname;
+  const language = env.DEV_LANGUAGE || null;
+  if (language !== null && !NEXTCLOUD_LANGUAGE.test(language)) problems.push('DEV_LANGUAGE must be a Nextcloud language code like de or de_DE');
+  const locale = env.DEV_LOCALE || null;
+  if (locale !== null && !NEXTCLOUD_LANGUAGE.test(locale)) problems.push('DEV_LOCALE must be a Nextcloud locale code like de_DE');
+  const timeZone = env.DEV_TIMEZONE || null;
+  if (timeZone !== null && !knownZone(timeZone)) problems.push('DEV_TIMEZONE must be an IANA time zone like Europe/Berlin');
   if (problems.length > 0) throw new ConfigError(`dev host configuration: ${problems.join('; ')}`);
-  return { orchestratorUrl, proxySecret, signingSecret, users, ncUrl, credentialServers, host: match[1], port: Number(match[2]), dist };
+  return { orchestratorUrl, proxySecret, signingSecret, users, ncUrl, credentialServers, host: match[1], port: Number(match[2]), dist, l10nDir, language, locale, timeZone };
+}
+
+/** A Nextcloud language or locale code as its settings hold them: de, de_DE, sr@latin, es_419. */
+export const NEXTCLOUD_LANGUAGE = /^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?(@latin)?$/;
+
+function knownZone(zone) {
+  try {
+    return new Intl.DateTimeFormat('en', { timeZone: zone }).resolvedOptions().timeZone === zone;
+  } catch {
+    return false;
+  }
 }
 
 function parseUsers(value, problems) {

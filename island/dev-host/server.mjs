@@ -1,20 +1,26 @@
 // The dev host: plays the Nextcloud app's role in development and in browser tests.
 //
 // Owns: a stand-in login (a cookie naming one of DEV_USERS; `?as=bob` or the /login page),
-// the island page (with Nextcloud's initial-state markup and CSRF token, and Nextcloud's theme
+// the island page (with Nextcloud's initial-state markup and CSRF token, Nextcloud's theme
 // emulated: `?theme=dark` etc. marks <body> as Nextcloud's theming app does, with
-// nextcloud-theme.css for its variables), and the same
+// nextcloud-theme.css for its variables, and what Nextcloud does to a page for the person's
+// language: `<html lang data-locale>`, `window.firstDay`, `OC.L10N.register` and the app's
+// `l10n/<lang>.js`), and the same
 // routes as the PHP app, each forwarded to the orchestrator's `/v1/...` twin with the G1
 // headers (docs/api.md). SSE is streamed through unbuffered; a frame document is served with
-// exactly the Content-Security-Policy the orchestrator built for it.
+// exactly the Content-Security-Policy the orchestrator built for it. The person's language is
+// DEV_LANGUAGE, else what the stand-in's cloud/user says (their Nextcloud setting); their error
+// texts are in it (the app's l10n/<lang>.json), and a chat turn carries it as `?lang=`.
 //
 // Must never: let a request choose its uid (G1: a body naming one is 400), serve a frame
 // without the orchestrator's policy, or weaken that policy.
 import { createServer, request as httpRequest } from 'node:http';
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { bodyNamesUser, g1Headers } from './g1.mjs';
+import { NEXTCLOUD_LANGUAGE } from './config.mjs';
 
 const MAX_BODY = 1024 * 1024;
 /** Nextcloud's theme ids (apps/theming): `default` follows the OS setting, the others do not. */
@@ -79,6 +85,11 @@ async function handle(config, requestToken, req, res) {
   if (path === '/island/tamebi-island.css') return serveFile(res, join(config.dist, 'tamebi-island.css'), 'text/css; charset=utf-8');
   if (path === '/island/nextcloud-theme.css') return serveFile(res, new URL('./nextcloud-theme.css', import.meta.url).pathname, 'text/css; charset=utf-8');
   if (path === '/login') return send(res, 200, 'text/html; charset=utf-8', loginPage(config));
+  const bundle = /^\/apps\/tamebi\/l10n\/([^/]+)\.(js|json)$/.exec(path);
+  if (bundle) {
+    if (!NEXTCLOUD_LANGUAGE.test(bundle[1])) return sendError(res, 404, randomUUID());
+    return serveFile(res, join(config.l10nDir, `${bundle[1]}.${bundle[2]}`), bundle[2] === 'js' ? 'text/javascript; charset=utf-8' : 'application/json');
+  }
 
   const as = url.searchParams.get('as');
   const theme = THEMES.includes(url.searchParams.get('theme') ?? '') ? url.searchParams.get('theme') : 'default';
@@ -94,7 +105,14 @@ async function handle(config, requestToken, req, res) {
       res.writeHead(303, { location: '/login' });
       return res.end();
     }
-    return send(res, 200, 'text/html; charset=utf-8', islandPage(config, uid, requestToken, theme), { 'content-security-policy': PAGE_CSP });
+    const person = await personOf(config, uid);
+    return send(res, 200, 'text/html; charset=utf-8', islandPage(config, uid, requestToken, person, theme), { 'content-security-policy': PAGE_CSP });
+  }
+  if (path === '/core/l10n.js') {
+    // What Nextcloud's core scripts give every page before an app's: OC.L10N.register (into
+    // @nextcloud/l10n's registry) and window.firstDay, from the person's locale.
+    const person = uid ? await personOf(config, uid) : { locale: 'en' };
+    return send(res, 200, 'text/javascript; charset=utf-8', coreScript(person));
   }
 
   const requestId = randomUUID();
@@ -120,10 +138,15 @@ async function handle(config, requestToken, req, res) {
   // Nextcloud refuses a state-changing call without the page's CSRF token; so do we, on every call.
   if (!sameToken(req.headers.requesttoken, requestToken)) return sendError(res, 401, requestId);
 
+  const person = await personOf(config, uid);
+  const tr = translator(config, person.language);
   const body = await readBody(req);
-  if (body === null) return sendError(res, 413, requestId);
-  if (bodyNamesUser(body)) return sendError(res, 400, requestId);
-  return forward(config, { uid, method: req.method ?? 'GET', path: `/v1${route}`, body, requestId, res, req });
+  if (body === null) return sendError(res, 413, requestId, {}, null, tr);
+  if (bodyNamesUser(body)) return sendError(res, 400, requestId, {}, null, tr);
+  // As the PHP app: a chat turn carries the person's language, signed with the rest of the query.
+  const tag = bcp47(person.language);
+  const query = route === '/chat' && tag ? `?${new URLSearchParams({ lang: tag })}` : '';
+  return forward(config, { uid, method: req.method ?? 'GET', path: `/v1${route}${query}`, body, requestId, res, req, tr });
 }
 
 /** Maps an API path to its orchestrator path, or says why it cannot. */
@@ -141,7 +164,7 @@ function apiRoute(method, sub) {
 }
 
 /** Sends one request to the orchestrator and streams its answer back unbuffered. */
-function forward(config, { uid, method, path, body, requestId, res, req, frame = false }) {
+function forward(config, { uid, method, path, body, requestId, res, req, frame = false, tr = (text) => text }) {
   const target = new URL(path, config.orchestratorUrl);
   // Signed for the URL exactly as it is sent (issue #27: method, path and query are signed).
   const headers = g1Headers({
@@ -168,7 +191,7 @@ function forward(config, { uid, method, path, body, requestId, res, req, frame =
         // request id and any Retry-After.
         readErrorCode(answer).then((code) => {
           const retry = answer.headers['retry-after'];
-          sendError(res, status <= 599 ? status : 502, requestId, typeof retry === 'string' ? { 'retry-after': retry } : {}, code);
+          sendError(res, status <= 599 ? status : 502, requestId, typeof retry === 'string' ? { 'retry-after': retry } : {}, code, tr);
           resolve();
         });
         return;
@@ -180,7 +203,7 @@ function forward(config, { uid, method, path, body, requestId, res, req, frame =
         if (status === 200 && (typeof policy !== 'string' || !policy.includes("default-src 'none'"))) {
           // No policy from the orchestrator means no frame: we never serve app HTML without one.
           answer.resume();
-          sendError(res, 502, requestId);
+          sendError(res, 502, requestId, {}, null, tr);
           return resolve();
         }
         if (typeof policy === 'string') out['content-security-policy'] = policy;
@@ -197,7 +220,7 @@ function forward(config, { uid, method, path, body, requestId, res, req, frame =
       answer.on('close', () => { if (!answer.complete) res.destroy(); resolve(); });
     });
     upstream.on('error', () => {
-      if (!res.headersSent) sendError(res, 502, requestId);
+      if (!res.headersSent) sendError(res, 502, requestId, {}, null, tr);
       else res.destroy();
       resolve();
     });
@@ -246,7 +269,7 @@ function send(res, status, type, body, extra = {}) {
   res.end(body);
 }
 
-function sendError(res, status, requestId, extra = {}, upstreamCode = null) {
+function sendError(res, status, requestId, extra = {}, upstreamCode = null, tr = (text) => text) {
   // A second failure of the same forward (the answer and the request both erring): the first
   // answer stands, or the browser's connection is cut if it was under way.
   if (res.headersSent) {
@@ -255,7 +278,7 @@ function sendError(res, status, requestId, extra = {}, upstreamCode = null) {
   }
   const known = CODES.get(upstreamCode);
   const code = known && known[0] === status ? upstreamCode : null;
-  const message = code ? known[1] : MESSAGES[status] ?? (status >= 400 && status < 500 ? CLIENT_ERROR : SERVER_ERROR);
+  const message = tr(code ? known[1] : MESSAGES[status] ?? (status >= 400 && status < 500 ? CLIENT_ERROR : SERVER_ERROR));
   const error = code ? { message, requestId, code } : { message, requestId };
   // A Retry-After passes only as the PHP app passes it (whole seconds, on a 429 or 503), and
   // in the body too: the chat transport sees only the body.
@@ -298,23 +321,29 @@ async function serveFile(res, file, type) {
 
 const escapeHtml = (s) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-function islandPage(config, uid, requestToken, theme) {
+function islandPage(config, uid, requestToken, person, theme) {
   const state = {
     apiBase: '/apps/tamebi/api',
     frameUrl: '/apps/tamebi/frame',
     user: { uid, displayName: uid.charAt(0).toUpperCase() + uid.slice(1) },
     workspaceConnected: true,
     linkBase: config.ncUrl,
+    ...(person.timeZone ? { timeZone: person.timeZone } : {}),
   };
   const encoded = Buffer.from(JSON.stringify(state), 'utf8').toString('base64');
+  // As Nextcloud's page: the language and locale on <html>, core's l10n first, then the app's
+  // bundle for the language (only one that exists; English needs none), then the app.
+  const shipped = bundleLanguage(config, person.language);
+  const bundle = shipped ? `\n<script src="/apps/tamebi/l10n/${escapeHtml(shipped)}.js"></script>` : '';
   return `<!doctype html>
-<html lang="en">
+<html lang="${escapeHtml(person.language.replace('_', '-'))}" data-locale="${escapeHtml(person.locale)}">
 <head data-requesttoken="${escapeHtml(requestToken)}">
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Tamebi (dev host)</title>
 <link rel="stylesheet" href="/island/nextcloud-theme.css">
 <link rel="stylesheet" href="/island/tamebi-island.css">
+<script src="/core/l10n.js"></script>${bundle}
 <script src="/island/tamebi-island.js" defer></script>
 </head>
 <body data-theme-${theme} data-themes="${theme}">
@@ -322,6 +351,94 @@ function islandPage(config, uid, requestToken, theme) {
 <div id="tamebi-island"></div>
 </body>
 </html>
+`;
+}
+
+/**
+ * The person's language, locale and time zone: DEV_LANGUAGE / DEV_LOCALE / DEV_TIMEZONE, else
+ * their settings as the stand-in's OCS cloud/user gives them (asked as them, with their app
+ * password), else English. Nextcloud takes an unset locale from the language.
+ */
+async function personOf(config, uid) {
+  let language = config.language;
+  let locale = config.locale;
+  if ((!language || !locale) && config.ncUrl && config.users.has(uid)) {
+    const user = await standinUser(config, uid);
+    language ??= typeof user.language === 'string' && NEXTCLOUD_LANGUAGE.test(user.language) ? user.language : null;
+    locale ??= typeof user.locale === 'string' && NEXTCLOUD_LANGUAGE.test(user.locale) ? user.locale : null;
+  }
+  language ??= 'en';
+  return { language, locale: locale ?? language, timeZone: config.timeZone };
+}
+
+async function standinUser(config, uid) {
+  try {
+    const auth = Buffer.from(`${uid}:${config.users.get(uid)}`).toString('base64');
+    const r = await fetch(`${config.ncUrl}/ocs/v2.php/cloud/user`, {
+      headers: { authorization: `Basic ${auth}`, 'ocs-apirequest': 'true', accept: 'application/json' },
+      signal: AbortSignal.timeout(5000),
+    });
+    const data = r.ok ? (await r.json())?.ocs?.data : null;
+    return data && typeof data === 'object' ? data : {};
+  } catch {
+    return {};
+  }
+}
+
+/** Nextcloud's language code as a BCP 47 tag (as the PHP app's Relay::language), or null. */
+export function bcp47(code) {
+  const tag = code.replace('@latin', '-Latn').replaceAll('_', '-');
+  return /^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}$/.test(tag) ? tag : null;
+}
+
+/** The bundle the app ships for `language`: its own, else its base language's (de for de_CH), or null. */
+function bundleLanguage(config, language) {
+  if (!NEXTCLOUD_LANGUAGE.test(language) || language === 'en') return null;
+  const base = language.split(/[_@]/)[0];
+  return [language, base].find((l) => l !== 'en' && readBundle(config, l) !== null) ?? null;
+}
+
+/** The app's l10n/<lang>.json translations (read on each use: edits show on reload), or null. */
+function readBundle(config, language) {
+  try {
+    const bundle = JSON.parse(readFileSync(join(config.l10nDir, `${language}.json`), 'utf8'));
+    return bundle && typeof bundle.translations === 'object' ? bundle.translations : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Our error texts in the person's language, as the PHP app's IL10N gives them. */
+function translator(config, language) {
+  const shipped = bundleLanguage(config, language);
+  const translations = shipped ? readBundle(config, shipped) : null;
+  return (text) => (translations && typeof translations[text] === 'string' ? translations[text] : text);
+}
+
+/** The first day of the week for a locale, 0 = Sunday (Intl's week data; Monday without it). */
+function firstDayOf(locale) {
+  try {
+    const l = new Intl.Locale(locale.replaceAll('_', '-'));
+    const info = typeof l.getWeekInfo === 'function' ? l.getWeekInfo() : l.weekInfo;
+    return info ? info.firstDay % 7 : 1;
+  } catch {
+    return 1;
+  }
+}
+
+function coreScript(person) {
+  return `// The dev host's stand-in for what Nextcloud's core gives every page.
+window.firstDay = ${firstDayOf(person.locale)};
+window.OC = window.OC || {};
+window.OC.L10N = {
+  register: function (app, bundle) {
+    var t = (globalThis._oc_l10n_registry_translations = globalThis._oc_l10n_registry_translations || {});
+    var p = (globalThis._oc_l10n_registry_plural_functions = globalThis._oc_l10n_registry_plural_functions || {});
+    t[app] = Object.assign({}, t[app] || {}, bundle);
+    // The plural rule of every language we ship (nplurals=2; plural=(n != 1)).
+    p[app] = function (n) { return n === 1 ? 0 : 1; };
+  },
+};
 `;
 }
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CODES, createDevHost } from './server.mjs';
 import { sign } from './g1.mjs';
 
-let upstream; let host; let base; const seen = [];
+let upstream; let upstreamUrl; let host; let base; const seen = [];
 // The orchestrator's answers still open (held ones only): a forward the dev host did not stop.
 const held = new Set();
 // The orchestrator refuses (an error body with internals, cut short) and its connection drops
@@ -69,7 +69,7 @@ beforeAll(async () => {
         res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': 'upstream-id', 'retry-after': status === 503 ? '2' : 'Wed, 21 Oct 2026 07:28:00 GMT <script>' });
         return res.end(JSON.stringify({ error: { message: 'panic at /srv/tamebi/src/secret.rs:42', requestId: 'upstream-id' } }));
       }
-      if (req.url === '/v1/chat') {
+      if (req.url.split('?')[0] === '/v1/chat') {
         res.writeHead(200, { 'content-type': 'text/event-stream', 'x-vercel-ai-ui-message-stream': 'v1', 'x-internal': 'secret' });
         res.write('data: {"type":"start"}\n\n');
         return setImmediate(() => res.end('data: [DONE]\n\n'));
@@ -79,6 +79,7 @@ beforeAll(async () => {
     });
   });
   const up = await listen(upstream);
+  upstreamUrl = up;
   host = createDevHost({ orchestratorUrl: up, proxySecret: 'proxy', signingSecret: 'sign', users: new Map([['alice', 'pw-a'], ['bob', 'pw-b']]), ncUrl: '', credentialServers: ['nextcloud'], dist: '/nonexistent' });
   base = await listen(host);
 });
@@ -135,14 +136,15 @@ describe('dev host', () => {
     expect(r.headers.get('x-internal')).toBeNull();
     expect(await r.text()).toBe('data: {"type":"start"}\n\ndata: [DONE]\n\n');
     const got = seen.at(-1);
-    expect(got.url).toBe('/v1/chat');
+    // The person's language rides along, signed with the query (issue #34).
+    expect(got.url).toBe('/v1/chat?lang=en');
     expect(got.body).toBe(body);
     expect(got.headers.authorization).toBe('Bearer proxy');
     expect(got.headers['x-tamebi-uid']).toBe('bob');
     expect(got.headers['x-tamebi-credentials']).toBe('nextcloud=pw-b');
     expect(got.headers['x-tamebi-nc-authorization']).toBeUndefined();
     expect(got.headers['x-tamebi-nonce']).toMatch(/^[0-9a-f-]{36}$/);
-    const signed = { method: 'POST', path: '/v1/chat', uid: 'bob', ts: Number(got.headers['x-tamebi-ts']), nonce: got.headers['x-tamebi-nonce'], credentials: 'nextcloud=pw-b' };
+    const signed = { method: 'POST', path: '/v1/chat', query: 'lang=en', uid: 'bob', ts: Number(got.headers['x-tamebi-ts']), nonce: got.headers['x-tamebi-nonce'], credentials: 'nextcloud=pw-b' };
     expect(got.headers['x-tamebi-signature']).toBe(sign('sign', { ...signed, body }));
     // Issue #27: signed for this method and path only.
     expect(got.headers['x-tamebi-signature']).not.toBe(sign('sign', { ...signed, path: '/v1/apps/tools/dispatch', body }));
@@ -300,5 +302,54 @@ describe('dev host', () => {
     expect(bare.status).toBe(502);
     expect(bare.headers.get('content-security-policy')).toBeNull();
     expect((await fetch(`${base}/apps/tamebi/frame?server=nextcloud&uri=https://evil`, { headers: { cookie } })).status).toBe(400);
+  });
+
+  it('renders the page in the person\'s Nextcloud language, as the stand-in\'s cloud/user says, and answers in it', async () => {
+    // A stand-in whose bob set German (core/lang de, core/locale de_DE); alice kept English.
+    const asked = [];
+    const standin = createServer((req, res) => {
+      asked.push([req.url, req.headers.authorization, req.headers['ocs-apirequest']]);
+      const uid = Buffer.from((req.headers.authorization ?? '').slice(6), 'base64').toString().split(':')[0];
+      const data = uid === 'bob' ? { id: 'bob', language: 'de', locale: 'de_DE' } : { id: uid, language: 'en', locale: '' };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ocs: { meta: { status: 'ok' }, data } }));
+    });
+    const nc = await listen(standin);
+    const l10nDir = new URL('../../nextcloud-app/l10n/', import.meta.url).pathname;
+    const german = createDevHost({ orchestratorUrl: upstreamUrl, proxySecret: 'proxy', signingSecret: 'sign', users: new Map([['alice', 'pw-a'], ['bob', 'pw-b']]), ncUrl: nc, credentialServers: ['nextcloud'], dist: '/nonexistent', l10nDir, language: null, locale: null, timeZone: 'Europe/Berlin' });
+    const at = await listen(german);
+    try {
+      const r = await fetch(`${at}/apps/tamebi/?as=bob`, { redirect: 'manual' });
+      const cookie = r.headers.get('set-cookie').split(';')[0];
+      const page = await (await fetch(`${at}/apps/tamebi/`, { headers: { cookie } })).text();
+      expect(page).toContain('<html lang="de" data-locale="de_DE">');
+      expect(page).toContain('<script src="/core/l10n.js"></script>\n<script src="/apps/tamebi/l10n/de.js"></script>\n<script src="/island/tamebi-island.js" defer></script>');
+      const state = JSON.parse(Buffer.from(/initial-state-tamebi-tamebi-config" value="([^"]+)"/.exec(page)[1], 'base64').toString());
+      expect(state.timeZone).toBe('Europe/Berlin');
+      expect(asked[0]).toEqual(['/ocs/v2.php/cloud/user', `Basic ${Buffer.from('bob:pw-b').toString('base64')}`, 'true']);
+      // Core's part: firstDay from the locale (Monday in Germany), OC.L10N.register into the registry.
+      const core = await (await fetch(`${at}/core/l10n.js`, { headers: { cookie } })).text();
+      expect(core).toContain('window.firstDay = 1;');
+      const registry = {};
+      new Function('window', 'globalThis', core)(registry, registry);
+      new Function('OC', await (await fetch(`${at}/apps/tamebi/l10n/de.js`)).text())(registry.OC);
+      expect(registry._oc_l10n_registry_translations.tamebi.Approve).toBe('Genehmigen');
+      expect(registry._oc_l10n_registry_plural_functions.tamebi(2)).toBe(1);
+      expect((await fetch(`${at}/apps/tamebi/l10n/..%2Fsecret.js`)).status).toBe(404);
+      // Errors in German, and a chat turn tells the orchestrator the language.
+      const token = /data-requesttoken="([^"]+)"/.exec(page)[1];
+      const e = await (await fetch(`${at}/apps/tamebi/api/conversations/timeout`, { headers: { cookie, requesttoken: token } })).json();
+      expect(e.error.message).toBe('Es kam nicht rechtzeitig eine Antwort. Es ist nicht bekannt, ob etwas ausgeführt wurde: prüfe das, bevor du es erneut versuchst.');
+      await (await fetch(`${at}/apps/tamebi/api/chat`, { method: 'POST', headers: { cookie, requesttoken: token, 'content-type': 'application/json' }, body: '{"id":"c1","messages":[]}' })).text();
+      expect(seen.at(-1).url).toBe('/v1/chat?lang=de');
+      // alice kept English: no bundle, English texts.
+      const a = await fetch(`${at}/apps/tamebi/?as=alice`, { redirect: 'manual' });
+      const alice = await (await fetch(`${at}/apps/tamebi/`, { headers: { cookie: a.headers.get('set-cookie').split(';')[0] } })).text();
+      expect(alice).toContain('<html lang="en" data-locale="en">');
+      expect(alice).not.toContain('/l10n/');
+    } finally {
+      german.close();
+      standin.close();
+    }
   });
 });

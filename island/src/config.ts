@@ -22,7 +22,12 @@ export interface IslandConfig {
   linkBase: string;
   /** Nextcloud's CSRF token; sent as the `requesttoken` header on every request. */
   requestToken: string;
+  /** The person's time zone from their Nextcloud settings (core/timezone), when the page says;
+   *  dates are then shown in it, else in the browser's. An IANA name Intl knows. */
+  timeZone?: string;
 }
+
+import { t } from './l10n';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -41,7 +46,7 @@ function readRawConfig(doc: Document): unknown {
       const bytes = Uint8Array.from(atob(input.value), (c) => c.charCodeAt(0));
       return JSON.parse(new TextDecoder().decode(bytes));
     } catch {
-      throw new ConfigError('The initial state "tamebi-config" is not base64-encoded JSON.');
+      throw new ConfigError(t('tamebi', 'The initial state "tamebi-config" is not base64-encoded JSON.'));
     }
   }
   const div = doc.getElementById('tamebi-config');
@@ -50,34 +55,45 @@ function readRawConfig(doc: Document): unknown {
     try {
       return JSON.parse(json);
     } catch {
-      throw new ConfigError('The data-config attribute of #tamebi-config is not JSON.');
+      throw new ConfigError(t('tamebi', 'The data-config attribute of #tamebi-config is not JSON.'));
     }
   }
-  throw new ConfigError('No configuration found: expected the initial state "tamebi-config".');
+  throw new ConfigError(t('tamebi', 'No configuration found: expected the initial state "tamebi-config".'));
 }
 
 export function validateConfig(raw: unknown, requestToken: string): IslandConfig {
-  if (typeof raw !== 'object' || raw === null) throw new ConfigError('tamebi-config must be a JSON object.');
+  if (typeof raw !== 'object' || raw === null) throw new ConfigError(t('tamebi', 'tamebi-config must be a JSON object.'));
   const c = raw as Record<string, unknown>;
   const apiBase = routeBase(c.apiBase, 'apiBase');
   const frameUrl = routeBase(c.frameUrl, 'frameUrl');
   const user = c.user as Record<string, unknown> | undefined;
   if (typeof user !== 'object' || user === null || typeof user.uid !== 'string' || user.uid === '') {
-    throw new ConfigError('tamebi-config.user.uid must be a non-empty string.');
+    throw new ConfigError(t('tamebi', 'tamebi-config.user.uid must be a non-empty string.'));
   }
   const displayName = typeof user.displayName === 'string' && user.displayName !== '' ? user.displayName : user.uid;
   if (typeof c.workspaceConnected !== 'boolean') {
-    throw new ConfigError('tamebi-config.workspaceConnected must be true or false.');
+    throw new ConfigError(t('tamebi', 'tamebi-config.workspaceConnected must be true or false.'));
   }
   const linkBase = c.linkBase === undefined ? '' : linkPrefix(c.linkBase);
-  if (requestToken === '') throw new ConfigError('No CSRF token: expected <head data-requesttoken>.');
-  return { apiBase, frameUrl, user: { uid: user.uid, displayName }, workspaceConnected: c.workspaceConnected, linkBase, requestToken };
+  if (requestToken === '') throw new ConfigError(t('tamebi', 'No CSRF token: expected <head data-requesttoken>.'));
+  const timeZone = knownZone(c.timeZone);
+  return { apiBase, frameUrl, user: { uid: user.uid, displayName }, workspaceConnected: c.workspaceConnected, linkBase, requestToken, ...(timeZone ? { timeZone } : {}) };
+}
+
+/** An IANA zone Intl knows, canonicalised; anything else (absent, unknown) is none. */
+function knownZone(value: unknown): string | null {
+  if (typeof value !== 'string' || value === '' || value.length > 64) return null;
+  try {
+    return new Intl.DateTimeFormat('en', { timeZone: value }).resolvedOptions().timeZone;
+  } catch {
+    return null;
+  }
 }
 
 /** A same-origin absolute path without a trailing slash. */
 function routeBase(value: unknown, name: string): string {
   if (typeof value !== 'string' || !/^\/[A-Za-z0-9._~\-/]*$/.test(value) || value.startsWith('//')) {
-    throw new ConfigError(`tamebi-config.${name} must be an absolute path on this site, like "/apps/tamebi/api".`);
+    throw new ConfigError(t('tamebi', 'tamebi-config.{name} must be an absolute path on this site, like "/apps/tamebi/api".', { name }));
   }
   return value.replace(/\/+$/, '');
 }
@@ -89,5 +105,5 @@ function linkPrefix(value: unknown): string {
     if (/^\/[A-Za-z0-9._~\-/]*$/.test(value) && !value.startsWith('//')) return value.replace(/\/+$/, '');
     if (/^https?:\/\/[A-Za-z0-9.\-]+(:\d+)?(\/[A-Za-z0-9._~\-/]*)?$/.test(value)) return value.replace(/\/+$/, '');
   }
-  throw new ConfigError('tamebi-config.linkBase must be "", a path, or an http(s) URL.');
+  throw new ConfigError(t('tamebi', 'tamebi-config.linkBase must be "", a path, or an http(s) URL.'));
 }

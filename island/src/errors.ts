@@ -10,11 +10,17 @@
  *
  * Must never: show raw exception text, upstream bodies or stack traces.
  */
+import { n, t } from './l10n';
 
+/** The two sentences of our own, in the person's language (read when shown). */
 export const GENERIC = {
-  network: 'Could not reach Tamebi. Check your connection and try again.',
-  failed: 'Something went wrong. Please try again.',
-} as const;
+  get network(): string {
+    return t('tamebi', 'Could not reach Tamebi. Check your connection and try again.');
+  },
+  get failed(): string {
+    return t('tamebi', 'Something went wrong. Please try again.');
+  },
+};
 
 /** An HTTP answer from our API that was not a success. */
 export class ApiError extends Error {
@@ -53,9 +59,9 @@ export function parseErrorBody(text: string): { message: string | null; requestI
 /** "Try again in 5 seconds." for a known wait, else nothing. */
 export function retryHint(seconds: number | null): string {
   if (seconds === null) return '';
-  if (seconds < 60) return ` You can send again in ${seconds} second${seconds === 1 ? '' : 's'}.`;
+  if (seconds < 60) return ` ${n('tamebi', 'You can send again in %n second.', 'You can send again in %n seconds.', seconds)}`;
   const minutes = Math.ceil(seconds / 60);
-  return ` You can send again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+  return ` ${n('tamebi', 'You can send again in %n minute.', 'You can send again in %n minutes.', minutes)}`;
 }
 
 const WITH_REQUEST_ID = /^[^\n]{1,200} \(request id: [A-Za-z0-9._:\-]{1,100}\)$/;
@@ -63,15 +69,20 @@ const WITH_REQUEST_ID = /^[^\n]{1,200} \(request id: [A-Za-z0-9._:\-]{1,100}\)$/
 /** The sentence to show for a failure. */
 export function userMessage(error: unknown): string {
   if (error instanceof ApiError) {
-    return error.serverMessage && error.requestId ? `${error.serverMessage} (request id: ${error.requestId})` : GENERIC.failed;
+    return error.serverMessage && error.requestId ? withRequestId(error.serverMessage, error.requestId) : GENERIC.failed;
   }
   if (error instanceof Error) {
     // The chat transport puts a failed response's body into the message.
     const { message, requestId, retryAfter } = parseErrorBody(error.message);
-    if (message && requestId) return `${message}${retryHint(retryAfter)} (request id: ${requestId})`;
+    if (message && requestId) return withRequestId(`${message}${retryHint(retryAfter)}`, requestId);
     // An SSE `error` part from the orchestrator ends with its request id.
     if (WITH_REQUEST_ID.test(error.message)) return error.message;
     if (error.name === 'TypeError' || /network|fetch/i.test(error.message)) return GENERIC.network;
   }
   return GENERIC.failed;
+}
+
+/** A server's sentence (already in the person's language: the host picked it) and its id. */
+function withRequestId(message: string, requestId: string): string {
+  return t('tamebi', '{message} (request id: {requestId})', { message, requestId });
 }

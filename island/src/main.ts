@@ -8,6 +8,7 @@
 import { createApp } from 'vue';
 import App from './components/App.vue';
 import { ConfigError, readConfig } from './config';
+import { t } from './l10n';
 import './style.css';
 
 function mount(): void {
@@ -21,7 +22,7 @@ function mount(): void {
     const config = readConfig(document);
     createApp(App, { config }).mount(root);
   } catch (error) {
-    root.textContent = error instanceof ConfigError ? `Tamebi cannot start: ${error.message}` : 'Tamebi cannot start.';
+    root.textContent = error instanceof ConfigError ? t('tamebi', 'Tamebi cannot start: {reason}', { reason: error.message }) : t('tamebi', 'Tamebi cannot start.');
   }
 }
 

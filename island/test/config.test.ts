@@ -13,6 +13,15 @@ function page(body: string, token = 'tok123') {
 describe('readConfig', () => {
   beforeEach(() => { document.head.removeAttribute('data-requesttoken'); document.body.innerHTML = ''; });
 
+  it('takes the person\'s time zone only when Intl knows it', () => {
+    page(`<input type="hidden" id="initial-state-tamebi-tamebi-config" value="${b64({ ...good, timeZone: 'Europe/Berlin' })}">`);
+    expect(readConfig(document).timeZone).toBe('Europe/Berlin');
+    for (const timeZone of ['Mars/Olympus', '', 42]) {
+      page(`<input type="hidden" id="initial-state-tamebi-tamebi-config" value="${b64({ ...good, timeZone })}">`);
+      expect(readConfig(document)).not.toHaveProperty('timeZone');
+    }
+  });
+
   it('reads Nextcloud initial state (base64 JSON, UTF-8)', () => {
     page(`<input type="hidden" id="initial-state-tamebi-tamebi-config" value="${b64(good)}">`);
     expect(readConfig(document)).toEqual({ ...good, linkBase: '', requestToken: 'tok123' });

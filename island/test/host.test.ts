@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AppHost, appRefFromOutput, frameSrc, OUTCOME_UNKNOWN_CODE, RELAY_TIMED_OUT, RELAY_UNREACHABLE, type ConfirmRequest, type FrameRecord } from '../src/apps/host';
+import { AppHost, appRefFromOutput, frameSrc, OUTCOME_UNKNOWN_CODE, relayTimedOut, relayUnreachable, type ConfirmRequest, type FrameRecord } from '../src/apps/host';
 import type { ToolHandling } from '../src/tools';
 import { ApiError } from '../src/errors';
 
@@ -146,9 +146,9 @@ describe('AppHost', () => {
       await flush();
       told.push((frame.received[0] as { error?: { message?: string } }).error?.message);
     }
-    expect(told).toEqual([RELAY_TIMED_OUT, RELAY_UNREACHABLE, 'The tool call failed.']);
-    expect(RELAY_TIMED_OUT).toContain('not known');
-    expect(RELAY_TIMED_OUT).not.toContain('try again.');
+    expect(told).toEqual([relayTimedOut(), relayUnreachable(), 'The tool call failed.']);
+    expect(relayTimedOut()).toContain('not known');
+    expect(relayTimedOut()).not.toContain('try again.');
   });
 
   it('turns a 403 from the relay into a JSON-RPC error', async () => {

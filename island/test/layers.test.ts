@@ -1,8 +1,8 @@
 /// <reference types="node" />
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { sourceFiles, src } from './sources';
 
 // The island's imports run one way, down (issue 34): each module may import only modules of a
 // lower layer, or other files of its own entry (the components import one another). An import
@@ -12,21 +12,13 @@ import { describe, expect, it } from 'vitest';
 
 /** Lowest first. */
 const LAYERS: string[][] = [
+  ['l10n'],
   ['config', 'errors', 'tools', 'markdown', 'approval', 'apps/bridge', 'apps/links', 'apps/theme', 'announce'],
   ['api', 'chat', 'apps/host'],
   ['components'],
   ['main'],
 ];
 
-const src = resolve(dirname(fileURLToPath(import.meta.url)), '../src');
-
-function files(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return files(path);
-    return /\.(ts|vue)$/.test(name) && !name.endsWith('.d.ts') ? [path] : [];
-  });
-}
 
 /** The layer and entry of a module path under src/ (no extension), the most specific entry. */
 function entry(module: string): [number, string] | undefined {
@@ -52,7 +44,7 @@ describe('the island module layering', () => {
   it('imports only reach down', () => {
     const wrong: string[] = [];
     let checked = 0;
-    for (const file of files(src)) {
+    for (const file of sourceFiles()) {
       const own = relative(src, file).replace(/\.(ts|vue)$/, '');
       const ownEntry = entry(own);
       for (const spec of imports(readFileSync(file, 'utf8'))) {

@@ -15,6 +15,7 @@ use OCA\Tamebi\Tests\FakeUpstream;
 use OCA\Tamebi\Tests\Stubs\CurlClientService;
 use OCA\Tamebi\Tests\Stubs\FakeClock;
 use OCA\Tamebi\Tests\Stubs\FakeConfig;
+use OCA\Tamebi\Tests\Stubs\FakeL10N;
 use OCA\Tamebi\Tests\Stubs\FakeRequest;
 use OCA\Tamebi\Tests\Stubs\FakeSession;
 use OCA\Tamebi\Tests\Stubs\FakeUrlGenerator;
@@ -40,6 +41,8 @@ abstract class AppTestCase extends TestCase {
 	protected OidcFlow $flow;
 	protected Orchestrator $orchestrator;
 	protected Relay $relay;
+	/** The person's language: English unless a test sets another before setUp() runs. */
+	protected string $language = 'en';
 
 	protected function setUp(): void {
 		$this->upstream = new FakeUpstream(self::PROXY, self::SIGNING);
@@ -63,7 +66,7 @@ abstract class AppTestCase extends TestCase {
 			$this->flow, $this->clock, $this->logger, $this->settings);
 		$this->orchestrator = new Orchestrator($this->settings, $clients, $this->clock);
 		$this->relay = new Relay($this->orchestrator, $this->tokens, new FakeUserSession(new FakeUser('alice', 'Alice')),
-			$this->request, $this->logger);
+			$this->request, $this->logger, new FakeL10N($this->language));
 	}
 
 	protected function tearDown(): void {

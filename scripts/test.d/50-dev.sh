@@ -8,7 +8,8 @@
 #      lines, exit 1, and the services already started are all stopped
 #   3. a shifted TAMEBI_DEV_PORT_BASE: the printed URLs carry the shifted ports, the island URL
 #      serves Tamebi's island and reaches the orchestrator through the dev host, the docs URL
-#      serves the docs site; SIGTERM then stops every service
+#      serves the docs site; with TAMEBI_DEV_LANGUAGE=de the page, its l10n bundle and the errors
+#      are German (issue #34); SIGTERM then stops every service
 #   4. a service killed while the stack runs: scripts/dev names it, exits 1 and stops the rest
 #   5. scripts/dev itself SIGKILLed: its services stop anyway
 # Uses what scripts/test's install steps built (TAMEBI_DEV_NO_BUILD=1). Every scripts/dev run is
@@ -171,7 +172,7 @@ kill "$foreign"; wait "$foreign" 2>/dev/null; foreign=
 before=$failed
 base=$(port_block)
 out=$work/shifted.out
-dev_background shifted "$base" "$out"
+dev_background shifted "$base" "$out" TAMEBI_DEV_LANGUAGE=de
 island=$(grep -Eo '^Tamebi is running\. Open http://127\.0\.0\.1:[0-9]+/' "$out" | grep -Eo 'http://[^ ]+')
 docs=$(grep -Eo '^The docs: http://127\.0\.0\.1:[0-9]+/' "$out" | grep -Eo 'http://[^ ]+')
 check "shifted base: it says it is running, with the island URL on port $base (got '${island}')" test "$island" = "http://127.0.0.1:$base/"
@@ -180,10 +181,16 @@ page=$(curl -fsS -c "$work/jar" -b "$work/jar" -L "${island}?as=alice" 2>&1)
 is_island_page() { grep -q '<div id="tamebi-island">' <<<"$1" && grep -q 'initial-state-tamebi-tamebi-config' <<<"$1"; }
 check "shifted base: the island URL serves Tamebi's island page" is_island_page "$page"
 check "shifted base: with its bundle" curl -fsS -o /dev/null "${island}island/tamebi-island.js"
+check "TAMEBI_DEV_LANGUAGE=de: the page is German, as Nextcloud renders it for a German user" \
+  grep -q '<html lang="de" data-locale="de">' <<<"$page"
+check "TAMEBI_DEV_LANGUAGE=de: with the app's German bundle" grep -q '<script src="/apps/tamebi/l10n/de.js">' <<<"$page"
+check "TAMEBI_DEV_LANGUAGE=de: which the dev host serves" curl -fsS -o /dev/null "${island}apps/tamebi/l10n/de.js"
 token=$(grep -o 'data-requesttoken="[^"]*"' <<<"$page" | cut -d'"' -f2)
 conversations=$(curl -fsS -b "$work/jar" -H "requesttoken: $token" "${island}apps/tamebi/api/conversations" 2>&1)
 check "shifted base: the island reaches the orchestrator through the dev host (G1 signed)" \
   python3 -c 'import json, sys; json.loads(sys.argv[1])' "$conversations"
+missing=$(curl -sS -b "$work/jar" -H "requesttoken: $token" "${island}apps/tamebi/api/conversations/no_such_one" 2>&1)
+check "TAMEBI_DEV_LANGUAGE=de: an error is told in German (got '$missing')" grep -q '"message":"Nicht gefunden."' <<<"$missing"
 is_docs_site() { curl -fsS "$1" | grep -q '<title>Tamebi'; }
 check "shifted base: the docs URL serves the docs site" is_docs_site "$docs"
 kill -TERM "$devpid" 2>/dev/null

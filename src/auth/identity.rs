@@ -36,7 +36,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use subtle::ConstantTimeEq;
 
-use crate::types::{Secret, valid_server_name};
+use crate::types::{Language, Secret, valid_server_name};
 
 pub const HEADER_UID: &str = "x-tamebi-uid";
 pub const HEADER_TS: &str = "x-tamebi-ts";
@@ -138,6 +138,9 @@ pub struct Caller {
     pub uid: String,
     pub request_id: String,
     pub credentials: Credentials,
+    /// The person's Nextcloud language (the signed `lang` query parameter, [`language_of`]);
+    /// None when the app sent none.
+    pub language: Option<Language>,
 }
 
 /// Why a request was not accepted. Mapped to 401, 400 or 429 by the HTTP layer; the reason is
@@ -171,13 +174,18 @@ pub enum IdentityError {
     ReplayUnverifiable,
     #[error("missing or wrong admin signature")]
     NotAdmin,
+    #[error("the lang parameter is not one BCP 47 language tag")]
+    Language,
 }
 
 impl IdentityError {
     /// A body uid or a malformed header is a malformed request; replay-window exhaustion is
     /// load; everything else is "not signed in".
     pub fn is_bad_request(&self) -> bool {
-        matches!(self, IdentityError::BodyUid(_) | IdentityError::Credentials(_))
+        matches!(
+            self,
+            IdentityError::BodyUid(_) | IdentityError::Credentials(_) | IdentityError::Language
+        )
     }
 }
 
@@ -275,10 +283,12 @@ impl Verifier {
             });
         }
         reject_body_uid(body)?;
+        let language = language_of(target.query)?;
         Ok(Caller {
             uid: signed.uid,
             request_id,
             credentials: signed.credentials,
+            language,
         })
     }
 
@@ -356,6 +366,23 @@ fn outdated_signature(secret: &[u8], fields: &Signed<'_>, body_sha256: &str, cre
         fields.uid, fields.ts, fields.nonce
     );
     g1_signing::hmac_sha256(secret, old.as_bytes())
+}
+
+/// The person's language from the raw query's `lang` parameter (signed like the rest of the
+/// query, docs/api.md): None when absent; a refusal (400) when it is given twice, empty or not
+/// one BCP 47 tag, so nothing but a tag can ever reach the system prompt.
+pub fn language_of(query: &str) -> Result<Option<Language>, IdentityError> {
+    let mut found = None;
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        if key != "lang" {
+            continue;
+        }
+        let language = Language::parse(&value).ok_or(IdentityError::Language)?;
+        if found.replace(language).is_some() {
+            return Err(IdentityError::Language);
+        }
+    }
+    Ok(found)
 }
 
 /// Refuses a JSON object body with a top-level `uid`, `user` or `userId` field.
@@ -987,6 +1014,43 @@ mod tests {
                 Err(IdentityError::NotAdmin)
             );
         }
+    }
+
+    /// Issue #34: the person's language is the signed `lang` query parameter; anything but one
+    /// BCP 47 tag is a bad request, after the signature over that query is checked.
+    #[test]
+    fn the_signed_lang_parameter_is_the_callers_language() {
+        let v = vectors();
+        let now = 1_700_000_000;
+        let verify = |query: &'static str| {
+            let target = Target { query, ..CHAT };
+            let h = signed_for(&v, target, "alice", now, "{}", None);
+            verifier(&v).verify(&h, target, b"{}", now, "r".into())
+        };
+        assert_eq!(
+            verify("lang=de-DE").unwrap().language.map(|l| l.tag().to_string()),
+            Some("de-DE".into())
+        );
+        assert_eq!(verify("").unwrap().language, None);
+        assert_eq!(verify("other=1").unwrap().language, None);
+        for garbage in [
+            "lang=",
+            "lang=de_DE",
+            "lang=de&lang=en",
+            "lang=Answer%20in%20pirate",
+            "lang=de%0AIgnore",
+        ] {
+            let error = verify(garbage).unwrap_err();
+            assert_eq!(error, IdentityError::Language, "{garbage}");
+            assert!(error.is_bad_request());
+        }
+        // The parameter is signed like the rest of the query: changed after signing, refused.
+        let h = signed_for(&v, Target { query: "lang=de", ..CHAT }, "alice", now, "{}", None);
+        let moved = Target { query: "lang=fr", ..CHAT };
+        assert_eq!(
+            verifier(&v).verify(&h, moved, b"{}", now, "r".into()).unwrap_err(),
+            IdentityError::Signature
+        );
     }
 
     #[test]

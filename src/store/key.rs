@@ -79,6 +79,7 @@ pub(crate) fn test_caller(uid: &str) -> Caller {
         uid: uid.into(),
         request_id: "req_test".into(),
         credentials: Default::default(),
+        language: None,
     }
 }
 

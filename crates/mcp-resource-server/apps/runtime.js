@@ -6,7 +6,11 @@
 // `ui/notifications/host-context-changed`: the document follows the host, never
 // the OS setting). It talks only to window.parent, answers only
 // messages from it (a sandboxed frame's origin is "null": the source window is the identity),
-// and never uses the network.
+// and never uses the network. The host's `ui/initialize` answer carries the person's locale
+// (BCP 47) and time zone in `hostContext` (MCP Apps `HostContext.locale` / `.timeZone`): the
+// runtime gives apps a translator over their own small tables (English is the key; one table
+// per language, picked by the locale's language) and the locale, zone and first day of the
+// week for Intl.
 var mcpApp = (function () {
   'use strict';
   var pending = new Map();
@@ -80,6 +84,56 @@ var mcpApp = (function () {
     return node;
   }
 
+  var context = {};
+  var readyHandlers = [];
+
+  /** The person's locale as a canonical BCP 47 tag (the host's, else the browser's, else en). */
+  function locale() {
+    var candidates = [context.locale, (window.navigator || {}).language, 'en'];
+    for (var i = 0; i < candidates.length; i++) {
+      if (typeof candidates[i] !== 'string' || candidates[i] === '') continue;
+      try { return Intl.getCanonicalLocales(candidates[i])[0]; } catch (e) { /* not a tag: next */ }
+    }
+    return 'en';
+  }
+
+  /** The person's IANA time zone from the host, if Intl knows it; else undefined (the browser's). */
+  function timeZone() {
+    if (typeof context.timeZone !== 'string' || context.timeZone === '') return undefined;
+    try { return new Intl.DateTimeFormat('en', { timeZone: context.timeZone }).resolvedOptions().timeZone; } catch (e) { return undefined; }
+  }
+
+  /** The first day of the week for the locale, 0 = Sunday … 6 = Saturday (Intl.Locale weekInfo,
+   *  else the regions that start on Sunday or Saturday, else Monday as ISO 8601). */
+  function firstDay() {
+    var tag = locale();
+    try {
+      var loc = new Intl.Locale(tag);
+      var info = typeof loc.getWeekInfo === 'function' ? loc.getWeekInfo() : loc.weekInfo;
+      if (info && typeof info.firstDay === 'number') return info.firstDay % 7;
+      var region = loc.maximize().region || '';
+      if (/^(US|CA|MX|BR|JP|KR|TW|HK|IL|PH|ZA|IN|SA|AU)$/.test(region)) return 0;
+      if (/^(AE|AF|BH|DZ|EG|IQ|IR|JO|KW|LY|OM|QA|SD|SY)$/.test(region)) return 6;
+    } catch (e) { /* an old engine without Intl.Locale: ISO */ }
+    return 1;
+  }
+
+  /** A translator over `tables` ({ de: { 'English text {name}': 'Deutscher Text {name}' } }):
+   *  t(text, vars) gives the locale language's text, else the English one, with {name} filled. */
+  function translator(tables) {
+    return function t(text, vars) {
+      var language = locale().split('-')[0].toLowerCase();
+      var table = Object.prototype.hasOwnProperty.call(tables, language) ? tables[language] : null;
+      var out = table && typeof table[text] === 'string' ? table[text] : text;
+      return out.replace(/\{([A-Za-z0-9_]+)\}/g, function (match, key) {
+        return vars && Object.prototype.hasOwnProperty.call(vars, key) ? String(vars[key]) : match;
+      });
+    };
+  }
+
+  /** Runs `handler` once the host has said who the person is (locale, zone), before any tool data. */
+  function onReady(handler) { readyHandlers.push(handler); }
+
   var lastHeight = 0;
   function reportSize() {
     // The body's own height: the root's scrollHeight is never less than the frame's current
@@ -93,11 +147,15 @@ var mcpApp = (function () {
     new ResizeObserver(reportSize).observe(document.body);
     request('ui/initialize', { protocolVersion: '2026-01-26', appInfo: { name: name, version: '1.0.0' }, appCapabilities: { availableDisplayModes: ['inline'] } })
       .then(function (result) {
-        applyHostContext(result && result.hostContext);
+        var hostContext = result && result.hostContext;
+        context = hostContext && typeof hostContext === 'object' ? hostContext : {};
+        applyHostContext(hostContext);
+        document.documentElement.lang = locale();
+        readyHandlers.forEach(function (handler) { handler(); });
         notify('ui/notifications/initialized', {});
       })
       .catch(function () {});
   }
 
-  return { request: request, notify: notify, on: on, el: el, start: start };
+  return { request: request, notify: notify, on: on, el: el, start: start, onReady: onReady, translator: translator, locale: locale, timeZone: timeZone, firstDay: firstDay };
 })();

@@ -46,7 +46,7 @@ def build(cfg: Config, sink: SmtpSink) -> tuple[StandinApp, Webhooks]:
         groupware.ensure_defaults(uid)
     hooks = Webhooks(cfg.webhook_url, cfg.webhook_secret)
     parts = Parts(auth=Authenticator(cfg.users, cfg.oidc_provider_bearer_validation), ns=ns, groupware=groupware,
-                  ocs=Ocs(ns, list(cfg.users), Mail(mail_store, cfg.mail, (sink.host, sink.port))), deck=Deck(store),
+                  ocs=Ocs(ns, list(cfg.users), Mail(mail_store, cfg.mail, (sink.host, sink.port)), cfg.language, cfg.locale), deck=Deck(store),
                   hooks=hooks, sessions=Sessions(), sink=sink,
                   login_delay=cfg.login_delay_ms / 1000, user_oidc=cfg.user_oidc)
     return StandinApp(parts), hooks

@@ -7,6 +7,7 @@ anywhere but ``__main__`` (everything else receives the ``Config``), or read env
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +43,18 @@ class Config:
     # Where the SMTP sink listens (port 0 picks a free one); the bridge sends there.
     smtp_host: str = "127.0.0.1"
     smtp_port: int = 0
+    # Every user's Nextcloud language and locale (their core/lang and core/locale settings) until
+    # they change their own (PUT cloud/users/{uid}); "" locale: Nextcloud derives it from the language.
+    language: str = "en"
+    locale: str = ""
+
+
+LANGUAGE = re.compile(r"[a-z]{2,3}(_[A-Za-z0-9]{2,4})?(@latin)?")
+
+
+def valid_language(code: str) -> bool:
+    """A Nextcloud language or locale code as its settings store them: de, de_DE, sr@latin, es_419."""
+    return LANGUAGE.fullmatch(code) is not None
 
 
 def _user(value: str) -> tuple[str, str]:
@@ -83,6 +96,10 @@ def parse(argv: list[str]) -> Config:
                    help="simulate a Nextcloud without the Mail app: every mail bridge route answers 501 mail_unavailable")
     p.add_argument("--smtp-bind", type=_bind, default=("127.0.0.1", 0),
                    help="HOST:PORT of the SMTP sink the mail bridge sends to (default 127.0.0.1:0, a free port)")
+    p.add_argument("--language", default="en",
+                   help="every user's Nextcloud language (core/lang), e.g. de or de_DE; default en")
+    p.add_argument("--locale", default="",
+                   help="every user's Nextcloud locale (core/locale), e.g. de_DE; default: none, as the language says")
     a = p.parse_args(argv)
     return validate(a)
 
@@ -112,6 +129,10 @@ def validate(a: argparse.Namespace) -> Config:
         raise ConfigError("--oidc-provider-bearer-validation is a user_oidc setting; it cannot go with --without-user-oidc")
     if not 0 <= a.login_delay_ms <= 10_000:
         raise ConfigError("--login-delay-ms must be between 0 and 10000")
+    if not valid_language(a.language):
+        raise ConfigError(f"--language must be a Nextcloud language code like de or de_DE, got {a.language!r}")
+    if a.locale and not valid_language(a.locale):
+        raise ConfigError(f"--locale must be a Nextcloud locale code like de_DE, got {a.locale!r}")
     host, port = a.bind
     smtp_host, smtp_port = a.smtp_bind
     if smtp_host not in ("127.0.0.1", "::1", "localhost"):
@@ -119,4 +140,5 @@ def validate(a: argparse.Namespace) -> Config:
     return Config(state_dir=a.state, host=host, port=port, users=users,
                   webhook_url=a.webhook_url, webhook_secret=a.webhook_secret, threads=a.threads,
                   oidc_provider_bearer_validation=a.oidc_provider_bearer_validation, user_oidc=not a.without_user_oidc,
-                  login_delay_ms=a.login_delay_ms, mail=not a.without_mail, smtp_host=smtp_host, smtp_port=smtp_port)
+                  login_delay_ms=a.login_delay_ms, mail=not a.without_mail, smtp_host=smtp_host, smtp_port=smtp_port,
+                  language=a.language, locale=a.locale)

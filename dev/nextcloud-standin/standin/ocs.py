@@ -17,6 +17,7 @@ import logging
 import mimetypes
 from xml.etree import ElementTree as ET
 
+from .config import valid_language
 from .mail import PREFIX as MAIL_PREFIX
 from .mail import Mail, MailError
 from .namespace import ALL, FILE_MASK, READ, BadPath, Namespace
@@ -56,10 +57,13 @@ def envelope(req: Request, start_response, status: int, data: object, message: s
 
 
 class Ocs:
-    def __init__(self, ns: Namespace, users: list[str], mail: Mail | None = None) -> None:
+    def __init__(self, ns: Namespace, users: list[str], mail: Mail | None = None, language: str = "en",
+                 locale: str = "") -> None:
         self.ns = ns
         self.users = users
         self.mail = mail
+        # Each user's core/lang and core/locale, as their personal settings hold them.
+        self.settings = {uid: {"language": language, "locale": locale} for uid in users}
 
     def handle(self, req: Request, uid: str, start_response):
         if (req.header("OCS-APIRequest") or "").lower() != "true":
@@ -71,6 +75,8 @@ class Ocs:
         try:
             if rest == "cloud/user" and req.method == "GET":
                 return envelope(req, start_response, 200, self.user(uid))
+            if rest.startswith("cloud/users/") and req.method == "PUT":
+                return envelope(req, start_response, 200, self.edit_user(uid, rest[len("cloud/users/"):], req.params()))
             if rest == SHARES:
                 if req.method == "GET":
                     return envelope(req, start_response, 200, self.list(uid, req))
@@ -115,12 +121,27 @@ class Ocs:
             return envelope(req, start_response, 500, {"error": "internal_error",
                                                        "message": "The mail bridge failed; the details are in the Nextcloud log"}, "")
 
+    def edit_user(self, uid: str, target: str, params: dict[str, object]) -> list[object]:
+        """UsersController::editUser for the keys a person may set on themselves here: their
+        language and locale (Nextcloud answers 400 for a code it does not offer, and 403 when
+        the caller is not that user and not an admin; the stand-in has no admins)."""
+        if target != uid:
+            raise HttpError(403, "You do not have permission to perform this action")
+        key, value = params.get("key"), params.get("value")
+        if key not in ("language", "locale"):
+            raise HttpError(400, "Unknown key")
+        if not isinstance(value, str) or not (valid_language(value) or (key == "locale" and value == "")):
+            raise HttpError(400, f"Invalid {key}")
+        self.settings[uid][key] = value
+        return []
+
     def user(self, uid: str) -> dict[str, object]:
+        settings = self.settings.get(uid, {"language": "en", "locale": ""})
         return {"enabled": True, "storageLocation": f"/var/www/html/data/{uid}", "id": uid,
                 "lastLogin": 0, "backend": "Database", "subadmin": [], "quota": {"quota": -3},
                 "email": None, "additional_mail": [], "displayname": uid, "display-name": uid,
                 "phone": "", "address": "", "website": "", "twitter": "", "groups": [],
-                "language": "en", "locale": "", "backendCapabilities": {"setDisplayName": True, "setPassword": True}}
+                "language": settings["language"], "locale": settings["locale"], "backendCapabilities": {"setDisplayName": True, "setPassword": True}}
 
     def _own_share(self, uid: str, share_id: int) -> Share:
         share = self.ns.store.share(share_id)

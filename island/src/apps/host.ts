@@ -28,6 +28,7 @@
 import { clampHeight, parseFrameMessage, type FrameMessage, type RequestId } from './bridge';
 import { buildLinkUrl, parseLinkTarget } from './links';
 import { ApiError } from '../errors';
+import { locale, t, timeZone } from '../l10n';
 import type { ToolHandling, ToolResult, ToolTarget } from '../tools';
 import type { ThemeContext } from './theme';
 
@@ -70,6 +71,8 @@ export interface HostDeps {
   linkBase: string;
   /** The page's theme and style variables now (theme.ts), never the OS setting. */
   themeContext(): ThemeContext;
+  /** The person's Nextcloud time zone, if the page gave one (else the browser's is used). */
+  timeZone?: string;
 }
 
 export class AppHost {
@@ -133,8 +136,10 @@ export class AppHost {
             displayMode: 'inline',
             availableDisplayModes: ['inline'],
             containerDimensions: { maxHeight: 1200 },
-            locale: globalThis.navigator?.language ?? 'en',
-            timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+            // The person's Nextcloud locale and zone (MCP Apps `HostContext`): frames translate
+            // and format dates from these.
+            locale: locale(),
+            timeZone: timeZone(this.deps.timeZone),
             platform: 'web',
           },
         });
@@ -148,7 +153,7 @@ export class AppHost {
         return this.relayToolCall(frame, record, message.id, message.name, message.arguments);
       case 'open-link': {
         const target = parseLinkTarget(message.url);
-        if (!target) return replyError(frame, message.id, -32000, 'Policy violation: unknown link target');
+        if (!target) return replyError(frame, message.id, -32000, t('tamebi', 'Policy violation: unknown link target'));
         this.deps.openUrl(buildLinkUrl(target, this.deps.linkBase));
         return reply(frame, message.id, {});
       }
@@ -163,7 +168,7 @@ export class AppHost {
   }
 
   private async relayToolCall(frame: Window, record: FrameRecord, id: RequestId, name: string, args: Record<string, unknown>): Promise<void> {
-    if ((record.inFlight ?? 0) >= MAX_CALLS_IN_FLIGHT) return replyError(frame, id, -32000, 'Too many requests');
+    if ((record.inFlight ?? 0) >= MAX_CALLS_IN_FLIGHT) return replyError(frame, id, -32000, t('tamebi', 'Too many requests'));
     record.inFlight = (record.inFlight ?? 0) + 1;
     try {
       const target: ToolTarget = { conversation: record.conversation, server: record.server, name };
@@ -183,7 +188,7 @@ export class AppHost {
     // One question at a time, across every frame: a frame cannot queue up confirmations to wear
     // the person down, nor replace an open one so that other recipients sit under the cursor
     // just before the click.
-    if (this.confirming) return replyError(frame, id, -32000, 'A confirmation is already open.');
+    if (this.confirming) return replyError(frame, id, -32000, t('tamebi', 'A confirmation is already open.'));
     // Frozen now: what the person reads is what is dispatched, whatever the frame does meanwhile.
     const frozen = freezeArguments(args);
     this.confirming = true;
@@ -193,7 +198,7 @@ export class AppHost {
     } finally {
       this.confirming = false;
     }
-    if (!confirmed) return replyError(frame, id, -32001, 'Cancelled by the person; nothing was done.');
+    if (!confirmed) return replyError(frame, id, -32001, t('tamebi', 'Cancelled by the person; nothing was done.'));
     let result: ToolResult;
     try {
       result = await this.deps.dispatchTool({ conversation: record.conversation, server: record.server, name }, frozen);
@@ -202,7 +207,7 @@ export class AppHost {
       // timeout, a proxy's 502/504, a dropped connection) came after the confirmed request
       // may have left: a mail may be out, and a second click could send it twice.
       if (error instanceof ApiError && error.status >= 400 && error.status < 500) throw error;
-      return replyError(frame, id, OUTCOME_UNKNOWN_CODE, 'No answer came back, so it is not known whether this was done. Check (for a mail: your Sent folder) before trying again.');
+      return replyError(frame, id, OUTCOME_UNKNOWN_CODE, t('tamebi', 'No answer came back, so it is not known whether this was done. Check (for a mail: your Sent folder) before trying again.'));
     }
     reply(frame, id, result);
   }
@@ -213,15 +218,19 @@ export class AppHost {
  *  (504) or an unreachable tool (502), whose outcome is not known, so never "try again";
  *  anything else as a plain failure. */
 function relayFailure(error: unknown): string {
-  if (!(error instanceof ApiError)) return 'The tool call failed.';
-  if (error.status === 403) return 'This action is not allowed.';
-  if (error.status === 504) return RELAY_TIMED_OUT;
-  if (error.status === 502) return RELAY_UNREACHABLE;
-  return 'The tool call failed.';
+  if (!(error instanceof ApiError)) return t('tamebi', 'The tool call failed.');
+  if (error.status === 403) return t('tamebi', 'This action is not allowed.');
+  if (error.status === 504) return relayTimedOut();
+  if (error.status === 502) return relayUnreachable();
+  return t('tamebi', 'The tool call failed.');
 }
 
-export const RELAY_TIMED_OUT = 'The tool did not answer in time. It is not known whether it did anything: check before trying again.';
-export const RELAY_UNREACHABLE = 'The tool could not be reached or gave no usable answer. It is not known whether it did anything: check before trying again.';
+export function relayTimedOut(): string {
+  return t('tamebi', 'The tool did not answer in time. It is not known whether it did anything: check before trying again.');
+}
+export function relayUnreachable(): string {
+  return t('tamebi', 'The tool could not be reached or gave no usable answer. It is not known whether it did anything: check before trying again.');
+}
 
 /** A deep, plain copy (JSON round trip): no getters, prototypes or shared references survive. */
 export function freezeArguments(args: Record<string, unknown>): Record<string, unknown> {

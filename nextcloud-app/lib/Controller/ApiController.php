@@ -38,7 +38,7 @@ class ApiController extends Controller {
 		return $this->relay->guard(function () use (&$body): void {
 			$body = $this->body->read();
 			BodyGuard::check($body);
-		}) ?? $this->relay->stream('POST', '/v1/chat', $body);
+		}) ?? $this->relay->stream('POST', '/v1/chat' . $this->relay->chatQuery(), $body);
 	}
 
 	#[NoAdminRequired]

@@ -12,6 +12,7 @@ use OCP\AppFramework\Http\Attribute\NoCSRFRequired;
 use OCP\AppFramework\Http\Attribute\UseSession;
 use OCP\AppFramework\Http\TemplateResponse;
 use OCP\AppFramework\Services\IInitialState;
+use OCP\IConfig;
 use OCP\IRequest;
 use OCP\IURLGenerator;
 use OCP\IUserSession;
@@ -31,6 +32,7 @@ class PageController extends Controller {
 		private IInitialState $initialState,
 		private IURLGenerator $urlGenerator,
 		private TokenService $tokens,
+		private IConfig $config,
 	) {
 		parent::__construct(Application::APP_ID, $request);
 	}
@@ -40,6 +42,9 @@ class PageController extends Controller {
 	#[UseSession]
 	public function index(): TemplateResponse {
 		$this->initialState->provideInitialState(self::INITIAL_STATE_KEY, $this->config());
+		// addScript also adds the app's translations for the person's language (l10n/<lang>.js,
+		// through Util::addTranslations), which the island's t() reads; Nextcloud's page carries
+		// the language and locale (<html lang data-locale>) and window.firstDay itself.
 		Util::addScript(Application::APP_ID, 'tamebi-island');
 		Util::addStyle(Application::APP_ID, 'tamebi-island');
 		return new TemplateResponse(Application::APP_ID, 'main');
@@ -60,6 +65,16 @@ class PageController extends Controller {
 				'displayName' => $user?->getDisplayName() ?? '',
 			],
 			'workspaceConnected' => $this->tokens->isConnected(),
-		];
+		] + $this->timeZone($user?->getUID());
+	}
+
+	/**
+	 * The person's time zone from their settings (core/timezone, which Nextcloud keeps from their
+	 * browser), so the island and the frames show times in it; none when unset or not a zone.
+	 * @return array{timeZone?: string}
+	 */
+	private function timeZone(?string $uid): array {
+		$zone = $uid === null ? '' : (string)$this->config->getUserValue($uid, 'core', 'timezone', '');
+		return in_array($zone, \DateTimeZone::listIdentifiers(\DateTimeZone::ALL_WITH_BC), true) ? ['timeZone' => $zone] : [];
 	}
 }

@@ -9,6 +9,7 @@ use OCA\Tamebi\Service\UpstreamStream;
 use OCP\AppFramework\Http\ICallbackResponse;
 use OCP\AppFramework\Http\IOutput;
 use OCP\AppFramework\Http\Response;
+use OCP\IL10N;
 use Psr\Log\LoggerInterface;
 
 /**
@@ -23,6 +24,7 @@ class RelayResponse extends Response implements ICallbackResponse {
 		private UpstreamStream $upstream,
 		private string $requestId,
 		private LoggerInterface $logger,
+		private IL10N $l,
 		private bool $endOutputBuffers = true,
 	) {
 		parent::__construct($upstream->status());
@@ -50,7 +52,7 @@ class RelayResponse extends Response implements ICallbackResponse {
 			if ($this->upstream->failed()) {
 				$this->logger->error('Tamebi: orchestrator stream broke: ' . $this->upstream->errorText(),
 					['app' => 'tamebi', 'requestId' => $this->requestId]);
-				$part = ['type' => 'error', 'errorText' => ErrorShape::streamErrorText(502, $this->requestId)];
+				$part = ['type' => 'error', 'errorText' => ErrorShape::streamErrorText($this->l, 502, $this->requestId)];
 				$output->setOutput("\n\ndata: " . json_encode($part, JSON_UNESCAPED_SLASHES) . "\n\ndata: [DONE]\n\n");
 				flush();
 			}

@@ -6,6 +6,7 @@ namespace OCA\Tamebi\Service;
 
 use OCA\Tamebi\Exception\ProxyError;
 use OCP\IGroupManager;
+use OCP\IL10N;
 use OCP\IUserSession;
 use Psr\Log\LoggerInterface;
 
@@ -25,6 +26,7 @@ class AdminStatus {
 		private IUserSession $userSession,
 		private IGroupManager $groupManager,
 		private LoggerInterface $logger,
+		private IL10N $l,
 	) {
 	}
 
@@ -35,18 +37,18 @@ class AdminStatus {
 		$user = $this->userSession->getUser();
 		if ($user === null || !$this->groupManager->isAdmin($user->getUID())) {
 			// Never signed: the orchestrator would refuse it anyway, and a non-admin gets no signature at all.
-			return ['ok' => false, 'status' => null, 'error' => 'Only administrators can see the orchestrator status.', 'code' => 403];
+			return ['ok' => false, 'status' => null, 'error' => $this->l->t('Only administrators can see the orchestrator status.'), 'code' => 403];
 		}
 		try {
 			$reply = $this->orchestrator->sendAdmin(self::PATH, $user->getUID(), $requestId);
 		} catch (ProxyError $e) {
 			$this->logger->warning('Tamebi: admin status: ' . $e->getMessage(), ['app' => 'tamebi']);
-			return ['ok' => false, 'status' => null, 'error' => 'The orchestrator could not be reached.', 'code' => 502];
+			return ['ok' => false, 'status' => null, 'error' => $this->l->t('The orchestrator could not be reached.'), 'code' => 502];
 		}
 		$status = json_decode($reply->body, true);
 		if (!$reply->isSuccess() || !is_array($status) || !isset($status['assistants'], $status['servers'])) {
 			$this->logger->warning('Tamebi: admin status answered ' . $reply->status, ['app' => 'tamebi']);
-			return ['ok' => false, 'status' => null, 'error' => 'The orchestrator refused the status request (HTTP ' . $reply->status . ').', 'code' => 502];
+			return ['ok' => false, 'status' => null, 'error' => $this->l->t('The orchestrator refused the status request (HTTP %s).', [(string)$reply->status]), 'code' => 502];
 		}
 		return ['ok' => true, 'status' => $status, 'error' => '', 'code' => 200];
 	}

@@ -4,8 +4,11 @@ declare(strict_types=1);
 
 namespace OCA\Tamebi\Service;
 
+use OCP\IL10N;
+
 /**
- * The error body the browser sees, as fixed in docs/api.md: a fixed message, plus the request id
+ * The error body the browser sees, as fixed in docs/api.md: a fixed message (in the person's
+ * Nextcloud language, through IL10N; docs/api.md gives the English source), plus the request id
  * that joins the UI, nextcloud.log and the orchestrator's log.
  * It must never include anything from an upstream body or an exception: a deny-list of
  * "technical-looking" text always misses one, so nothing variable goes in but the request id.
@@ -15,54 +18,83 @@ namespace OCA\Tamebi\Service;
  * is the one for the status.
  */
 final class ErrorShape {
-	private const MESSAGES = [
-		400 => 'The request was not understood.',
-		401 => 'Not signed in.',
-		403 => 'This action is not allowed.',
-		404 => 'Not found.',
-		409 => 'A reply is already being written in this conversation.',
-		413 => 'The request is too large.',
-		429 => 'Too many requests. Please wait a moment.',
-		// Not "try again": a request that got no usable answer may have been done (a tool call,
-		// a mail sent) and repeating it could do it twice.
-		502 => 'A service this needs could not be reached or gave no usable answer. It is not known whether anything was done: check before trying again.',
-		504 => 'No answer came in time. It is not known whether anything was done: check before trying again.',
-	];
-	private const SERVER_ERROR = 'Something went wrong. Please try again.';
-
 	/**
-	 * The orchestrator's refusal codes we have a text of our own for, each with its one status,
-	 * and the text docs/api.md gives it (ErrorShapeTest checks both against that table).
+	 * The orchestrator's refusal codes we have a text of our own for, each with its one status
+	 * (its text is in {@see codeTexts}; ErrorShapeTest checks both against docs/api.md).
 	 */
 	private const CODES = [
-		'approvals_undecided' => [400, 'Decide every approval this reply asked for, then send them together.'],
-		'signature_outdated' => [401, 'The Tamebi app in Nextcloud is older than its server and must be updated. Please tell your administrator.'],
-		'message_id_taken' => [409, 'Another message of this conversation already has this id. Send the message under a new id.'],
-		'reply_in_progress' => [409, self::MESSAGES[409]],
-		'assistant_bound' => [409, 'This conversation belongs to another assistant. Start a new conversation to talk to a different one.'],
-		'assistant_gone' => [409, 'The assistant of this conversation is no longer offered. Start a new conversation.'],
-		'overloaded' => [429, self::MESSAGES[429]],
-		'too_many_running' => [429, 'You already have several replies being written. Wait for one to finish, then send again.'],
-		'too_fast' => [429, 'You are sending messages faster than allowed. Wait a moment, then send again.'],
-		'unavailable' => [503, 'The service is restarting. Please try again in a moment.'],
-		'owned_elsewhere' => [503, 'This conversation is being served by another server. Please try again in a moment.'],
-		'tool_unreachable' => [502, 'The tool could not be reached or gave no usable answer. It is not known whether it did anything: check (for a mail: your Sent folder) before trying again.'],
-		'tool_timeout' => [504, 'The tool did not answer in time. It is not known whether it did anything: check (for a mail: your Sent folder) before trying again.'],
+		'approvals_undecided' => 400,
+		'signature_outdated' => 401,
+		'message_id_taken' => 409,
+		'reply_in_progress' => 409,
+		'assistant_bound' => 409,
+		'assistant_gone' => 409,
+		'overloaded' => 429,
+		'too_many_running' => 429,
+		'too_fast' => 429,
+		'unavailable' => 503,
+		'owned_elsewhere' => 503,
+		'tool_unreachable' => 502,
+		'tool_timeout' => 504,
 	];
 
-	public static function message(int $status, ?string $code = null): string {
+	/**
+	 * Our text for each status, in the person's language (every text is a literal IL10N::t()
+	 * call, so Nextcloud's translation tooling and our bundle test find it).
+	 *
+	 * @return array<int, string>
+	 */
+	private static function statusTexts(IL10N $l): array {
+		return [
+			400 => $l->t('The request was not understood.'),
+			401 => $l->t('Not signed in.'),
+			403 => $l->t('This action is not allowed.'),
+			404 => $l->t('Not found.'),
+			409 => $l->t('A reply is already being written in this conversation.'),
+			413 => $l->t('The request is too large.'),
+			429 => $l->t('Too many requests. Please wait a moment.'),
+			// Not "try again": a request that got no usable answer may have been done (a tool call,
+			// a mail sent) and repeating it could do it twice.
+			502 => $l->t('A service this needs could not be reached or gave no usable answer. It is not known whether anything was done: check before trying again.'),
+			504 => $l->t('No answer came in time. It is not known whether anything was done: check before trying again.'),
+		];
+	}
+
+	/** @return array<string, string> our text for each code of {@see CODES} */
+	private static function codeTexts(IL10N $l): array {
+		$status = self::statusTexts($l);
+		return [
+			'approvals_undecided' => $l->t('Decide every approval this reply asked for, then send them together.'),
+			'signature_outdated' => $l->t('The Tamebi app in Nextcloud is older than its server and must be updated. Please tell your administrator.'),
+			'message_id_taken' => $l->t('Another message of this conversation already has this id. Send the message under a new id.'),
+			'reply_in_progress' => $status[409],
+			'assistant_bound' => $l->t('This conversation belongs to another assistant. Start a new conversation to talk to a different one.'),
+			'assistant_gone' => $l->t('The assistant of this conversation is no longer offered. Start a new conversation.'),
+			'overloaded' => $status[429],
+			'too_many_running' => $l->t('You already have several replies being written. Wait for one to finish, then send again.'),
+			'too_fast' => $l->t('You are sending messages faster than allowed. Wait a moment, then send again.'),
+			'unavailable' => $l->t('The service is restarting. Please try again in a moment.'),
+			'owned_elsewhere' => $l->t('This conversation is being served by another server. Please try again in a moment.'),
+			'tool_unreachable' => $l->t('The tool could not be reached or gave no usable answer. It is not known whether it did anything: check (for a mail: your Sent folder) before trying again.'),
+			'tool_timeout' => $l->t('The tool did not answer in time. It is not known whether it did anything: check (for a mail: your Sent folder) before trying again.'),
+		];
+	}
+
+	/** The text for `$status` (and a known `$code`) in the language of `$l`. */
+	public static function message(IL10N $l, int $status, ?string $code = null): string {
 		$known = self::knownCode($status, $code);
 		if ($known !== null) {
-			return self::CODES[$known][1];
+			return self::codeTexts($l)[$known];
 		}
-		if (isset(self::MESSAGES[$status])) {
-			return self::MESSAGES[$status];
+		$texts = self::statusTexts($l);
+		if (isset($texts[$status])) {
+			return $texts[$status];
 		}
 		// Any other 4xx is still the client's request being refused; anything else is ours.
 		if ($status >= 400 && $status < 500) {
-			return self::MESSAGES[400];
+			return $texts[400];
 		}
-		return self::SERVER_ERROR;
+		return $l->t('Something went wrong. Please try again.');
 	}
 
 	/** Statuses outside 4xx/5xx never describe an error; a broken upstream becomes 502. */
@@ -75,7 +107,7 @@ final class ErrorShape {
 	 * (a known code under another status is a confused or hostile upstream: ignored), else null.
 	 */
 	public static function knownCode(int $status, ?string $code): ?string {
-		return ($code !== null && isset(self::CODES[$code]) && self::CODES[$code][0] === $status) ? $code : null;
+		return ($code !== null && isset(self::CODES[$code]) && self::CODES[$code] === $status) ? $code : null;
 	}
 
 	/** The `code` of an orchestrator error body, unchecked (see knownCode); null when there is none. */
@@ -92,8 +124,8 @@ final class ErrorShape {
 	 *
 	 * @return array{error: array{message: string, requestId: string, code?: string, retryAfter?: int}}
 	 */
-	public static function body(int $status, string $requestId, ?string $code = null, ?int $retryAfter = null): array {
-		$error = ['message' => self::message($status, $code), 'requestId' => $requestId];
+	public static function body(IL10N $l, int $status, string $requestId, ?string $code = null, ?int $retryAfter = null): array {
+		$error = ['message' => self::message($l, $status, $code), 'requestId' => $requestId];
 		$known = self::knownCode($status, $code);
 		if ($known !== null) {
 			$error['code'] = $known;
@@ -104,8 +136,12 @@ final class ErrorShape {
 		return ['error' => $error];
 	}
 
-	/** The text of an AI SDK `error` part, for a stream that broke after it started. */
-	public static function streamErrorText(int $status, string $requestId): string {
-		return self::message($status) . ' (request id: ' . $requestId . ')';
+	/**
+	 * The text of an AI SDK `error` part, for a stream that broke after it started. The
+	 * " (request id: …)" suffix stays as it is in every language: it is how the island knows the
+	 * sentence is one of ours (it shows it, in the person's language, with the id).
+	 */
+	public static function streamErrorText(IL10N $l, int $status, string $requestId): string {
+		return self::message($l, $status) . ' (request id: ' . $requestId . ')';
 	}
 }

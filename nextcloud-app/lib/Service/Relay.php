@@ -10,6 +10,7 @@ use OCP\AppFramework\Http;
 use OCP\AppFramework\Http\DataDisplayResponse;
 use OCP\AppFramework\Http\JSONResponse;
 use OCP\AppFramework\Http\Response;
+use OCP\IL10N;
 use OCP\IRequest;
 use OCP\IUserSession;
 use Psr\Log\LoggerInterface;
@@ -32,7 +33,28 @@ class Relay {
 		private IUserSession $userSession,
 		private IRequest $request,
 		private LoggerInterface $logger,
+		private IL10N $l,
 	) {
+	}
+
+	/**
+	 * The person's Nextcloud language as a BCP 47 tag (`de`, `de-DE` for Nextcloud's `de_DE`,
+	 * `sr-Latn` for `sr@latin`), or null for a code that does not become one. The app's IL10N
+	 * is in the language IFactory::findLanguage chose for them (their core/lang setting, else
+	 * the browser's, else the instance default).
+	 */
+	public function language(): ?string {
+		$tag = str_replace(['@latin', '_'], ['-Latn', '-'], $this->l->getLanguageCode());
+		return preg_match('/^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}$/', $tag) === 1 ? $tag : null;
+	}
+
+	/**
+	 * The query of a chat turn: the signed `lang` parameter (docs/api.md), so the model answers
+	 * in the person's language; none when the language has no BCP 47 form.
+	 */
+	public function chatQuery(): string {
+		$language = $this->language();
+		return $language === null ? '' : '?' . http_build_query(['lang' => $language]);
 	}
 
 	/** A buffered request: JSON (or empty) answers, passed through on success. */
@@ -70,7 +92,7 @@ class Relay {
 				$upstream->close();
 				return $this->mark(new Response(Http::STATUS_NO_CONTENT), $tokens);
 			}
-			return $this->mark(new RelayResponse($upstream, $this->request->getId(), $this->logger), $tokens);
+			return $this->mark(new RelayResponse($upstream, $this->request->getId(), $this->logger, $this->l), $tokens);
 		} catch (ProxyError $e) {
 			return $this->error($e);
 		}
@@ -95,7 +117,7 @@ class Relay {
 			$this->logger->info('Tamebi: refused: ' . $e->getMessage(), $context);
 		}
 		$status = ErrorShape::status($e->status());
-		$response = new JSONResponse(ErrorShape::body($status, $requestId, $e->refusalCode(), $e->retryAfter()), $status);
+		$response = new JSONResponse(ErrorShape::body($this->l, $status, $requestId, $e->refusalCode(), $e->retryAfter()), $status);
 		$response->addHeader('X-Request-Id', $requestId);
 		if ($e->retryAfter() !== null) {
 			$response->addHeader('Retry-After', (string)$e->retryAfter());

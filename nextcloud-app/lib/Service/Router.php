@@ -53,7 +53,8 @@ final class Router {
 		if (preg_match('#^/v1/(?:chat|conversations)/([A-Za-z0-9_-]{1,64})(?:/stream)?(?:\?|$)#', $path, $m) === 1) {
 			return $m[1];
 		}
-		if ($path === '/v1/chat' && $body !== '') {
+		// A chat turn's path may carry a query (the person's language, `?lang=`).
+		if (explode('?', $path, 2)[0] === '/v1/chat' && $body !== '') {
 			$decoded = json_decode($body, true);
 			if (is_array($decoded) && is_string($decoded['id'] ?? null)) {
 				return $decoded['id'];

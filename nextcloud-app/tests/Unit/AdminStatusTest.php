@@ -13,6 +13,7 @@ use OCA\Tamebi\Tests\RealOrchestrator;
 use OCA\Tamebi\Tests\Stubs\CurlClientService;
 use OCA\Tamebi\Tests\Stubs\FakeClock;
 use OCA\Tamebi\Tests\Stubs\FakeGroupManager;
+use OCA\Tamebi\Tests\Stubs\FakeL10N;
 use OCA\Tamebi\Tests\Stubs\FakeUser;
 use OCA\Tamebi\Tests\Stubs\FakeUserSession;
 use OCA\Tamebi\Tests\Stubs\MemoryAppConfig;
@@ -32,7 +33,7 @@ final class AdminStatusTest extends AppTestCase {
 	}
 
 	private function status(string $uid, array $admins, ?Orchestrator $orchestrator = null): AdminStatus {
-		return new AdminStatus($orchestrator ?? $this->orchestrator, new FakeUserSession(new FakeUser($uid)), new FakeGroupManager($admins), $this->logger);
+		return new AdminStatus($orchestrator ?? $this->orchestrator, new FakeUserSession(new FakeUser($uid)), new FakeGroupManager($admins), $this->logger, new FakeL10N());
 	}
 
 	/** The app's orchestrator client pointed at the real binary, signing with `$signing`. */
@@ -64,7 +65,7 @@ final class AdminStatusTest extends AppTestCase {
 
 	public function testANonAdminIsNeverSigned(): void {
 		$groups = new FakeGroupManager(['root']);
-		$status = new AdminStatus($this->orchestrator, new FakeUserSession(new FakeUser('alice')), $groups, $this->logger);
+		$status = new AdminStatus($this->orchestrator, new FakeUserSession(new FakeUser('alice')), $groups, $this->logger, new FakeL10N());
 		$result = $status->fetch();
 		self::assertFalse($result['ok']);
 		self::assertSame(403, $result['code']);

@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace OCA\Tamebi\Tests\Unit;
 
 use OCA\Tamebi\Controller\PageController;
+use OCA\Tamebi\Tests\Stubs\FakeConfig;
 use OCA\Tamebi\Tests\Stubs\FakeInitialState;
 use OCA\Tamebi\Tests\Stubs\FakeUrlGenerator;
 use OCA\Tamebi\Tests\Stubs\FakeUser;
@@ -17,7 +18,7 @@ final class PageTest extends AppTestCase {
 		$this->giveToken('access-secret-value');
 		$state = new FakeInitialState();
 		$page = new PageController($this->request, new FakeUserSession(new FakeUser('alice', 'Alice A.')), $state,
-			new FakeUrlGenerator('https://cloud.example'), $this->tokens);
+			new FakeUrlGenerator('https://cloud.example'), $this->tokens, new FakeConfig());
 		$response = $page->index();
 		self::assertSame('main', $response->templateName);
 		self::assertSame([
@@ -30,5 +31,16 @@ final class PageTest extends AppTestCase {
 		self::assertStringNotContainsString('access-secret-value', json_encode($state->provided));
 		self::assertContains('tamebi/tamebi-island', Util::$scripts);
 		self::assertContains('tamebi/tamebi-island', Util::$styles);
+	}
+
+	/** Issue #34: times are shown in the person's own time zone (their core/timezone setting). */
+	public function testThePersonsTimeZoneGoesToTheIsland(): void {
+		foreach (['Europe/Berlin' => ['timeZone' => 'Europe/Berlin'], 'Mars/Olympus' => [], '' => []] as $zone => $expected) {
+			$state = new FakeInitialState();
+			$config = new FakeConfig([], ['alice' => ['core' => ['timezone' => $zone]]]);
+			(new PageController($this->request, new FakeUserSession(new FakeUser('alice', 'Alice')), $state,
+				new FakeUrlGenerator('https://cloud.example'), $this->tokens, $config))->index();
+			self::assertSame($expected, array_intersect_key($state->provided['tamebi-config'], ['timeZone' => true]), (string)$zone);
+		}
 	}
 }

@@ -283,6 +283,7 @@ final class RelayTest extends AppTestCase {
 		$this->tokens = new \OCA\Tamebi\Service\TokenService($this->session, $request,
 			new \OCA\Tamebi\Tests\Stubs\FakeConfig(['instanceid' => 'ocabc']), $this->flow, $this->clock, $this->logger, $this->settings);
 		$this->relay = new \OCA\Tamebi\Service\Relay($this->orchestrator, $this->tokens,
-			new \OCA\Tamebi\Tests\Stubs\FakeUserSession(new \OCA\Tamebi\Tests\Stubs\FakeUser('alice')), $request, $this->logger);
+			new \OCA\Tamebi\Tests\Stubs\FakeUserSession(new \OCA\Tamebi\Tests\Stubs\FakeUser('alice')), $request, $this->logger,
+			new \OCA\Tamebi\Tests\Stubs\FakeL10N());
 	}
 }

@@ -17,6 +17,7 @@ use OCP\Http\Client\IResponse;
 use OCP\IAppConfig;
 use OCP\IConfig;
 use OCP\IGroupManager;
+use OCP\IL10N;
 use OCP\IRequest;
 use OCP\ISession;
 use OCP\IURLGenerator;
@@ -142,7 +143,12 @@ final class MemoryAppConfig implements IAppConfig {
 }
 
 final class FakeConfig implements IConfig {
-	public function __construct(private array $system = []) {
+	/** @param array<string, array<string, array<string, string>>> $user uid => app => key => value */
+	public function __construct(private array $system = [], private array $user = []) {
+	}
+
+	public function getUserValue($userId, $appName, $key, $default = '') {
+		return $this->user[$userId][$appName][$key] ?? $default;
 	}
 
 	public function getSystemValueString(string $key, string $default = ''): string {
@@ -362,5 +368,53 @@ final class CurlResponse implements IResponse {
 
 	public function getHeaders(): array {
 		return $this->headers;
+	}
+}
+
+/**
+ * The app's strings in one language, read from nextcloud-app/l10n/<lang>.json as Nextcloud's
+ * OC\L10N\L10N reads them: `translations` by English source text (a plural under
+ * `_singular_::_plural_` with one form per plural), `pluralForm` as gettext writes it; t() and
+ * n() fill `%s`-style parameters with vsprintf, n() puts the count in for `%n`. A language
+ * without a file (English) gives the source text back.
+ */
+final class FakeL10N implements IL10N {
+	/** @var array<string, string|list<string>> */
+	private array $translations = [];
+	private int $plurals = 2;
+
+	public function __construct(private string $language = 'en', private string $locale = 'en_US') {
+		$file = __DIR__ . '/../../l10n/' . $language . '.json';
+		if (is_file($file)) {
+			$bundle = json_decode((string)file_get_contents($file), true, 512, JSON_THROW_ON_ERROR);
+			$this->translations = $bundle['translations'];
+			if (preg_match('/nplurals=([0-9]+)/', (string)$bundle['pluralForm'], $m) === 1) {
+				$this->plurals = (int)$m[1];
+			}
+		}
+	}
+
+	public function t(string $text, $parameters = []): string {
+		$translation = $this->translations[$text] ?? $text;
+		return vsprintf(is_array($translation) ? $translation[0] : $translation, is_array($parameters) ? $parameters : [$parameters]);
+	}
+
+	public function n(string $text_singular, string $text_plural, int $count, array $parameters = []): string {
+		$forms = $this->translations['_' . $text_singular . '_::_' . $text_plural . '_'] ?? [$text_singular, $text_plural];
+		// The plural rule of every language this app ships (nplurals=2; plural=(n != 1)).
+		$form = $forms[$this->plurals === 2 && $count !== 1 ? 1 : 0] ?? $text_plural;
+		return vsprintf(str_replace('%n', (string)$count, $form), $parameters);
+	}
+
+	public function l(string $type, $data, array $options = []) {
+		return false;
+	}
+
+	public function getLanguageCode(): string {
+		return $this->language;
+	}
+
+	public function getLocaleCode(): string {
+		return $this->locale;
 	}
 }

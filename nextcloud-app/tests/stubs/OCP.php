@@ -43,6 +43,16 @@ namespace OCP {
 	interface IConfig {
 		public function getSystemValueString(string $key, string $default = ''): string;
 		public function getSystemValue($key, $default = '');
+		public function getUserValue($userId, $appName, $key, $default = '');
+	}
+
+	/** Nextcloud 31's \OCP\IL10N: an app's strings in one language (IFactory::get). */
+	interface IL10N {
+		public function t(string $text, $parameters = []): string;
+		public function n(string $text_singular, string $text_plural, int $count, array $parameters = []): string;
+		public function l(string $type, $data, array $options = []);
+		public function getLanguageCode(): string;
+		public function getLocaleCode(): string;
 	}
 
 	interface IURLGenerator {
