@@ -24,11 +24,13 @@ declare(strict_types=1);
  */
 
 use OCA\Tamebi\Controller\MailController;
+use OCA\Tamebi\Http\OcsAnswers;
 use OCA\Tamebi\Service\Mail\MailBridge;
 use OCA\Tamebi\Service\Mail\MailContracts;
 use OCA\Tamebi\Service\RequestBody;
 use OCA\Tamebi\Tests\FakeMail;
 use OCA\Tamebi\Tests\Stubs\FakeAppManager;
+use OCA\Tamebi\Tests\Stubs\FakeGroupManager;
 use OCA\Tamebi\Tests\Stubs\FakeRequest;
 use OCA\Tamebi\Tests\Stubs\FakeUser;
 use OCA\Tamebi\Tests\Stubs\FakeUserSession;
@@ -115,8 +117,9 @@ $mail = new FakeMail((string)getenv('TAMEBI_MAIL_STATE'));
 $apps = new FakeAppManager(['mail', 'tamebi']);
 $apps->enabled = getenv('TAMEBI_MAIL_ABSENT') === '1' ? ['tamebi'] : ['mail', 'tamebi'];
 $controller = new MailController(new FakeRequest('php-s-' . bin2hex(random_bytes(4)), $headers),
-	new MailBridge(new MailContracts($apps, $mail)), new FakeUserSession(new FakeUser($uid)), new RequestBody('php://input'),
-	new RecordingLogger());
+	new MailBridge(new MailContracts($apps, $mail)),
+	new OcsAnswers(new FakeUserSession(new FakeUser($uid)), new FakeGroupManager([]), new RecordingLogger()),
+	new RequestBody('php://input'));
 
 // SecurityMiddleware: what the action's attributes let through.
 $method = new ReflectionMethod($controller, $action);

@@ -6,6 +6,7 @@ namespace OCA\Tamebi\Controller;
 
 use OCA\Tamebi\AppInfo\Application;
 use OCA\Tamebi\Exception\ProxyError;
+use OCA\Tamebi\Http\OcsAnswers;
 use OCA\Tamebi\Service\Mail\MailBridge;
 use OCA\Tamebi\Service\Mail\MailError;
 use OCA\Tamebi\Service\RequestBody;
@@ -13,8 +14,6 @@ use OCP\AppFramework\Http\Attribute\NoAdminRequired;
 use OCP\AppFramework\Http\DataResponse;
 use OCP\AppFramework\OCSController;
 use OCP\IRequest;
-use OCP\IUserSession;
-use Psr\Log\LoggerInterface;
 
 /**
  * The mail bridge's OCS routes, /ocs/v2.php/apps/tamebi/api/v1/mail/... (docs/mail-bridge-api.md),
@@ -32,17 +31,17 @@ use Psr\Log\LoggerInterface;
  * - no #[PublicPage]: an unauthenticated request is refused by Nextcloud (401) before this runs.
  * - no #[CORS], no #[BruteForceProtection] bypass, no #[UseSession]: nothing here needs them.
  *
- * Every answer, failures included, is the contract's shape: a MailError as it is, and anything
- * else that escapes (a Mail exception MailContracts did not expect, a TypeError) as 500
- * `internal_error` with a fixed message. The details of every 5xx go to nextcloud.log only.
+ * Every answer, failures included, is the contract's shape, through the app's one OCS answer
+ * (OcsAnswers): a MailError as it is, and anything else that escapes (a Mail exception
+ * MailContracts did not expect, a TypeError) as 500 `internal_error` with the bridge's fixed
+ * message. The details of every 5xx go to nextcloud.log only.
  */
 class MailController extends OCSController {
 	public function __construct(
 		IRequest $request,
 		private MailBridge $bridge,
-		private IUserSession $session,
+		private OcsAnswers $answers,
 		private RequestBody $body,
-		private LoggerInterface $logger,
 	) {
 		parent::__construct(Application::APP_ID, $request);
 	}
@@ -83,28 +82,7 @@ class MailController extends OCSController {
 
 	/** @param callable(string): array<string, mixed> $route */
 	private function answer(callable $route): DataResponse {
-		$uid = $this->session->getUser()?->getUID();
-		if (!is_string($uid) || $uid === '') {
-			// Not reachable through Nextcloud (no #[PublicPage]); refuse rather than guess.
-			return new DataResponse(['error' => 'not_found', 'message' => 'no session user'], 401);
-		}
-		try {
-			return new DataResponse($route($uid));
-		} catch (MailError $e) {
-			return $this->failure($e);
-		} catch (\Throwable $e) {
-			return $this->failure(MailError::internal($e));
-		}
-	}
-
-	private function failure(MailError $e): DataResponse {
-		if ($e->status >= 500) {
-			$this->logger->error('mail bridge: ' . $e->errorCode . ': ' . $e->getMessage(), [
-				'app' => Application::APP_ID,
-				'exception' => $e->getPrevious() ?? $e,
-			]);
-		}
-		return new DataResponse(['error' => $e->errorCode, 'message' => $e->getMessage()], $e->status);
+		return $this->answers->forUser($route, MailError::class);
 	}
 
 	private function rawBody(): string {

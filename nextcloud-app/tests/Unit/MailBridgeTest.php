@@ -5,12 +5,14 @@ declare(strict_types=1);
 namespace OCA\Tamebi\Tests\Unit;
 
 use OCA\Tamebi\Controller\MailController;
+use OCA\Tamebi\Http\OcsAnswers;
 use OCA\Tamebi\Service\Mail\MailBridge;
 use OCA\Tamebi\Service\Mail\MailContracts;
 use OCA\Tamebi\Service\Mail\MailError;
 use OCA\Tamebi\Service\RequestBody;
 use OCA\Tamebi\Tests\FakeMail;
 use OCA\Tamebi\Tests\Stubs\FakeAppManager;
+use OCA\Tamebi\Tests\Stubs\FakeGroupManager;
 use OCA\Tamebi\Tests\Stubs\FakeRequest;
 use OCA\Tamebi\Tests\Stubs\FakeUser;
 use OCA\Tamebi\Tests\Stubs\FakeUserSession;
@@ -59,7 +61,8 @@ final class MailBridgeTest extends TestCase {
 		$mail = new OverridingContainer(new FakeMail($this->state), $this->overrides);
 		return new MailController(new FakeRequest('req-mail', ['Content-Type' => $contentType]),
 			new MailBridge(new MailContracts($this->apps, $mail)),
-			new FakeUserSession(new FakeUser($uid)), new RequestBody($file), $this->logger);
+			new OcsAnswers(new FakeUserSession(new FakeUser($uid)), new FakeGroupManager([]), $this->logger),
+			new RequestBody($file));
 	}
 
 	private function sent(): array {

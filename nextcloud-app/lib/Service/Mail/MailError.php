@@ -4,16 +4,19 @@ declare(strict_types=1);
 
 namespace OCA\Tamebi\Service\Mail;
 
+use OCA\Tamebi\Http\ApiError;
+
 /**
  * An error answer of the mail bridge: the HTTP status and the contract's error code
- * (docs/mail-bridge-api.md). The controller turns it into the OCS error body
- * `{"error": code, "message": ...}`; nothing else is ever shown to the caller.
+ * (docs/mail-bridge-api.md). Like every OCS error of the app ({@see ApiError}) it becomes the body
+ * `{"error": code, "message": ...}`; nothing else is ever shown to the caller. The shared codes
+ * (`invalid_request`, `not_found`, `internal_error`) come from ApiError; these are the bridge's own.
  *
  * The message is the bridge's own fixed text. What Mail, IMAP or SMTP said travels only as the
  * previous exception, which the controller logs (nextcloud.log) and never answers with: a
  * server's reply can name hosts, accounts or other people's addresses.
  */
-final class MailError extends \RuntimeException {
+final class MailError extends ApiError {
 	public const UNAVAILABLE_MESSAGE = 'Mail is not set up on this Nextcloud';
 	public const SEND_UNKNOWN_MESSAGE = 'Mail could not tell whether the message went out: it may have been sent. '
 		. 'Check the Sent mailbox before sending it again.';
@@ -22,24 +25,6 @@ final class MailError extends \RuntimeException {
 		. 'Choose one in Mail (account settings, Default folders), then send again. Nothing was sent.';
 	public const NO_DRAFTS_MAILBOX_MESSAGE = 'This mail account has no Drafts folder set, so Mail saves no draft in it. '
 		. 'Choose one in Mail (account settings, Default folders), then try again. Nothing was saved.';
-
-	private function __construct(
-		public readonly int $status,
-		public readonly string $errorCode,
-		string $message,
-		?\Throwable $cause = null,
-	) {
-		parent::__construct($message, 0, $cause);
-	}
-
-	public static function invalid(string $message): self {
-		return new self(400, 'invalid_request', $message);
-	}
-
-	/** Unknown AND not the caller's: the same answer, so nobody learns what exists (never 403). */
-	public static function notFound(string $what): self {
-		return new self(404, 'not_found', $what . ' not found');
-	}
 
 	public static function unavailable(): self {
 		return new self(501, 'mail_unavailable', self::UNAVAILABLE_MESSAGE);
@@ -73,10 +58,5 @@ final class MailError extends \RuntimeException {
 	 */
 	public static function sendOutcomeUnknown(?\Throwable $cause = null): self {
 		return new self(502, 'send_outcome_unknown', self::SEND_UNKNOWN_MESSAGE, $cause);
-	}
-
-	/** Anything the bridge did not expect (a bug, a Mail release with other signatures). */
-	public static function internal(\Throwable $cause): self {
-		return new self(500, 'internal_error', self::INTERNAL_MESSAGE, $cause);
 	}
 }
