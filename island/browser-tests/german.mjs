@@ -28,7 +28,11 @@ async function pageText(page) {
     memory: await page.getByTestId('memory-toggle').innerText(),
     send: await page.getByTestId('send').innerText(),
     placeholder: await page.getByTestId('composer').getAttribute('placeholder'),
-    mainLabel: await page.locator('main').getAttribute('aria-label'),
+    // The main region's accessible name: its aria-labelledby heading (issue #34's level-one heading).
+    mainLabel: await page.evaluate(() => {
+      const id = document.querySelector('main')?.getAttribute('aria-labelledby');
+      return id ? document.getElementById(id)?.textContent?.trim() ?? null : null;
+    }),
   };
 }
 
