@@ -64,7 +64,38 @@ export function retryHint(seconds: number | null): string {
   return ` ${n('tamebi', 'You can send again in %n minute.', 'You can send again in %n minutes.', minutes)}`;
 }
 
-const WITH_REQUEST_ID = /^[^\n]{1,200} \(request id: [A-Za-z0-9._:\-]{1,100}\)$/;
+const WITH_REQUEST_ID = /^([^\n]{1,200}) \(request id: ([A-Za-z0-9._:\-]{1,100})\)$/;
+
+/**
+ * One of the orchestrator's fixed sentences of a stream's `error` part (docs/api.md, the chat
+ * stream; src/error.rs `messages`, src/store/lease.rs), English on the wire, in the person's
+ * language: no host stands between the stream and the page to translate them. A sentence not
+ * listed here is shown as it came (it still ends with our request id).
+ */
+function streamSentence(sentence: string): string {
+  switch (sentence) {
+    case 'Something went wrong. Please try again.':
+      return t('tamebi', 'Something went wrong. Please try again.');
+    case 'The service is restarting. Please try again in a moment.':
+      return t('tamebi', 'The service is restarting. Please try again in a moment.');
+    case 'This reply was stopped: this server no longer holds the conversation (it moved to another server or was deleted). Reload the conversation in a moment.':
+      return t('tamebi', 'This reply was stopped: this server no longer holds the conversation (it moved to another server or was deleted). Reload the conversation in a moment.');
+    case 'This answer stopped here: it reached the token limit set for one turn. Ask again to continue.':
+      return t('tamebi', 'This answer stopped here: it reached the token limit set for one turn. Ask again to continue.');
+    case 'This reply was interrupted: the server writing it stopped. Send your message again to continue.':
+      return t('tamebi', 'This reply was interrupted: the server writing it stopped. Send your message again to continue.');
+    default:
+      return sentence;
+  }
+}
+
+/** A stream `error` part's text in the person's language, or null if it is not one of ours. */
+export function streamErrorText(text: string): string | null {
+  const match = WITH_REQUEST_ID.exec(text);
+  if (!match) return null;
+  const [, sentence = '', requestId = ''] = match;
+  return withRequestId(streamSentence(sentence), requestId);
+}
 
 /** The sentence to show for a failure. */
 export function userMessage(error: unknown): string {
@@ -76,7 +107,8 @@ export function userMessage(error: unknown): string {
     const { message, requestId, retryAfter } = parseErrorBody(error.message);
     if (message && requestId) return withRequestId(`${message}${retryHint(retryAfter)}`, requestId);
     // An SSE `error` part from the orchestrator ends with its request id.
-    if (WITH_REQUEST_ID.test(error.message)) return error.message;
+    const streamed = streamErrorText(error.message);
+    if (streamed) return streamed;
     if (error.name === 'TypeError' || /network|fetch/i.test(error.message)) return GENERIC.network;
   }
   return GENERIC.failed;

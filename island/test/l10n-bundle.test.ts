@@ -5,6 +5,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { register, setLanguage } from '@nextcloud/l10n';
 import { n, t } from '../src/l10n';
+import { streamErrorText } from '../src/errors';
 import { scanIsland } from './l10n-scan';
 import ts from 'typescript';
 
@@ -100,6 +101,19 @@ describe('the German bundle', () => {
     expect(n('tamebi', 'You can send again in %n second.', 'You can send again in %n seconds.', 5)).toBe('Du kannst in 5 Sekunden wieder senden.');
     // Vue escapes interpolations itself: a value is passed on as it is, never HTML-escaped.
     expect(t('tamebi', 'Delete {title}', { title: 'Q&A <draft>' })).toBe('Q&A <draft> löschen');
+    // A stream's error part arrives in English from the orchestrator and is shown in German:
+    // every sentence the orchestrator ends a stream with (read from its source) is translated.
+    const rust = ['src/error.rs', 'src/store/lease.rs'].map((f) => readFileSync(join(app, '..', f), 'utf8')).join('\n');
+    for (const name of ['INTERNAL', 'UNAVAILABLE', 'STOPPED_ELSEWHERE', 'TOKEN_BOUND', 'INTERRUPTED_MESSAGE']) {
+      const sentence = new RegExp(`const ${name}: &str =\\s*"([^"]+)";`).exec(rust)?.[1];
+      expect(sentence, name).toBeTruthy();
+      const shown = streamErrorText(`${sentence} (request id: r-1)`);
+      expect(shown, name).toMatch(/ \(Anfrage-ID: r-1\)$/);
+      expect(shown, name).not.toContain(sentence);
+    }
+    expect(streamErrorText('no request id here')).toBeNull();
+    expect(streamErrorText('This reply was interrupted: the server writing it stopped. Send your message again to continue. (request id: r-7)'))
+      .toBe('Diese Antwort wurde unterbrochen: Der Server, der sie schrieb, wurde beendet. Sende deine Nachricht erneut, um fortzufahren. (Anfrage-ID: r-7)');
   });
 
   it('reads PHP calls as Nextcloud extracts them', () => {

@@ -48,6 +48,8 @@ describe('the island translates every user-visible string', () => {
       "const dynamic = t('tamebi', text);",
       "const code = 'mail_send';",
       "if (x === 'Not a sentence') {}",
+      "switch (s) { case 'Quota reached for today.': return t('tamebi', 'Quota reached for today.'); }",
+      "switch (s) { case 'Left untranslated here.': return s; }",
     ].join('\n');
     const script = scanSource('bad.ts', ts);
     expect(script.bypasses.map((f) => `${f.line}: ${f.text}`)).toEqual([
@@ -55,7 +57,9 @@ describe('the island translates every user-visible string', () => {
       '2: Tamebi cannot start: …',
       "4: t() whose text is not a literal (it cannot be extracted)",
       '6: Not a sentence',
+      // A server's sentence matched against is fine only where t() translates that same text.
+      '8: Left untranslated here.',
     ]);
-    expect([...script.msgids]).toEqual(['_One file_::_%n files_']);
+    expect([...script.msgids]).toEqual(['_One file_::_%n files_', 'Quota reached for today.']);
   });
 });

@@ -82,16 +82,23 @@ function scanProp(file: string, prop: AttributeNode | DirectiveNode, result: Sca
 }
 
 /**
- * `mode`: 'script' flags sentence-like literals anywhere outside t()/n(); 'shown' (an
+ * `mode`: 'script' flags sentence-like literals anywhere outside t()/n(), except one that is only
+ * matched against (a `case` label or an operand of `===`) and translated by a t() call of the
+ * same text in the same source: a fixed English sentence from a server, recognised there and
+ * shown through t() (errors.ts); 'shown' (an
  * interpolation or a visible attribute's binding) flags any literal with a letter that is not a
  * call's argument or an operand of a comparison; 'code' flags nothing.
  */
 function scanScript(file: string, code: string, lineOffset: number, result: ScanResult, mode: 'script' | 'shown' | 'code'): void {
   const source = ts.createSourceFile(file, code, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
   const lineOf = (node: ts.Node) => source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1 + lineOffset;
+  const translatedHere = new Set<string>();
+  const matchedAgainst: Finding[] = [];
   const visit = (node: ts.Node, inTranslation: boolean): void => {
     if (ts.isCallExpression(node) && isTranslateCall(node)) {
       collectMsgid(file, node, lineOf(node), result);
+      const [, first] = node.arguments;
+      if (first && (ts.isStringLiteral(first) || ts.isNoSubstitutionTemplateLiteral(first))) translatedHere.add(first.text);
       node.arguments.forEach((a) => visit(a, true));
       return;
     }
@@ -99,11 +106,18 @@ function scanScript(file: string, code: string, lineOffset: number, result: Scan
     if (!inTranslation && isLiteral(node)) {
       const text = literalText(node);
       const flagged = mode === 'script' ? SENTENCE.test(text) : mode === 'shown' && LETTER.test(text) && !isCallArgumentOrComparison(node);
-      if (flagged) result.bypasses.push({ file, line: lineOf(node), text });
+      if (flagged && mode === 'script' && isMatchedAgainst(node)) matchedAgainst.push({ file, line: lineOf(node), text });
+      else if (flagged) result.bypasses.push({ file, line: lineOf(node), text });
     }
     ts.forEachChild(node, (child) => visit(child, inTranslation));
   };
   visit(source, false);
+  result.bypasses.push(...matchedAgainst.filter((f) => !translatedHere.has(f.text)));
+}
+
+/** A `case` label or an operand of an equality comparison: text compared with, not shown. */
+function isMatchedAgainst(node: ts.Node): boolean {
+  return ts.isCaseClause(node.parent) || (isCallArgumentOrComparison(node) && ts.isBinaryExpression(node.parent));
 }
 
 function isTranslateCall(node: ts.CallExpression): boolean {
