@@ -54,7 +54,10 @@ def test_tampered_jwt_is_401(jwt_standin):
     tok = mint(standin, "alice", aud="x").json()["access_token"]
     h, c, sig = tok.split(".")
     forged_claims = base64.urlsafe_b64encode(json.dumps({"sub": "bob", "exp": 9999999999, "iat": 1}).encode()).decode().rstrip("=")
-    for bad in [f"{h}.{forged_claims}.{sig}", f"{h}.{c}.{sig[:-2]}AA", tok + "x"]:
+    # The signature's first character carries six significant bits, so changing it always changes
+    # the signature; its last characters carry padding bits (ending in "AA" could leave it as it was).
+    flipped = ("B" if sig[0] == "A" else "A") + sig[1:]
+    for bad in [f"{h}.{forged_claims}.{sig}", f"{h}.{c}.{flipped}", tok + "x"]:
         r = requests.request("PROPFIND", standin.dav("bob"), headers={"Authorization": f"Bearer {bad}"}, timeout=10)
         assert r.status_code == 401
 
