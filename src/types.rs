@@ -172,6 +172,16 @@ mod language_tests {
         }
     }
 
+    /// Every tag the Nextcloud app's `Relay::language` sends (nextcloud-app/tests/Unit/
+    /// LanguageTest.php lists them) is one this accepts: a tag the app sends and this refuses
+    /// would make every chat turn of such a person a 400.
+    #[test]
+    fn accepts_every_tag_the_app_sends() {
+        for tag in ["de", "de-DE", "pt-BR", "sr-Latn", "es-419", "en", "zh-Hant-TW", "de-DE-1996", "de-DEUTSCH"] {
+            assert!(Language::parse(tag).is_some(), "{tag:?}");
+        }
+    }
+
     #[test]
     fn is_one_pointer() {
         assert_eq!(size_of::<Option<Language>>(), size_of::<usize>());

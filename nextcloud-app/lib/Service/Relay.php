@@ -45,7 +45,11 @@ class Relay {
 	 */
 	public function language(): ?string {
 		$tag = str_replace(['@latin', '_'], ['-Latn', '-'], $this->l->getLanguageCode());
-		return preg_match('/^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}$/', $tag) === 1 ? $tag : null;
+		// RFC 5646's language[-script][-region][-variant…], exactly what the orchestrator accepts
+		// (language-tags); a looser pattern here would turn every chat turn of such a person into
+		// a 400 there, where sending no language only costs them the answer's language.
+		$pattern = '/^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*$/';
+		return strlen($tag) <= 35 && preg_match($pattern, $tag) === 1 ? $tag : null;
 	}
 
 	/**

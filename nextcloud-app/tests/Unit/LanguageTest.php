@@ -51,7 +51,8 @@ final class LanguageTest extends AppTestCase {
 
 	public function testNextcloudLanguageCodesBecomeBcp47OrNothing(): void {
 		foreach (['de' => 'de', 'de_DE' => 'de-DE', 'pt_BR' => 'pt-BR', 'sr@latin' => 'sr-Latn', 'es_419' => 'es-419',
-			'en' => 'en', 'ca@valencia' => null, 'x' => null, '' => null] as $code => $tag) {
+			'en' => 'en', 'zh_Hant_TW' => 'zh-Hant-TW', 'de_DE_1996' => 'de-DE-1996', 'ca@valencia' => null, 'x' => null,
+			'' => null, 'de_AB_CD' => null, 'en_US_x' => null, 'de_DEUTSCHLAND' => null] as $code => $tag) {
 			$relay = new Relay($this->orchestrator, $this->tokens, new FakeUserSession(new FakeUser('alice')), $this->request,
 				$this->logger, new FakeL10N($code));
 			self::assertSame($tag, $relay->language(), $code);
