@@ -59,6 +59,7 @@ namespace OCP {
 		public function linkToRoute(string $routeName, array $arguments = []): string;
 		public function linkToRouteAbsolute(string $routeName, array $arguments = []): string;
 		public function getAbsoluteURL(string $url): string;
+		public function imagePath(string $appName, string $file): string;
 	}
 
 	/** Records what a page asked to load, like Nextcloud's script/style queue. */
@@ -328,6 +329,9 @@ namespace OCP\AppFramework\Http {
 
 namespace OCP\AppFramework\Bootstrap {
 	interface IRegistrationContext {
+		/** @psalm-param class-string<\OCP\Collaboration\Reference\IReferenceProvider> $class */
+		public function registerReferenceProvider(string $class): void;
+		public function registerEventListener(string $event, string $listener, int $priority = 0): void;
 	}
 
 	interface IBootContext {
@@ -355,5 +359,59 @@ namespace OCP\AppFramework {
 	class App {
 		public function __construct(string $appName, array $urlParams = []) {
 		}
+	}
+}
+
+namespace OCP\EventDispatcher {
+	class Event {
+	}
+
+	/** @template T of Event */
+	interface IEventListener {
+		public function handle(Event $event): void;
+	}
+}
+
+// The reference-provider API as Nextcloud 31 ships it (lib/public/Collaboration/Reference).
+namespace OCP\Collaboration\Reference {
+	interface IReference {
+	}
+
+	interface IReferenceProvider {
+		public function matchReference(string $referenceText): bool;
+		public function resolveReference(string $referenceText): ?IReference;
+		public function getCachePrefix(string $referenceId): string;
+		public function getCacheKey(string $referenceId): ?string;
+	}
+
+	interface IDiscoverableReferenceProvider extends IReferenceProvider {
+		public function getId(): string;
+		public function getTitle(): string;
+		public function getOrder(): int;
+		public function getIconUrl(): string;
+		public function jsonSerialize(): array;
+	}
+
+	interface ISearchableReferenceProvider extends IDiscoverableReferenceProvider {
+		public function getSupportedSearchProviderIds(): array;
+	}
+
+	abstract class ADiscoverableReferenceProvider implements IDiscoverableReferenceProvider, \JsonSerializable {
+		public function jsonSerialize(): array {
+			$json = [
+				'id' => $this->getId(),
+				'title' => $this->getTitle(),
+				'icon_url' => $this->getIconUrl(),
+				'order' => $this->getOrder(),
+			];
+			if ($this instanceof ISearchableReferenceProvider) {
+				$json['search_providers_ids'] = $this->getSupportedSearchProviderIds();
+			}
+			return $json;
+		}
+	}
+
+	/** Dispatched by a page that renders references or offers the Smart Picker. */
+	class RenderReferenceEvent extends \OCP\EventDispatcher\Event {
 	}
 }
