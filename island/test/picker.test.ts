@@ -137,13 +137,14 @@ describe('the picker element', () => {
 
   it('is registered once under the provider id, in @nextcloud/vue\'s registry, next to others', () => {
     const other = { id: 'assistant_text', callback: () => ({}), onDestroy: () => undefined, size: 'normal' };
-    window._vue_richtext_custom_picker_elements = { assistant_text: other } as never;
+    const registry: Record<string, unknown> = { assistant_text: other };
+    Object.assign(window, { _vue_richtext_custom_picker_elements: registry });
     expect(registerPickerElement()).toBe(true);
     const entry = window._vue_richtext_custom_picker_elements?.[PICKER_PROVIDER_ID];
     expect(entry).toMatchObject({ id: 'tamebi', size: 'large' });
     expect(typeof entry?.callback).toBe('function');
     expect(typeof entry?.onDestroy).toBe('function');
-    expect(window._vue_richtext_custom_picker_elements?.assistant_text).toBe(other);
+    expect(registry.assistant_text).toBe(other);
     // Never replaced by a second load of the bundle.
     expect(registerPickerElement()).toBe(false);
     expect(window._vue_richtext_custom_picker_elements?.[PICKER_PROVIDER_ID]).toBe(entry);
@@ -155,7 +156,7 @@ describe('the picker element', () => {
     const el = document.getElementById('modal') as HTMLElement;
     const result = renderPicker(el);
     const events: string[] = [];
-    result.element.addEventListener('submit', (e) => events.push(`submit:${(e as CustomEvent).detail}`));
+    result.element.addEventListener('submit', (e) => events.push(`submit:${(e as unknown as CustomEvent<string>).detail}`));
     result.element.addEventListener('cancel', () => events.push('cancel'));
     await Promise.resolve();
     expect(result.element.classList.contains('tamebi-island')).toBe(true);
