@@ -128,17 +128,26 @@ fn assert_focus_on_card_then_composer(c: &Value) {
 fn assert_smart_picker(report: &Value, nc_url: &str) {
     let c = check(report, "picker_inserts_the_answer_after_an_approval");
     assert_eq!(c["providers"], json!(["Ask Tamebi"]), "{c}");
-    assert_eq!((&c["sidebar"], &c["memoryToggle"]), (&json!(0), &json!(0)), "one conversation, no sidebar: {c}");
+    assert_eq!(
+        (&c["sidebar"], &c["memoryToggle"]),
+        (&json!(0), &json!(0)),
+        "one conversation, no sidebar: {c}"
+    );
     assert_eq!(c["insertBeforeReply"], 0, "nothing to insert before a reply: {c}");
     assert_eq!(c["insertWhileAsking"], 0, "nothing to insert while an approval is open: {c}");
     assert_eq!(c["composerBefore"], "", "nothing inserted before the click: {c}");
     assert_eq!(c["composer"], PICKER_ANSWER, "the composer holds exactly the answer: {c}");
     let origins = c["origins"].as_array().expect("origins");
-    assert!(!origins.is_empty() && origins.iter().all(|o| o == "talk"), "every picker turn says it comes from Talk: {c}");
+    assert!(
+        !origins.is_empty() && origins.iter().all(|o| o == "talk"),
+        "every picker turn says it comes from Talk: {c}"
+    );
     let files = format!("{nc_url}/apps/files/?fileid=");
     let links = c["links"].as_array().expect("links");
     assert!(
-        links.iter().any(|l| l["text"] == "Insert link to file picker-note.txt" && l["url"].as_str().is_some_and(|u| u.starts_with(&files))),
+        links
+            .iter()
+            .any(|l| l["text"] == "Insert link to file picker-note.txt" && l["url"].as_str().is_some_and(|u| u.starts_with(&files))),
         "the written file is offered as a host-built link: {c}"
     );
 
@@ -153,19 +162,29 @@ fn assert_smart_picker(report: &Value, nc_url: &str) {
     assert_eq!(c["composer"], chosen, "the composer holds exactly the link: {c}");
     let links = c["links"].as_array().expect("links");
     assert!(
-        links.iter().all(|l| l["url"].as_str().is_some_and(|u| u.starts_with(&format!("{nc_url}/apps/files/?")))),
+        links
+            .iter()
+            .all(|l| l["url"].as_str().is_some_and(|u| u.starts_with(&format!("{nc_url}/apps/files/?")))),
         "every link is one the host built for alice's Nextcloud: {c}"
     );
 
     let c = check(report, "picker_conversation_continues_on_the_main_page");
     let marked = c["marked"].as_array().expect("marked");
     assert!(
-        marked.iter().any(|m| m["title"] == "Please write the picker note" && m["origin"] == "from Talk"),
+        marked
+            .iter()
+            .any(|m| m["title"] == "Please write the picker note" && m["origin"] == "from Talk"),
         "{c}"
     );
-    assert!(marked.iter().any(|m| m["origin"].is_null()), "a conversation from the main page has no mark: {c}");
+    assert!(
+        marked.iter().any(|m| m["origin"].is_null()),
+        "a conversation from the main page has no mark: {c}"
+    );
     let ids = c["continuedIds"].as_array().expect("ids");
-    assert!(!ids.is_empty() && ids.iter().all(|i| *i == c["pickerId"]), "continued in the picker's conversation: {c}");
+    assert!(
+        !ids.is_empty() && ids.iter().all(|i| *i == c["pickerId"]),
+        "continued in the picker's conversation: {c}"
+    );
     assert!(c["continuedOrigins"].as_array().expect("origins").iter().all(Value::is_null), "{c}");
     assert_eq!(c["originAfter"], "from Talk", "continuing keeps where it was started: {c}");
     assert_eq!(report["pageErrors"], json!([]), "uncaught errors in the Smart Picker");
@@ -501,7 +520,11 @@ async fn the_island_and_its_apps_in_chromium() {
     eprintln!("browser report (Smart Picker): {picker:#}");
     assert_smart_picker(&picker, standin.url());
     let (status, body) = dav_get(&standin, "/picker-note.txt").await;
-    assert_eq!((status, body.as_str()), (200, PICKER_NOTE), "the picker's approved write happened as alice");
+    assert_eq!(
+        (status, body.as_str()),
+        (200, PICKER_NOTE),
+        "the picker's approved write happened as alice"
+    );
 
     // 10. Issue #34: alice sets her Nextcloud language to German (her personal settings, through
     // the stand-in's OCS API as in Nextcloud); the dev host renders the page for it as Nextcloud

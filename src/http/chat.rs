@@ -49,7 +49,12 @@ struct Parsed {
 
 pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
     let rid = caller.request_id.clone();
-    let Parsed { id, input, assistant, origin } = parse(&body).map_err(|e| e.with_request(&rid))?;
+    let Parsed {
+        id,
+        input,
+        assistant,
+        origin,
+    } = parse(&body).map_err(|e| e.with_request(&rid))?;
     // Which assistant: refused (400 unknown, 409 another one's conversation) before any quota is used.
     let key = ConversationKey::new(&caller, &id).map_err(|e| e.with_request(&rid))?;
     let services = &state.services;

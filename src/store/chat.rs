@@ -438,7 +438,13 @@ impl ChatStore for SqliteChat {
                     .query_row(
                         "SELECT title, assistant, origin FROM conversations WHERE uid = ?1 AND id = ?2",
                         params![uid, cid],
-                        |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?, r.get::<_, Option<String>>(2)?)),
+                        |r| {
+                            Ok((
+                                r.get::<_, String>(0)?,
+                                r.get::<_, Option<String>>(1)?,
+                                r.get::<_, Option<String>>(2)?,
+                            ))
+                        },
                     )
                     .optional()?
                 else {
@@ -535,7 +541,14 @@ struct Created<'a> {
 /// Creates or touches the conversation. The assistant and the origin are set when the row is
 /// created and never changed: a user message naming another assistant is refused before
 /// anything is written; a later message's origin is not looked at.
-fn upsert_conversation(c: &Connection, uid: &str, cid: &str, title_hint: Option<&str>, created: Created<'_>, now: i64) -> Result<(), Error> {
+fn upsert_conversation(
+    c: &Connection,
+    uid: &str,
+    cid: &str,
+    title_hint: Option<&str>,
+    created: Created<'_>,
+    now: i64,
+) -> Result<(), Error> {
     let Created { assistant, origin } = created;
     if let Some(wanted) = assistant {
         let bound: Option<Option<String>> = c
@@ -763,11 +776,17 @@ mod tests {
         let s = SqliteChat::open_without_turns(&path).unwrap();
         drop(SqliteChat::open_without_turns(&path).unwrap()); // the ALTER runs once
         let old = s.load(&key("alice", "old")).await.unwrap().unwrap();
-        assert_eq!((old.title.as_str(), old.assistant.as_deref(), old.origin), ("Old", Some("default"), None));
+        assert_eq!(
+            (old.title.as_str(), old.assistant.as_deref(), old.origin),
+            ("Old", Some("default"), None)
+        );
         let msg = UiMessage {
             id: "m1".into(),
             role: Role::User,
-            parts: vec![crate::ui_stream::UiPart::Text { text: "hi".into(), state: None }],
+            parts: vec![crate::ui_stream::UiPart::Text {
+                text: "hi".into(),
+                state: None,
+            }],
         };
         let save = Save {
             title_hint: Some("hi".into()),
@@ -776,9 +795,21 @@ mod tests {
             ..Save::default()
         };
         s.save(&key("alice", "new"), &msg, save).await.unwrap();
-        let listed: Vec<_> = s.list(&test_user("alice")).await.unwrap().into_iter().map(|c| (c.id, c.origin)).collect();
-        assert!(listed.contains(&("new".into(), Some(Origin::Talk))) && listed.contains(&("old".into(), None)), "{listed:?}");
-        let version: i64 = Connection::open(&path).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        let listed: Vec<_> = s
+            .list(&test_user("alice"))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.id, c.origin))
+            .collect();
+        assert!(
+            listed.contains(&("new".into(), Some(Origin::Talk))) && listed.contains(&("old".into(), None)),
+            "{listed:?}"
+        );
+        let version: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(version, LAYOUT_VERSION);
     }
 

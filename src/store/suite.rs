@@ -262,9 +262,18 @@ async fn a_conversation_keeps_the_origin_it_was_created_with(s: &Stores) {
     chat.save(&plain, &user("m2", "late"), from(Some(Origin::Text))).await.unwrap();
     assert_eq!(chat.load(&picked).await.unwrap().unwrap().origin, Some(Origin::Talk));
     assert_eq!(chat.load(&plain).await.unwrap().unwrap().origin, None);
-    let listed: Vec<_> = chat.list(&user_id("rupert")).await.unwrap().into_iter().map(|c| (c.id, c.origin)).collect();
+    let listed: Vec<_> = chat
+        .list(&user_id("rupert"))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.id, c.origin))
+        .collect();
     assert_eq!(listed.len(), 2);
-    assert!(listed.contains(&("picked".into(), Some(Origin::Talk))) && listed.contains(&("plain".into(), None)), "{listed:?}");
+    assert!(
+        listed.contains(&("picked".into(), Some(Origin::Talk))) && listed.contains(&("plain".into(), None)),
+        "{listed:?}"
+    );
 }
 
 async fn a_user_message_supersedes_pending_approvals(s: &Stores) {
