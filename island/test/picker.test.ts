@@ -5,7 +5,7 @@
 import type { UIMessage } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { chatBody } from '../src/chat';
-import { answerText, insertableLinks } from '../src/picker/choices';
+import { answerText, awaitsDecision, insertableLinks } from '../src/picker/choices';
 import { knownOrigin, originOfPage } from '../src/picker/origin';
 import { PICKER_PROVIDER_ID, registerPickerElement, renderPicker } from '../src/picker/register';
 
@@ -58,6 +58,13 @@ describe('the answer to insert', () => {
   it('is the latest reply\'s Markdown, text parts only', () => {
     const messages = [ask, reply({ type: 'text', text: '**The report** is in /Reports. ' }, tool({}), { type: 'text', text: 'Anything else?' })];
     expect(answerText(messages)).toBe('**The report** is in /Reports.\n\nAnything else?');
+  });
+
+  it('is not offered while an approval card waits, even after text', () => {
+    const asking = { type: 'dynamic-tool', toolName: 'files_write', toolCallId: 'c', state: 'approval-requested', input: {}, approval: { id: 'ap' } } as UIMessage['parts'][number];
+    expect(awaitsDecision([ask, reply({ type: 'text', text: 'I will write it.' }, asking)])).toBe(true);
+    expect(awaitsDecision([ask, reply({ type: 'text', text: 'Done.' }, tool({}))])).toBe(false);
+    expect(awaitsDecision([ask])).toBe(false);
   });
 
   it('does not exist before a reply with text', () => {

@@ -32,6 +32,13 @@ export function answerText(messages: readonly UIMessage[]): string | null {
   return text === '' ? null : text;
 }
 
+/** Whether the latest reply waits for the person (an approval card is open): nothing is offered
+ *  for insertion until it is decided and the reply is complete. */
+export function awaitsDecision(messages: readonly UIMessage[]): boolean {
+  const last = messages.at(-1);
+  return last?.role === 'assistant' && last.parts.some((p) => p.type === 'dynamic-tool' && p.state === 'approval-requested');
+}
+
 /** Most links offered at once: the newest ones. */
 const MAX_LINKS = 8;
 
