@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace OCA\Tamebi\AppInfo;
 
+use OCA\Tamebi\Listener\FrameCspListener;
 use OCA\Tamebi\Listener\RenderReferenceListener;
 use OCA\Tamebi\Reference\TamebiReferenceProvider;
 use OCP\AppFramework\App;
@@ -11,6 +12,7 @@ use OCP\AppFramework\Bootstrap\IBootContext;
 use OCP\AppFramework\Bootstrap\IBootstrap;
 use OCP\AppFramework\Bootstrap\IRegistrationContext;
 use OCP\Collaboration\Reference\RenderReferenceEvent;
+use OCP\Security\CSP\AddContentSecurityPolicyEvent;
 
 /**
  * The app's entry point. Everything is wired by the DI container from constructor types;
@@ -30,6 +32,8 @@ class Application extends App implements IBootstrap {
 	public function register(IRegistrationContext $context): void {
 		$context->registerReferenceProvider(TamebiReferenceProvider::class);
 		$context->registerEventListener(RenderReferenceEvent::class, RenderReferenceListener::class);
+		// MCP Apps frames on the Tamebi page and in the picker: only the frame route may be framed.
+		$context->registerEventListener(AddContentSecurityPolicyEvent::class, FrameCspListener::class);
 	}
 
 	public function boot(IBootContext $context): void {

@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace OCA\Tamebi\Tests\Unit;
 
 use OCA\Tamebi\AppInfo\Application;
+use OCA\Tamebi\Listener\FrameCspListener;
 use OCA\Tamebi\Listener\RenderReferenceListener;
 use OCA\Tamebi\Reference\TamebiReferenceProvider;
 use OCA\Tamebi\Service\IslandState;
@@ -18,6 +19,7 @@ use OCA\Tamebi\Tests\Stubs\FakeUserSession;
 use OCP\Collaboration\Reference\IDiscoverableReferenceProvider;
 use OCP\Collaboration\Reference\RenderReferenceEvent;
 use OCP\EventDispatcher\Event;
+use OCP\Security\CSP\AddContentSecurityPolicyEvent;
 use OCP\Util;
 
 /** Issue #29: "Ask Tamebi" in Nextcloud's Smart Picker. */
@@ -36,7 +38,10 @@ final class SmartPickerTest extends AppTestCase {
 		$context = new FakeRegistrationContext();
 		(new Application())->register($context);
 		self::assertSame([TamebiReferenceProvider::class], $context->referenceProviders);
-		self::assertSame([[RenderReferenceEvent::class, RenderReferenceListener::class, 0]], $context->listeners);
+		self::assertSame([
+			[RenderReferenceEvent::class, RenderReferenceListener::class, 0],
+			[AddContentSecurityPolicyEvent::class, FrameCspListener::class, 0],
+		], $context->listeners);
 	}
 
 	/** What the Smart Picker lists: id (the picker element's id in the island), title, icon, order. */
@@ -90,6 +95,17 @@ final class SmartPickerTest extends AppTestCase {
 		(new RenderReferenceListener($this->island(null, $state)))->handle(new RenderReferenceEvent());
 		self::assertSame([], Util::$scripts);
 		self::assertSame([], $state->provided);
+	}
+
+	/** Frames of the frame route (on the Tamebi page and in the picker), and of nothing else. */
+	public function testPagesMayFrameTheFrameRouteAndNothingElse(): void {
+		$listener = new FrameCspListener(new FakeUrlGenerator('https://cloud.example'));
+		$event = new AddContentSecurityPolicyEvent();
+		$listener->handle(new RenderReferenceEvent());
+		$listener->handle($event);
+		self::assertCount(1, $event->added);
+		self::assertSame(['https://cloud.example/apps/tamebi/frame'], $event->added[0]->getAllowedFrameDomains());
+		self::assertStringContainsString('frame-src https://cloud.example/apps/tamebi/frame;', $event->added[0]->buildPolicy());
 	}
 
 	private function island(?FakeUser $user, FakeInitialState $state): IslandState {

@@ -147,8 +147,23 @@ namespace OCP\AppFramework\Http {
 	/** Nextcloud's empty policy: what the CSP middleware leaves alone (compared by exact class). */
 	class EmptyContentSecurityPolicy {
 		protected array $allowedScriptDomains = [];
+		protected array $allowedFrameDomains = [];
 		protected ?string $jsNonce = null;
 		protected bool $strictDynamicAllowed = false;
+
+		/** @param string $domain */
+		public function addAllowedFrameDomain($domain): static {
+			$this->allowedFrameDomains[] = $domain;
+			return $this;
+		}
+
+		public function getAllowedFrameDomains(): array {
+			return $this->allowedFrameDomains;
+		}
+
+		protected function frameSrc(): string {
+			return $this->allowedFrameDomains === [] ? '' : 'frame-src ' . implode(' ', $this->allowedFrameDomains) . ';';
+		}
 
 		public function useJsNonce(string $nonce): static {
 			$this->jsNonce = $nonce;
@@ -172,7 +187,7 @@ namespace OCP\AppFramework\Http {
 			if ($script !== []) {
 				$policy .= 'script-src ' . implode(' ', $script) . ';';
 			}
-			return $policy . "frame-ancestors 'none'";
+			return $policy . $this->frameSrc() . "frame-ancestors 'none'";
 		}
 	}
 
@@ -183,7 +198,7 @@ namespace OCP\AppFramework\Http {
 		public function buildPolicy(): string {
 			return "default-src 'self'; script-src 'self' 'strict-dynamic'"
 				. ($this->jsNonce !== null ? " 'nonce-" . base64_encode($this->jsNonce) . "'" : '')
-				. "; style-src 'self' 'unsafe-inline'; frame-ancestors 'self'";
+				. "; style-src 'self' 'unsafe-inline';" . $this->frameSrc() . " frame-ancestors 'self'";
 		}
 	}
 
@@ -413,5 +428,17 @@ namespace OCP\Collaboration\Reference {
 
 	/** Dispatched by a page that renders references or offers the Smart Picker. */
 	class RenderReferenceEvent extends \OCP\EventDispatcher\Event {
+	}
+}
+
+namespace OCP\Security\CSP {
+	/** Lets an app add to the default policy of every AppFramework page (Nextcloud merges it). */
+	class AddContentSecurityPolicyEvent extends \OCP\EventDispatcher\Event {
+		/** @var list<\OCP\AppFramework\Http\EmptyContentSecurityPolicy> what was added, in order */
+		public array $added = [];
+
+		public function addPolicy(\OCP\AppFramework\Http\EmptyContentSecurityPolicy $csp): void {
+			$this->added[] = $csp;
+		}
 	}
 }
