@@ -80,7 +80,7 @@ describe('the links to insert', () => {
     { name: 'Old', path: 'Reports/Old', file_id: 43, is_dir: true },
   ] } };
 
-  it('are built by the host from ids, paths and dates, absolute, newest first, each once', () => {
+  it('are built by the host from ids, paths and dates, absolute, newest result first, each once', () => {
     const events = { structuredContent: { events: [
       { title: 'Planning', start: '2026-01-15T09:00:00Z', end: '2026-01-15T10:00:00Z', all_day: false },
       { title: 'Holiday', start: '2026-01-19', end: '2026-01-20', all_day: true },
@@ -88,11 +88,11 @@ describe('the links to insert', () => {
     const board = { structuredContent: { board_id: 3, stacks: [{ stack_id: 1, title: 'To do', order: 0, cards: [{ card_id: 9, title: 'Ship it', order: 0 }] }] } };
     const links = insertableLinks([ask, reply(tool(listing)), reply(tool(events), tool(board)), reply(tool(listing))], '/index.php', ORIGIN, 'Europe/Berlin');
     expect(links).toEqual([
-      { kind: 'folder', label: 'Old', url: `${ORIGIN}/index.php/apps/files/?dir=%2FReports%2FOld` },
       { kind: 'file', label: 'Q3.pdf', url: `${ORIGIN}/index.php/apps/files/?fileid=42` },
+      { kind: 'folder', label: 'Old', url: `${ORIGIN}/index.php/apps/files/?dir=%2FReports%2FOld` },
       { kind: 'card', label: 'Ship it', url: `${ORIGIN}/index.php/apps/deck/board/3/card/9` },
-      { kind: 'event', label: 'Holiday', url: `${ORIGIN}/index.php/apps/calendar/timeGridDay/2026-01-19` },
       { kind: 'event', label: 'Planning', url: `${ORIGIN}/index.php/apps/calendar/timeGridDay/2026-01-15` },
+      { kind: 'event', label: 'Holiday', url: `${ORIGIN}/index.php/apps/calendar/timeGridDay/2026-01-19` },
     ]);
     // A single file's result (files_read, files_write) names its file too.
     expect(insertableLinks([reply(tool({ structuredContent: { path: 'notes.md', file_id: 7, created: true } }))], '', ORIGIN)).toEqual([

@@ -43,21 +43,21 @@ export function awaitsDecision(messages: readonly UIMessage[]): boolean {
 const MAX_LINKS = 8;
 
 /**
- * Links to what the conversation's tools returned, newest first, each once. `origin` is the
- * page's (an inserted link is read by others, so it must be absolute); `timeZone` decides an
- * event's day.
+ * Links to what the conversation's tools returned, each once: the newest result first, a
+ * result's items in the order the tool gave them. `origin` is the page's (an inserted link is
+ * read by others, so it must be absolute); `timeZone` decides an event's day.
  */
 export function insertableLinks(messages: readonly UIMessage[], linkBase: string, origin: string, timeZone?: string): PickerLink[] {
-  const found: Array<{ kind: LinkKind; label: string; target: string }> = [];
-  for (const message of messages) {
+  const found: Candidate[] = [];
+  for (const message of [...messages].reverse()) {
     if (message.role !== 'assistant') continue;
-    for (const part of message.parts) {
+    for (const part of [...message.parts].reverse()) {
       if (part.type === 'dynamic-tool' && part.state === 'output-available') found.push(...fromOutput(part, timeZone));
     }
   }
   const seen = new Set<string>();
   const links: PickerLink[] = [];
-  for (const candidate of found.reverse()) {
+  for (const candidate of found) {
     const target = parseLinkTarget(candidate.target) ?? parseCardTarget(candidate.target);
     if (!target) continue;
     const url = new URL(buildLinkUrl(target, linkBase), origin).href;
