@@ -14,7 +14,13 @@ const docsRoot = path.dirname(fileURLToPath(import.meta.url));
 
 type Page = { file: string; text: string };
 const AUDIENCES: { text: string; pages: Page[] }[] = [
-  { text: 'Users', pages: [{ file: 'using', text: 'Using Tamebi' }] },
+  {
+    text: 'Users',
+    pages: [
+      { file: 'using', text: 'Using Tamebi' },
+      { file: 'smart-picker', text: 'Tamebi in the Smart Picker' },
+    ],
+  },
   {
     text: 'Admins',
     pages: [

@@ -9,6 +9,7 @@
 //! Modules:
 //! - [`types`]: small plain types several layers share (a secret that never prints, the
 //!   model role, the server-name rule); it imports nothing of this crate.
+//! - [`origin`]: where a conversation was started (the Smart Picker in Talk, Text, ...).
 //! - [`config`]: the one typed configuration, read from the environment at start.
 //! - [`auth`]: G1 identity (`auth::identity`) and log redaction.
 //! - [`http`]: the axum routes (chat over SSE, conversations, apps, health).
@@ -45,6 +46,7 @@ pub mod http;
 pub mod mcp;
 pub mod memory;
 pub mod model;
+pub mod origin;
 pub mod services;
 pub mod store;
 pub mod stream_log;

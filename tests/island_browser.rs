@@ -24,6 +24,9 @@ use test_harness::standin::Standin;
 use test_harness::workspace_root;
 
 const APPROVED_NOTE: &str = "Written after a person approved it.";
+/// Issue #29: what the Smart Picker's turn writes (after approval) and answers.
+const PICKER_NOTE: &str = "Written from Talk's Smart Picker.";
+const PICKER_ANSWER: &str = "Saved the picker note.";
 /// The days of the week grid for 12 January 2026, Monday first (in en-GB and in German alike).
 const WEEK_OF_12_JANUARY: [&str; 7] = [
     "2026-01-12",
@@ -66,6 +69,11 @@ fn rules() -> Value {
             {"text": "Only your calendar is mine to read.", "chunk_chars": 8}
         ]},
         {"match": "code check", "steps": [{"text": "Noted.", "chunk_chars": 8}]},
+        {"match": "write the picker note", "steps": [
+            {"tool_calls": [{"name": "files_write", "arguments": {"path": "/picker-note.txt", "content": PICKER_NOTE}}]},
+            {"text": PICKER_ANSWER, "chunk_chars": 8}
+        ]},
+        {"match": "picker small talk", "steps": [{"text": "Hello from the picker.", "chunk_chars": 8}]},
         {"match": "write the denied note", "steps": [
             {"tool_calls": [{"name": "files_write", "arguments": {"path": "/denied-note.txt", "content": "This must never be written."}}]},
             {"text": "Understood, I did not write it.", "chunk_chars": 8}
@@ -112,6 +120,74 @@ fn assert_focus_on_card_then_composer(c: &Value) {
     assert_eq!(c["focusOnCard"]["first"], true, "{c}");
     assert_ne!(c["focusOnCard"]["outline"], "none", "the focused button shows no focus: {c}");
     assert_eq!(c["focusAfter"], "composer", "{c}");
+}
+
+/// Issue #29, what the browser saw in the Smart Picker: a compact chat that inserts exactly the
+/// answer or a host-built link into the host's composer on the person's click and nothing on
+/// Cancel, whose conversation is listed "from Talk" and continues on the main page.
+fn assert_smart_picker(report: &Value, nc_url: &str) {
+    let c = check(report, "picker_inserts_the_answer_after_an_approval");
+    assert_eq!(c["providers"], json!(["Ask Tamebi"]), "{c}");
+    assert_eq!(
+        (&c["sidebar"], &c["memoryToggle"]),
+        (&json!(0), &json!(0)),
+        "one conversation, no sidebar: {c}"
+    );
+    assert_eq!(c["insertBeforeReply"], 0, "nothing to insert before a reply: {c}");
+    assert_eq!(c["insertWhileAsking"], 0, "nothing to insert while an approval is open: {c}");
+    assert_eq!(c["composerBefore"], "", "nothing inserted before the click: {c}");
+    assert_eq!(c["composer"], PICKER_ANSWER, "the composer holds exactly the answer: {c}");
+    let origins = c["origins"].as_array().expect("origins");
+    assert!(
+        !origins.is_empty() && origins.iter().all(|o| o == "talk"),
+        "every picker turn says it comes from Talk: {c}"
+    );
+    let files = format!("{nc_url}/apps/files/?fileid=");
+    let links = c["links"].as_array().expect("links");
+    assert!(
+        links
+            .iter()
+            .any(|l| l["text"] == "Insert link to file picker-note.txt" && l["url"].as_str().is_some_and(|u| u.starts_with(&files))),
+        "the written file is offered as a host-built link: {c}"
+    );
+
+    let c = check(report, "picker_cancel_inserts_nothing");
+    assert_eq!(c["before"], PICKER_ANSWER, "{c}");
+    assert_eq!(c["after"], c["before"], "Cancel inserted something: {c}");
+
+    let c = check(report, "picker_inserts_a_host_built_link");
+    let chosen = c["chosen"].as_str().unwrap_or_default();
+    let id = chosen.strip_prefix(&files).unwrap_or_default();
+    assert!(!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()), "{c}");
+    assert_eq!(c["composer"], chosen, "the composer holds exactly the link: {c}");
+    let links = c["links"].as_array().expect("links");
+    assert!(
+        links
+            .iter()
+            .all(|l| l["url"].as_str().is_some_and(|u| u.starts_with(&format!("{nc_url}/apps/files/?")))),
+        "every link is one the host built for alice's Nextcloud: {c}"
+    );
+
+    let c = check(report, "picker_conversation_continues_on_the_main_page");
+    let marked = c["marked"].as_array().expect("marked");
+    assert!(
+        marked
+            .iter()
+            .any(|m| m["title"] == "Please write the picker note" && m["origin"] == "from Talk"),
+        "{c}"
+    );
+    assert!(
+        marked.iter().any(|m| m["origin"].is_null()),
+        "a conversation from the main page has no mark: {c}"
+    );
+    let ids = c["continuedIds"].as_array().expect("ids");
+    assert!(
+        !ids.is_empty() && ids.iter().all(|i| *i == c["pickerId"]),
+        "continued in the picker's conversation: {c}"
+    );
+    assert!(c["continuedOrigins"].as_array().expect("origins").iter().all(Value::is_null), "{c}");
+    assert_eq!(c["originAfter"], "from Talk", "continuing keeps where it was started: {c}");
+    assert_eq!(report["pageErrors"], json!([]), "uncaught errors in the Smart Picker");
 }
 
 /// Sets one of `uid`'s own Nextcloud settings (`language`, `locale`) as they would in their
@@ -434,7 +510,23 @@ async fn the_island_and_its_apps_in_chromium() {
     }
     assert_eq!(report["pageErrors"], json!([]), "uncaught errors in the island");
 
-    // 9. Issue #34: alice sets her Nextcloud language to German (her personal settings, through
+    // 9. Issue #29: "Ask Tamebi" in Talk's Smart Picker (the dev host's composer page).
+    let picker = tokio::task::spawn_blocking({
+        let env = node_env.clone();
+        move || run_node_json(&island_dir(), "browser-tests/picker.mjs", &[], &env, Duration::from_secs(180))
+    })
+    .await
+    .expect("browser run (Smart Picker)");
+    eprintln!("browser report (Smart Picker): {picker:#}");
+    assert_smart_picker(&picker, standin.url());
+    let (status, body) = dav_get(&standin, "/picker-note.txt").await;
+    assert_eq!(
+        (status, body.as_str()),
+        (200, PICKER_NOTE),
+        "the picker's approved write happened as alice"
+    );
+
+    // 10. Issue #34: alice sets her Nextcloud language to German (her personal settings, through
     // the stand-in's OCS API as in Nextcloud); the dev host renders the page for it as Nextcloud
     // does, and the same chat is German: the page, an approval card, the week grid frame (German
     // weekday names, the week starting on Monday); the model is told to answer in German.

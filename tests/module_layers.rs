@@ -13,8 +13,9 @@ use test_harness::layers::Layers;
 /// sits below `services`, the conversation actors above `turn`). Imports inside one entry are
 /// its own business. `lib.rs` and `main.rs` wire everything together and sit above all.
 const LAYERS: &[&str] = &[
-    // Leaves: plain shared types and the fault-injection markers (test builds).
-    "types|fault",
+    // Leaves: plain shared types, the closed set of conversation origins and the
+    // fault-injection markers (test builds).
+    "types|fault|origin",
     // The environment parsed into plain data; nothing of the domain.
     "config",
     // Pure pieces: G1 identity and log redaction, the G2 envelope, the UI message shapes, G3

@@ -83,6 +83,7 @@ async function handle(config, requestToken, req, res) {
   if (path === '/healthz') return send(res, 200, 'application/json', '{"status":"ok"}');
   if (path === '/island/tamebi-island.js') return serveFile(res, join(config.dist, 'tamebi-island.js'), 'text/javascript; charset=utf-8');
   if (path === '/island/tamebi-island.css') return serveFile(res, join(config.dist, 'tamebi-island.css'), 'text/css; charset=utf-8');
+  if (path === '/island/smart-picker.js') return serveFile(res, new URL('./smart-picker.js', import.meta.url).pathname, 'text/javascript; charset=utf-8');
   if (path === '/island/nextcloud-theme.css') return serveFile(res, new URL('./nextcloud-theme.css', import.meta.url).pathname, 'text/css; charset=utf-8');
   if (path === '/login') return send(res, 200, 'text/html; charset=utf-8', loginPage(config));
   const bundle = /^\/apps\/tamebi\/l10n\/([^/]+)\.(js|json)$/.exec(path);
@@ -107,6 +108,17 @@ async function handle(config, requestToken, req, res) {
     }
     const person = await personOf(config, uid);
     return send(res, 200, 'text/html; charset=utf-8', islandPage(config, uid, requestToken, person, theme), { 'content-security-policy': PAGE_CSP });
+  }
+  if (path === '/composer') {
+    // Another app's page with a composer and the Smart Picker (issue #29): what
+    // RenderReferenceListener gives such a page in Nextcloud (the island's bundle and config).
+    if (!uid) {
+      res.writeHead(303, { location: '/login' });
+      return res.end();
+    }
+    const app = COMPOSER_APPS.includes(url.searchParams.get('app') ?? '') ? url.searchParams.get('app') : 'spreed';
+    const person = await personOf(config, uid);
+    return send(res, 200, 'text/html; charset=utf-8', composerPage(config, uid, requestToken, person, theme, app), { 'content-security-policy': PAGE_CSP });
   }
   if (path === '/core/l10n.js') {
     // What Nextcloud's core scripts give every page before an app's: OC.L10N.register (into
@@ -321,7 +333,26 @@ async function serveFile(res, file, type) {
 
 const escapeHtml = (s) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
+/** Apps whose composer the dev host emulates at /composer?app=… (Nextcloud app ids). */
+export const COMPOSER_APPS = ['spreed', 'text', 'mail', 'collectives', 'deck'];
+
 function islandPage(config, uid, requestToken, person, theme) {
+  return page(config, uid, requestToken, person, theme, 'Tamebi (dev host)', '', '<div id="tamebi-island"></div>');
+}
+
+/** A page of another app with a composer and the Smart Picker (smart-picker.js plays the picker). */
+function composerPage(config, uid, requestToken, person, theme, app) {
+  // The provider as the Nextcloud app's TamebiReferenceProvider lists it, in the person's language.
+  const providers = JSON.stringify([{ id: 'tamebi', title: translator(config, person.language)('Ask Tamebi') }]);
+  const main = `<main id="content" class="app-${escapeHtml(app)}">
+<label for="composer">Write a message</label>
+<textarea id="composer" rows="4" data-testid="host-composer"></textarea>
+<button type="button" id="smart-picker" data-providers="${escapeHtml(providers)}">Smart Picker</button>
+</main>`;
+  return page(config, uid, requestToken, person, theme, `${app} composer (dev host)`, '\n<script src="/island/smart-picker.js" defer></script>', main);
+}
+
+function page(config, uid, requestToken, person, theme, title, extraScripts, body) {
   const state = {
     apiBase: '/apps/tamebi/api',
     frameUrl: '/apps/tamebi/frame',
@@ -340,15 +371,15 @@ function islandPage(config, uid, requestToken, person, theme) {
 <head data-requesttoken="${escapeHtml(requestToken)}">
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Tamebi (dev host)</title>
+<title>${escapeHtml(title)}</title>
 <link rel="stylesheet" href="/island/nextcloud-theme.css">
 <link rel="stylesheet" href="/island/tamebi-island.css">
 <script src="/core/l10n.js"></script>${bundle}
-<script src="/island/tamebi-island.js" defer></script>
+<script src="/island/tamebi-island.js" defer></script>${extraScripts}
 </head>
 <body data-theme-${theme} data-themes="${theme}">
 <input type="hidden" id="initial-state-tamebi-tamebi-config" value="${encoded}">
-<div id="tamebi-island"></div>
+${body}
 </body>
 </html>
 `;

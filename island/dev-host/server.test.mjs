@@ -127,6 +127,23 @@ describe('dev host', () => {
     expect(await css.text()).toContain('body[data-theme-dark-highcontrast]');
   });
 
+  it('emulates another app\'s page with a composer and the Smart Picker, under the same policy', async () => {
+    const { cookie } = await login('alice');
+    const r = await fetch(`${base}/composer?app=mail`, { headers: { cookie } });
+    expect(r.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const page = await r.text();
+    expect(page).toContain('<main id="content" class="app-mail">');
+    expect(page).toContain('<script src="/island/smart-picker.js" defer></script>');
+    expect(page).toContain('id="initial-state-tamebi-tamebi-config"');
+    expect(page).not.toContain('id="tamebi-island"');
+    expect(page).toContain('&#34;id&#34;:&#34;tamebi&#34;,&#34;title&#34;:&#34;Ask Tamebi&#34;');
+    // Only the apps it knows; anything else is Talk's page.
+    const odd = await (await fetch(`${base}/composer?app=%22%3E%3Cscript%3E`, { headers: { cookie } })).text();
+    expect(odd).toContain('<main id="content" class="app-spreed">');
+    expect((await fetch(`${base}/composer`, { redirect: 'manual' })).status).toBe(303);
+    expect((await fetch(`${base}/island/smart-picker.js`)).status).toBe(200);
+  });
+
   it('forwards chat with G1 headers and streams SSE through', async () => {
     const { cookie, token } = await login('bob');
     const body = '{"id":"c1","messages":[]}';

@@ -16,6 +16,8 @@ export interface ConversationSummary {
   title: string;
   createdAt: string;
   updatedAt: string;
+  /** Where it was started, when that was another app's Smart Picker (orchestrator's closed set). */
+  origin?: string;
 }
 
 /** An assistant the operator set up (name, description, tool patterns; never its instructions). */

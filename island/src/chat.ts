@@ -14,6 +14,7 @@ import { useChat } from '@ai-sdk/vue';
 import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai';
 import { shallowRef, watch } from 'vue';
 import type { IslandConfig } from './config';
+import type { Origin } from './picker/origin';
 
 /** How often we try to reattach to a reply after the connection dropped. */
 const MAX_RESUME_ATTEMPTS = 3;
@@ -22,15 +23,16 @@ export function newConversationId(): string {
   return crypto.randomUUID();
 }
 
-/** `assistant` says which assistant the current conversation talks to (null: the server's default). */
-export function useTamebiChat(config: IslandConfig, assistant: () => string | null = () => null) {
-  const init = shallowRef(chatInit(config, newConversationId(), [], assistant));
+/** `assistant` says which assistant the current conversation talks to (null: the server's default);
+ *  `origin` is the app whose Smart Picker this chat runs in (null on the Tamebi page). */
+export function useTamebiChat(config: IslandConfig, assistant: () => string | null = () => null, origin: Origin | null = null) {
+  const init = shallowRef(chatInit(config, newConversationId(), [], assistant, origin));
   const chat = useChat(init);
   let resumeAttempts = 0;
 
   /** Switches to a conversation (its stored messages), reattaching to a reply in flight. */
   function open(id: string, messages: UIMessage[]): void {
-    init.value = chatInit(config, id, messages, assistant);
+    init.value = chatInit(config, id, messages, assistant, origin);
     resumeAttempts = 0;
     void chat.resumeStream();
   }
@@ -46,7 +48,7 @@ export function useTamebiChat(config: IslandConfig, assistant: () => string | nu
   return { ...chat, open };
 }
 
-function chatInit(config: IslandConfig, id: string, messages: UIMessage[], assistant: () => string | null) {
+function chatInit(config: IslandConfig, id: string, messages: UIMessage[], assistant: () => string | null, origin: Origin | null) {
   return {
     id,
     messages,
@@ -56,7 +58,7 @@ function chatInit(config: IslandConfig, id: string, messages: UIMessage[], assis
       headers: () => ({ requesttoken: config.requestToken }),
       prepareSendMessagesRequest: ({ id: chatId, messages: all, trigger, messageId }) => {
         const name = assistant();
-        return { body: { id: chatId, messages: all.slice(-1), trigger, messageId, ...(name ? { assistant: name } : {}) } };
+        return { body: chatBody({ id: chatId, messages: all.slice(-1), trigger, messageId }, name, origin) };
       },
       prepareReconnectToStreamRequest: ({ id: chatId }) => ({
         api: `${config.apiBase}/chat/${encodeURIComponent(chatId)}/stream`,
@@ -66,6 +68,12 @@ function chatInit(config: IslandConfig, id: string, messages: UIMessage[], assis
     }),
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
   };
+}
+
+/** The request body: the AI SDK's fields, the assistant when one is named, and the Smart
+ *  Picker's origin (the orchestrator records it when the message creates the conversation). */
+export function chatBody<T extends object>(base: T, assistant: string | null, origin: Origin | null): T & { assistant?: string; origin?: Origin } {
+  return { ...base, ...(assistant ? { assistant } : {}), ...(origin ? { origin } : {}) };
 }
 
 function isDroppedConnection(error: Error): boolean {

@@ -13,9 +13,10 @@ import { sourceFiles, src } from './sources';
 /** Lowest first. */
 const LAYERS: string[][] = [
   ['l10n'],
-  ['config', 'errors', 'tools', 'markdown', 'approval', 'apps/bridge', 'apps/links', 'apps/theme', 'announce'],
-  ['api', 'chat', 'apps/host'],
+  ['config', 'errors', 'tools', 'markdown', 'approval', 'apps/bridge', 'apps/links', 'apps/theme', 'announce', 'picker/origin'],
+  ['api', 'chat', 'apps/host', 'picker/choices'],
   ['components'],
+  ['picker/register'],
   ['main'],
 ];
 

@@ -138,6 +138,18 @@ OC.L10N.register(
     "yes, but with HTTP %s" : "ja, aber mit HTTP %s",
     "{message} (request id: {requestId})" : "{message} (Anfrage-ID: {requestId})",
     "{server} is a third-party service, not part of your Nextcloud. Approving sends it exactly the arguments below." : "{server} ist ein Dienst eines Drittanbieters, nicht Teil deiner Nextcloud. Wenn du genehmigst, erhält er genau die Argumente unten.",
-    "{tool} result" : "Ergebnis von {tool}"
+    "{tool} result" : "Ergebnis von {tool}",
+    "Ask Tamebi" : "Tamebi fragen",
+    "from Talk" : "aus Talk",
+    "from Text" : "aus Text",
+    "from Collectives" : "aus Collectives",
+    "from Mail" : "aus Mail",
+    "from the Smart Picker" : "aus dem Smart Picker",
+    "Insert answer" : "Antwort einfügen",
+    "Insert into your message" : "In deine Nachricht einfügen",
+    "Insert link to file {name}" : "Link auf die Datei {name} einfügen",
+    "Insert link to folder {name}" : "Link auf den Ordner {name} einfügen",
+    "Insert link to event {name}" : "Link auf den Termin {name} einfügen",
+    "Insert link to card {name}" : "Link auf die Karte {name} einfügen"
 },
 "nplurals=2; plural=(n != 1);");

@@ -86,6 +86,9 @@ pub struct TurnStart {
     pub input: TurnInput,
     /// The conversation's assistant (resolved and checked by `http::assistants`).
     pub assistant: Arc<crate::assistants::Assistant>,
+    /// The app whose Smart Picker sent the turn (issue #29): recorded when its user message
+    /// creates the conversation.
+    pub origin: Option<crate::origin::Origin>,
     /// The asking request's span: the turn's span is its child. Passed here because ractor
     /// runs without `message_span_propogation` (a span in every mailbox slot, issue #16).
     pub parent: tracing::Span,
@@ -252,6 +255,7 @@ impl ConversationActor {
                     caller,
                     input,
                     assistant,
+                    origin,
                     parent,
                     held,
                 } = *start;
@@ -273,7 +277,7 @@ impl ConversationActor {
                 }
                 // Boxed: starting a turn is by far the largest handler, and every message's
                 // handler is allocated at its size (see `handle`); it runs once per turn.
-                let start = self.start_turn(&myself, state, caller, input, assistant, held);
+                let start = self.start_turn(&myself, state, caller, input, (assistant, origin), held);
                 let result = Box::pin(tracing::Instrument::instrument(start, parent)).await;
                 let lost = matches!(result, Err(Error::OwnedElsewhere { .. }));
                 let _ = reply.send(result);
@@ -349,7 +353,8 @@ impl ConversationActor {
         state: &mut State,
         caller: Caller,
         input: TurnInput,
-        loadout: Arc<crate::assistants::Assistant>,
+        // The assistant, and the origin a user message creating the conversation records.
+        (loadout, origin): (Arc<crate::assistants::Assistant>, Option<crate::origin::Origin>),
         held: crate::actors::running_turns::Held,
     ) -> Result<Subscription, Error> {
         if state.in_flight.is_some() {
@@ -492,6 +497,7 @@ impl ConversationActor {
             let save = Save {
                 title_hint: Some(message.text()),
                 user_assistant: Some(loadout.name.clone()),
+                user_origin: origin,
                 starts_turn: Some(marker),
                 ..Save::default()
             };

@@ -16,6 +16,7 @@ use super::{AppState, ask, ask_conversation, find_conversation, sse, valid_conve
 use crate::actors::conversation::{ConversationMsg, Subscription, TurnStart};
 use crate::auth::Caller;
 use crate::error::{ApiError, Error, TurnLimit};
+use crate::origin::Origin;
 use crate::store::key::ConversationKey;
 use crate::turn::{ApprovalDecision, TurnInput};
 use crate::ui_stream::{Role, ToolState, UiMessage, UiPart};
@@ -32,6 +33,10 @@ struct ChatRequest {
     /// The assistant to talk to: binds a new conversation; must match an existing one's.
     #[serde(default)]
     assistant: Option<String>,
+    /// The app whose Smart Picker sends this (issue #29; `crate::origin`): recorded when the
+    /// message creates the conversation. A name outside the closed set is a 400.
+    #[serde(default)]
+    origin: Option<String>,
 }
 
 /// What one valid chat request asks for.
@@ -39,11 +44,17 @@ struct Parsed {
     id: String,
     input: TurnInput,
     assistant: Option<String>,
+    origin: Option<Origin>,
 }
 
 pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
     let rid = caller.request_id.clone();
-    let Parsed { id, input, assistant } = parse(&body).map_err(|e| e.with_request(&rid))?;
+    let Parsed {
+        id,
+        input,
+        assistant,
+        origin,
+    } = parse(&body).map_err(|e| e.with_request(&rid))?;
     // Which assistant: refused (400 unknown, 409 another one's conversation) before any quota is used.
     let key = ConversationKey::new(&caller, &id).map_err(|e| e.with_request(&rid))?;
     let services = &state.services;
@@ -82,6 +93,7 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
         caller: caller.clone(),
         input,
         assistant: resolved,
+        origin,
         parent: tracing::Span::current(),
         // B6: held by the turn itself (`turn::Turn::admission`) and let go just before its end
         // can show, not when the client goes away: dropping requests never frees a slot while
@@ -155,10 +167,15 @@ fn parse(body: &[u8]) -> Result<Parsed, Error> {
         Role::Assistant => TurnInput::Approvals(approval_decisions(&message)?),
         Role::System => return Err(Error::BadRequest("a system message cannot start a turn".into())),
     };
+    let origin = match req.origin.as_deref() {
+        None => None,
+        Some(name) => Some(Origin::parse(name).ok_or_else(|| Error::BadRequest(format!("unknown origin {name:?}")))?),
+    };
     Ok(Parsed {
         id: req.id,
         input,
         assistant: req.assistant,
+        origin,
     })
 }
 
@@ -218,7 +235,7 @@ mod tests {
 
     #[test]
     fn only_the_last_user_message_is_taken() {
-        let Parsed { id, input, assistant } = parse(&body(json!({"id": "c1", "assistant": "cal", "messages": [
+        let Parsed { id, input, assistant, .. } = parse(&body(json!({"id": "c1", "assistant": "cal", "messages": [
             {"id": "old", "role": "user", "parts": [{"type": "text", "text": "old"}]},
             {"id": "m2", "role": "user", "parts": [{"type": "text", "text": "new"}, {"type": "file", "url": "x"}]}
         ]})))
@@ -228,6 +245,16 @@ mod tests {
         let TurnInput::User(m) = input else { panic!() };
         assert_eq!(m.text(), "new");
         assert_eq!(m.parts.len(), 1);
+    }
+
+    #[test]
+    fn an_origin_from_the_closed_set_is_taken() {
+        let user = json!([{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]);
+        for (name, origin) in [("talk", Origin::Talk), ("mail", Origin::Mail), ("collectives", Origin::Collectives)] {
+            let parsed = parse(&body(json!({"id": "c", "origin": name, "messages": user}))).unwrap();
+            assert_eq!(parsed.origin, Some(origin));
+        }
+        assert_eq!(parse(&body(json!({"id": "c", "messages": user}))).unwrap().origin, None);
     }
 
     #[test]
@@ -267,6 +294,11 @@ mod tests {
             json!({"id": "c", "messages": [{"id": "m", "role": "assistant", "parts": [{"type": "text", "text": "hi"}]}]}),
             json!({"id": "c", "trigger": "regenerate-message", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]}),
             json!({"messages": []}),
+            // Issue #29: only the closed set of origins, spelt exactly.
+            json!({"id": "c", "origin": "spreed", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]}),
+            json!({"id": "c", "origin": "Talk", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]}),
+            json!({"id": "c", "origin": "", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]}),
+            json!({"id": "c", "origin": 1, "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]}),
         ] {
             assert!(matches!(parse(&body(b.clone())), Err(Error::BadRequest(_))), "{b}");
         }

@@ -13,6 +13,7 @@ use super::db::Db;
 use super::key::{ConversationKey, UserId};
 use crate::compaction::Summary;
 use crate::error::Error;
+use crate::origin::Origin;
 use crate::ui_stream::{Role, UiMessage};
 
 /// chat.db as of [`LAYOUT_VERSION`]. Laid out for the two commits of every turn (issue #16):
@@ -34,6 +35,7 @@ CREATE TABLE IF NOT EXISTS conversations (
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
     assistant TEXT,
+    origin TEXT,
     PRIMARY KEY (uid, id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS messages (
@@ -83,8 +85,9 @@ CREATE TABLE IF NOT EXISTS summaries (
 
 /// The layout [`SCHEMA`] describes, kept in chat.db's `user_version`. 0: a file from before
 /// this version was kept (with or without `conversations.assistant`; no build wrote 1, and 0
-/// and 1 are migrated alike); 2: the per-turn layout above.
-const LAYOUT_VERSION: i64 = 2;
+/// and 1 are migrated alike); 2: the per-turn layout; 3: 2 plus `conversations.origin` (issue
+/// #29, a nullable column added in place).
+const LAYOUT_VERSION: i64 = 3;
 
 /// A conversation as listed.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -94,6 +97,9 @@ pub struct ConversationSummary {
     pub title: String,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The app whose Smart Picker started it; absent for one started on the Tamebi page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
 }
 
 /// A conversation with its messages, oldest first.
@@ -105,6 +111,9 @@ pub struct Conversation {
     /// (they belong to the default assistant).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub assistant: Option<String>,
+    /// The app whose Smart Picker started it; absent for one started on the Tamebi page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
     pub messages: Vec<UiMessage>,
 }
 
@@ -132,6 +141,9 @@ pub struct Save {
     /// bound to another one is refused with [`Error::AssistantBound`] and nothing is
     /// written), and drops the approvals still pending in the conversation.
     pub user_assistant: Option<String>,
+    /// Set with a user message from the Smart Picker: where a conversation this message
+    /// creates was started. Written only when the row is created, never changed later.
+    pub user_origin: Option<Origin>,
     /// The message is its turn's final version: the record of the turn in flight that writes
     /// it (store::lease) goes in the same transaction, so a turn's end costs no commit of its
     /// own and a crash can never leave a complete reply marked interrupted. Only a record
@@ -283,6 +295,7 @@ impl ChatStore for SqliteChat {
             title_hint,
             approvals,
             user_assistant,
+            user_origin,
             ends_turn,
             starts_turn,
         } = save;
@@ -295,7 +308,11 @@ impl ChatStore for SqliteChat {
         let small = json.len() <= INLINE_MESSAGE_BYTES;
         let write = move |c: &rusqlite::Connection| -> Result<(), Error> {
             let now = now_ms();
-            upsert_conversation(c, &uid, &cid, title_hint.as_deref(), user_assistant.as_deref(), now)?;
+            let created = Created {
+                assistant: user_assistant.as_deref(),
+                origin: user_origin.map(Origin::as_str),
+            };
+            upsert_conversation(c, &uid, &cid, title_hint.as_deref(), created, now)?;
             // Cached statements: these run twice per turn, so they are parsed once per
             // connection.
             c.prepare_cached(
@@ -395,7 +412,7 @@ impl ChatStore for SqliteChat {
         self.db
             .read(move |c| {
                 let mut st = c.prepare(
-                    "SELECT id, title, created_at, updated_at FROM conversations WHERE uid = ?1 ORDER BY updated_at DESC, id LIMIT 500",
+                    "SELECT id, title, created_at, updated_at, origin FROM conversations WHERE uid = ?1 ORDER BY updated_at DESC, id LIMIT 500",
                 )?;
                 let rows = st
                     .query_map(params![uid], |r| {
@@ -404,6 +421,7 @@ impl ChatStore for SqliteChat {
                             title: r.get(1)?,
                             created_at: r.get(2)?,
                             updated_at: r.get(3)?,
+                            origin: stored_origin(r.get(4)?),
                         })
                     })?
                     .collect::<Result<Vec<_>, _>>()?;
@@ -416,11 +434,17 @@ impl ChatStore for SqliteChat {
         let (uid, cid) = (key.uid().to_string(), key.id().to_string());
         self.db
             .read(move |c| {
-                let Some((title, assistant)) = c
+                let Some((title, assistant, origin)) = c
                     .query_row(
-                        "SELECT title, assistant FROM conversations WHERE uid = ?1 AND id = ?2",
+                        "SELECT title, assistant, origin FROM conversations WHERE uid = ?1 AND id = ?2",
                         params![uid, cid],
-                        |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)),
+                        |r| {
+                            Ok((
+                                r.get::<_, String>(0)?,
+                                r.get::<_, Option<String>>(1)?,
+                                r.get::<_, Option<String>>(2)?,
+                            ))
+                        },
                     )
                     .optional()?
                 else {
@@ -436,6 +460,7 @@ impl ChatStore for SqliteChat {
                     id: cid,
                     title,
                     assistant,
+                    origin: stored_origin(origin),
                     messages,
                 }))
             })
@@ -506,16 +531,25 @@ impl ChatStore for SqliteChat {
     }
 }
 
-/// Creates or touches the conversation. The assistant is set when the row is created and never
-/// changed: a user message naming another one is refused before anything is written.
+/// What a user message sets on a conversation it creates.
+#[derive(Clone, Copy)]
+struct Created<'a> {
+    assistant: Option<&'a str>,
+    origin: Option<&'a str>,
+}
+
+/// Creates or touches the conversation. The assistant and the origin are set when the row is
+/// created and never changed: a user message naming another assistant is refused before
+/// anything is written; a later message's origin is not looked at.
 fn upsert_conversation(
     c: &Connection,
     uid: &str,
     cid: &str,
     title_hint: Option<&str>,
-    assistant: Option<&str>,
+    created: Created<'_>,
     now: i64,
 ) -> Result<(), Error> {
+    let Created { assistant, origin } = created;
     if let Some(wanted) = assistant {
         let bound: Option<Option<String>> = c
             .prepare_cached("SELECT assistant FROM conversations WHERE uid = ?1 AND id = ?2")?
@@ -527,12 +561,17 @@ fn upsert_conversation(
     }
     let title = title_hint.map(title_from).unwrap_or_default();
     c.prepare_cached(
-        "INSERT INTO conversations (uid, id, title, assistant, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+        "INSERT INTO conversations (uid, id, title, assistant, origin, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?6, ?5, ?5)
          ON CONFLICT (uid, id) DO UPDATE SET updated_at = excluded.updated_at,
            title = CASE WHEN conversations.title = '' THEN excluded.title ELSE conversations.title END",
     )?
-    .execute(params![uid, cid, title, assistant, now])?;
+    .execute(params![uid, cid, title, assistant, now, origin])?;
     Ok(())
+}
+
+/// A stored origin; a name this build does not know (a newer build wrote it) reads as none.
+pub(crate) fn stored_origin(name: Option<String>) -> Option<Origin> {
+    name.as_deref().and_then(Origin::parse)
 }
 
 /// The assistant that refuses a user message for `wanted`: the one the conversation is
@@ -557,6 +596,13 @@ fn migrate(path: &Path) -> Result<(), Error> {
     }
     if version == LAYOUT_VERSION {
         return Ok(());
+    }
+    if version == 2 {
+        // 2 → 3: one nullable column, added in place (existing conversations have no origin).
+        let tx = c.transaction()?;
+        tx.execute_batch("ALTER TABLE conversations ADD COLUMN origin TEXT")?;
+        tx.pragma_update(None, "user_version", LAYOUT_VERSION)?;
+        return Ok(tx.commit()?);
     }
     if !table_exists(&c, "conversations")? {
         let tx = c.transaction()?;
@@ -711,6 +757,60 @@ mod tests {
         let s = SqliteChat::open_without_turns(&path).unwrap();
         drop(SqliteChat::open_without_turns(&path).unwrap()); // the guarded ALTER runs once
         assert_eq!(s.assistant_of(&key("alice", "old")).await.unwrap(), Some(None));
+    }
+
+    /// Issue #29: a file of layout 2 gains `conversations.origin` in place, its conversations
+    /// keep everything and have no origin; a new one started from the Smart Picker keeps its.
+    #[tokio::test]
+    async fn a_chat_db_of_layout_2_gains_the_origin_column() {
+        use crate::store::key::{test_key as key, test_user};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chat.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            // Layout 2 is SCHEMA without the origin column.
+            c.execute_batch(&SCHEMA.replace("    origin TEXT,\n", "")).unwrap();
+            c.execute_batch("INSERT INTO conversations VALUES ('alice', 'old', 'Old', 1, 1, 'default'); PRAGMA user_version = 2;")
+                .unwrap();
+        }
+        let s = SqliteChat::open_without_turns(&path).unwrap();
+        drop(SqliteChat::open_without_turns(&path).unwrap()); // the ALTER runs once
+        let old = s.load(&key("alice", "old")).await.unwrap().unwrap();
+        assert_eq!(
+            (old.title.as_str(), old.assistant.as_deref(), old.origin),
+            ("Old", Some("default"), None)
+        );
+        let msg = UiMessage {
+            id: "m1".into(),
+            role: Role::User,
+            parts: vec![crate::ui_stream::UiPart::Text {
+                text: "hi".into(),
+                state: None,
+            }],
+        };
+        let save = Save {
+            title_hint: Some("hi".into()),
+            user_assistant: Some("default".into()),
+            user_origin: Some(Origin::Talk),
+            ..Save::default()
+        };
+        s.save(&key("alice", "new"), &msg, save).await.unwrap();
+        let listed: Vec<_> = s
+            .list(&test_user("alice"))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.id, c.origin))
+            .collect();
+        assert!(
+            listed.contains(&("new".into(), Some(Origin::Talk))) && listed.contains(&("old".into(), None)),
+            "{listed:?}"
+        );
+        let version: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, LAYOUT_VERSION);
     }
 
     /// chat.db as every release before the per-turn layout created it (user_version 0).

@@ -48,6 +48,7 @@ async fn run_suite(s: &Stores) {
     approvals_are_taken_once_by_their_owner(s).await;
     approvals_decided_together_are_taken_all_or_none(s).await;
     a_conversation_keeps_its_assistant(s).await;
+    a_conversation_keeps_the_origin_it_was_created_with(s).await;
     a_user_message_supersedes_pending_approvals(s).await;
     concurrent_takers_get_an_approval_once(s).await;
     audit_rows_and_fingerprints_round_trip(s).await;
@@ -238,6 +239,41 @@ async fn a_conversation_keeps_its_assistant(s: &Stores) {
     let unbound = key("oscar", "unbound");
     chat.save_message(&unbound, &user("x", "x"), None).await.unwrap();
     assert_eq!(chat.assistant_of(&unbound).await.unwrap(), Some(None));
+}
+
+/// Issue #29: the Smart Picker's origin is set by the message that creates the conversation,
+/// listed and loaded with it, and never changed by a later message (from the main page, or
+/// naming another origin); a conversation started on the Tamebi page has none.
+async fn a_conversation_keeps_the_origin_it_was_created_with(s: &Stores) {
+    use crate::origin::Origin;
+    let chat = &s.chat;
+    let from = |origin: Option<Origin>| Save {
+        title_hint: Some("hi".into()),
+        user_assistant: Some("default".into()),
+        user_origin: origin,
+        ..Save::default()
+    };
+    let (picked, plain) = (key("rupert", "picked"), key("rupert", "plain"));
+    chat.save(&picked, &user("m1", "hi"), from(Some(Origin::Talk))).await.unwrap();
+    chat.save(&plain, &user("m1", "hi"), from(None)).await.unwrap();
+    // Continued on the main page (no origin), then a message claiming another origin.
+    chat.save(&picked, &user("m2", "more"), from(None)).await.unwrap();
+    chat.save(&picked, &user("m3", "again"), from(Some(Origin::Mail))).await.unwrap();
+    chat.save(&plain, &user("m2", "late"), from(Some(Origin::Text))).await.unwrap();
+    assert_eq!(chat.load(&picked).await.unwrap().unwrap().origin, Some(Origin::Talk));
+    assert_eq!(chat.load(&plain).await.unwrap().unwrap().origin, None);
+    let listed: Vec<_> = chat
+        .list(&user_id("rupert"))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.id, c.origin))
+        .collect();
+    assert_eq!(listed.len(), 2);
+    assert!(
+        listed.contains(&("picked".into(), Some(Origin::Talk))) && listed.contains(&("plain".into(), None)),
+        "{listed:?}"
+    );
 }
 
 async fn a_user_message_supersedes_pending_approvals(s: &Stores) {
@@ -711,6 +747,6 @@ async fn suite_on_postgres() {
     stores.close().await;
     // Migrations are applied once: opening again finds them all and changes nothing.
     let again = Stores::open(&backend, no_turns()).await.unwrap();
-    assert_eq!(cluster.psql("suite", "SELECT count(*) FROM schema_migrations").unwrap(), "3");
+    assert_eq!(cluster.psql("suite", "SELECT count(*) FROM schema_migrations").unwrap(), "4");
     again.close().await;
 }

@@ -17,7 +17,10 @@
 export type LinkTarget =
   | { kind: 'file'; fileId: string }
   | { kind: 'folder'; path: string }
-  | { kind: 'day'; date: string };
+  | { kind: 'day'; date: string }
+  // Built only by the Smart Picker from a Deck tool's ids (picker/choices.ts); a frame cannot
+  // name one (parseLinkTarget knows no card target).
+  | { kind: 'card'; boardId: string; cardId: string };
 
 const FILE = /^tamebi:file\/([1-9][0-9]{0,18})$/;
 const FOLDER = /^tamebi:folder\/([A-Za-z0-9%._~!$&'()*+,;=:@/-]{1,1024})$/;
@@ -52,6 +55,8 @@ export function buildLinkUrl(target: LinkTarget, linkBase: string): string {
       return `${linkBase}/apps/files/?${new URLSearchParams({ dir: target.path }).toString()}`;
     case 'day':
       return `${linkBase}/apps/calendar/timeGridDay/${target.date}`;
+    case 'card':
+      return `${linkBase}/apps/deck/board/${target.boardId}/card/${target.cardId}`;
   }
 }
 

@@ -4,16 +4,23 @@ declare(strict_types=1);
 
 namespace OCA\Tamebi\AppInfo;
 
+use OCA\Tamebi\Listener\FrameCspListener;
+use OCA\Tamebi\Listener\RenderReferenceListener;
+use OCA\Tamebi\Reference\TamebiReferenceProvider;
 use OCP\AppFramework\App;
 use OCP\AppFramework\Bootstrap\IBootContext;
 use OCP\AppFramework\Bootstrap\IBootstrap;
 use OCP\AppFramework\Bootstrap\IRegistrationContext;
+use OCP\Collaboration\Reference\RenderReferenceEvent;
+use OCP\Security\CSP\AddContentSecurityPolicyEvent;
 
 /**
  * The app's entry point. Everything is wired by the DI container from constructor types;
  * commands and the admin settings are declared in appinfo/info.xml.
- * It must never register anything that runs on other apps' requests: Tamebi only acts when
- * the signed-in user talks to it.
+ * It must never register anything that acts on other apps' requests: Tamebi only acts when
+ * the signed-in user talks to it. The one thing other apps' pages get is the Smart Picker's
+ * "Ask Tamebi" entry (issue #29): the island's bundle is loaded where the picker can open, and
+ * it does nothing until the person picks Tamebi there.
  */
 class Application extends App implements IBootstrap {
 	public const APP_ID = 'tamebi';
@@ -23,6 +30,10 @@ class Application extends App implements IBootstrap {
 	}
 
 	public function register(IRegistrationContext $context): void {
+		$context->registerReferenceProvider(TamebiReferenceProvider::class);
+		$context->registerEventListener(RenderReferenceEvent::class, RenderReferenceListener::class);
+		// MCP Apps frames on the Tamebi page and in the picker: only the frame route may be framed.
+		$context->registerEventListener(AddContentSecurityPolicyEvent::class, FrameCspListener::class);
 	}
 
 	public function boot(IBootContext $context): void {

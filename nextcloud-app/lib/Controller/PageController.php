@@ -5,34 +5,22 @@ declare(strict_types=1);
 namespace OCA\Tamebi\Controller;
 
 use OCA\Tamebi\AppInfo\Application;
-use OCA\Tamebi\Service\TokenService;
+use OCA\Tamebi\Service\IslandState;
 use OCP\AppFramework\Controller;
 use OCP\AppFramework\Http\Attribute\NoAdminRequired;
 use OCP\AppFramework\Http\Attribute\NoCSRFRequired;
 use OCP\AppFramework\Http\Attribute\UseSession;
 use OCP\AppFramework\Http\TemplateResponse;
-use OCP\AppFramework\Services\IInitialState;
-use OCP\IConfig;
 use OCP\IRequest;
-use OCP\IURLGenerator;
-use OCP\IUserSession;
-use OCP\Util;
 
 /**
- * The Tamebi page: loads the island bundle and hands it its configuration through initial state.
- * It must never put a token or secret into the page: the island only learns whether workspace
- * access is connected.
+ * The Tamebi page: the island's mount point, with its bundle and configuration (IslandState).
+ * It must never put a token or secret into the page.
  */
 class PageController extends Controller {
-	public const INITIAL_STATE_KEY = 'tamebi-config';
-
 	public function __construct(
 		IRequest $request,
-		private IUserSession $userSession,
-		private IInitialState $initialState,
-		private IURLGenerator $urlGenerator,
-		private TokenService $tokens,
-		private IConfig $config,
+		private IslandState $island,
 	) {
 		parent::__construct(Application::APP_ID, $request);
 	}
@@ -41,40 +29,7 @@ class PageController extends Controller {
 	#[NoCSRFRequired]
 	#[UseSession]
 	public function index(): TemplateResponse {
-		$this->initialState->provideInitialState(self::INITIAL_STATE_KEY, $this->config());
-		// addScript also adds the app's translations for the person's language (l10n/<lang>.js,
-		// through Util::addTranslations), which the island's t() reads; Nextcloud's page carries
-		// the language and locale (<html lang data-locale>) and window.firstDay itself.
-		Util::addScript(Application::APP_ID, 'tamebi-island');
-		Util::addStyle(Application::APP_ID, 'tamebi-island');
+		$this->island->load();
 		return new TemplateResponse(Application::APP_ID, 'main');
-	}
-
-	/** @return array<string, mixed> */
-	public function config(): array {
-		$user = $this->userSession->getUser();
-		// Built from routes so a sub-path install or one without pretty URLs still works;
-		// on a standard install these are "/apps/tamebi/api" and "/apps/tamebi/frame".
-		$conversations = $this->urlGenerator->linkToRoute('tamebi.api.conversations');
-		return [
-			'apiBase' => substr($conversations, 0, -strlen('/conversations')),
-			'frameUrl' => $this->urlGenerator->linkToRoute('tamebi.frame.show'),
-			'connectUrl' => $this->urlGenerator->linkToRoute('tamebi.connect.start'),
-			'user' => [
-				'uid' => $user?->getUID() ?? '',
-				'displayName' => $user?->getDisplayName() ?? '',
-			],
-			'workspaceConnected' => $this->tokens->isConnected(),
-		] + $this->timeZone($user?->getUID());
-	}
-
-	/**
-	 * The person's time zone from their settings (core/timezone, which Nextcloud keeps from their
-	 * browser), so the island and the frames show times in it; none when unset or not a zone.
-	 * @return array{timeZone?: string}
-	 */
-	private function timeZone(?string $uid): array {
-		$zone = $uid === null ? '' : (string)$this->config->getUserValue($uid, 'core', 'timezone', '');
-		return in_array($zone, \DateTimeZone::listIdentifiers(\DateTimeZone::ALL_WITH_BC), true) ? ['timeZone' => $zone] : [];
 	}
 }

@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace OCA\Tamebi\Tests\Unit;
 
 use OCA\Tamebi\Controller\PageController;
+use OCA\Tamebi\Service\IslandState;
 use OCA\Tamebi\Tests\Stubs\FakeConfig;
 use OCA\Tamebi\Tests\Stubs\FakeInitialState;
 use OCA\Tamebi\Tests\Stubs\FakeUrlGenerator;
@@ -17,8 +18,8 @@ final class PageTest extends AppTestCase {
 	public function testInitialStateMatchesTheIslandContract(): void {
 		$this->giveToken('access-secret-value');
 		$state = new FakeInitialState();
-		$page = new PageController($this->request, new FakeUserSession(new FakeUser('alice', 'Alice A.')), $state,
-			new FakeUrlGenerator('https://cloud.example'), $this->tokens, new FakeConfig());
+		$page = new PageController($this->request, new IslandState(new FakeUserSession(new FakeUser('alice', 'Alice A.')), $state,
+			new FakeUrlGenerator('https://cloud.example'), $this->tokens, new FakeConfig()));
 		$response = $page->index();
 		self::assertSame('main', $response->templateName);
 		self::assertSame([
@@ -38,8 +39,8 @@ final class PageTest extends AppTestCase {
 		foreach (['Europe/Berlin' => ['timeZone' => 'Europe/Berlin'], 'Mars/Olympus' => [], '' => []] as $zone => $expected) {
 			$state = new FakeInitialState();
 			$config = new FakeConfig([], ['alice' => ['core' => ['timezone' => $zone]]]);
-			(new PageController($this->request, new FakeUserSession(new FakeUser('alice', 'Alice')), $state,
-				new FakeUrlGenerator('https://cloud.example'), $this->tokens, $config))->index();
+			(new PageController($this->request, new IslandState(new FakeUserSession(new FakeUser('alice', 'Alice')), $state,
+				new FakeUrlGenerator('https://cloud.example'), $this->tokens, $config)))->index();
 			self::assertSame($expected, array_intersect_key($state->provided['tamebi-config'], ['timeZone' => true]), (string)$zone);
 		}
 	}

@@ -202,6 +202,30 @@ final class FakeUrlGenerator implements IURLGenerator {
 	public function getAbsoluteURL(string $url): string {
 		return rtrim($this->base, '/') . $url;
 	}
+
+	/** Nextcloud's answer for an app image on a standard install: the app's img/ folder. */
+	public function imagePath(string $appName, string $file): string {
+		if (!is_file(__DIR__ . '/../../img/' . $file)) {
+			throw new \RuntimeException("image not found: image:$file webroot: serverroot:");
+		}
+		return "/apps/$appName/img/$file";
+	}
+}
+
+/** Records what an app registers in Application::register, as Nextcloud's context would. */
+final class FakeRegistrationContext implements \OCP\AppFramework\Bootstrap\IRegistrationContext {
+	/** @var list<string> */
+	public array $referenceProviders = [];
+	/** @var list<array{string, string, int}> */
+	public array $listeners = [];
+
+	public function registerReferenceProvider(string $class): void {
+		$this->referenceProviders[] = $class;
+	}
+
+	public function registerEventListener(string $event, string $listener, int $priority = 0): void {
+		$this->listeners[] = [$event, $listener, $priority];
+	}
 }
 
 final class FakeClock implements ITimeFactory {

@@ -59,6 +59,7 @@ namespace OCP {
 		public function linkToRoute(string $routeName, array $arguments = []): string;
 		public function linkToRouteAbsolute(string $routeName, array $arguments = []): string;
 		public function getAbsoluteURL(string $url): string;
+		public function imagePath(string $appName, string $file): string;
 	}
 
 	/** Records what a page asked to load, like Nextcloud's script/style queue. */
@@ -146,8 +147,23 @@ namespace OCP\AppFramework\Http {
 	/** Nextcloud's empty policy: what the CSP middleware leaves alone (compared by exact class). */
 	class EmptyContentSecurityPolicy {
 		protected array $allowedScriptDomains = [];
+		protected array $allowedFrameDomains = [];
 		protected ?string $jsNonce = null;
 		protected bool $strictDynamicAllowed = false;
+
+		/** @param string $domain */
+		public function addAllowedFrameDomain($domain): static {
+			$this->allowedFrameDomains[] = $domain;
+			return $this;
+		}
+
+		public function getAllowedFrameDomains(): array {
+			return $this->allowedFrameDomains;
+		}
+
+		protected function frameSrc(): string {
+			return $this->allowedFrameDomains === [] ? '' : 'frame-src ' . implode(' ', $this->allowedFrameDomains) . ';';
+		}
 
 		public function useJsNonce(string $nonce): static {
 			$this->jsNonce = $nonce;
@@ -171,7 +187,7 @@ namespace OCP\AppFramework\Http {
 			if ($script !== []) {
 				$policy .= 'script-src ' . implode(' ', $script) . ';';
 			}
-			return $policy . "frame-ancestors 'none'";
+			return $policy . $this->frameSrc() . "frame-ancestors 'none'";
 		}
 	}
 
@@ -182,7 +198,7 @@ namespace OCP\AppFramework\Http {
 		public function buildPolicy(): string {
 			return "default-src 'self'; script-src 'self' 'strict-dynamic'"
 				. ($this->jsNonce !== null ? " 'nonce-" . base64_encode($this->jsNonce) . "'" : '')
-				. "; style-src 'self' 'unsafe-inline'; frame-ancestors 'self'";
+				. "; style-src 'self' 'unsafe-inline';" . $this->frameSrc() . " frame-ancestors 'self'";
 		}
 	}
 
@@ -328,6 +344,9 @@ namespace OCP\AppFramework\Http {
 
 namespace OCP\AppFramework\Bootstrap {
 	interface IRegistrationContext {
+		/** @psalm-param class-string<\OCP\Collaboration\Reference\IReferenceProvider> $class */
+		public function registerReferenceProvider(string $class): void;
+		public function registerEventListener(string $event, string $listener, int $priority = 0): void;
 	}
 
 	interface IBootContext {
@@ -354,6 +373,72 @@ namespace OCP\AppFramework {
 
 	class App {
 		public function __construct(string $appName, array $urlParams = []) {
+		}
+	}
+}
+
+namespace OCP\EventDispatcher {
+	class Event {
+	}
+
+	/** @template T of Event */
+	interface IEventListener {
+		public function handle(Event $event): void;
+	}
+}
+
+// The reference-provider API as Nextcloud 31 ships it (lib/public/Collaboration/Reference).
+namespace OCP\Collaboration\Reference {
+	interface IReference {
+	}
+
+	interface IReferenceProvider {
+		public function matchReference(string $referenceText): bool;
+		public function resolveReference(string $referenceText): ?IReference;
+		public function getCachePrefix(string $referenceId): string;
+		public function getCacheKey(string $referenceId): ?string;
+	}
+
+	interface IDiscoverableReferenceProvider extends IReferenceProvider {
+		public function getId(): string;
+		public function getTitle(): string;
+		public function getOrder(): int;
+		public function getIconUrl(): string;
+		public function jsonSerialize(): array;
+	}
+
+	interface ISearchableReferenceProvider extends IDiscoverableReferenceProvider {
+		public function getSupportedSearchProviderIds(): array;
+	}
+
+	abstract class ADiscoverableReferenceProvider implements IDiscoverableReferenceProvider, \JsonSerializable {
+		public function jsonSerialize(): array {
+			$json = [
+				'id' => $this->getId(),
+				'title' => $this->getTitle(),
+				'icon_url' => $this->getIconUrl(),
+				'order' => $this->getOrder(),
+			];
+			if ($this instanceof ISearchableReferenceProvider) {
+				$json['search_providers_ids'] = $this->getSupportedSearchProviderIds();
+			}
+			return $json;
+		}
+	}
+
+	/** Dispatched by a page that renders references or offers the Smart Picker. */
+	class RenderReferenceEvent extends \OCP\EventDispatcher\Event {
+	}
+}
+
+namespace OCP\Security\CSP {
+	/** Lets an app add to the default policy of every AppFramework page (Nextcloud merges it). */
+	class AddContentSecurityPolicyEvent extends \OCP\EventDispatcher\Event {
+		/** @var list<\OCP\AppFramework\Http\EmptyContentSecurityPolicy> what was added, in order */
+		public array $added = [];
+
+		public function addPolicy(\OCP\AppFramework\Http\EmptyContentSecurityPolicy $csp): void {
+			$this->added[] = $csp;
 		}
 	}
 }

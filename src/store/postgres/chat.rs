@@ -7,7 +7,10 @@ use super::lease::check_fence;
 use super::now_ms;
 use crate::compaction::Summary;
 use crate::error::Error;
-use crate::store::chat::{ChatStore, Conversation, ConversationSummary, PendingApproval, Save, refused_binding, stored_role, title_from};
+use crate::origin::Origin;
+use crate::store::chat::{
+    ChatStore, Conversation, ConversationSummary, PendingApproval, Save, refused_binding, stored_origin, stored_role, title_from,
+};
 use crate::store::key::{ConversationKey, UserId};
 use crate::ui_stream::UiMessage;
 
@@ -40,6 +43,7 @@ impl ChatStore for PgChat {
         let title = save.title_hint.as_deref().map(title_from).unwrap_or_default();
         let now = now_ms();
         let assistant = save.user_assistant.as_deref();
+        let origin = save.user_origin.map(Origin::as_str);
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         check_fence(&tx, key, &self.instance, "chat write").await?;
@@ -59,10 +63,10 @@ impl ChatStore for PgChat {
             }
         }
         tx.execute(
-            "INSERT INTO conversations (uid, id, title, assistant, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)
+            "INSERT INTO conversations (uid, id, title, assistant, origin, created_at, updated_at) VALUES ($1, $2, $3, $4, $6, $5, $5)
              ON CONFLICT (uid, id) DO UPDATE SET updated_at = excluded.updated_at,
                title = CASE WHEN conversations.title = '' THEN excluded.title ELSE conversations.title END",
-            &[&uid, &cid, &title, &assistant, &now],
+            &[&uid, &cid, &title, &assistant, &now, &origin],
         )
         .await?;
         tx.execute(
@@ -189,7 +193,7 @@ impl ChatStore for PgChat {
             .get()
             .await?
             .query(
-                "SELECT id, title, created_at, updated_at FROM conversations WHERE uid = $1 ORDER BY updated_at DESC, id LIMIT 500",
+                "SELECT id, title, created_at, updated_at, origin FROM conversations WHERE uid = $1 ORDER BY updated_at DESC, id LIMIT 500",
                 &[&uid.as_str()],
             )
             .await?;
@@ -200,6 +204,7 @@ impl ChatStore for PgChat {
                     title: r.try_get(1)?,
                     created_at: r.try_get(2)?,
                     updated_at: r.try_get(3)?,
+                    origin: stored_origin(r.try_get(4)?),
                 })
             })
             .collect()
@@ -209,7 +214,7 @@ impl ChatStore for PgChat {
         let client = self.pool.get().await?;
         let Some(head) = client
             .query_opt(
-                "SELECT title, assistant FROM conversations WHERE uid = $1 AND id = $2",
+                "SELECT title, assistant, origin FROM conversations WHERE uid = $1 AND id = $2",
                 &[&key.uid(), &key.id()],
             )
             .await?
@@ -231,6 +236,7 @@ impl ChatStore for PgChat {
             id: key.id().to_string(),
             title: head.try_get(0)?,
             assistant: head.try_get(1)?,
+            origin: stored_origin(head.try_get(2)?),
             messages,
         }))
     }

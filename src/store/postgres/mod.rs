@@ -198,6 +198,7 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
     (1, "initial", include_str!("migrations/0001_initial.sql")),
     (2, "leases", include_str!("migrations/0002_leases.sql")),
     (3, "replay_and_fencing", include_str!("migrations/0003_replay_and_fencing.sql")),
+    (4, "conversation_origin", include_str!("migrations/0004_conversation_origin.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations across instances ("tamebi" in ASCII).
