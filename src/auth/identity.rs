@@ -141,6 +141,10 @@ pub struct Caller {
     /// The person's Nextcloud language (the signed `lang` query parameter, [`language_of`]);
     /// None when the app sent none.
     pub language: Option<Language>,
+    /// The Nextcloud groups the app says the person is in now (the signed `group` query
+    /// parameters, [`groups_of`]): what decides which shared assistants they see (issue #30).
+    /// Never stored: a request that carries none sees no shared assistant (fail closed).
+    pub groups: Vec<String>,
 }
 
 /// Why a request was not accepted. Mapped to 401, 400 or 429 by the HTTP layer; the reason is
@@ -174,6 +178,8 @@ pub enum IdentityError {
     ReplayUnverifiable,
     #[error("missing or wrong admin signature")]
     NotAdmin,
+    #[error("a group parameter is empty, too long, has control characters, or there are too many")]
+    Groups,
     #[error("the lang parameter is not one BCP 47 language tag")]
     Language,
 }
@@ -184,7 +190,7 @@ impl IdentityError {
     pub fn is_bad_request(&self) -> bool {
         matches!(
             self,
-            IdentityError::BodyUid(_) | IdentityError::Credentials(_) | IdentityError::Language
+            IdentityError::BodyUid(_) | IdentityError::Credentials(_) | IdentityError::Language | IdentityError::Groups
         )
     }
 }
@@ -284,11 +290,13 @@ impl Verifier {
         }
         reject_body_uid(body)?;
         let language = language_of(target.query)?;
+        let groups = groups_of(target.query)?;
         Ok(Caller {
             uid: signed.uid,
             request_id,
             credentials: signed.credentials,
             language,
+            groups,
         })
     }
 
@@ -383,6 +391,29 @@ pub fn language_of(query: &str) -> Result<Option<Language>, IdentityError> {
         }
     }
     Ok(found)
+}
+
+/// Most `group` parameters one request may carry.
+pub const MAX_GROUPS: usize = 256;
+
+/// The person's groups from the raw query's `group` parameters, one per group id (signed like
+/// the rest of the query: only the app, which asked Nextcloud's group manager, can have put them
+/// there). A group id is 1-255 characters without control characters; more than
+/// [`MAX_GROUPS`] of them, or a malformed one, is a refusal (400).
+pub fn groups_of(query: &str) -> Result<Vec<String>, IdentityError> {
+    let mut groups = Vec::new();
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        if key != "group" {
+            continue;
+        }
+        if value.is_empty() || value.chars().count() > 255 || value.chars().any(char::is_control) || groups.len() == MAX_GROUPS {
+            return Err(IdentityError::Groups);
+        }
+        if !groups.iter().any(|g| *g == value) {
+            groups.push(value.into_owned());
+        }
+    }
+    Ok(groups)
 }
 
 /// Refuses a JSON object body with a top-level `uid`, `user` or `userId` field.

@@ -372,7 +372,14 @@ async fn conversation_assistant(
     };
     let key = ConversationKey::new(caller, id).map_err(|_| "not tied to a conversation".to_string())?;
     let services = &state.services;
-    match super::assistants::bound_assistant(&services.assistants, services.store.as_ref(), &key).await {
+    let assistants = match services.registry.for_caller(caller).await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::error!(error = %e, "could not read the registry; refusing the app request");
+            return Err("the conversation's assistant could not be read".into());
+        }
+    };
+    match super::assistants::bound_assistant(&assistants, services.store.as_ref(), &key).await {
         Ok(Some(assistant)) => Ok((key, assistant)),
         // Another user's id is simply not found: keys carry the uid.
         Ok(None) => Err("no such conversation".into()),

@@ -227,6 +227,43 @@ impl Orchestrator {
     }
 }
 
+/// A request to `base_url` signed as `uid` as the Nextcloud app signs an admin request: the G1
+/// headers (no token) plus the admin signature over the same method, target, ts and nonce.
+pub fn admin_request_at(
+    client: &reqwest::Client,
+    base_url: &str,
+    method: reqwest::Method,
+    path: &str,
+    uid: &str,
+    body: &[u8],
+) -> reqwest::RequestBuilder {
+    let url = reqwest::Url::parse(&format!("{base_url}{path}")).expect("request URL");
+    let target = match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_string(),
+    };
+    let (ts, nonce) = (unix_now(), fresh_nonce());
+    let mut headers = Orchestrator::sign(&Signing {
+        method: method.as_str(),
+        target: &target,
+        uid,
+        body,
+        ts,
+        nonce: &nonce,
+        credentials: "",
+        signing_secret: SIGNING_SECRET,
+    });
+    headers.push(Orchestrator::admin_signature(method.as_str(), &target, uid, ts, &nonce));
+    let mut rb = client.request(method, url).body(body.to_vec());
+    for (k, v) in headers {
+        rb = rb.header(k, v);
+    }
+    if !body.is_empty() {
+        rb = rb.header("content-type", "application/json");
+    }
+    rb
+}
+
 /// What one G1 signature covers.
 pub struct Signing<'a> {
     /// The request method, upper case (`"GET"`).

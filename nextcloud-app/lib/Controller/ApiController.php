@@ -114,7 +114,7 @@ class ApiController extends Controller {
 	#[NoAdminRequired]
 	#[UseSession]
 	public function assistants(): Response {
-		return $this->relay->forward('GET', '/v1/assistants');
+		return $this->relay->forward('GET', $this->relay->withGroups('/v1/assistants'));
 	}
 
 	private function forwardBody(string $path): Response {

@@ -24,6 +24,7 @@ pub mod audit;
 pub mod chat;
 pub mod lease;
 pub mod memory;
+pub mod registry;
 pub mod replay;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -198,6 +199,7 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
     (1, "initial", include_str!("migrations/0001_initial.sql")),
     (2, "leases", include_str!("migrations/0002_leases.sql")),
     (3, "replay_and_fencing", include_str!("migrations/0003_replay_and_fencing.sql")),
+    (4, "registry", include_str!("migrations/0004_registry.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations across instances ("tamebi" in ASCII).
