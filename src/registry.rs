@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use crate::assistants::{Assistant, Assistants, Known, Origin, ToolPattern};
 use crate::auth::Caller;
+use crate::auth::identity::Groups;
 use crate::config::{Config, McpServer, ServerAuth};
 use crate::error::Error;
 use crate::store::key::UserId;
@@ -321,7 +322,7 @@ impl Registry {
 
     /// What `caller` may pick and use now: the operator's assistants, their own, and those
     /// approved for a group the app signed them into on this request.
-    pub async fn for_caller(&self, caller: &Caller) -> Result<Assistants, Error> {
+    pub async fn for_caller(&self, caller: &Caller, groups: &Groups) -> Result<Assistants, Error> {
         let mut list = self.operator_assistants().await?;
         let policy = self.policy().await?;
         let ceiling = patterns(&policy.personal_tools).unwrap_or_default();
@@ -332,7 +333,7 @@ impl Registry {
             .proposed()
             .await?
             .into_iter()
-            .filter(|r| r.uid != caller.uid && r.shared() && r.share_group.as_ref().is_some_and(|g| caller.groups.contains(g)));
+            .filter(|r| r.uid != caller.uid && r.shared() && r.share_group.as_ref().is_some_and(|g| groups.0.contains(g)));
         for row in own.iter().cloned().chain(shared) {
             match personal_assistant(&row, &ceiling) {
                 Some(a) => list.push(Arc::new(a)),

@@ -141,11 +141,14 @@ pub struct Caller {
     /// The person's Nextcloud language (the signed `lang` query parameter, [`language_of`]);
     /// None when the app sent none.
     pub language: Option<Language>,
-    /// The Nextcloud groups the app says the person is in now (the signed `group` query
-    /// parameters, [`groups_of`]): what decides which shared assistants they see (issue #30).
-    /// Never stored: a request that carries none sees no shared assistant (fail closed).
-    pub groups: Vec<String>,
 }
+
+/// The Nextcloud groups the app says the person is in now (the signed `group` query parameters,
+/// [`groups_of`]): what decides which shared assistants they see (issue #30). A request
+/// extension next to [`Caller`] (which a turn keeps, so it stays small), read by the handlers
+/// that need it. Never stored: a request that carries none sees no shared assistant.
+#[derive(Clone, Debug, Default)]
+pub struct Groups(pub Vec<String>);
 
 /// Why a request was not accepted. Mapped to 401, 400 or 429 by the HTTP layer; the reason is
 /// logged, never sent.
@@ -290,13 +293,13 @@ impl Verifier {
         }
         reject_body_uid(body)?;
         let language = language_of(target.query)?;
-        let groups = groups_of(target.query)?;
+        // Checked here, with the rest of identity; handed on as a `Groups` extension.
+        groups_of(target.query)?;
         Ok(Caller {
             uid: signed.uid,
             request_id,
             credentials: signed.credentials,
             language,
-            groups,
         })
     }
 

@@ -30,10 +30,14 @@ pub struct AssistantList {
     pub personal_tools: Vec<String>,
 }
 
-pub async fn list(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Json<AssistantList>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Extension(groups): Extension<crate::auth::identity::Groups>,
+) -> Result<Json<AssistantList>, ApiError> {
     let registry = &state.services.registry;
     let rid = &caller.request_id;
-    let assistants = registry.for_caller(&caller).await.map_err(|e| e.with_request(rid))?;
+    let assistants = registry.for_caller(&caller, &groups).await.map_err(|e| e.with_request(rid))?;
     let mine = registry
         .store()
         .personal_of(&crate::store::key::UserId::of(&caller))

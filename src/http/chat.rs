@@ -41,7 +41,12 @@ struct Parsed {
     assistant: Option<String>,
 }
 
-pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn post_chat(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Extension(groups): Extension<crate::auth::identity::Groups>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let rid = caller.request_id.clone();
     let Parsed { id, input, assistant } = parse(&body).map_err(|e| e.with_request(&rid))?;
     // Which assistant: refused (400 unknown, 409 another one's conversation) before any quota is used.
@@ -50,7 +55,7 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     // The registry as it is now (issue #30): servers added or removed anywhere start or stop
     // here before this turn lists tools, and the assistant is what the caller may use now.
     super::registry::sync_servers(&state).await.map_err(|e| e.with_request(&rid))?;
-    let (assistants, policy) = futures::future::try_join(services.registry.for_caller(&caller), services.registry.policy())
+    let (assistants, policy) = futures::future::try_join(services.registry.for_caller(&caller, &groups), services.registry.policy())
         .await
         .map_err(|e| e.with_request(&rid))?;
     let resolved = super::assistants::resolve_cached(

@@ -168,8 +168,11 @@ async fn identity_layer(State(state): State<AppState>, request: Request, next: N
     if let Err(e) = state.replay.first_use(&nonce, ts, now).await {
         return refusal(e, &request_id);
     }
+    // Valid: check_body refused a request whose `group` parameters are not.
+    let groups = identity::Groups(identity::groups_of(target.query).unwrap_or_default());
     let mut request = Request::from_parts(parts, Body::from(bytes));
     request.extensions_mut().insert(caller);
+    request.extensions_mut().insert(groups);
     let mut response = next.run(request).await;
     if let Ok(v) = http::HeaderValue::from_str(&request_id) {
         response.headers_mut().insert("x-request-id", v);

@@ -140,6 +140,7 @@ struct ShareBody {
 pub async fn share(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
+    Extension(groups): Extension<crate::auth::identity::Groups>,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
@@ -152,7 +153,7 @@ pub async fn share(
     }
     // Only to a group the app says the person is in now (never one they merely name).
     if let Some(group) = &req.group
-        && !caller.groups.contains(group)
+        && !groups.0.contains(group)
     {
         return Err(refuse(&state, &caller, &id, Error::Forbidden(format!("not a member of group {group:?}"))).await);
     }

@@ -80,7 +80,6 @@ pub(crate) fn test_caller(uid: &str) -> Caller {
         request_id: "req_test".into(),
         credentials: Default::default(),
         language: None,
-        groups: Vec::new(),
     }
 }
 

@@ -122,6 +122,6 @@ class ApiController extends Controller {
 		return $this->relay->guard(function () use (&$body): void {
 			$body = $this->body->read();
 			BodyGuard::check($body);
-		}) ?? $this->relay->forward('POST', $path, $body);
+		}) ?? $this->relay->forward('POST', $this->relay->withGroups($path), $body);
 	}
 }
