@@ -443,7 +443,10 @@ pub(crate) fn mcp_server_entry(item: &str) -> Result<McpServer, String> {
         other => other.to_string(),
     })?;
     if server.name == crate::types::LOCAL_SERVER {
-        return Err(format!("server name `{}` is reserved for the orchestrator's own tools", server.name));
+        return Err(format!(
+            "server name `{}` is reserved for the orchestrator's own tools",
+            server.name
+        ));
     }
     Ok(server)
 }

@@ -295,14 +295,16 @@ impl Registry {
             }
             // Stored only after validation; its servers may have gone since, which only means
             // its patterns match nothing there: read back without the server check.
-            let read = serde_json::from_str::<AssistantSpec>(&body).map_err(|e| e.to_string()).and_then(|spec| {
-                let literal: Vec<String> = spec
-                    .tools
-                    .iter()
-                    .filter_map(|t| t.split_once('/').map(|(s, _)| s.to_string()))
-                    .collect();
-                self.assistant_of(&spec, &literal)
-            });
+            let read = serde_json::from_str::<AssistantSpec>(&body)
+                .map_err(|e| e.to_string())
+                .and_then(|spec| {
+                    let literal: Vec<String> = spec
+                        .tools
+                        .iter()
+                        .filter_map(|t| t.split_once('/').map(|(s, _)| s.to_string()))
+                        .collect();
+                    self.assistant_of(&spec, &literal)
+                });
             match read {
                 Ok(a) => list.push(Arc::new(a)),
                 Err(why) => tracing::error!(assistant = %name, why = %why, "a registered assistant no longer validates; not offered"),
@@ -350,7 +352,9 @@ impl Registry {
             return Err(format!("name must be 1-{MAX_LABEL_CHARS} characters on one line"));
         }
         if spec.description.chars().count() > MAX_DESCRIPTION_CHARS || spec.description.contains('\n') {
-            return Err(format!("description must be one line of at most {MAX_DESCRIPTION_CHARS} characters"));
+            return Err(format!(
+                "description must be one line of at most {MAX_DESCRIPTION_CHARS} characters"
+            ));
         }
         if spec.instructions.chars().count() > MAX_INSTRUCTIONS_CHARS {
             return Err(format!("instructions must be at most {MAX_INSTRUCTIONS_CHARS} characters"));
@@ -359,7 +363,11 @@ impl Registry {
             return Err(format!("at most {MAX_FOLDERS} folders"));
         }
         for f in &spec.folders {
-            if !f.starts_with('/') || f.chars().count() > MAX_FOLDER_CHARS || f.chars().any(char::is_control) || f.split('/').any(|p| p == "..") {
+            if !f.starts_with('/')
+                || f.chars().count() > MAX_FOLDER_CHARS
+                || f.chars().any(char::is_control)
+                || f.split('/').any(|p| p == "..")
+            {
                 return Err(format!("folder {f:?} must be an absolute path of yours (starting with /, no ..)"));
             }
         }
@@ -466,7 +474,10 @@ mod tests {
         assert!(s("probe", "http://x/mcp", "token", None).to_server().is_err());
         assert!(s("a b", "http://x/mcp", "none", None).to_server().is_err());
         assert!(s("nc", "http://x/mcp", "nextcloud", Some("reads")).to_server().is_err());
-        assert!(s("x", "http://x/mcp;auth=nextcloud", "none", None).to_server().is_err(), "no smuggled options");
+        assert!(
+            s("x", "http://x/mcp;auth=nextcloud", "none", None).to_server().is_err(),
+            "no smuggled options"
+        );
         assert!(s("tamebi", "http://x/mcp", "none", None).to_server().is_err(), "reserved");
     }
 }

@@ -66,7 +66,11 @@ async fn stack(instances: usize, extra_env: Vec<(String, String)>) -> Stack {
 
 impl Stack {
     async fn admin(&self, on: usize, method: Method, path: &str, body: Value) -> (u16, Value) {
-        let bytes = if body.is_null() { Vec::new() } else { serde_json::to_vec(&body).unwrap() };
+        let bytes = if body.is_null() {
+            Vec::new()
+        } else {
+            serde_json::to_vec(&body).unwrap()
+        };
         let r = admin_request_at(&self.http, &self.orchs[on].url(), method, path, "admin", &bytes)
             .send()
             .await
@@ -76,7 +80,11 @@ impl Stack {
 
     /// A user request; `groups` become the signed `group` parameters the app adds.
     async fn user(&self, on: usize, method: Method, path: &str, uid: &str, groups: &[&str], body: Value) -> (u16, Value) {
-        let bytes = if body.is_null() { Vec::new() } else { serde_json::to_vec(&body).unwrap() };
+        let bytes = if body.is_null() {
+            Vec::new()
+        } else {
+            serde_json::to_vec(&body).unwrap()
+        };
         let r = self.orchs[on]
             .request(&self.http, method, &with_groups(path, groups), uid, &bytes, None)
             .send()
@@ -86,7 +94,16 @@ impl Stack {
     }
 
     /// One turn; returns the status and the stream's parts.
-    async fn chat(&self, on: usize, uid: &str, groups: &[&str], cid: &str, mid: &str, assistant: Option<&str>, token: Option<&str>) -> (u16, Vec<Value>) {
+    async fn chat(
+        &self,
+        on: usize,
+        uid: &str,
+        groups: &[&str],
+        cid: &str,
+        mid: &str,
+        assistant: Option<&str>,
+        token: Option<&str>,
+    ) -> (u16, Vec<Value>) {
         let mut body: Value = serde_json::from_slice(&user_turn(cid, mid, &format!("{cid} go"))).unwrap();
         if let Some(a) = assistant {
             body["assistant"] = json!(a);
@@ -109,10 +126,14 @@ impl Stack {
         // The audit trail as the operator exports it is audit.db: read it through sqlite.
         let db = self.orchs[on].data_dir().join("audit.db");
         let c = rusqlite::Connection::open(db).unwrap();
-        let mut stmt = c.prepare("SELECT kind, uid, tool, outcome, COALESCE(detail, '') FROM audit ORDER BY seq").unwrap();
+        let mut stmt = c
+            .prepare("SELECT kind, uid, tool, outcome, COALESCE(detail, '') FROM audit ORDER BY seq")
+            .unwrap();
         stmt.query_map([], |r| {
-            Ok(json!({"kind": r.get::<_, String>(0)?, "uid": r.get::<_, String>(1)?, "tool": r.get::<_, String>(2)?,
-                      "outcome": r.get::<_, String>(3)?, "detail": r.get::<_, String>(4)?}))
+            Ok(
+                json!({"kind": r.get::<_, String>(0)?, "uid": r.get::<_, String>(1)?, "tool": r.get::<_, String>(2)?,
+                      "outcome": r.get::<_, String>(3)?, "detail": r.get::<_, String>(4)?}),
+            )
         })
         .unwrap()
         .collect::<Result<Vec<_>, _>>()
@@ -182,7 +203,11 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     // A user signature alone never reaches an admin route, whatever the uid.
     for (method, path) in ADMIN_ROUTES {
         let m = Method::from_bytes(method.as_bytes()).unwrap();
-        let body = if *method == "GET" || *method == "DELETE" { Value::Null } else { json!({}) };
+        let body = if *method == "GET" || *method == "DELETE" {
+            Value::Null
+        } else {
+            json!({})
+        };
         let (status, refused) = s.user(0, m, path, "admin", &[], body).await;
         assert_eq!(status, 403, "{method} {path}: {refused}");
         assert_eq!(refused["error"]["code"], "forbidden");
@@ -202,7 +227,12 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
         assert_eq!(status, 400, "{bad}");
     }
     let (status, _) = s
-        .admin(0, Method::POST, "/v1/admin/servers", json!({"name": "envserver", "url": probe_url, "auth": "nextcloud"}))
+        .admin(
+            0,
+            Method::POST,
+            "/v1/admin/servers",
+            json!({"name": "envserver", "url": probe_url, "auth": "nextcloud"}),
+        )
         .await;
     assert_eq!(status, 409, "the environment's entry is read-only");
     let (status, _) = s.admin(0, Method::DELETE, "/v1/admin/servers/envserver", Value::Null).await;
@@ -214,11 +244,21 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     s.model.clear_requests();
 
     let (status, created) = s
-        .admin(0, Method::POST, "/v1/admin/servers", json!({"name": "probe", "url": probe_url, "auth": "none", "trust": "reads"}))
+        .admin(
+            0,
+            Method::POST,
+            "/v1/admin/servers",
+            json!({"name": "probe", "url": probe_url, "auth": "none", "trust": "reads"}),
+        )
         .await;
     assert_eq!(status, 201, "{created}");
     let (status, _) = s
-        .admin(0, Method::POST, "/v1/admin/servers", json!({"name": "probe", "url": probe_url, "auth": "none"}))
+        .admin(
+            0,
+            Method::POST,
+            "/v1/admin/servers",
+            json!({"name": "probe", "url": probe_url, "auth": "none"}),
+        )
         .await;
     assert_eq!(status, 409, "a duplicate name");
     let (_, servers) = s.admin(0, Method::GET, "/v1/admin/servers", Value::Null).await;
@@ -226,9 +266,17 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     let env = listed.iter().find(|v| v["name"] == "envserver").unwrap();
     assert_eq!(env["source"], "environment");
     let probe = listed.iter().find(|v| v["name"] == "probe").unwrap();
-    assert_eq!((probe["source"].as_str(), probe["running"].as_bool()), (Some("admin"), Some(true)), "{probe}");
+    assert_eq!(
+        (probe["source"].as_str(), probe["running"].as_bool()),
+        (Some("admin"), Some(true)),
+        "{probe}"
+    );
     assert_eq!(probe["trust"], "reads");
-    assert_eq!(probe["tools"], json!(["calendar_list_events", "files_list"]), "what the server lists, to pick from");
+    assert_eq!(
+        probe["tools"],
+        json!(["calendar_list_events", "files_list"]),
+        "what the server lists, to pick from"
+    );
 
     // Its tools reach the next turn (its actor runs), with the default assistant's "*/*".
     s.chat(0, "alice", &[], "after", "m1", None, None).await;
@@ -265,8 +313,12 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
 
     // An edit applies on the next turn (no restart, no cache).
     let (status, _) = s
-        .admin(0, Method::PUT, "/v1/admin/assistants/planner",
-               json!({"name": "planner", "description": "Files only.", "instructions": "EDITED-MARKER", "tools": ["probe/files_*"]}))
+        .admin(
+            0,
+            Method::PUT,
+            "/v1/admin/assistants/planner",
+            json!({"name": "planner", "description": "Files only.", "instructions": "EDITED-MARKER", "tools": ["probe/files_*"]}),
+        )
         .await;
     assert_eq!(status, 200);
     s.chat(0, "alice", &[], "plan", "m2", None, None).await;
@@ -281,7 +333,12 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     let (status, _) = s.user(0, Method::POST, "/v1/assistants", "alice", &[], mine.clone()).await;
     assert_eq!(status, 400, "the admin allows personal assistants nothing yet");
     let (status, _) = s
-        .admin(0, Method::PUT, "/v1/admin/policy", json!({"personalTools": ["probe/calendar_*"], "fallbackToDefault": false}))
+        .admin(
+            0,
+            Method::PUT,
+            "/v1/admin/policy",
+            json!({"personalTools": ["probe/calendar_*"], "fallbackToDefault": false}),
+        )
         .await;
     assert_eq!(status, 200);
     let wider = json!({"name": "Wider", "tools": ["probe/*"]});
@@ -307,14 +364,35 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     let system = system_prompt(&sent[0]);
     let marker = system.find("MINE-MARKER").unwrap();
     assert!(system.find("data_handling").unwrap() < marker, "after the fixed rules");
-    assert!(system.contains("user \"alice\"") && system.contains("<user_instructions>"), "marked as the user's own: {system}");
+    assert!(
+        system.contains("user \"alice\"") && system.contains("<user_instructions>"),
+        "marked as the user's own: {system}"
+    );
     assert!(system.contains("/Projects"), "the folders to search first");
     s.model.clear_requests();
 
     // Sharing: only to a group the app signs her into; visible to the group only once approved.
-    let (status, _) = s.user(0, Method::POST, &format!("/v1/assistants/{id}/share"), "alice", &["staff"], json!({"group": "team"})).await;
+    let (status, _) = s
+        .user(
+            0,
+            Method::POST,
+            &format!("/v1/assistants/{id}/share"),
+            "alice",
+            &["staff"],
+            json!({"group": "team"}),
+        )
+        .await;
     assert_eq!(status, 403, "not her group");
-    let (status, _) = s.user(0, Method::POST, &format!("/v1/assistants/{id}/share"), "alice", &["team"], json!({"group": "team"})).await;
+    let (status, _) = s
+        .user(
+            0,
+            Method::POST,
+            &format!("/v1/assistants/{id}/share"),
+            "alice",
+            &["team"],
+            json!({"group": "team"}),
+        )
+        .await;
     assert_eq!(status, 200);
     let (_, bobs) = s.user(0, Method::GET, "/v1/assistants", "bob", &["team"], Value::Null).await;
     assert!(!names(&bobs).contains(&id), "not before approval");
@@ -322,13 +400,35 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     assert_eq!(status, 400, "unknown to bob");
     let (_, pending) = s.admin(0, Method::GET, "/v1/admin/assistants", Value::Null).await;
     let proposal = &pending["proposed"][0];
-    assert_eq!((proposal["id"].as_str(), proposal["group"].as_str(), proposal["approved"].as_bool()), (Some(id.as_str()), Some("team"), Some(false)));
-    assert!(proposal["instructions"].as_str().unwrap().contains("MINE-MARKER"), "the admin sees exactly what it does");
-    let (status, _) = s.admin(0, Method::POST, &format!("/v1/admin/assistants/{id}/approve"), json!({"version": 1})).await;
+    assert_eq!(
+        (proposal["id"].as_str(), proposal["group"].as_str(), proposal["approved"].as_bool()),
+        (Some(id.as_str()), Some("team"), Some(false))
+    );
+    assert!(
+        proposal["instructions"].as_str().unwrap().contains("MINE-MARKER"),
+        "the admin sees exactly what it does"
+    );
+    let (status, _) = s
+        .admin(
+            0,
+            Method::POST,
+            &format!("/v1/admin/assistants/{id}/approve"),
+            json!({"version": 1}),
+        )
+        .await;
     assert_eq!(status, 200);
     let (_, bobs) = s.user(0, Method::GET, "/v1/assistants", "bob", &["team"], Value::Null).await;
-    let shared = bobs["assistants"].as_array().unwrap().iter().find(|a| a["name"] == id.as_str()).unwrap().clone();
-    assert_eq!((shared["kind"].as_str(), shared["label"].as_str()), (Some("shared"), Some("My helper")));
+    let shared = bobs["assistants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == id.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (shared["kind"].as_str(), shared["label"].as_str()),
+        (Some("shared"), Some("My helper"))
+    );
     let (_, outsider) = s.user(0, Method::GET, "/v1/assistants", "carol", &[], Value::Null).await;
     assert!(!names(&outsider).contains(&id), "not outside the group");
 
@@ -336,7 +436,12 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     let (status, _) = s.admin(0, Method::DELETE, "/v1/admin/servers/probe", Value::Null).await;
     assert_eq!(status, 204);
     let (status, _) = s
-        .admin(0, Method::POST, "/v1/admin/servers", json!({"name": "probe", "url": probe_url, "auth": "nextcloud"}))
+        .admin(
+            0,
+            Method::POST,
+            "/v1/admin/servers",
+            json!({"name": "probe", "url": probe_url, "auth": "nextcloud"}),
+        )
         .await;
     assert_eq!(status, 201);
     s.model.add_rules(json!([{"match": "bob2 go", "steps": [
@@ -351,7 +456,10 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
         hex::encode(sha2::Sha256::digest(t.as_bytes()))
     };
     let reached = calls[0]["bearer_sha256"].as_str().unwrap();
-    assert!(reached == sha("bob-own-token") || reached == sha("Bearer bob-own-token"), "bob's token: {calls:?}");
+    assert!(
+        reached == sha("bob-own-token") || reached == sha("Bearer bob-own-token"),
+        "bob's token: {calls:?}"
+    );
     assert_ne!(reached, sha("alice-token"));
     // Out of the group (the app no longer signs him in): the conversation is refused, audited.
     let (status, refused) = s.chat(0, "bob", &[], "bob2", "m2", None, Some("bob-own-token")).await;
@@ -365,14 +473,30 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     assert_eq!((status, after["assistant"]["version"].as_i64()), (200, Some(2)), "{after}");
     let (_, bobs) = s.user(0, Method::GET, "/v1/assistants", "bob", &["team"], Value::Null).await;
     assert!(!names(&bobs).contains(&id), "hidden again until re-approved");
-    let (status, _) = s.admin(0, Method::POST, &format!("/v1/admin/assistants/{id}/approve"), json!({"version": 1})).await;
+    let (status, _) = s
+        .admin(
+            0,
+            Method::POST,
+            &format!("/v1/admin/assistants/{id}/approve"),
+            json!({"version": 1}),
+        )
+        .await;
     assert_eq!(status, 409, "a stale version");
-    let (status, _) = s.admin(0, Method::POST, &format!("/v1/admin/assistants/{id}/approve"), json!({"version": 2})).await;
+    let (status, _) = s
+        .admin(
+            0,
+            Method::POST,
+            &format!("/v1/admin/assistants/{id}/approve"),
+            json!({"version": 2}),
+        )
+        .await;
     assert_eq!(status, 200);
     let (_, bobs) = s.user(0, Method::GET, "/v1/assistants", "bob", &["team"], Value::Null).await;
     assert!(names(&bobs).contains(&id));
     // Another person cannot edit or delete it: not found, like one that does not exist.
-    let (status, _) = s.user(0, Method::DELETE, &format!("/v1/assistants/{id}"), "bob", &["team"], Value::Null).await;
+    let (status, _) = s
+        .user(0, Method::DELETE, &format!("/v1/assistants/{id}"), "bob", &["team"], Value::Null)
+        .await;
     assert_eq!(status, 404);
 
     // A removed assistant: its conversation is refused with a clear message, unless the admin
@@ -383,7 +507,12 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     assert_eq!(status, 409);
     assert!(refused[0]["error"]["message"].as_str().unwrap().contains("no longer offered"));
     let (status, _) = s
-        .admin(0, Method::PUT, "/v1/admin/policy", json!({"personalTools": ["probe/calendar_*"], "fallbackToDefault": true}))
+        .admin(
+            0,
+            Method::PUT,
+            "/v1/admin/policy",
+            json!({"personalTools": ["probe/calendar_*"], "fallbackToDefault": true}),
+        )
         .await;
     assert_eq!(status, 200);
     let (status, _) = s.chat(0, "alice", &[], "plan", "m4", None, None).await;
@@ -412,12 +541,21 @@ async fn a_change_through_one_instance_applies_on_the_next_turn_of_another() {
     assert!(tool_names(&s.model.requests()[0]).is_empty());
     s.model.clear_requests();
     let (status, _) = s
-        .admin(0, Method::POST, "/v1/admin/servers", json!({"name": "probe", "url": probe_url, "auth": "none"}))
+        .admin(
+            0,
+            Method::POST,
+            "/v1/admin/servers",
+            json!({"name": "probe", "url": probe_url, "auth": "none"}),
+        )
         .await;
     assert_eq!(status, 201);
     let (status, _) = s
-        .admin(0, Method::POST, "/v1/admin/assistants",
-               json!({"name": "cal", "description": "Calendar.", "instructions": "CAL-MARKER", "tools": ["probe/calendar_*"]}))
+        .admin(
+            0,
+            Method::POST,
+            "/v1/admin/assistants",
+            json!({"name": "cal", "description": "Calendar.", "instructions": "CAL-MARKER", "tools": ["probe/calendar_*"]}),
+        )
         .await;
     assert_eq!(status, 201);
     s.chat(1, "alice", &[], "c1", "m2", None, None).await;
@@ -444,14 +582,27 @@ async fn a_change_through_one_instance_applies_on_the_next_turn_of_another() {
 
     // Both define a server, disagreeing about its credential: nobody's (fail closed).
     let (status, _) = s
-        .admin(1, Method::POST, "/v1/admin/servers", json!({"name": "probe", "url": probe_url, "auth": "none"}))
+        .admin(
+            1,
+            Method::POST,
+            "/v1/admin/servers",
+            json!({"name": "probe", "url": probe_url, "auth": "none"}),
+        )
         .await;
     assert_eq!(status, 201);
     cluster
-        .psql("registry", "UPDATE registry_entries SET name = 'envserver', body = replace(body, '\"probe\"', '\"envserver\"') WHERE name = 'probe'")
+        .psql(
+            "registry",
+            "UPDATE registry_entries SET name = 'envserver', body = replace(body, '\"probe\"', '\"envserver\"') WHERE name = 'probe'",
+        )
         .unwrap();
     let (_, servers) = s.admin(1, Method::GET, "/v1/admin/servers", Value::Null).await;
-    let env: Vec<&Value> = servers["servers"].as_array().unwrap().iter().filter(|v| v["name"] == "envserver").collect();
+    let env: Vec<&Value> = servers["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["name"] == "envserver")
+        .collect();
     assert_eq!(env.len(), 2, "{servers}");
     assert!(env.iter().all(|v| v["conflict"] == true && v["running"] == false), "{servers}");
 }

@@ -139,6 +139,8 @@ OC.L10N.register(
     "{message} (request id: {requestId})" : "{message} (Anfrage-ID: {requestId})",
     "{server} is a third-party service, not part of your Nextcloud. Approving sends it exactly the arguments below." : "{server} ist ein Dienst eines Drittanbieters, nicht Teil deiner Nextcloud. Wenn du genehmigst, erhält er genau die Argumente unten.",
     "{tool} result" : "Ergebnis von {tool}",
-    "This name is already taken, is set in the server's own configuration, or the entry changed meanwhile. Reload and try again." : "Dieser Name ist schon vergeben, steht in der eigenen Konfiguration des Servers, oder der Eintrag wurde inzwischen geändert. Lade neu und versuche es noch einmal."
+    "This name is already taken, is set in the server's own configuration, or the entry changed meanwhile. Reload and try again." : "Dieser Name ist schon vergeben, steht in der eigenen Konfiguration des Servers, oder der Eintrag wurde inzwischen geändert. Lade neu und versuche es noch einmal.",
+    "{name} (yours)" : "{name} (deiner)",
+    "{name} (shared by {owner})" : "{name} (geteilt von {owner})"
 },
 "nplurals=2; plural=(n != 1);");

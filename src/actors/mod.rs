@@ -81,7 +81,10 @@ impl Directory {
             .clone()
             .ok_or_else(|| Error::Internal("root supervisor not running".into()))?;
         match root
-            .call(|reply| root::RootMsg::Reconcile { servers, reply }, Some(std::time::Duration::from_secs(30)))
+            .call(
+                |reply| root::RootMsg::Reconcile { servers, reply },
+                Some(std::time::Duration::from_secs(30)),
+            )
             .await
         {
             Ok(ractor::rpc::CallResult::Success(())) => Ok(()),

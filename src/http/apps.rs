@@ -321,7 +321,12 @@ fn require_credential(state: &AppState, caller: &Caller, server: &str) -> Result
     Ok(())
 }
 
-async fn tool_for(state: &AppState, caller: &Caller, groups: &crate::auth::identity::Groups, req: &ToolRequest) -> Result<Target, ApiError> {
+async fn tool_for(
+    state: &AppState,
+    caller: &Caller,
+    groups: &crate::auth::identity::Groups,
+    req: &ToolRequest,
+) -> Result<Target, ApiError> {
     let rid = &caller.request_id;
     if !state.services.tool_servers.contains(&req.server) {
         // Names are exact: "NEXTCLOUD" is not "nextcloud", and the attempt is on record.

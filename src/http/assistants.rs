@@ -50,11 +50,7 @@ pub async fn list(
     Ok(Json(AssistantList {
         mine,
         personal_tools,
-        assistants: assistants
-            .all()
-            .iter()
-            .map(|a| AssistantInfo::for_caller(a, &caller.uid))
-            .collect(),
+        assistants: assistants.all().iter().map(|a| AssistantInfo::for_caller(a, &caller.uid)).collect(),
         default: assistants.default_assistant().name.clone(),
     }))
 }

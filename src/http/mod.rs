@@ -83,9 +83,18 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/assistants/{id}/share", post(personal::share))
         .route("/v1/admin/status", get(admin::status))
         .route("/v1/admin/servers", get(registry::list_servers).post(registry::create_server))
-        .route("/v1/admin/servers/{name}", put(registry::update_server).delete(registry::delete_server))
-        .route("/v1/admin/assistants", get(registry::list_assistants).post(registry::create_assistant))
-        .route("/v1/admin/assistants/{name}", put(registry::update_assistant).delete(registry::delete_assistant))
+        .route(
+            "/v1/admin/servers/{name}",
+            put(registry::update_server).delete(registry::delete_server),
+        )
+        .route(
+            "/v1/admin/assistants",
+            get(registry::list_assistants).post(registry::create_assistant),
+        )
+        .route(
+            "/v1/admin/assistants/{name}",
+            put(registry::update_assistant).delete(registry::delete_assistant),
+        )
         .route("/v1/admin/assistants/{name}/approve", post(registry::approve))
         .route("/v1/admin/policy", get(registry::get_policy).put(registry::put_policy))
         .layer(middleware::from_fn_with_state(state.clone(), identity_layer));

@@ -67,13 +67,15 @@ pub async fn create(State(state): State<AppState>, Extension(caller): Extension<
     let spec = spec(&state, &caller, "create", &body).await?;
     let store = state.services.registry.store();
     let uid = UserId::of(&caller);
-    let count = store
-        .personal_of(&uid)
-        .await
-        .map_err(|e| e.with_request(&caller.request_id))?
-        .len();
+    let count = store.personal_of(&uid).await.map_err(|e| e.with_request(&caller.request_id))?.len();
     if count >= MAX_PERSONAL {
-        return Err(refuse(&state, &caller, "create", Error::BadRequest(format!("at most {MAX_PERSONAL} personal assistants"))).await);
+        return Err(refuse(
+            &state,
+            &caller,
+            "create",
+            Error::BadRequest(format!("at most {MAX_PERSONAL} personal assistants")),
+        )
+        .await);
     }
     let id = new_personal_id();
     let json = serde_json::to_string(&spec).map_err(|e| Error::Internal(e.to_string()).with_request(&caller.request_id))?;
@@ -81,7 +83,14 @@ pub async fn create(State(state): State<AppState>, Extension(caller): Extension<
         .create_personal(&uid, &id, &json)
         .await
         .map_err(|e| e.with_request(&caller.request_id))?;
-    audit(&state, &caller, Outcome::Ok, &id, format!("created; tools {}", spec.tools.join(" "))).await;
+    audit(
+        &state,
+        &caller,
+        Outcome::Ok,
+        &id,
+        format!("created; tools {}", spec.tools.join(" ")),
+    )
+    .await;
     let row = store.personal(&id).await.map_err(|e| e.with_request(&caller.request_id))?;
     Ok((
         StatusCode::CREATED,
@@ -114,7 +123,11 @@ pub async fn update(
     Ok(Json(serde_json::json!({ "assistant": row.as_ref().and_then(ProposalView::of) })).into_response())
 }
 
-pub async fn delete(State(state): State<AppState>, Extension(caller): Extension<Caller>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub async fn delete(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let removed = is_personal_id(&id)
         && state
             .services

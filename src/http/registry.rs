@@ -12,10 +12,10 @@
 //!
 //! [`require_admin`]: super::admin::require_admin
 
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Extension, Path, State};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use http::{HeaderMap, Method, StatusCode, Uri};
 use serde::Serialize;
 
@@ -131,7 +131,10 @@ pub async fn list_servers(
             .filter(|(s, _)| *s == entry.spec.name)
             .map(|(_, t)| t.clone())
             .collect();
-        if let Some(server) = set.active.iter().find(|s| s.name == entry.spec.name && s.auth == crate::config::ServerAuth::None)
+        if let Some(server) = set
+            .active
+            .iter()
+            .find(|s| s.name == entry.spec.name && s.auth == crate::config::ServerAuth::None)
             && let crate::mcp::probe::Reachability::Listed(names) = crate::mcp::probe::probe(&http, server, &caller.request_id).await
         {
             tools = names;
@@ -183,7 +186,10 @@ async fn put_server(admin: &Admin<'_>, path_name: Option<&str>, body: &[u8]) -> 
     let what = format!("server {}", spec.name);
     if let Some(name) = path_name.filter(|n| *n != spec.name) {
         return Err(admin
-            .refuse(&what, Error::BadRequest(format!("the body names {:?}, the path {name:?}", spec.name)))
+            .refuse(
+                &what,
+                Error::BadRequest(format!("the body names {:?}, the path {name:?}", spec.name)),
+            )
             .await);
     }
     let server = match spec.to_server() {
@@ -192,7 +198,10 @@ async fn put_server(admin: &Admin<'_>, path_name: Option<&str>, body: &[u8]) -> 
     };
     if services.config.mcp_servers.iter().any(|s| s.name == server.name) {
         return Err(admin
-            .refuse(&what, Error::RegistryConflict("defined in TAMEBI_MCP_SERVERS: read-only here".into()))
+            .refuse(
+                &what,
+                Error::RegistryConflict("defined in TAMEBI_MCP_SERVERS: read-only here".into()),
+            )
             .await);
     }
     // Stored as the parser normalised it (the URL as parsed), so every instance reads the same.
@@ -210,12 +219,24 @@ async fn put_server(admin: &Admin<'_>, path_name: Option<&str>, body: &[u8]) -> 
         .map_err(|e| admin.fail(e))?;
     if !written {
         return Err(match mode {
-            Put::Create => admin.refuse(&what, Error::RegistryConflict("a server of that name exists".into())).await,
+            Put::Create => {
+                admin
+                    .refuse(&what, Error::RegistryConflict("a server of that name exists".into()))
+                    .await
+            }
             _ => admin.refuse(&what, Error::NotFound).await,
         });
     }
     admin
-        .done(&what, format!("{} {} auth={}", if path_name.is_some() { "updated" } else { "registered" }, server.url, auth_str(server.auth)))
+        .done(
+            &what,
+            format!(
+                "{} {} auth={}",
+                if path_name.is_some() { "updated" } else { "registered" },
+                server.url,
+                auth_str(server.auth)
+            ),
+        )
         .await;
     sync_servers(admin.state).await.map_err(|e| admin.fail(e))?;
     let status = if path_name.is_some() { StatusCode::OK } else { StatusCode::CREATED };
@@ -234,7 +255,10 @@ pub async fn delete_server(
     let what = format!("server {name}");
     if state.services.config.mcp_servers.iter().any(|s| s.name == name) {
         return Err(admin
-            .refuse(&what, Error::RegistryConflict("defined in TAMEBI_MCP_SERVERS: read-only here".into()))
+            .refuse(
+                &what,
+                Error::RegistryConflict("defined in TAMEBI_MCP_SERVERS: read-only here".into()),
+            )
             .await);
     }
     let removed = state
@@ -373,17 +397,26 @@ async fn put_assistant(admin: &Admin<'_>, path_name: Option<&str>, body: &[u8]) 
     let what = format!("assistant {}", spec.name);
     if let Some(name) = path_name.filter(|n| *n != spec.name) {
         return Err(admin
-            .refuse(&what, Error::BadRequest(format!("the body names {:?}, the path {name:?}", spec.name)))
+            .refuse(
+                &what,
+                Error::BadRequest(format!("the body names {:?}, the path {name:?}", spec.name)),
+            )
             .await);
     }
     if registry.file_defines(&spec.name) {
         return Err(admin
-            .refuse(&what, Error::RegistryConflict("defined in TAMEBI_ASSISTANTS: read-only here".into()))
+            .refuse(
+                &what,
+                Error::RegistryConflict("defined in TAMEBI_ASSISTANTS: read-only here".into()),
+            )
             .await);
     }
     if is_personal_id(&spec.name) {
         return Err(admin
-            .refuse(&what, Error::BadRequest("names of the form u-<32 hex digits> are personal assistants' ids".into()))
+            .refuse(
+                &what,
+                Error::BadRequest("names of the form u-<32 hex digits> are personal assistants' ids".into()),
+            )
             .await);
     }
     if let Err(why) = registry.check_assistant(&spec).await {
@@ -398,7 +431,11 @@ async fn put_assistant(admin: &Admin<'_>, path_name: Option<&str>, body: &[u8]) 
         .map_err(|e| admin.fail(e))?;
     if !written {
         return Err(match mode {
-            Put::Create => admin.refuse(&what, Error::RegistryConflict("an assistant of that name exists".into())).await,
+            Put::Create => {
+                admin
+                    .refuse(&what, Error::RegistryConflict("an assistant of that name exists".into()))
+                    .await
+            }
             _ => admin.refuse(&what, Error::NotFound).await,
         });
     }
@@ -420,7 +457,10 @@ pub async fn delete_assistant(
     let registry = &state.services.registry;
     if registry.file_defines(&name) {
         return Err(admin
-            .refuse(&what, Error::RegistryConflict("defined in TAMEBI_ASSISTANTS: read-only here".into()))
+            .refuse(
+                &what,
+                Error::RegistryConflict("defined in TAMEBI_ASSISTANTS: read-only here".into()),
+            )
             .await);
     }
     let removed = registry

@@ -162,7 +162,9 @@ impl SqliteRegistry {
     async fn personal_where(&self, clause: &'static str, arg: String) -> Result<Vec<PersonalRow>, Error> {
         self.db
             .read(move |c| {
-                let mut stmt = c.prepare(&format!("SELECT {PERSONAL_COLUMNS} FROM personal_assistants WHERE {clause} ORDER BY id"))?;
+                let mut stmt = c.prepare(&format!(
+                    "SELECT {PERSONAL_COLUMNS} FROM personal_assistants WHERE {clause} ORDER BY id"
+                ))?;
                 let rows = stmt.query_map([arg], personal_row)?.collect::<Result<Vec<_>, _>>()?;
                 Ok(rows)
             })

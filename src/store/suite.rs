@@ -64,11 +64,23 @@ async fn registry_rows_and_approvals_per_version(s: &Stores) {
     use super::registry::{Approval, EntryKind, Put};
     let r = &s.registry;
     assert!(r.put_entry(EntryKind::Server, "probe", "{\"a\":1}", Put::Create).await.unwrap());
-    assert!(!r.put_entry(EntryKind::Server, "probe", "{}", Put::Create).await.unwrap(), "a duplicate");
-    assert!(!r.put_entry(EntryKind::Server, "none", "{}", Put::Replace).await.unwrap(), "nothing to replace");
+    assert!(
+        !r.put_entry(EntryKind::Server, "probe", "{}", Put::Create).await.unwrap(),
+        "a duplicate"
+    );
+    assert!(
+        !r.put_entry(EntryKind::Server, "none", "{}", Put::Replace).await.unwrap(),
+        "nothing to replace"
+    );
     assert!(r.put_entry(EntryKind::Server, "probe", "{\"a\":2}", Put::Replace).await.unwrap());
-    assert!(r.put_entry(EntryKind::Assistant, "probe", "{}", Put::Create).await.unwrap(), "kinds are apart");
-    assert_eq!(r.entries(EntryKind::Server).await.unwrap(), vec![("probe".to_string(), "{\"a\":2}".to_string())]);
+    assert!(
+        r.put_entry(EntryKind::Assistant, "probe", "{}", Put::Create).await.unwrap(),
+        "kinds are apart"
+    );
+    assert_eq!(
+        r.entries(EntryKind::Server).await.unwrap(),
+        vec![("probe".to_string(), "{\"a\":2}".to_string())]
+    );
     assert!(r.delete_entry(EntryKind::Server, "probe").await.unwrap());
     assert!(!r.delete_entry(EntryKind::Server, "probe").await.unwrap());
     assert!(r.delete_entry(EntryKind::Assistant, "probe").await.unwrap());

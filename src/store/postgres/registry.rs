@@ -164,10 +164,7 @@ impl RegistryStore for PgRegistry {
             .pool
             .get()
             .await?
-            .execute(
-                "DELETE FROM personal_assistants WHERE uid = $1 AND id = $2",
-                &[&uid.as_str(), &id],
-            )
+            .execute("DELETE FROM personal_assistants WHERE uid = $1 AND id = $2", &[&uid.as_str(), &id])
             .await?;
         Ok(n > 0)
     }
