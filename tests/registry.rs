@@ -97,8 +97,7 @@ impl Stack {
     async fn chat(
         &self,
         on: usize,
-        uid: &str,
-        groups: &[&str],
+        (uid, groups): (&str, &[&str]),
         cid: &str,
         mid: &str,
         assistant: Option<&str>,
@@ -239,7 +238,7 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     assert_eq!(status, 409);
 
     // Before the probe is registered, no turn sees its tools.
-    s.chat(0, "alice", &[], "before", "m1", None, None).await;
+    s.chat(0, ("alice", &[]), "before", "m1", None, None).await;
     assert!(tool_names(&s.model.requests()[0]).is_empty(), "no probe yet");
     s.model.clear_requests();
 
@@ -279,7 +278,7 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     );
 
     // Its tools reach the next turn (its actor runs), with the default assistant's "*/*".
-    s.chat(0, "alice", &[], "after", "m1", None, None).await;
+    s.chat(0, ("alice", &[]), "after", "m1", None, None).await;
     assert_eq!(tool_names(&s.model.requests()[0]), vec!["calendar_list_events", "files_list"]);
     s.model.clear_requests();
 
@@ -303,7 +302,7 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     let (_, list) = s.user(0, Method::GET, "/v1/assistants", "alice", &[], Value::Null).await;
     assert_eq!(names(&list), vec!["default", "planner"]);
     assert!(!list.to_string().contains("PLANNER-MARKER"), "instructions stay the operator's");
-    let (status, _) = s.chat(0, "alice", &[], "plan", "m1", Some("planner"), None).await;
+    let (status, _) = s.chat(0, ("alice", &[]), "plan", "m1", Some("planner"), None).await;
     assert_eq!(status, 200);
     let sent = s.model.requests();
     assert_eq!(tool_names(&sent[0]), vec!["calendar_list_events"]);
@@ -321,7 +320,7 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
         )
         .await;
     assert_eq!(status, 200);
-    s.chat(0, "alice", &[], "plan", "m2", None, None).await;
+    s.chat(0, ("alice", &[]), "plan", "m2", None, None).await;
     let sent = s.model.requests();
     assert_eq!(tool_names(&sent[0]), vec!["files_list"]);
     assert!(system_prompt(&sent[0]).contains("EDITED-MARKER"));
@@ -357,7 +356,7 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     assert!(refusals[1]["detail"].as_str().unwrap().contains("probe/*"), "{refusals:?}");
 
     // Alice uses it: her words come after the fixed rules, marked as hers; the tools are hers ∩ ceiling.
-    let (status, _) = s.chat(0, "alice", &[], "own", "m1", Some(&id), None).await;
+    let (status, _) = s.chat(0, ("alice", &[]), "own", "m1", Some(&id), None).await;
     assert_eq!(status, 200);
     let sent = s.model.requests();
     assert_eq!(tool_names(&sent[0]), vec!["calendar_list_events"]);
@@ -396,7 +395,7 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     assert_eq!(status, 200);
     let (_, bobs) = s.user(0, Method::GET, "/v1/assistants", "bob", &["team"], Value::Null).await;
     assert!(!names(&bobs).contains(&id), "not before approval");
-    let (status, _) = s.chat(0, "bob", &["team"], "bob1", "m1", Some(&id), None).await;
+    let (status, _) = s.chat(0, ("bob", &["team"]), "bob1", "m1", Some(&id), None).await;
     assert_eq!(status, 400, "unknown to bob");
     let (_, pending) = s.admin(0, Method::GET, "/v1/admin/assistants", Value::Null).await;
     let proposal = &pending["proposed"][0];
@@ -447,7 +446,7 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     s.model.add_rules(json!([{"match": "bob2 go", "steps": [
         {"tool_calls": [{"name": "calendar_list_events", "arguments": {}}]}, {"text": "done"}]}]));
     s.probe.clear_calls();
-    let (status, p) = s.chat(0, "bob", &["team"], "bob2", "m1", Some(&id), Some("bob-own-token")).await;
+    let (status, p) = s.chat(0, ("bob", &["team"]), "bob2", "m1", Some(&id), Some("bob-own-token")).await;
     assert_eq!(status, 200, "{p:?}");
     let calls = s.probe.calls_of("calendar_list_events");
     assert_eq!(calls.len(), 1, "{p:?}");
@@ -462,7 +461,7 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     );
     assert_ne!(reached, sha("alice-token"));
     // Out of the group (the app no longer signs him in): the conversation is refused, audited.
-    let (status, refused) = s.chat(0, "bob", &[], "bob2", "m2", None, Some("bob-own-token")).await;
+    let (status, refused) = s.chat(0, ("bob", &[]), "bob2", "m2", None, Some("bob-own-token")).await;
     assert_eq!(status, 409, "{refused:?}");
     assert_eq!(refused[0]["error"]["code"], "assistant_gone");
     assert!(s.audit(0).iter().any(|r| r["kind"] == "assistant_refused" && r["uid"] == "bob"));
@@ -503,7 +502,7 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
     // lets it continue with the default.
     let (status, _) = s.admin(0, Method::DELETE, "/v1/admin/assistants/planner", Value::Null).await;
     assert_eq!(status, 204);
-    let (status, refused) = s.chat(0, "alice", &[], "plan", "m3", None, None).await;
+    let (status, refused) = s.chat(0, ("alice", &[]), "plan", "m3", None, None).await;
     assert_eq!(status, 409);
     assert!(refused[0]["error"]["message"].as_str().unwrap().contains("no longer offered"));
     let (status, _) = s
@@ -515,7 +514,7 @@ async fn admins_register_servers_and_assistants_and_people_build_and_share_their
         )
         .await;
     assert_eq!(status, 200);
-    let (status, _) = s.chat(0, "alice", &[], "plan", "m4", None, None).await;
+    let (status, _) = s.chat(0, ("alice", &[]), "plan", "m4", None, None).await;
     assert_eq!(status, 200, "continues with the default");
 
     // Erasure: her assistants go with her data; bob no longer sees the shared one.
@@ -537,7 +536,7 @@ async fn a_change_through_one_instance_applies_on_the_next_turn_of_another() {
 
     // Registered through instance 0: instance 1's next turn lists the probe's tools (its actor
     // started there), and offers the new assistant.
-    s.chat(1, "alice", &[], "c1", "m1", None, None).await;
+    s.chat(1, ("alice", &[]), "c1", "m1", None, None).await;
     assert!(tool_names(&s.model.requests()[0]).is_empty());
     s.model.clear_requests();
     let (status, _) = s
@@ -558,12 +557,12 @@ async fn a_change_through_one_instance_applies_on_the_next_turn_of_another() {
         )
         .await;
     assert_eq!(status, 201);
-    s.chat(1, "alice", &[], "c1", "m2", None, None).await;
+    s.chat(1, ("alice", &[]), "c1", "m2", None, None).await;
     assert_eq!(tool_names(&s.model.requests()[0]), vec!["calendar_list_events", "files_list"]);
     s.model.clear_requests();
     let (_, list) = s.user(1, Method::GET, "/v1/assistants", "alice", &[], Value::Null).await;
     assert_eq!(names(&list), vec!["default", "cal"]);
-    let (status, _) = s.chat(1, "alice", &[], "c2", "m1", Some("cal"), None).await;
+    let (status, _) = s.chat(1, ("alice", &[]), "c2", "m1", Some("cal"), None).await;
     assert_eq!(status, 200);
     assert!(system_prompt(&s.model.requests()[0]).contains("CAL-MARKER"));
     s.model.clear_requests();
@@ -571,11 +570,11 @@ async fn a_change_through_one_instance_applies_on_the_next_turn_of_another() {
     // Removed through instance 0: instance 1's next turn no longer has it.
     let (status, _) = s.admin(0, Method::DELETE, "/v1/admin/assistants/cal", Value::Null).await;
     assert_eq!(status, 204);
-    let (status, _) = s.chat(1, "alice", &[], "c2", "m2", None, None).await;
+    let (status, _) = s.chat(1, ("alice", &[]), "c2", "m2", None, None).await;
     assert_eq!(status, 409, "the assistant is gone on the other instance too");
     let (status, _) = s.admin(0, Method::DELETE, "/v1/admin/servers/probe", Value::Null).await;
     assert_eq!(status, 204);
-    s.chat(1, "alice", &[], "c1", "m3", None, None).await;
+    s.chat(1, ("alice", &[]), "c1", "m3", None, None).await;
     assert!(tool_names(&s.model.requests()[0]).is_empty(), "its actor stopped there");
     let (_, servers) = s.admin(1, Method::GET, "/v1/admin/servers", Value::Null).await;
     assert!(servers["servers"].as_array().unwrap().iter().all(|v| v["name"] != "probe"));

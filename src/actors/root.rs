@@ -148,7 +148,7 @@ impl RootSupervisor {
         let tool_servers = &self.services.tool_servers;
         let running = tool_servers.configs();
         for old in &running {
-            if desired.iter().any(|d| d == old) {
+            if desired.contains(old) {
                 continue;
             }
             let child = state
@@ -165,7 +165,7 @@ impl RootSupervisor {
             tracing::info!(server = %old.name, "tool server removed");
         }
         for new in desired {
-            if running.iter().any(|r| *r == new) {
+            if running.contains(&new) {
                 continue;
             }
             let name = new.name.clone();
