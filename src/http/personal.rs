@@ -63,6 +63,18 @@ async fn own(state: &AppState, caller: &Caller, id: &str) -> Result<Option<crate
     Ok(row.filter(|r| r.uid == caller.uid))
 }
 
+/// `{"assistant": …}`: the assistant as it is stored now.
+async fn view(state: &AppState, caller: &Caller, id: &str) -> Result<serde_json::Value, ApiError> {
+    let row = state
+        .services
+        .registry
+        .store()
+        .personal(id)
+        .await
+        .map_err(|e| e.with_request(&caller.request_id))?;
+    Ok(serde_json::json!({ "assistant": row.as_ref().and_then(ProposalView::of) }))
+}
+
 pub async fn create(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
     let spec = spec(&state, &caller, "create", &body).await?;
     let store = state.services.registry.store();
@@ -91,12 +103,7 @@ pub async fn create(State(state): State<AppState>, Extension(caller): Extension<
         format!("created; tools {}", spec.tools.join(" ")),
     )
     .await;
-    let row = store.personal(&id).await.map_err(|e| e.with_request(&caller.request_id))?;
-    Ok((
-        StatusCode::CREATED,
-        Json(serde_json::json!({ "assistant": row.as_ref().and_then(ProposalView::of) })),
-    )
-        .into_response())
+    Ok((StatusCode::CREATED, Json(view(&state, &caller, &id).await?)).into_response())
 }
 
 pub async fn update(
@@ -119,8 +126,7 @@ pub async fn update(
         return Err(refuse(&state, &caller, &id, Error::NotFound).await);
     }
     audit(&state, &caller, Outcome::Ok, &id, format!("edited; tools {}", spec.tools.join(" "))).await;
-    let row = store.personal(&id).await.map_err(|e| e.with_request(&caller.request_id))?;
-    Ok(Json(serde_json::json!({ "assistant": row.as_ref().and_then(ProposalView::of) })).into_response())
+    Ok(Json(view(&state, &caller, &id).await?).into_response())
 }
 
 pub async fn delete(
@@ -186,6 +192,5 @@ pub async fn share(
         },
     )
     .await;
-    let row = store.personal(&id).await.map_err(|e| e.with_request(&caller.request_id))?;
-    Ok(Json(serde_json::json!({ "assistant": row.as_ref().and_then(ProposalView::of) })).into_response())
+    Ok(Json(view(&state, &caller, &id).await?).into_response())
 }

@@ -176,6 +176,34 @@ pub async fn update_server(
     put_server(&admin, Some(&name), &body).await
 }
 
+/// Stores one admin entry: a new one (201; a taken name is a conflict) or a replacement of an
+/// existing one (200; none is 404). Refusals are audited.
+async fn write_entry<T: Serialize>(
+    admin: &Admin<'_>,
+    kind: EntryKind,
+    name: &str,
+    entry: &T,
+    replace: bool,
+    what: &str,
+) -> Result<StatusCode, ApiError> {
+    let json = serde_json::to_string(entry).map_err(|e| admin.fail(Error::Internal(e.to_string())))?;
+    let mode = if replace { Put::Replace } else { Put::Create };
+    let written = admin
+        .state
+        .services
+        .registry
+        .store()
+        .put_entry(kind, name, &json, mode)
+        .await
+        .map_err(|e| admin.fail(e))?;
+    match (written, replace) {
+        (true, true) => Ok(StatusCode::OK),
+        (true, false) => Ok(StatusCode::CREATED),
+        (false, true) => Err(admin.refuse(what, Error::NotFound).await),
+        (false, false) => Err(admin.refuse(what, Error::RegistryConflict("the name is taken".into())).await),
+    }
+}
+
 /// Creates (`path_name` None) or replaces one admin server.
 async fn put_server(admin: &Admin<'_>, path_name: Option<&str>, body: &[u8]) -> Result<Response, ApiError> {
     let services = &admin.state.services;
@@ -209,24 +237,7 @@ async fn put_server(admin: &Admin<'_>, path_name: Option<&str>, body: &[u8]) -> 
         url: server.url.to_string(),
         ..spec
     };
-    let json = serde_json::to_string(&stored).map_err(|e| admin.fail(Error::Internal(e.to_string())))?;
-    let mode = if path_name.is_some() { Put::Replace } else { Put::Create };
-    let written = services
-        .registry
-        .store()
-        .put_entry(EntryKind::Server, &server.name, &json, mode)
-        .await
-        .map_err(|e| admin.fail(e))?;
-    if !written {
-        return Err(match mode {
-            Put::Create => {
-                admin
-                    .refuse(&what, Error::RegistryConflict("a server of that name exists".into()))
-                    .await
-            }
-            _ => admin.refuse(&what, Error::NotFound).await,
-        });
-    }
+    let status = write_entry(admin, EntryKind::Server, &server.name, &stored, path_name.is_some(), &what).await?;
     admin
         .done(
             &what,
@@ -239,7 +250,6 @@ async fn put_server(admin: &Admin<'_>, path_name: Option<&str>, body: &[u8]) -> 
         )
         .await;
     sync_servers(admin.state).await.map_err(|e| admin.fail(e))?;
-    let status = if path_name.is_some() { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, Json(serde_json::json!({ "server": stored }))).into_response())
 }
 
@@ -422,25 +432,8 @@ async fn put_assistant(admin: &Admin<'_>, path_name: Option<&str>, body: &[u8]) 
     if let Err(why) = registry.check_assistant(&spec).await {
         return Err(admin.refuse(&what, Error::BadRequest(why)).await);
     }
-    let json = serde_json::to_string(&spec).map_err(|e| admin.fail(Error::Internal(e.to_string())))?;
-    let mode = if path_name.is_some() { Put::Replace } else { Put::Create };
-    let written = registry
-        .store()
-        .put_entry(EntryKind::Assistant, &spec.name, &json, mode)
-        .await
-        .map_err(|e| admin.fail(e))?;
-    if !written {
-        return Err(match mode {
-            Put::Create => {
-                admin
-                    .refuse(&what, Error::RegistryConflict("an assistant of that name exists".into()))
-                    .await
-            }
-            _ => admin.refuse(&what, Error::NotFound).await,
-        });
-    }
+    let status = write_entry(admin, EntryKind::Assistant, &spec.name, &spec, path_name.is_some(), &what).await?;
     admin.done(&what, format!("tools {}", spec.tools.join(" "))).await;
-    let status = if path_name.is_some() { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, Json(serde_json::json!({ "assistant": spec }))).into_response())
 }
 

@@ -5,9 +5,9 @@ declare(strict_types=1);
 namespace OCA\Tamebi\Controller;
 
 use OCA\Tamebi\AppInfo\Application;
-use OCA\Tamebi\Exception\ProxyError;
 use OCA\Tamebi\Http\OcsAnswers;
 use OCA\Tamebi\Service\Registry\PersonalAssistants;
+use OCA\Tamebi\Service\Registry\JsonBody;
 use OCA\Tamebi\Service\Registry\RegistryError;
 use OCA\Tamebi\Service\RequestBody;
 use OCP\AppFramework\Http\Attribute\NoAdminRequired;
@@ -63,15 +63,6 @@ class AssistantsController extends OCSController {
 
 	/** @return array<string, mixed> */
 	private function json(): array {
-		try {
-			$raw = $this->body->read();
-		} catch (ProxyError) {
-			throw RegistryError::invalid('The request body is too large.');
-		}
-		$decoded = json_decode($raw === '' ? '{}' : $raw, true);
-		if (!is_array($decoded) || ($decoded !== [] && array_is_list($decoded))) {
-			throw RegistryError::invalid('The body must be a JSON object.');
-		}
-		return $decoded;
+		return JsonBody::read($this->body);
 	}
 }

@@ -5,9 +5,9 @@ declare(strict_types=1);
 namespace OCA\Tamebi\Controller;
 
 use OCA\Tamebi\AppInfo\Application;
-use OCA\Tamebi\Exception\ProxyError;
 use OCA\Tamebi\Http\OcsAnswers;
 use OCA\Tamebi\Service\Registry\AdminRegistry;
+use OCA\Tamebi\Service\Registry\JsonBody;
 use OCA\Tamebi\Service\Registry\RegistryError;
 use OCA\Tamebi\Service\RequestBody;
 use OCP\AppFramework\Http\DataResponse;
@@ -88,21 +88,8 @@ class RegistryController extends OCSController {
 		return $this->request->getId();
 	}
 
-	/**
-	 * The raw JSON body as an object (what the orchestrator is sent is rebuilt from its checked
-	 * fields, never passed through).
-	 * @return array<string, mixed>
-	 */
+	/** @return array<string, mixed> */
 	private function json(): array {
-		try {
-			$raw = $this->body->read();
-		} catch (ProxyError) {
-			throw RegistryError::invalid('The request body is too large.');
-		}
-		$decoded = json_decode($raw === '' ? '{}' : $raw, true);
-		if (!is_array($decoded) || ($decoded !== [] && array_is_list($decoded))) {
-			throw RegistryError::invalid('The body must be a JSON object.');
-		}
-		return $decoded;
+		return JsonBody::read($this->body);
 	}
 }
