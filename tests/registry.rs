@@ -605,3 +605,55 @@ async fn a_change_through_one_instance_applies_on_the_next_turn_of_another() {
     assert_eq!(env.len(), 2, "{servers}");
     assert!(env.iter().all(|v| v["conflict"] == true && v["running"] == false), "{servers}");
 }
+
+/// Adding a server at run time starts its tool-server actor under the root supervisor, and
+/// removing it stops the actor: both exported as the supervision tree's spans, like a
+/// configured server's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_server_is_a_child_of_the_root_in_the_trace() {
+    let otlp = test_harness::otlp::OtlpReceiver::start();
+    let env = vec![
+        ("OTEL_EXPORTER_OTLP_ENDPOINT".to_string(), otlp.endpoint().to_string()),
+        ("OTEL_BSP_SCHEDULE_DELAY".to_string(), "200".to_string()),
+        ("OTEL_METRIC_EXPORT_INTERVAL".to_string(), "500".to_string()),
+    ];
+    let s = stack(1, env).await;
+    let (status, _) = s
+        .admin(
+            0,
+            Method::POST,
+            "/v1/admin/servers",
+            json!({"name": "probe", "url": s.probe.url(), "auth": "none"}),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let (status, _) = s.admin(0, Method::DELETE, "/v1/admin/servers/probe", Value::Null).await;
+    assert_eq!(status, 204);
+    let wait = Duration::from_secs(30);
+    let spans = otlp.wait_for_spans(wait, |spans| {
+        spans.iter().any(|s| {
+            s.attr("tamebi.supervision.reason")
+                .is_some_and(|r| r.contains("removed from the registry"))
+        })
+    });
+    let root = spans.iter().find(|s| s.name == "start root").expect("the root's span");
+    let started: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "start tool-server" && s.attr("tamebi.actor.name") == Some("tool-server:probe"))
+        .collect();
+    assert_eq!(started.len(), 1, "the runtime server's actor started once");
+    assert_eq!(started[0].parent_span_id, root.span_id, "under the root supervisor");
+    let stopped = spans
+        .iter()
+        .find(|s| {
+            s.attr("tamebi.supervision.reason")
+                .is_some_and(|r| r.contains("removed from the registry"))
+        })
+        .unwrap();
+    assert_eq!(stopped.attr("tamebi.supervision.event"), Some("stopped"));
+    assert_eq!(stopped.attr("tamebi.actor.name"), Some("tool-server:probe"));
+    assert_eq!(
+        stopped.parent_span_id, started[0].span_id,
+        "the event sits under the actor that stopped"
+    );
+}
