@@ -435,6 +435,22 @@ fn mcp_servers(raw: &str) -> Result<Vec<McpServer>, ConfigError> {
     Ok(servers)
 }
 
+/// One `name=url;auth=…;trust=…` entry, as `TAMEBI_MCP_SERVERS` has them (the admin page's
+/// servers go through the same rules, `registry::ServerSpec`). The message says what is wrong.
+pub(crate) fn mcp_server_entry(item: &str) -> Result<McpServer, String> {
+    let server = mcp_server(item).map_err(|e| match e {
+        ConfigError::Invalid { why, .. } => why,
+        other => other.to_string(),
+    })?;
+    if server.name == crate::types::LOCAL_SERVER {
+        return Err(format!(
+            "server name `{}` is reserved for the orchestrator's own tools",
+            server.name
+        ));
+    }
+    Ok(server)
+}
+
 fn mcp_server(item: &str) -> Result<McpServer, ConfigError> {
     let (name, rest) = item
         .split_once('=')

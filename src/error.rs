@@ -37,6 +37,10 @@ pub enum Error {
     /// The conversation's assistant is no longer in the operator's file.
     #[error("assistant {0} is no longer configured")]
     AssistantGone(String),
+    /// A registry change that clashes: the name is taken, belongs to the operator's
+    /// configuration (read-only), or the entry changed since it was looked at (issue #30).
+    #[error("registry conflict: {0}")]
+    RegistryConflict(String),
     /// A user message under an id another message of the conversation already has.
     #[error("message id {0} is already used in this conversation")]
     MessageIdTaken(String),
@@ -152,6 +156,7 @@ error_codes! {
         AssistantBound = "assistant_bound", CONFLICT, messages::ASSISTANT_BOUND;
         AssistantGone = "assistant_gone", CONFLICT, messages::ASSISTANT_GONE;
         MessageIdTaken = "message_id_taken", CONFLICT, messages::MESSAGE_ID_TAKEN;
+        RegistryConflict = "registry_conflict", CONFLICT, messages::REGISTRY_CONFLICT;
         ApprovalsUndecided = "approvals_undecided", BAD_REQUEST, messages::APPROVALS_UNDECIDED;
         TooLarge = "too_large", PAYLOAD_TOO_LARGE, messages::TOO_LARGE;
         HeadersTooLarge = "headers_too_large", REQUEST_HEADER_FIELDS_TOO_LARGE, messages::HEADERS_TOO_LARGE;
@@ -200,6 +205,8 @@ pub mod messages {
         "This conversation belongs to another assistant. Start a new conversation to talk to a different one.";
     pub const ASSISTANT_GONE: &str = "The assistant of this conversation is no longer offered. Start a new conversation.";
     pub const MESSAGE_ID_TAKEN: &str = "Another message of this conversation already has this id. Send the message under a new id.";
+    pub const REGISTRY_CONFLICT: &str =
+        "This name is already taken, is set in the server's own configuration, or the entry changed meanwhile. Reload and try again.";
     pub const APPROVALS_UNDECIDED: &str = "Decide every approval this reply asked for, then send them together.";
     pub const TOO_LARGE: &str = "The request is too large.";
     pub const HEADERS_TOO_LARGE: &str = "The request headers are too large.";
@@ -290,6 +297,7 @@ impl Error {
             Error::AssistantBound(_) => ErrorCode::AssistantBound,
             Error::AssistantGone(_) => ErrorCode::AssistantGone,
             Error::MessageIdTaken(_) => ErrorCode::MessageIdTaken,
+            Error::RegistryConflict(_) => ErrorCode::RegistryConflict,
             Error::ApprovalsUndecided(_) => ErrorCode::ApprovalsUndecided,
             Error::TooLarge => ErrorCode::TooLarge,
             Error::BodyTimeout => ErrorCode::RequestTimeout,

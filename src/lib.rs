@@ -47,6 +47,7 @@ pub mod mcp;
 pub mod memory;
 pub mod model;
 pub mod origin;
+pub mod registry;
 pub mod services;
 pub mod store;
 pub mod stream_log;
@@ -173,6 +174,11 @@ pub async fn serve_parts(config: Config, parts: Parts, listener: TcpListener, sh
         tool_servers: ToolServers::new(&config.mcp_servers, config.tool_timeout),
         tasks: tasks.clone(),
         shutdown: shutdown.clone(),
+        registry: Arc::new(registry::Registry::new(
+            &config,
+            config.assistants_file.is_some().then(|| parts.assistants.clone()),
+            stores.registry.clone(),
+        )),
         assistants: parts.assistants,
         bindings: Default::default(),
         running_turns,

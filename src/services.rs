@@ -22,8 +22,10 @@ pub struct Services {
     pub tool_servers: ToolServers,
     pub tasks: tokio_util::task::TaskTracker,
     pub shutdown: tokio_util::sync::CancellationToken,
-    /// The operator's assistants (`assistants::Assistants::from_config`).
+    /// The operator's assistants file (`assistants::Assistants::from_config`).
     pub assistants: Arc<crate::assistants::Assistants>,
+    /// Servers and assistants managed inside Nextcloud, composed with the file's (issue #30).
+    pub registry: Arc<crate::registry::Registry>,
     /// The assistant bindings of the conversations running here (a cache of chat.db's).
     pub bindings: crate::assistants::Bindings,
     /// The turn tasks running here, per user (an erasure waits for a user's to end).

@@ -28,6 +28,8 @@ const LAYERS: &[&str] = &[
     "store",
     "auth::replay|mcp",
     "memory|assistants|actors::tool_server",
+    // What admins and people registered inside Nextcloud, composed with the operator's assistants.
+    "registry",
     "services",
     "turn",
     "actors",

@@ -52,6 +52,7 @@ export const CODES = new Map([
   ['reply_in_progress', [409, MESSAGES[409]]],
   ['assistant_bound', [409, 'This conversation belongs to another assistant. Start a new conversation to talk to a different one.']],
   ['assistant_gone', [409, 'The assistant of this conversation is no longer offered. Start a new conversation.']],
+  ['registry_conflict', [409, "This name is already taken, is set in the server's own configuration, or the entry changed meanwhile. Reload and try again."]],
   ['overloaded', [429, MESSAGES[429]]],
   ['too_many_running', [429, 'You already have several replies being written. Wait for one to finish, then send again.']],
   ['too_fast', [429, 'You are sending messages faster than allowed. Wait a moment, then send again.']],

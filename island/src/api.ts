@@ -20,11 +20,15 @@ export interface ConversationSummary {
   origin?: string;
 }
 
-/** An assistant the operator set up (name, description, tool patterns; never its instructions). */
+/** An assistant the person may pick (name, description, tool patterns; never the operator's instructions). */
 export interface AssistantInfo {
   name: string;
   description: string;
   tools: string[];
+  /** `operator`, `personal` (the person's own: `name` is its id, `label` its name) or `shared` (a colleague's, approved). */
+  kind?: 'operator' | 'personal' | 'shared';
+  label?: string;
+  owner?: string;
 }
 
 export interface AssistantList {

@@ -150,6 +150,9 @@ OC.L10N.register(
     "Insert link to file {name}" : "Link auf die Datei {name} einfügen",
     "Insert link to folder {name}" : "Link auf den Ordner {name} einfügen",
     "Insert link to event {name}" : "Link auf den Termin {name} einfügen",
-    "Insert link to card {name}" : "Link auf die Karte {name} einfügen"
+    "Insert link to card {name}" : "Link auf die Karte {name} einfügen",
+    "This name is already taken, is set in the server's own configuration, or the entry changed meanwhile. Reload and try again." : "Dieser Name ist schon vergeben, steht in der eigenen Konfiguration des Servers, oder der Eintrag wurde inzwischen geändert. Lade neu und versuche es noch einmal.",
+    "{name} (yours)" : "{name} (deiner)",
+    "{name} (shared by {owner})" : "{name} (geteilt von {owner})"
 },
 "nplurals=2; plural=(n != 1);");

@@ -43,6 +43,8 @@ use conversations::{ConversationsMsg, Running};
 #[derive(Clone, Default)]
 pub struct Directory {
     conversations: Arc<RwLock<Option<Supervisor>>>,
+    /// The root supervisor (it adds and removes tool-server actors, issue #30).
+    root: Arc<RwLock<Option<ActorRef<root::RootMsg>>>>,
 }
 
 /// The conversations supervisor and its running children.
@@ -64,6 +66,30 @@ impl Directory {
     pub fn running_conversation(&self, key: &ConversationKey) -> Option<ActorRef<ConversationMsg>> {
         let guard = self.conversations.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         guard.as_ref().and_then(|(_, running)| running.get(key))
+    }
+
+    pub(crate) fn set_root(&self, actor: ActorRef<root::RootMsg>) {
+        *self.root.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(actor);
+    }
+
+    /// Makes the running tool-server actors those of `servers`; answers once they started.
+    pub async fn reconcile_servers(&self, servers: Vec<crate::config::McpServer>) -> Result<(), Error> {
+        let root = self
+            .root
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| Error::Internal("root supervisor not running".into()))?;
+        match root
+            .call(
+                |reply| root::RootMsg::Reconcile { servers, reply },
+                Some(std::time::Duration::from_secs(30)),
+            )
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(())) => Ok(()),
+            _ => Err(Error::Internal("the root supervisor did not reconcile the tool servers".into())),
+        }
     }
 
     pub(crate) fn set_conversations(&self, actor: ActorRef<ConversationsMsg>, running: Running) {

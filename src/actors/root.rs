@@ -1,6 +1,11 @@
 //! `RootSupervisor`: starts the conversations supervisor and one `ToolServerActor` per
 //! configured MCP server, and restarts a failed child within explicit limits.
 //!
+//! The servers registered in Nextcloud's admin page (issue #30) join and leave at run time:
+//! [`RootMsg::Reconcile`] starts an actor for each server that joined (or changed) and stops
+//! the actor of each that left, both visible in the trace like any child's start and stop. A
+//! stopped server's child is forgotten before it stops, so its exit is never "restarted".
+//!
 //! No actor is registered under a process-global name: the root puts each child's reference
 //! where the application finds it — the conversations supervisor in the [`Directory`], each
 //! tool-server actor in `services.tool_servers` — at start and again after every restart.
@@ -56,7 +61,13 @@ impl Child {
     }
 }
 
-pub enum RootMsg {}
+pub enum RootMsg {
+    /// Makes the running tool-server actors those of `servers` (the registry's active set).
+    Reconcile {
+        servers: Vec<crate::config::McpServer>,
+        reply: ractor::RpcReplyPort<()>,
+    },
+}
 
 impl Actor for RootSupervisor {
     type Msg = RootMsg;
@@ -74,12 +85,19 @@ impl Actor for RootSupervisor {
             self.start_tool_server(&myself, &mut state, &server).await?;
         }
         starting.spawned(&myself.get_id());
+        self.directory.set_root(myself.clone());
         tracing::info!("root supervisor started");
         Ok(state)
     }
 
-    async fn handle(&self, _myself: ActorRef<Self::Msg>, msg: Self::Msg, _state: &mut State) -> Result<(), ActorProcessingErr> {
-        match msg {}
+    async fn handle(&self, myself: ActorRef<Self::Msg>, msg: Self::Msg, state: &mut State) -> Result<(), ActorProcessingErr> {
+        match msg {
+            RootMsg::Reconcile { servers, reply } => {
+                self.reconcile(&myself, state, servers).await;
+                let _ = reply.send(());
+            }
+        }
+        Ok(())
     }
 
     async fn handle_supervisor_evt(
@@ -123,6 +141,45 @@ impl Actor for RootSupervisor {
 }
 
 impl RootSupervisor {
+    /// Stops the actors of servers that left or changed, then starts those that joined or
+    /// changed. A server whose actor fails to start is logged and left out (the next
+    /// reconciliation tries again); it never stops the root.
+    async fn reconcile(&self, myself: &ActorRef<RootMsg>, state: &mut State, desired: Vec<crate::config::McpServer>) {
+        let tool_servers = &self.services.tool_servers;
+        let running = tool_servers.configs();
+        for old in &running {
+            if desired.contains(old) {
+                continue;
+            }
+            let child = state
+                .children
+                .iter()
+                .find(|(_, (kind, _))| matches!(kind, Child::ToolServer(n) if *n == old.name))
+                .map(|(id, _)| *id);
+            if let Some((_, trace)) = child.and_then(|id| state.children.remove(&id)) {
+                trace.event(Supervision::Stopped, Some("removed from the registry"));
+            }
+            if let Some(actor) = tool_servers.remove(&old.name) {
+                actor.stop(Some("removed from the registry".into()));
+            }
+            tracing::info!(server = %old.name, "tool server removed");
+        }
+        for new in desired {
+            if running.contains(&new) {
+                continue;
+            }
+            let name = new.name.clone();
+            tool_servers.add(new);
+            match self.start_tool_server(myself, state, &name).await {
+                Ok(()) => tracing::info!(server = %name, "tool server added"),
+                Err(e) => {
+                    tool_servers.remove(&name);
+                    tracing::error!(server = %name, error = %e, "could not start the actor of an added tool server");
+                }
+            }
+        }
+    }
+
     async fn start_conversations(&self, myself: &ActorRef<RootMsg>, state: &mut State) -> Result<(), ActorProcessingErr> {
         let starting = state.trace.start_child("conversations", CONVERSATIONS_NAME);
         let running = super::conversations::Running::default();
@@ -147,7 +204,7 @@ impl RootSupervisor {
             .config(server)
             .ok_or_else(|| format!("no configured server {server}"))?;
         let actor = ToolServerActor {
-            server: config.clone(),
+            server: config,
             tasks: self.services.tasks.clone(),
         };
         let spawned = Actor::spawn_linked(None, actor, (), myself.get_cell()).await.map(|(a, _)| a);

@@ -447,7 +447,9 @@ fn error_type(e: &McpError) -> &'static str {
 /// after a restart), never a process-global name.
 #[derive(Clone)]
 pub struct ToolServers {
-    servers: Arc<HashMap<String, McpServer>>,
+    /// The servers in use: the configured ones at start, then whatever the registry says
+    /// (the root supervisor changes it as it starts and stops actors, `actors::root`).
+    servers: Arc<RwLock<HashMap<String, McpServer>>>,
     actors: Arc<RwLock<HashMap<String, ActorRef<ToolServerMsg>>>>,
     timeout: Duration,
 }
@@ -461,25 +463,56 @@ impl ToolServers {
     /// `timeout` bounds each call (`TAMEBI_TOOL_TIMEOUT_SECS`).
     pub fn new(servers: &[McpServer], timeout: Duration) -> Self {
         ToolServers {
-            servers: Arc::new(servers.iter().map(|s| (s.name.clone(), s.clone())).collect()),
+            servers: Arc::new(RwLock::new(servers.iter().map(|s| (s.name.clone(), s.clone())).collect())),
             actors: Arc::default(),
             timeout,
         }
     }
 
+    fn servers(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, McpServer>> {
+        self.servers.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     pub fn names(&self) -> Vec<String> {
-        let mut n: Vec<String> = self.servers.keys().cloned().collect();
+        let mut n: Vec<String> = self.servers().keys().cloned().collect();
         n.sort();
         n
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        self.servers.contains_key(name)
+        self.servers().contains_key(name)
     }
 
     /// A server's configuration (its actor's).
-    pub fn config(&self, name: &str) -> Option<&McpServer> {
-        self.servers.get(name)
+    pub fn config(&self, name: &str) -> Option<McpServer> {
+        self.servers().get(name).cloned()
+    }
+
+    /// Every server in use, by name.
+    pub fn configs(&self) -> Vec<McpServer> {
+        let mut all: Vec<McpServer> = self.servers().values().cloned().collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+
+    /// A server joins (or changes): its actor is started next by the root supervisor.
+    pub(crate) fn add(&self, server: McpServer) {
+        self.servers
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(server.name.clone(), server);
+    }
+
+    /// A server leaves: no new call reaches it; its actor is stopped by the root supervisor.
+    pub(crate) fn remove(&self, server: &str) -> Option<ActorRef<ToolServerMsg>> {
+        self.servers
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(server);
+        self.actors
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(server)
     }
 
     /// The configured servers this caller can reach now: every `auth=none` server, and each
@@ -490,7 +523,7 @@ impl ToolServers {
 
     /// Whether `server` is configured and this caller holds what it needs to reach it.
     pub fn can_reach(&self, server: &str, caller: &Caller) -> bool {
-        self.servers.get(server).is_some_and(|s| bearer_for(s, caller).is_ok())
+        self.servers().get(server).is_some_and(|s| bearer_for(s, caller).is_ok())
     }
 
     /// The tools `server` offers this caller, as definitions the model and the relay may see.
@@ -574,10 +607,9 @@ impl ToolServers {
     /// user's own credential), nothing at all for an `auth=none` server.
     fn door(&self, server: &str, caller: &Caller) -> Result<(ActorRef<ToolServerMsg>, CallContext), McpError> {
         let cfg = self
-            .servers
-            .get(server)
+            .config(server)
             .ok_or_else(|| McpError::Transport(format!("unknown server {server}")))?;
-        let bearer = bearer_for(cfg, caller)?;
+        let bearer = bearer_for(&cfg, caller)?;
         let actor = self
             .actor(server)
             .ok_or_else(|| McpError::Transport("tool server actor not running".into()))?;

@@ -143,6 +143,13 @@ pub struct Caller {
     pub language: Option<Language>,
 }
 
+/// The Nextcloud groups the app says the person is in now (the signed `group` query parameters,
+/// [`groups_of`]): what decides which shared assistants they see (issue #30). A request
+/// extension next to [`Caller`] (which a turn keeps, so it stays small), read by the handlers
+/// that need it. Never stored: a request that carries none sees no shared assistant.
+#[derive(Clone, Debug, Default)]
+pub struct Groups(pub Vec<String>);
+
 /// Why a request was not accepted. Mapped to 401, 400 or 429 by the HTTP layer; the reason is
 /// logged, never sent.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -174,6 +181,8 @@ pub enum IdentityError {
     ReplayUnverifiable,
     #[error("missing or wrong admin signature")]
     NotAdmin,
+    #[error("a group parameter is empty, too long, has control characters, or there are too many")]
+    Groups,
     #[error("the lang parameter is not one BCP 47 language tag")]
     Language,
 }
@@ -184,7 +193,7 @@ impl IdentityError {
     pub fn is_bad_request(&self) -> bool {
         matches!(
             self,
-            IdentityError::BodyUid(_) | IdentityError::Credentials(_) | IdentityError::Language
+            IdentityError::BodyUid(_) | IdentityError::Credentials(_) | IdentityError::Language | IdentityError::Groups
         )
     }
 }
@@ -284,6 +293,8 @@ impl Verifier {
         }
         reject_body_uid(body)?;
         let language = language_of(target.query)?;
+        // Checked here, with the rest of identity; handed on as a `Groups` extension.
+        groups_of(target.query)?;
         Ok(Caller {
             uid: signed.uid,
             request_id,
@@ -383,6 +394,29 @@ pub fn language_of(query: &str) -> Result<Option<Language>, IdentityError> {
         }
     }
     Ok(found)
+}
+
+/// Most `group` parameters one request may carry.
+pub const MAX_GROUPS: usize = 256;
+
+/// The person's groups from the raw query's `group` parameters, one per group id (signed like
+/// the rest of the query: only the app, which asked Nextcloud's group manager, can have put them
+/// there). A group id is 1-255 characters without control characters; more than
+/// [`MAX_GROUPS`] of them, or a malformed one, is a refusal (400).
+pub fn groups_of(query: &str) -> Result<Vec<String>, IdentityError> {
+    let mut groups = Vec::new();
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        if key != "group" {
+            continue;
+        }
+        if value.is_empty() || value.chars().count() > 255 || value.chars().any(char::is_control) || groups.len() == MAX_GROUPS {
+            return Err(IdentityError::Groups);
+        }
+        if !groups.iter().any(|g| *g == value) {
+            groups.push(value.into_owned());
+        }
+    }
+    Ok(groups)
 }
 
 /// Refuses a JSON object body with a top-level `uid`, `user` or `userId` field.

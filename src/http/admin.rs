@@ -96,12 +96,9 @@ pub async fn status(
     headers: HeaderMap,
 ) -> Result<Json<AdminStatus>, ApiError> {
     let rid = caller.request_id.clone();
-    // The same target the identity layer verified the user signature over (this router is
-    // merged, never nested, so the URI is the one that arrived).
-    let target = identity::target_of(&method, &uri);
-    if state.verifier.check_admin(&headers, target, &caller.uid).is_err() {
-        return Err(Error::Forbidden("admin route without an admin signature".into()).with_request(&rid));
-    }
+    require_admin(&state, &caller, &method, &uri, &headers)?;
+    // Servers registered on another instance run here too before their health is read.
+    super::registry::sync_servers(&state).await.map_err(|e| e.with_request(&rid))?;
     let services = &state.services;
     let known = services.audit.known_tools().await.map_err(|e| e.with_request(&rid))?;
     // A client of its own: no pool shared with users' calls, nothing that could carry a token.
@@ -109,11 +106,12 @@ pub async fn status(
         .connect_timeout(probe::PROBE_TIMEOUT)
         .build()
         .map_err(|e| Error::Internal(format!("probe client: {e}")).with_request(&rid))?;
-    let probes = futures::future::join_all(services.config.mcp_servers.iter().map(|s| probe::probe(&http, s, &rid))).await;
+    let running = services.tool_servers.configs();
+    let probes = futures::future::join_all(running.iter().map(|s| probe::probe(&http, s, &rid))).await;
     let health = services.tool_servers.health_all().await;
     let mut tools: Vec<(String, String)> = Vec::new();
     let mut servers = Vec::new();
-    for (server, found) in services.config.mcp_servers.iter().zip(probes) {
+    for (server, found) in running.iter().zip(probes) {
         let seen: Vec<String> = known.iter().filter(|(s, _)| *s == server.name).map(|(_, t)| t.clone()).collect();
         let last = health.iter().find(|h| h.server == server.name);
         let status = server_status(server, &found, seen.len(), last);
@@ -129,9 +127,8 @@ pub async fn status(
             .into_iter()
             .map(|d| (crate::types::LOCAL_SERVER.to_string(), d.name)),
     );
-    let assistants = services
-        .assistants
-        .all()
+    let operator = services.registry.operator_assistants().await.map_err(|e| e.with_request(&rid))?;
+    let assistants = operator
         .iter()
         .map(|a| {
             let allowed: Vec<&(String, String)> = tools.iter().filter(|(s, t)| a.allows(s, t)).collect();
@@ -153,6 +150,19 @@ pub async fn status(
         .collect();
     tracing::info!(request_id = %rid, "admin status served");
     Ok(Json(AdminStatus { assistants, servers }))
+}
+
+/// Refuses a request without the app's admin signature over this very request (403). Every
+/// `/v1/admin/*` handler calls it first; a user signature alone never reaches past it.
+pub(super) fn require_admin(state: &AppState, caller: &Caller, method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<(), ApiError> {
+    // The same target the identity layer verified the user signature over (this router is
+    // merged, never nested, so the URI is the one that arrived).
+    let target = identity::target_of(method, uri);
+    if state.verifier.check_admin(headers, target, &caller.uid).is_err() {
+        tracing::warn!(request_id = %caller.request_id, "admin route without an admin signature refused");
+        return Err(Error::Forbidden("admin route without an admin signature".into()).with_request(&caller.request_id));
+    }
+    Ok(())
 }
 
 fn server_status(server: &McpServer, found: &Reachability, seen: usize, health: Option<&Health>) -> ServerStatus {

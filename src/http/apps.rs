@@ -98,6 +98,7 @@ fn resource_query(raw: Option<&str>) -> Result<ResourceQuery, Error> {
 pub async fn resource(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
+    Extension(groups): Extension<crate::auth::identity::Groups>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let rid = caller.request_id.clone();
@@ -108,7 +109,7 @@ pub async fn resource(
     require_credential(&state, &caller, &q.server)?;
     // The same rule as the tool doors: an app is shown only in a conversation whose assistant
     // may use its server, so a document of any other server is not served for it.
-    let (conversation, assistant) = match conversation_assistant(&state, &caller, q.conversation.as_deref()).await {
+    let (conversation, assistant) = match conversation_assistant(&state, &caller, &groups, q.conversation.as_deref()).await {
         Ok(bound) => bound,
         Err(why) => {
             audit_refusal(&state, &caller, &q.server, &q.uri, Category::Data, &why).await;
@@ -175,9 +176,14 @@ pub async fn resource(
     Ok(response)
 }
 
-pub async fn call(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn call(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Extension(groups): Extension<crate::auth::identity::Groups>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let req = parse_or_refuse(&state, &caller, &body).await?;
-    let target = tool_for(&state, &caller, &req).await?;
+    let target = tool_for(&state, &caller, &groups, &req).await?;
     let def = &target.def;
     // G3: without the operator's `trust=reads`, every call to a third party asks, and a frame
     // cannot ask anyone (issue #27). Said apart so the audit row tells why.
@@ -198,9 +204,14 @@ pub async fn call(State(state): State<AppState>, Extension(caller): Extension<Ca
     run(&state, &caller, req, &target, Kind::AppCall, ApprovalState::NotNeeded).await
 }
 
-pub async fn dispatch(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn dispatch(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Extension(groups): Extension<crate::auth::identity::Groups>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let req = parse_or_refuse(&state, &caller, &body).await?;
-    let mut target = tool_for(&state, &caller, &req).await?;
+    let mut target = tool_for(&state, &caller, &groups, &req).await?;
     let def = &target.def;
     // Only app-only tools: a model-visible tool goes through the agent and G3, never here.
     if !def.visible_to_app || def.visible_to_model {
@@ -221,9 +232,14 @@ pub async fn dispatch(State(state): State<AppState>, Extension(caller): Extensio
 ///
 /// The answer only steers the island's UI: the relay and dispatch doors check again on their
 /// own, so a wrong or forged answer cannot make anything run.
-pub async fn describe(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn describe(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Extension(groups): Extension<crate::auth::identity::Groups>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let req = parse_or_refuse(&state, &caller, &body).await?;
-    let Target { def, .. } = tool_for(&state, &caller, &req).await?;
+    let Target { def, .. } = tool_for(&state, &caller, &groups, &req).await?;
     let read_only = def.policy.category == Category::Data && !def.policy.needs_approval;
     let handling = match (def.visible_to_app, def.visible_to_model, read_only) {
         (true, _, true) => "relay",
@@ -305,7 +321,12 @@ fn require_credential(state: &AppState, caller: &Caller, server: &str) -> Result
     Ok(())
 }
 
-async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Result<Target, ApiError> {
+async fn tool_for(
+    state: &AppState,
+    caller: &Caller,
+    groups: &crate::auth::identity::Groups,
+    req: &ToolRequest,
+) -> Result<Target, ApiError> {
     let rid = &caller.request_id;
     if !state.services.tool_servers.contains(&req.server) {
         // Names are exact: "NEXTCLOUD" is not "nextcloud", and the attempt is on record.
@@ -324,7 +345,7 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
         .await;
         return Err(e);
     }
-    let (conversation, assistant) = match conversation_assistant(state, caller, req.conversation.as_deref()).await {
+    let (conversation, assistant) = match conversation_assistant(state, caller, groups, req.conversation.as_deref()).await {
         Ok(bound) => bound,
         Err(why) => {
             audit_refusal(state, caller, &req.server, &req.name, Category::Action, &why).await;
@@ -365,6 +386,7 @@ async fn tool_for(state: &AppState, caller: &Caller, req: &ToolRequest) -> Resul
 async fn conversation_assistant(
     state: &AppState,
     caller: &Caller,
+    groups: &crate::auth::identity::Groups,
     conversation: Option<&str>,
 ) -> Result<(ConversationKey, Arc<Assistant>), String> {
     let Some(id) = conversation else {
@@ -372,7 +394,14 @@ async fn conversation_assistant(
     };
     let key = ConversationKey::new(caller, id).map_err(|_| "not tied to a conversation".to_string())?;
     let services = &state.services;
-    match super::assistants::bound_assistant(&services.assistants, services.store.as_ref(), &key).await {
+    let assistants = match services.registry.for_caller(caller, groups).await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::error!(error = %e, "could not read the registry; refusing the app request");
+            return Err("the conversation's assistant could not be read".into());
+        }
+    };
+    match super::assistants::bound_assistant(&assistants, services.store.as_ref(), &key).await {
         Ok(Some(assistant)) => Ok((key, assistant)),
         // Another user's id is simply not found: keys carry the uid.
         Ok(None) => Err("no such conversation".into()),

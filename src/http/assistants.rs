@@ -1,6 +1,7 @@
 //! `GET /v1/assistants`, and the one rule that binds a conversation to its assistant.
 //!
-//! The list shows what a user may pick: name, description and tool patterns, never the
+//! The list shows what a user may pick — the operator's assistants, their own and those shared
+//! with a group they are in (`registry`) — with name, description and tool patterns, never the
 //! operator's instructions. The binding rule: a new conversation takes the assistant the
 //! request names (or the default one); an existing conversation keeps the one it was created
 //! with, and a request naming another is refused with 409. An unknown name is a 400.
@@ -22,12 +23,34 @@ pub struct AssistantList {
     pub assistants: Vec<AssistantInfo>,
     /// The assistant a new conversation gets when the request names none.
     pub default: String,
+    /// The caller's own assistants in full (instructions, folders, sharing state), to edit.
+    pub mine: Vec<super::registry::ProposalView>,
+    /// What the admin allows personal assistants (their allow-lists must lie within it).
+    #[serde(rename = "personalTools")]
+    pub personal_tools: Vec<String>,
 }
 
-pub async fn list(State(state): State<AppState>, Extension(_caller): Extension<Caller>) -> Result<Json<AssistantList>, ApiError> {
-    let assistants = &state.services.assistants;
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Extension(groups): Extension<crate::auth::identity::Groups>,
+) -> Result<Json<AssistantList>, ApiError> {
+    let registry = &state.services.registry;
+    let rid = &caller.request_id;
+    let assistants = registry.for_caller(&caller, &groups).await.map_err(|e| e.with_request(rid))?;
+    let mine = registry
+        .store()
+        .personal_of(&crate::store::key::UserId::of(&caller))
+        .await
+        .map_err(|e| e.with_request(rid))?
+        .iter()
+        .filter_map(super::registry::ProposalView::of)
+        .collect();
+    let personal_tools = registry.policy().await.map_err(|e| e.with_request(rid))?.personal_tools;
     Ok(Json(AssistantList {
-        assistants: assistants.all().iter().map(|a| AssistantInfo::from(a.as_ref())).collect(),
+        mine,
+        personal_tools,
+        assistants: assistants.all().iter().map(|a| AssistantInfo::for_caller(a, &caller.uid)).collect(),
         default: assistants.default_assistant().name.clone(),
     }))
 }
@@ -39,11 +62,15 @@ pub async fn resolve(
     conversation: &ConversationKey,
     requested: Option<&str>,
 ) -> Result<Arc<Assistant>, Error> {
-    resolve_cached(assistants, store, &Bindings::default(), conversation, requested).await
+    resolve_cached(assistants, store, &Bindings::default(), conversation, requested, false).await
 }
 
-/// [`resolve`], answering from `bindings` when the conversation runs here (no read). Whether
-/// the conversation exists is not decided here: the request is resolved before its turn
+/// [`resolve`], reading the binding from `bindings` when the conversation runs here (no read).
+/// `assistants` is what the caller may use now (`registry::Registry::for_caller`), so a change
+/// of the registry applies on the very next turn: the cache keeps which assistant a
+/// conversation is bound to, never what that assistant is. `fallback` is the admin's word
+/// that a conversation whose assistant was removed continues with the default one.
+/// Whether the conversation exists is not decided here: the request is resolved before its turn
 /// holds the conversation, and another instance (or a delete) may change it in between, so
 /// the turn reads the history itself (`actors::conversation`).
 pub async fn resolve_cached(
@@ -52,32 +79,61 @@ pub async fn resolve_cached(
     bindings: &Bindings,
     conversation: &ConversationKey,
     requested: Option<&str>,
+    fallback: bool,
 ) -> Result<Arc<Assistant>, Error> {
-    let wanted = match requested {
-        Some(name) => Some(
-            assistants
-                .get(name)
-                .ok_or_else(|| Error::BadRequest(format!("unknown assistant {name:?}")))?,
-        ),
-        None => None,
+    let binding = match bindings.get(conversation) {
+        Some(bound) => Some(Some(bound.name.clone())),
+        None => store.assistant_of(conversation).await?,
     };
-    let bound = match bindings.get(conversation) {
-        Some(bound) => bound,
-        None => match bound_assistant(assistants, store, conversation).await? {
-            Some(bound) => bound,
-            // A new conversation: what was asked for, or the default.
-            None => return Ok(wanted.unwrap_or(assistants.default_assistant()).clone()),
+    let default = assistants.default_assistant();
+    let bound = match binding {
+        // A new conversation: what was asked for, or the default.
+        None => {
+            return Ok(match requested {
+                Some(name) => known(assistants, name)?,
+                None => default.clone(),
+            });
+        }
+        // Created before assistants existed: it belongs to the default one.
+        Some(None) => default.clone(),
+        Some(Some(name)) => match assistants.get(&name) {
+            Some(bound) => bound.clone(),
+            // Removed (or no longer shared with the caller): never silently another one,
+            // unless the admin said so.
+            None if !fallback => return Err(Error::AssistantGone(name)),
+            None => {
+                return match requested {
+                    Some(w) if w != name && w != default.name => Err(Error::AssistantBound(name)),
+                    // The default's tools and instructions under the binding's name: the
+                    // conversation stays bound to what it was created with (chat.db), and
+                    // runs as the default until an assistant of that name exists again.
+                    _ => Ok(Arc::new(Assistant {
+                        name,
+                        ..default.as_ref().clone()
+                    })),
+                };
+            }
         },
     };
-    match wanted {
-        Some(w) if w.name != bound.name => Err(Error::AssistantBound(bound.name.clone())),
+    match requested {
+        Some(w) if w != bound.name => {
+            known(assistants, w)?;
+            Err(Error::AssistantBound(bound.name.clone()))
+        }
         _ => Ok(bound),
     }
 }
 
-/// The assistant an existing conversation is bound to, as the operator's file has it now.
+fn known(assistants: &Assistants, name: &str) -> Result<Arc<Assistant>, Error> {
+    assistants
+        .get(name)
+        .cloned()
+        .ok_or_else(|| Error::BadRequest(format!("unknown assistant {name:?}")))
+}
+
+/// The assistant an existing conversation is bound to, as `assistants` has it now.
 /// `None` when the conversation does not exist (for this user: keys carry the uid);
-/// `AssistantGone` when its assistant was removed from the file (never swapped for another).
+/// `AssistantGone` when its assistant was removed (never swapped for another).
 pub async fn bound_assistant(
     assistants: &Assistants,
     store: &dyn ChatStore,

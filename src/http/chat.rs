@@ -47,7 +47,12 @@ struct Parsed {
     origin: Option<Origin>,
 }
 
-pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extension<Caller>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn post_chat(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Extension(groups): Extension<crate::auth::identity::Groups>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let rid = caller.request_id.clone();
     let Parsed {
         id,
@@ -58,15 +63,38 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
     // Which assistant: refused (400 unknown, 409 another one's conversation) before any quota is used.
     let key = ConversationKey::new(&caller, &id).map_err(|e| e.with_request(&rid))?;
     let services = &state.services;
+    // The registry as it is now (issue #30): servers added or removed anywhere start or stop
+    // here before this turn lists tools, and the assistant is what the caller may use now.
+    super::registry::sync_servers(&state).await.map_err(|e| e.with_request(&rid))?;
+    let (assistants, policy) = futures::future::try_join(services.registry.for_caller(&caller, &groups), services.registry.policy())
+        .await
+        .map_err(|e| e.with_request(&rid))?;
     let resolved = super::assistants::resolve_cached(
-        &services.assistants,
+        &assistants,
         services.store.as_ref(),
         &services.bindings,
         &key,
         assistant.as_deref(),
+        policy.fallback_to_default,
     )
-    .await
-    .map_err(|e| e.with_request(&rid))?;
+    .await;
+    let resolved = match resolved {
+        Ok(a) => a,
+        Err(e) => {
+            if let Error::AssistantGone(name) = &e {
+                let row = crate::store::audit::Entry::of(
+                    crate::store::audit::Kind::AssistantRefused,
+                    crate::store::audit::Outcome::Refused,
+                    &caller,
+                )
+                .conversation(&key)
+                .detail(format!("assistant {name} is no longer offered to this user"))
+                .build();
+                services.audit.record(row).await;
+            }
+            return Err(e.with_request(&rid));
+        }
+    };
     // B6: the user's own share first, so one person's flood is refused before it can take
     // the machine-wide permits from everyone else.
     let admitted = state.fairness.admit(&caller.uid).map_err(|refusal| {

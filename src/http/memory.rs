@@ -3,7 +3,7 @@
 //!
 //! A person's own deletion needs no approval: G3 guards what the model does on their
 //! behalf, not what they do themselves. The erasure is the GDPR path: it erases the user's
-//! conversations, summaries and memory from disk and leaves audit.db whole, adding one row
+//! conversations, summaries, memory and personal assistants from disk and leaves audit.db whole, adding one row
 //! that says an erasure happened.
 
 use axum::extract::{Path, State};
@@ -78,6 +78,8 @@ async fn erase_seized(state: &AppState, caller: &Caller, uid: &UserId) -> Result
     let services = &state.services;
     conversations += services.store.erase_user(uid).await.map_err(|e| e.with_request(rid))?;
     let facts = services.memory.erase_user(uid).await.map_err(|e| e.with_request(rid))?;
+    // Their personal assistants are their data too (issue #30); shared ones go with them.
+    let assistants = services.registry.store().erase_user(uid).await.map_err(|e| e.with_request(rid))?;
     // An actor started while the rows went (a turn that arrived meanwhile) may have read the
     // history before they went, and would write its turn back after: it deletes its
     // conversation too (what it wrote is not counted: it was never the erased data). One
@@ -99,12 +101,17 @@ async fn erase_seized(state: &AppState, caller: &Caller, uid: &UserId) -> Result
         .audit
         .record(
             Entry::of(Kind::Erasure, Outcome::Erased, caller)
-                .detail(format!("{conversations} conversations, {facts} memory facts"))
+                .detail(format!(
+                    "{conversations} conversations, {facts} memory facts, {assistants} personal assistants"
+                ))
                 .build(),
         )
         .await;
-    tracing::info!(request_id = %rid, conversations, facts, "user data erased");
-    Ok(Json(serde_json::json!({ "erased": { "conversations": conversations, "memoryFacts": facts } })).into_response())
+    tracing::info!(request_id = %rid, conversations, facts, assistants, "user data erased");
+    Ok(Json(serde_json::json!({
+        "erased": { "conversations": conversations, "memoryFacts": facts, "personalAssistants": assistants }
+    }))
+    .into_response())
 }
 
 /// How long an erasure waits for the user's cancelled turns to end before its last pass.

@@ -22,6 +22,8 @@ pub mod chat;
 pub mod conversations;
 pub mod fairness;
 pub mod memory;
+pub mod personal;
+pub mod registry;
 pub mod server;
 mod sse;
 
@@ -29,7 +31,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -76,8 +78,25 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/memory", get(memory::list))
         .route("/v1/memory/{id}", delete(memory::forget))
         .route("/v1/me/data", delete(memory::erase_me))
-        .route("/v1/assistants", get(assistants::list))
+        .route("/v1/assistants", get(assistants::list).post(personal::create))
+        .route("/v1/assistants/{id}", put(personal::update).delete(personal::delete))
+        .route("/v1/assistants/{id}/share", post(personal::share))
         .route("/v1/admin/status", get(admin::status))
+        .route("/v1/admin/servers", get(registry::list_servers).post(registry::create_server))
+        .route(
+            "/v1/admin/servers/{name}",
+            put(registry::update_server).delete(registry::delete_server),
+        )
+        .route(
+            "/v1/admin/assistants",
+            get(registry::list_assistants).post(registry::create_assistant),
+        )
+        .route(
+            "/v1/admin/assistants/{name}",
+            put(registry::update_assistant).delete(registry::delete_assistant),
+        )
+        .route("/v1/admin/assistants/{name}/approve", post(registry::approve))
+        .route("/v1/admin/policy", get(registry::get_policy).put(registry::put_policy))
         .layer(middleware::from_fn_with_state(state.clone(), identity_layer));
     Router::new()
         .route("/healthz", get(health))
@@ -158,8 +177,11 @@ async fn identity_layer(State(state): State<AppState>, request: Request, next: N
     if let Err(e) = state.replay.first_use(&nonce, ts, now).await {
         return refusal(e, &request_id);
     }
+    // Valid: check_body refused a request whose `group` parameters are not.
+    let groups = identity::Groups(identity::groups_of(target.query).unwrap_or_default());
     let mut request = Request::from_parts(parts, Body::from(bytes));
     request.extensions_mut().insert(caller);
+    request.extensions_mut().insert(groups);
     let mut response = next.run(request).await;
     if let Ok(v) = http::HeaderValue::from_str(&request_id) {
         response.headers_mut().insert("x-request-id", v);

@@ -60,6 +60,12 @@ pub enum Kind {
     FingerprintChanged,
     /// The user's conversations, summaries and memory were erased (`DELETE /v1/me/data`).
     Erasure,
+    /// A change to the registry (servers, assistants, personal assistants, approvals) was
+    /// made (`ok`) or refused (`refused`, the rule in `detail`): issue #30.
+    Registry,
+    /// A turn could not use the assistant it was bound to (removed, no longer shared with the
+    /// caller, or no longer allowed), and so did not run with it.
+    AssistantRefused,
 }
 
 /// How the call was authorised (G3).
@@ -455,6 +461,8 @@ pub(crate) fn parse_kind(s: &str) -> Kind {
         "approval_refused" => Kind::ApprovalRefused,
         "app_refused" => Kind::AppRefused,
         "erasure" => Kind::Erasure,
+        "registry" => Kind::Registry,
+        "assistant_refused" => Kind::AssistantRefused,
         _ => Kind::FingerprintChanged,
     }
 }

@@ -13,6 +13,7 @@
 //! - [`chat`]: conversations, messages, pending approvals, summaries.
 //! - [`audit`]: tool calls, approvals, dispatches, fingerprint changes.
 //! - [`memory`]: the facts each user asked the assistant to remember.
+//! - [`registry`]: servers, assistants and personal assistants managed inside Nextcloud.
 //! - [`lease`]: one owner per conversation across instances, and the write fence.
 //! - [`replay`]: G1's replay records shared across instances (PostgreSQL only).
 //!
@@ -27,6 +28,7 @@ pub mod key;
 pub mod lease;
 pub mod memory;
 pub mod postgres;
+pub mod registry;
 pub mod replay;
 #[cfg(test)]
 mod suite;
@@ -86,6 +88,8 @@ pub struct Stores {
     pub memory: Arc<dyn memory::MemoryStore>,
     /// Who runs which conversation (shared only with PostgreSQL).
     pub leases: Arc<dyn lease::LeaseStore>,
+    /// What admins and people registered inside Nextcloud (issue #30).
+    pub registry: Arc<dyn registry::RegistryStore>,
     /// G1's replay records shared by every instance (PostgreSQL); `None` with SQLite, whose
     /// single instance keeps them in memory (`auth::replay`).
     pub replay: Option<Arc<dyn replay::SeenRequests>>,
@@ -100,7 +104,7 @@ impl Stores {
     /// turn's small writes inline while it is low (`db::Db::write_small`).
     pub async fn open(backend: &Backend, turns_running: db::TurnCount) -> Result<Stores, Error> {
         match backend {
-            Backend::Sqlite(dir) => Self::open_sqlite(dir, turns_running),
+            Backend::Sqlite(dir) => Self::open_sqlite(dir, turns_running).await,
             Backend::Postgres(target) => {
                 let pool = postgres::connect(target).await?;
                 let instance = lease::new_instance_id();
@@ -109,6 +113,7 @@ impl Stores {
                     audit: Arc::new(postgres::audit::PgAudit::new(pool.clone())),
                     memory: Arc::new(postgres::memory::PgMemory::new(pool.clone(), instance.clone())),
                     leases: Arc::new(postgres::lease::PgLeases::new(pool.clone())),
+                    registry: Arc::new(postgres::registry::PgRegistry::new(pool.clone())),
                     replay: Some(Arc::new(postgres::replay::PgReplay::new(pool))),
                     instance,
                 })
@@ -116,11 +121,12 @@ impl Stores {
         }
     }
 
-    fn open_sqlite(dir: &Path, turns_running: db::TurnCount) -> Result<Stores, Error> {
+    async fn open_sqlite(dir: &Path, turns_running: db::TurnCount) -> Result<Stores, Error> {
         std::fs::create_dir_all(dir).map_err(|e| Error::Internal(format!("data dir {}: {e}", dir.display())))?;
         let chat = chat::SqliteChat::open(&dir.join("chat.db"), turns_running)?;
         Ok(Stores {
             leases: Arc::new(lease::SqliteLeases::new(&chat)),
+            registry: Arc::new(registry::SqliteRegistry::open(&chat).await?),
             chat: Arc::new(chat),
             audit: Arc::new(audit::SqliteAudit::open(&dir.join("audit.db"))?),
             memory: Arc::new(memory::SqliteMemory::open(&dir.join("memory.db"))?),

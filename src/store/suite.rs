@@ -55,6 +55,60 @@ async fn run_suite(s: &Stores) {
     facts_are_per_user_and_limited(s).await;
     concurrent_fact_writes_respect_the_limit(s).await;
     a_final_message_ends_its_turns_record(s).await;
+    registry_rows_and_approvals_per_version(s).await;
+}
+
+/// The registry (issue #30): admin entries by kind and name with create/replace semantics;
+/// personal assistants per owner, an edit bumps the version, an approval covers one version,
+/// a new proposal is unapproved, and the owner's erasure takes them all.
+async fn registry_rows_and_approvals_per_version(s: &Stores) {
+    use super::registry::{Approval, EntryKind, Put};
+    let r = &s.registry;
+    assert!(r.put_entry(EntryKind::Server, "probe", "{\"a\":1}", Put::Create).await.unwrap());
+    assert!(
+        !r.put_entry(EntryKind::Server, "probe", "{}", Put::Create).await.unwrap(),
+        "a duplicate"
+    );
+    assert!(
+        !r.put_entry(EntryKind::Server, "none", "{}", Put::Replace).await.unwrap(),
+        "nothing to replace"
+    );
+    assert!(r.put_entry(EntryKind::Server, "probe", "{\"a\":2}", Put::Replace).await.unwrap());
+    assert!(
+        r.put_entry(EntryKind::Assistant, "probe", "{}", Put::Create).await.unwrap(),
+        "kinds are apart"
+    );
+    assert_eq!(
+        r.entries(EntryKind::Server).await.unwrap(),
+        vec![("probe".to_string(), "{\"a\":2}".to_string())]
+    );
+    assert!(r.delete_entry(EntryKind::Server, "probe").await.unwrap());
+    assert!(!r.delete_entry(EntryKind::Server, "probe").await.unwrap());
+    assert!(r.delete_entry(EntryKind::Assistant, "probe").await.unwrap());
+
+    let (alice, bob) = (user_id("reg-alice"), user_id("reg-bob"));
+    r.create_personal(&alice, "u-1", "{\"v\":1}").await.unwrap();
+    assert!(!r.update_personal(&bob, "u-1", "{}").await.unwrap(), "another owner");
+    assert!(!r.share_personal(&bob, "u-1", Some("team")).await.unwrap());
+    assert!(r.proposed().await.unwrap().is_empty());
+    assert_eq!(r.approve("u-1", 1).await.unwrap(), Approval::NotFound, "not proposed");
+    assert!(r.share_personal(&alice, "u-1", Some("team")).await.unwrap());
+    assert!(!r.proposed().await.unwrap()[0].shared(), "waits for approval");
+    assert_eq!(r.approve("u-1", 1).await.unwrap(), Approval::Approved);
+    assert!(r.personal("u-1").await.unwrap().unwrap().shared());
+    assert!(r.update_personal(&alice, "u-1", "{\"v\":2}").await.unwrap());
+    let row = r.personal("u-1").await.unwrap().unwrap();
+    assert_eq!((row.version, row.shared()), (2, false), "an edit needs approval again");
+    assert_eq!(r.approve("u-1", 1).await.unwrap(), Approval::Stale);
+    assert_eq!(r.approve("u-1", 2).await.unwrap(), Approval::Approved);
+    assert!(r.share_personal(&alice, "u-1", Some("other")).await.unwrap());
+    assert!(!r.personal("u-1").await.unwrap().unwrap().shared(), "a new group is a new proposal");
+    r.create_personal(&alice, "u-2", "{}").await.unwrap();
+    assert_eq!(r.personal_of(&alice).await.unwrap().len(), 2);
+    assert!(r.personal_of(&bob).await.unwrap().is_empty());
+    assert!(!r.delete_personal(&bob, "u-2").await.unwrap());
+    assert_eq!(r.erase_user(&alice).await.unwrap(), 2);
+    assert!(r.personal("u-1").await.unwrap().is_none() && r.proposed().await.unwrap().is_empty());
 }
 
 /// A turn's user message starts the turn's record in the same commit, and its final message

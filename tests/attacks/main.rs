@@ -22,6 +22,7 @@ mod mail;
 mod oracle;
 mod policy;
 mod provider;
+mod registry;
 mod stack;
 mod third_party;
 
@@ -118,6 +119,8 @@ fn all_cases() -> Vec<(&'static str, Case)> {
         g1::a_signed_read_cannot_become_a_delete,
         g1::a_body_signed_for_describe_is_refused_at_dispatch,
         g1::the_resource_query_is_signed,
+        registry::a_user_signature_cannot_reach_the_admin_routes,
+        registry::personal_instructions_come_after_the_fixed_rules_as_the_users_own,
         g1::an_outdated_app_is_told_so,
         mail::injected_mail_cannot_send,
         mail::relay_refuses_mail_send,

@@ -198,13 +198,7 @@ impl Orchestrator {
         body: &[u8],
         credentials: &[(&str, &str)],
     ) -> reqwest::RequestBuilder {
-        // Signed for the URL exactly as reqwest will send it (after its parser's escaping), so
-        // the signed path and query are the ones on the wire.
-        let url = reqwest::Url::parse(&format!("{base_url}{path}")).expect("request URL");
-        let target = match url.query() {
-            Some(query) => format!("{}?{query}", url.path()),
-            None => url.path().to_string(),
-        };
+        let (url, target) = url_and_target(base_url, path);
         let header = credentials_header(credentials);
         let headers = Self::sign(&Signing {
             method: method.as_str(),
@@ -225,6 +219,50 @@ impl Orchestrator {
         }
         rb
     }
+}
+
+/// The URL of `path` on `base_url` and its target as reqwest will send it (after its parser's
+/// escaping), so the signed path and query are the ones on the wire.
+fn url_and_target(base_url: &str, path: &str) -> (reqwest::Url, String) {
+    let url = reqwest::Url::parse(&format!("{base_url}{path}")).expect("request URL");
+    let target = match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_string(),
+    };
+    (url, target)
+}
+
+/// A request to `base_url` signed as `uid` as the Nextcloud app signs an admin request: the G1
+/// headers (no token) plus the admin signature over the same method, target, ts and nonce.
+pub fn admin_request_at(
+    client: &reqwest::Client,
+    base_url: &str,
+    method: reqwest::Method,
+    path: &str,
+    uid: &str,
+    body: &[u8],
+) -> reqwest::RequestBuilder {
+    let (url, target) = url_and_target(base_url, path);
+    let (ts, nonce) = (unix_now(), fresh_nonce());
+    let mut headers = Orchestrator::sign(&Signing {
+        method: method.as_str(),
+        target: &target,
+        uid,
+        body,
+        ts,
+        nonce: &nonce,
+        credentials: "",
+        signing_secret: SIGNING_SECRET,
+    });
+    headers.push(Orchestrator::admin_signature(method.as_str(), &target, uid, ts, &nonce));
+    let mut rb = client.request(method, url).body(body.to_vec());
+    for (k, v) in headers {
+        rb = rb.header(k, v);
+    }
+    if !body.is_empty() {
+        rb = rb.header("content-type", "application/json");
+    }
+    rb
 }
 
 /// What one G1 signature covers.

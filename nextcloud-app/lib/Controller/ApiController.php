@@ -114,7 +114,7 @@ class ApiController extends Controller {
 	#[NoAdminRequired]
 	#[UseSession]
 	public function assistants(): Response {
-		return $this->relay->forward('GET', '/v1/assistants');
+		return $this->relay->forward('GET', $this->relay->withGroups('/v1/assistants'));
 	}
 
 	private function forwardBody(string $path): Response {
@@ -122,6 +122,6 @@ class ApiController extends Controller {
 		return $this->relay->guard(function () use (&$body): void {
 			$body = $this->body->read();
 			BodyGuard::check($body);
-		}) ?? $this->relay->forward('POST', $path, $body);
+		}) ?? $this->relay->forward('POST', $this->relay->withGroups($path), $body);
 	}
 }

@@ -55,7 +55,8 @@ class FrameController extends Controller {
 			if ($conversation !== '') {
 				$query['conversation'] = $conversation;
 			}
-			$path = '/v1/apps/resource?' . http_build_query($query, '', '&', PHP_QUERY_RFC3986);
+			// With the person's groups: a conversation with a shared assistant shows its apps (issue #30).
+			$path = $this->relay->withGroups('/v1/apps/resource?' . http_build_query($query, '', '&', PHP_QUERY_RFC3986));
 			$reply = $this->orchestrator->send('GET', $path, $user->getUID(), '', $this->tokens->accessTokens(), $this->request->getId());
 			if (!$reply->isSuccess()) {
 				throw ProxyError::upstream($reply->status, "app resource answered {$reply->status}");

@@ -69,18 +69,21 @@ class Orchestrator {
 	}
 
 	/**
-	 * A GET of an admin route (`/v1/admin/...`): the G1 headers for `$uid` without any token, plus
-	 * the admin signature. Callers must have asked IGroupManager::isAdmin($uid) first; the
+	 * A request to an admin route (`/v1/admin/...`, a GET unless `$method` says otherwise): the G1
+	 * headers for `$uid` without any token, plus the admin signature over the same request. Callers must have asked IGroupManager::isAdmin($uid) first; the
 	 * orchestrator cannot ask Nextcloud, so this signature is the app's word for it.
 	 * @throws ProxyError when the orchestrator cannot be reached or the app is not set up
 	 */
-	public function sendAdmin(string $path, string $uid, string $requestId): UpstreamReply {
-		return $this->failover($path, '', $uid, function (string $base) use ($path, $uid, $requestId): UpstreamReply {
-			$headers = $this->settings->signer()->adminHeaders($base . $path, $uid, $this->time->getTime());
+	public function sendAdmin(string $path, string $uid, string $requestId, string $method = 'GET', string $body = ''): UpstreamReply {
+		return $this->failover($path, $body, $uid, function (string $base) use ($path, $uid, $requestId, $method, $body): UpstreamReply {
+			$headers = $this->settings->signer()->adminRequestHeaders($method, $base . $path, $uid, $this->time->getTime(), $body);
 			if ($requestId !== '') {
 				$headers['X-Request-Id'] = $requestId;
 			}
-			return $this->exchange($base, 'GET', $path, $headers, '');
+			if ($body !== '') {
+				$headers['Content-Type'] = 'application/json';
+			}
+			return $this->exchange($base, $method, $path, $headers, $body);
 		});
 	}
 
@@ -183,6 +186,7 @@ class Orchestrator {
 			$response = match ($method) {
 				'GET' => $client->get($url, $options),
 				'POST' => $client->post($url, $options),
+				'PUT' => $client->put($url, $options),
 				'DELETE' => $client->delete($url, $options),
 				default => throw ProxyError::badRequest("unsupported method $method"),
 			};

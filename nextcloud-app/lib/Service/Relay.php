@@ -34,6 +34,7 @@ class Relay {
 		private IRequest $request,
 		private LoggerInterface $logger,
 		private IL10N $l,
+		private ?Registry\MemberOf $memberOf = null,
 	) {
 	}
 
@@ -54,11 +55,19 @@ class Relay {
 
 	/**
 	 * The query of a chat turn: the signed `lang` parameter (docs/api.md), so the model answers
-	 * in the person's language; none when the language has no BCP 47 form.
+	 * in the person's language (none when the language has no BCP 47 form), and their groups.
 	 */
 	public function chatQuery(): string {
 		$language = $this->language();
-		return $language === null ? '' : '?' . http_build_query(['lang' => $language]);
+		$query = $language === null ? '' : '?' . http_build_query(['lang' => $language]);
+		// The person's groups (issue #30): a conversation with a shared assistant runs only while
+		// Nextcloud says they are in its group. Signed with the rest of the query.
+		return $this->memberOf?->withGroups($query) ?? $query;
+	}
+
+	/** `$path` with the person's groups as signed `group` parameters (issue #30). */
+	public function withGroups(string $path): string {
+		return $this->memberOf?->withGroups($path) ?? $path;
 	}
 
 	/** A buffered request: JSON (or empty) answers, passed through on success. */

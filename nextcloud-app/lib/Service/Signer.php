@@ -89,10 +89,20 @@ final class Signer {
 	 * @return array<string, string>
 	 */
 	public function adminHeaders(string $url, string $uid, int $ts, ?string $nonce = null): array {
+		return $this->adminRequestHeaders('GET', $url, $uid, $ts, '', $nonce);
+	}
+
+	/**
+	 * The G1 headers of an admin request of `$method` to `$url` with `$body` (never a user token),
+	 * with the admin signature over the same target, uid, ts and nonce: the registry's changes
+	 * (issue #30). Only for a uid IGroupManager::isAdmin() confirmed.
+	 * @return array<string, string>
+	 */
+	public function adminRequestHeaders(string $method, string $url, string $uid, int $ts, string $body, ?string $nonce = null): array {
 		$nonce ??= bin2hex(random_bytes(16));
-		$headers = $this->headers('GET', $url, $uid, $ts, '', '', $nonce);
+		$headers = $this->headers($method, $url, $uid, $ts, $body, '', $nonce);
 		[$path, $query] = self::target($url);
-		$headers['X-Tamebi-Admin-Signature'] = $this->adminSignature('GET', $path, $query, $uid, $ts, $nonce);
+		$headers['X-Tamebi-Admin-Signature'] = $this->adminSignature($method, $path, $query, $uid, $ts, $nonce);
 		return $headers;
 	}
 

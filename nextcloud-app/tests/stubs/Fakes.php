@@ -66,13 +66,20 @@ final class FakeGroupManager implements IGroupManager {
 	/** @var list<string> */
 	public array $asked = [];
 
-	/** @param list<string> $admins */
-	public function __construct(private array $admins = []) {
+	/**
+	 * @param list<string> $admins
+	 * @param array<string, list<string>> $members uid => the ids of their groups
+	 */
+	public function __construct(private array $admins = [], private array $members = []) {
 	}
 
 	public function isAdmin(string $userId): bool {
 		$this->asked[] = $userId;
 		return in_array($userId, $this->admins, true);
+	}
+
+	public function getUserGroupIds(\OCP\IUser $user): array {
+		return $this->members[$user->getUID()] ?? [];
 	}
 }
 
@@ -331,6 +338,10 @@ final class CurlClient implements IClient {
 
 	public function post(string $uri, array $options = []): IResponse {
 		return $this->request('POST', $uri, $options);
+	}
+
+	public function put(string $uri, array $options = []): IResponse {
+		return $this->request('PUT', $uri, $options);
 	}
 
 	public function delete(string $uri, array $options = []): IResponse {

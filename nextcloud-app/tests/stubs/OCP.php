@@ -23,6 +23,8 @@ namespace OCP {
 
 	interface IGroupManager {
 		public function isAdmin(string $userId): bool;
+		/** @return string[] the ids of the user's groups */
+		public function getUserGroupIds(IUser $user): array;
 	}
 
 	interface ISession {
@@ -112,6 +114,7 @@ namespace OCP\Http\Client {
 	interface IClient {
 		public function get(string $uri, array $options = []): IResponse;
 		public function post(string $uri, array $options = []): IResponse;
+		public function put(string $uri, array $options = []): IResponse;
 		public function delete(string $uri, array $options = []): IResponse;
 		/** Nextcloud's implementation takes (method, uri, options), whatever the interface's names say. */
 		public function request(string $method, string $uri, array $options = []): IResponse;

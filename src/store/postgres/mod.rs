@@ -24,6 +24,7 @@ pub mod audit;
 pub mod chat;
 pub mod lease;
 pub mod memory;
+pub mod registry;
 pub mod replay;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -199,6 +200,7 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
     (2, "leases", include_str!("migrations/0002_leases.sql")),
     (3, "replay_and_fencing", include_str!("migrations/0003_replay_and_fencing.sql")),
     (4, "conversation_origin", include_str!("migrations/0004_conversation_origin.sql")),
+    (5, "registry", include_str!("migrations/0005_registry.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations across instances ("tamebi" in ASCII).

@@ -1,0 +1,320 @@
+//! The registry's rows: MCP servers and assistants an admin registered in Nextcloud's admin
+//! page, the admin's policy for personal assistants, and the personal assistants people build
+//! (issue #30). Both implementations keep them where every instance sees them: SQLite in
+//! chat.db (a personal assistant is its owner's data and goes with `erase_user`), PostgreSQL
+//! in the tables of migration 0004.
+//!
+//! This module stores and returns JSON documents; it never validates them (`registry` does,
+//! before anything is written) and it never decides who may see what: a shared assistant is
+//! stored with the group it was proposed to, and whether a caller is in that group is the
+//! app's signed word on each request (docs/security.md), never a membership kept here.
+
+use serde::{Deserialize, Serialize};
+
+use super::key::UserId;
+use crate::error::Error;
+
+/// Which kind of admin entry a row is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    Server,
+    Assistant,
+    /// The admin's settings (one row, named [`POLICY_ROW`]).
+    Policy,
+}
+
+/// The name of the one policy row.
+pub const POLICY_ROW: &str = "policy";
+
+impl EntryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::Server => "server",
+            EntryKind::Assistant => "assistant",
+            EntryKind::Policy => "policy",
+        }
+    }
+}
+
+/// How a put treats an existing row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Put {
+    /// Only if no row has the name (false: it exists).
+    Create,
+    /// Only if the row exists (false: it does not).
+    Replace,
+    /// Either way.
+    Upsert,
+}
+
+/// One personal assistant, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonalRow {
+    pub id: String,
+    pub uid: String,
+    /// The validated document (`registry::PersonalSpec`) as JSON.
+    pub body: String,
+    /// The group it was proposed to, if any.
+    pub share_group: Option<String>,
+    /// Bumped by every edit of the owner.
+    pub version: i64,
+    /// The version an admin approved; shared only while it equals `version`.
+    pub approved_version: Option<i64>,
+    pub updated_at: i64,
+}
+
+impl PersonalRow {
+    /// Whether the group it was proposed to sees it: approved, and not edited since.
+    pub fn shared(&self) -> bool {
+        self.share_group.is_some() && self.approved_version == Some(self.version)
+    }
+}
+
+/// What an approval found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    Approved,
+    /// No such assistant, or it is not proposed to any group.
+    NotFound,
+    /// The owner edited it after the version the admin looked at.
+    Stale,
+}
+
+/// The registry's operations, whatever the database.
+#[async_trait::async_trait]
+pub trait RegistryStore: Send + Sync {
+    /// Every entry of `kind`: (name, JSON), by name.
+    async fn entries(&self, kind: EntryKind) -> Result<Vec<(String, String)>, Error>;
+    /// Writes one entry; false when `mode` refused (see [`Put`]).
+    async fn put_entry(&self, kind: EntryKind, name: &str, body: &str, mode: Put) -> Result<bool, Error>;
+    async fn delete_entry(&self, kind: EntryKind, name: &str) -> Result<bool, Error>;
+
+    /// The personal assistants `uid` owns.
+    async fn personal_of(&self, uid: &UserId) -> Result<Vec<PersonalRow>, Error>;
+    /// Every personal assistant proposed to a group (approved or waiting).
+    async fn proposed(&self) -> Result<Vec<PersonalRow>, Error>;
+    async fn personal(&self, id: &str) -> Result<Option<PersonalRow>, Error>;
+    /// A new personal assistant (version 1, not shared).
+    async fn create_personal(&self, uid: &UserId, id: &str, body: &str) -> Result<(), Error>;
+    /// The owner's edit: a new version, which needs approval again. False: not theirs / none.
+    async fn update_personal(&self, uid: &UserId, id: &str, body: &str) -> Result<bool, Error>;
+    /// The owner proposes it to `group` (None withdraws it); a proposal is not approved yet.
+    async fn share_personal(&self, uid: &UserId, id: &str, group: Option<&str>) -> Result<bool, Error>;
+    async fn delete_personal(&self, uid: &UserId, id: &str) -> Result<bool, Error>;
+    /// An admin approves `version` of a proposed assistant.
+    async fn approve(&self, id: &str, version: i64) -> Result<Approval, Error>;
+    /// Every personal assistant of `uid` (`DELETE /v1/me/data`).
+    async fn erase_user(&self, uid: &UserId) -> Result<usize, Error>;
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// The registry's tables in chat.db (idempotent; created when the store opens).
+const SQLITE_SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS registry_entries (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    body TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (kind, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS personal_assistants (
+    id TEXT PRIMARY KEY,
+    uid TEXT NOT NULL,
+    body TEXT NOT NULL,
+    share_group TEXT,
+    version INTEGER NOT NULL,
+    approved_version INTEGER,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS personal_assistants_uid ON personal_assistants (uid);
+"#;
+
+/// The registry in chat.db.
+pub struct SqliteRegistry {
+    db: super::db::Db,
+}
+
+const PERSONAL_COLUMNS: &str = "id, uid, body, share_group, version, approved_version, updated_at";
+
+fn personal_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PersonalRow> {
+    Ok(PersonalRow {
+        id: r.get(0)?,
+        uid: r.get(1)?,
+        body: r.get(2)?,
+        share_group: r.get(3)?,
+        version: r.get(4)?,
+        approved_version: r.get(5)?,
+        updated_at: r.get(6)?,
+    })
+}
+
+impl SqliteRegistry {
+    /// On chat.db (`chat`'s file: personal assistants are the person's data, like their chats).
+    pub async fn open(chat: &super::chat::SqliteChat) -> Result<SqliteRegistry, Error> {
+        let db = chat.db();
+        db.write(|c| Ok(c.execute_batch(SQLITE_SCHEMA)?)).await?;
+        Ok(SqliteRegistry { db })
+    }
+
+    async fn personal_where(&self, clause: &'static str, arg: String) -> Result<Vec<PersonalRow>, Error> {
+        self.db
+            .read(move |c| {
+                let mut stmt = c.prepare(&format!(
+                    "SELECT {PERSONAL_COLUMNS} FROM personal_assistants WHERE {clause} ORDER BY id"
+                ))?;
+                let rows = stmt.query_map([arg], personal_row)?.collect::<Result<Vec<_>, _>>()?;
+                Ok(rows)
+            })
+            .await
+    }
+}
+
+#[async_trait::async_trait]
+impl RegistryStore for SqliteRegistry {
+    async fn entries(&self, kind: EntryKind) -> Result<Vec<(String, String)>, Error> {
+        self.db
+            .read(move |c| {
+                let mut stmt = c.prepare("SELECT name, body FROM registry_entries WHERE kind = ?1 ORDER BY name")?;
+                let rows = stmt
+                    .query_map([kind.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(rows)
+            })
+            .await
+    }
+
+    async fn put_entry(&self, kind: EntryKind, name: &str, body: &str, mode: Put) -> Result<bool, Error> {
+        let (name, body) = (name.to_string(), body.to_string());
+        self.db
+            .write(move |c| {
+                let exists: bool = c.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM registry_entries WHERE kind = ?1 AND name = ?2)",
+                    rusqlite::params![kind.as_str(), name],
+                    |r| r.get(0),
+                )?;
+                if (mode == Put::Create && exists) || (mode == Put::Replace && !exists) {
+                    return Ok(false);
+                }
+                c.execute(
+                    "INSERT INTO registry_entries (kind, name, body, updated_at) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (kind, name) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
+                    rusqlite::params![kind.as_str(), name, body, now_ms()],
+                )?;
+                Ok(true)
+            })
+            .await
+    }
+
+    async fn delete_entry(&self, kind: EntryKind, name: &str) -> Result<bool, Error> {
+        let name = name.to_string();
+        self.db
+            .write(move |c| {
+                Ok(c.execute(
+                    "DELETE FROM registry_entries WHERE kind = ?1 AND name = ?2",
+                    rusqlite::params![kind.as_str(), name],
+                )? > 0)
+            })
+            .await
+    }
+
+    async fn personal_of(&self, uid: &UserId) -> Result<Vec<PersonalRow>, Error> {
+        self.personal_where("uid = ?1", uid.as_str().to_string()).await
+    }
+
+    async fn proposed(&self) -> Result<Vec<PersonalRow>, Error> {
+        self.personal_where("share_group IS NOT NULL AND ?1 = ?1", String::new()).await
+    }
+
+    async fn personal(&self, id: &str) -> Result<Option<PersonalRow>, Error> {
+        Ok(self.personal_where("id = ?1", id.to_string()).await?.pop())
+    }
+
+    async fn create_personal(&self, uid: &UserId, id: &str, body: &str) -> Result<(), Error> {
+        let (uid, id, body) = (uid.as_str().to_string(), id.to_string(), body.to_string());
+        self.db
+            .write(move |c| {
+                c.execute(
+                    "INSERT INTO personal_assistants (id, uid, body, version, updated_at) VALUES (?1, ?2, ?3, 1, ?4)",
+                    rusqlite::params![id, uid, body, now_ms()],
+                )?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn update_personal(&self, uid: &UserId, id: &str, body: &str) -> Result<bool, Error> {
+        let (uid, id, body) = (uid.as_str().to_string(), id.to_string(), body.to_string());
+        self.db
+            .write(move |c| {
+                Ok(c.execute(
+                    "UPDATE personal_assistants SET body = ?3, version = version + 1, updated_at = ?4 WHERE uid = ?1 AND id = ?2",
+                    rusqlite::params![uid, id, body, now_ms()],
+                )? > 0)
+            })
+            .await
+    }
+
+    async fn share_personal(&self, uid: &UserId, id: &str, group: Option<&str>) -> Result<bool, Error> {
+        let (uid, id, group) = (uid.as_str().to_string(), id.to_string(), group.map(str::to_string));
+        self.db
+            .write(move |c| {
+                // A new group is a new proposal: whatever was approved for the old one is not.
+                Ok(c.execute(
+                    "UPDATE personal_assistants SET share_group = ?3, approved_version = NULL, updated_at = ?4
+                     WHERE uid = ?1 AND id = ?2",
+                    rusqlite::params![uid, id, group, now_ms()],
+                )? > 0)
+            })
+            .await
+    }
+
+    async fn delete_personal(&self, uid: &UserId, id: &str) -> Result<bool, Error> {
+        let (uid, id) = (uid.as_str().to_string(), id.to_string());
+        self.db
+            .write(move |c| {
+                Ok(c.execute(
+                    "DELETE FROM personal_assistants WHERE uid = ?1 AND id = ?2",
+                    rusqlite::params![uid, id],
+                )? > 0)
+            })
+            .await
+    }
+
+    async fn approve(&self, id: &str, version: i64) -> Result<Approval, Error> {
+        let id = id.to_string();
+        self.db
+            .write(move |c| {
+                let found: Option<(i64, Option<String>)> = rusqlite::OptionalExtension::optional(c.query_row(
+                    "SELECT version, share_group FROM personal_assistants WHERE id = ?1",
+                    [&id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                ))?;
+                Ok(match found {
+                    None | Some((_, None)) => Approval::NotFound,
+                    Some((current, _)) if current != version => Approval::Stale,
+                    Some(_) => {
+                        c.execute(
+                            "UPDATE personal_assistants SET approved_version = ?2 WHERE id = ?1",
+                            rusqlite::params![id, version],
+                        )?;
+                        Approval::Approved
+                    }
+                })
+            })
+            .await
+    }
+
+    async fn erase_user(&self, uid: &UserId) -> Result<usize, Error> {
+        let uid = uid.as_str().to_string();
+        let n = self
+            .db
+            .write(move |c| Ok(c.execute("DELETE FROM personal_assistants WHERE uid = ?1", [uid])?))
+            .await?;
+        // As chat.db's own erasure does: nothing of the deleted text stays in the WAL.
+        self.db.checkpoint_truncate().await?;
+        Ok(n)
+    }
+}
