@@ -32,5 +32,7 @@ return [
 		['name' => 'mail#message', 'url' => '/api/v1/mail/messages/{id}', 'verb' => 'GET'],
 		['name' => 'mail#send', 'url' => '/api/v1/mail/send', 'verb' => 'POST'],
 		['name' => 'mail#draft', 'url' => '/api/v1/mail/drafts', 'verb' => 'POST'],
+		// Talk's bot webhook (docs/talk.md): the one route Nextcloud calls without a user.
+		['name' => 'talk#webhook', 'url' => '/api/v1/talk/webhook', 'verb' => 'POST'],
 	],
 ];

@@ -138,6 +138,13 @@ OC.L10N.register(
     "yes, but with HTTP %s" : "ja, aber mit HTTP %s",
     "{message} (request id: {requestId})" : "{message} (Anfrage-ID: {requestId})",
     "{server} is a third-party service, not part of your Nextcloud. Approving sends it exactly the arguments below." : "{server} ist ein Dienst eines Drittanbieters, nicht Teil deiner Nextcloud. Wenn du genehmigst, erhält er genau die Argumente unten.",
-    "{tool} result" : "Ergebnis von {tool}"
+    "{tool} result" : "Ergebnis von {tool}",
+    "Ask your question after my name, for example: @Tamebi what is a good agenda for a kick-off meeting?" : "Stell deine Frage nach meinem Namen, zum Beispiel: @Tamebi was ist eine gute Tagesordnung für ein Kick-off-Meeting?",
+    "Continue in Tamebi" : "In Tamebi weitermachen",
+    "Sorry, Tamebi could not answer this time. Request ID: %s" : "Tamebi konnte diesmal leider nicht antworten. Anfrage-ID: %s",
+    "Tamebi answers signed-in users only." : "Tamebi antwortet nur angemeldeten Benutzern.",
+    "Tamebi is answering a lot of questions in this conversation right now. Please ask again in a minute." : "Tamebi beantwortet in dieser Unterhaltung gerade sehr viele Fragen. Bitte frag in einer Minute noch einmal.",
+    "Tamebi is busy right now. Please ask again in a minute." : "Tamebi ist gerade ausgelastet. Bitte frag in einer Minute noch einmal.",
+    "You have asked Tamebi several questions in a short time. Please wait a minute before the next one." : "Du hast Tamebi in kurzer Zeit mehrere Fragen gestellt. Bitte warte eine Minute bis zur nächsten."
 },
 "nplurals=2; plural=(n != 1);");

@@ -4,6 +4,8 @@ declare(strict_types=1);
 
 namespace OCA\Tamebi\AppInfo;
 
+use OCA\Tamebi\Listener\TalkEnabledListener;
+use OCP\App\Events\AppEnableEvent;
 use OCP\AppFramework\App;
 use OCP\AppFramework\Bootstrap\IBootContext;
 use OCP\AppFramework\Bootstrap\IBootstrap;
@@ -13,7 +15,8 @@ use OCP\AppFramework\Bootstrap\IRegistrationContext;
  * The app's entry point. Everything is wired by the DI container from constructor types;
  * commands and the admin settings are declared in appinfo/info.xml.
  * It must never register anything that runs on other apps' requests: Tamebi only acts when
- * the signed-in user talks to it.
+ * the signed-in user talks to it (or Talk calls its bot webhook). The one listener is for
+ * Talk being enabled, to register the Talk bot again (TalkEnabledListener).
  */
 class Application extends App implements IBootstrap {
 	public const APP_ID = 'tamebi';
@@ -23,6 +26,7 @@ class Application extends App implements IBootstrap {
 	}
 
 	public function register(IRegistrationContext $context): void {
+		$context->registerEventListener(AppEnableEvent::class, TalkEnabledListener::class);
 	}
 
 	public function boot(IBootContext $context): void {
