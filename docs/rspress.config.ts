@@ -14,7 +14,7 @@ const docsRoot = path.dirname(fileURLToPath(import.meta.url));
 
 type Page = { file: string; text: string };
 const AUDIENCES: { text: string; pages: Page[] }[] = [
-  { text: 'Users', pages: [{ file: 'using', text: 'Using Tamebi' }] },
+  { text: 'Users', pages: [{ file: 'using', text: 'Using Tamebi' }, { file: 'talk', text: 'Tamebi in Talk' }] },
   {
     text: 'Admins',
     pages: [

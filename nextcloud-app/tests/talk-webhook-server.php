@@ -17,7 +17,9 @@ declare(strict_types=1);
  * refused here), the CSRF rule of an OCS route (OCS-APIRequest: true), and the response written
  * with a Content-Length, as Nextcloud writes a DataResponse. The memory cache is FileMemcache
  * (atomic across the server's worker processes); `IAppConfig` is filled from the environment.
- * Every request the app sends to the orchestrator goes to TAMEBI_TALK_ORCHESTRATOR.
+ * Every request the app sends to the orchestrator goes to TAMEBI_TALK_ORCHESTRATOR; the "Continue in
+ * Tamebi" link points at TAMEBI_TALK_PAGE_BASE (default: the Nextcloud URL). GET /healthz answers
+ * 200 for readiness checks.
  */
 
 use OCA\Tamebi\Controller\TalkController;
@@ -62,6 +64,12 @@ function requestHeaders(): array {
 }
 
 $path = rawurldecode((string)parse_url((string)$_SERVER['REQUEST_URI'], PHP_URL_PATH));
+if ($path === '/healthz') { // for scripts/dev's readiness check; not a route of the app
+	http_response_code(200);
+	header('Content-Type: application/json');
+	echo '{"status":"ok"}';
+	return true;
+}
 $prefix = '/ocs/v2.php/apps/tamebi';
 $route = null;
 foreach ((require dirname(__DIR__) . '/appinfo/routes.php')['ocs'] as $r) {
@@ -112,9 +120,11 @@ $logger = new RecordingLogger();
 $clients = new CurlClientService();
 $clock = new FakeClock();
 $urls = new FakeUrlGenerator($env('TAMEBI_TALK_NC_URL'));
+// Where "Continue in Tamebi" points: the Nextcloud's own page, or (scripts/dev) the island dev host.
+$pages = new FakeUrlGenerator($env('TAMEBI_TALK_PAGE_BASE') ?: $env('TAMEBI_TALK_NC_URL'));
 $limits = new Limits(new FileCacheFactory($env('TAMEBI_TALK_CACHE') ?: null), $clock);
 $turns = new RoomTurns(new Orchestrator($settings, $clients, $clock),
-	new BotReplies($settings, new OidcFlow($settings, $clients, $urls, $clock), $clients, $logger), $urls, new FakeL10N('en'), $logger);
+	new BotReplies($settings, new OidcFlow($settings, $clients, $urls, $clock), $clients, $logger), $pages, new FakeL10N('en'), $logger);
 $after = new AfterResponse($logger);
 $controller = new TalkController('tamebi', $request, new Webhook($settings, $limits, $logger), $turns, $after, new RequestBody('php://input'));
 
