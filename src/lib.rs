@@ -48,6 +48,7 @@ pub mod model;
 pub mod services;
 pub mod store;
 pub mod stream_log;
+pub mod talk;
 pub mod telemetry;
 pub mod turn;
 pub mod types;

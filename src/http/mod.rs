@@ -8,6 +8,7 @@
 //! - [`chat`]: `POST /v1/chat` and `GET /v1/chat/{id}/stream` (SSE, AI SDK UI message stream).
 //! - [`conversations`]: list, read, delete.
 //! - [`assistants`]: the assistants a user may pick, and the conversation binding rule.
+//! - [`talk`]: a room turn for a mention in a Talk room (no credentials, no tools, no memory).
 //! - [`admin`]: configuration status for Nextcloud admins (admin-signed, never users' content).
 //! - [`apps`]: MCP App documents and the relay for frames and the island.
 //! - [`memory`]: the user's memory facts, and the erasure of all their data.
@@ -24,6 +25,7 @@ pub mod fairness;
 pub mod memory;
 pub mod server;
 mod sse;
+pub mod talk;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -78,6 +80,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/me/data", delete(memory::erase_me))
         .route("/v1/assistants", get(assistants::list))
         .route("/v1/admin/status", get(admin::status))
+        .route("/v1/talk/turn", post(talk::turn))
         .layer(middleware::from_fn_with_state(state.clone(), identity_layer));
     Router::new()
         .route("/healthz", get(health))
