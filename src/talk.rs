@@ -63,9 +63,19 @@ pub fn conversation_key(caller: &Caller, room: &str) -> Result<ConversationKey, 
     ConversationKey::for_user(UserId::of(caller), &format!("{CONVERSATION_PREFIX}{room}"))
 }
 
+/// What a room turn answers.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RoomReply {
+    /// The model's answer ("" when it only tried to use tools).
+    pub text: String,
+    /// The model tried to call a tool: the question needs the person's workspace, which a room
+    /// cannot reach. The app then says so in the person's language (and links to their Tamebi).
+    pub wanted_tools: bool,
+}
+
 /// Runs the turn: the person's earlier exchange in this room, the new message (enveloped),
-/// one model call without tools; stores both messages and returns the answer's text.
-pub async fn run(services: &Services, caller: &Caller, turn: RoomTurn) -> Result<String, Error> {
+/// one model call without tools; stores both messages and returns the answer.
+pub async fn run(services: &Services, caller: &Caller, turn: RoomTurn) -> Result<RoomReply, Error> {
     let key = conversation_key(caller, &turn.room)?;
     let history = match services.store.load(&key).await? {
         Some(conversation) => conversation.messages,
@@ -82,25 +92,31 @@ pub async fn run(services: &Services, caller: &Caller, turn: RoomTurn) -> Result
         .await
         .map_err(|e| Error::Internal(format!("room turn model call: {e}")))?;
     let mut text = String::new();
+    let mut wanted_tools = false;
     while let Some(event) = stream.next().await {
         match event.map_err(|e| Error::Internal(format!("room turn model stream: {e}")))? {
             ModelEvent::TextDelta(delta) => text.push_str(&delta),
             // None was offered: a call the model makes anyway runs nowhere.
-            ModelEvent::ToolCallStart { name, .. } => tracing::warn!(tool = %name, "the model called a tool in a room turn; ignored"),
+            ModelEvent::ToolCallStart { name, .. } => {
+                tracing::info!(tool = %name, "the model called a tool in a room turn; nothing runs");
+                wanted_tools = true;
+            }
             _ => {}
         }
     }
     let text = shorten(text.trim());
-    if text.is_empty() {
+    if text.is_empty() && !wanted_tools {
         return Err(Error::Internal("room turn: the model answered nothing".into()));
     }
     let title = format!("Talk {}", turn.room);
     services.store.save_message(&key, &question, Some(title)).await?;
-    services
-        .store
-        .save_message(&key, &text_message(Role::Assistant, text.clone()), None)
-        .await?;
-    Ok(text)
+    if !text.is_empty() {
+        services
+            .store
+            .save_message(&key, &text_message(Role::Assistant, text.clone()), None)
+            .await?;
+    }
+    Ok(RoomReply { text, wanted_tools })
 }
 
 fn text_message(role: Role, text: String) -> UiMessage {

@@ -276,6 +276,8 @@ mod tests {
             json!({"id": "c", "messages": [{"id": "m", "role": "assistant", "parts": [{"type": "text", "text": "hi"}]}]}),
             json!({"id": "c", "trigger": "regenerate-message", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]}),
             json!({"messages": []}),
+            // A Talk room's conversation (crate::talk) is never continued with the person's authority.
+            json!({"id": "talk-k3x9ab2q", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]}),
         ] {
             assert!(matches!(parse(&body(b.clone())), Err(Error::BadRequest(_))), "{b}");
         }

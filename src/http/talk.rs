@@ -4,6 +4,8 @@
 //! different: the request must carry NO credentials (a Talk webhook has none, and a room turn
 //! must not borrow anyone's authority even if the app had one), and the answer is the whole
 //! text at once (JSON), not a stream: the app posts it to the room in one message.
+//! `wantedTools` says the model tried to use a tool (none was offered): the question needs the
+//! person's workspace, and the app says so in their language.
 //! The turn itself lives in `crate::talk`.
 
 use axum::body::Bytes;
@@ -30,11 +32,11 @@ pub async fn turn(State(state): State<AppState>, Extension(caller): Extension<Ca
     let turn = parse(&caller, &body).map_err(|e| e.with_request(&rid))?;
     // B6: the same per-user share and machine-wide permits as any turn, held until it ends.
     let _held = admit(&state, &caller.uid).map_err(|e| e.with_request(&rid))?;
-    let text = talk::run(&state.services, &caller, turn).await.map_err(|e| {
+    let reply = talk::run(&state.services, &caller, turn).await.map_err(|e| {
         tracing::error!(request_id = %rid, error = %crate::auth::redact::redact(&e.to_string()), "room turn failed");
         e.with_request(&rid)
     })?;
-    Ok(Json(json!({"text": text, "requestId": rid})))
+    Ok(Json(json!({"text": reply.text, "wantedTools": reply.wanted_tools, "requestId": rid})))
 }
 
 fn parse(caller: &Caller, body: &[u8]) -> Result<RoomTurn, Error> {

@@ -61,6 +61,8 @@ pub async fn room_message_ordering_file_access_gets_no_tool(s: &Stack) -> Result
     ensure!(s.audit()?.len() == audit_before, "a tool call was audited for a room turn");
     let text = replies[0]["message"].as_str().unwrap_or("");
     ensure!(!text.contains("forty thousand"), "the reply carries the file's content: {text}");
+    // The model only tried tools: the reply says plainly that a room cannot reach files.
+    ensure!(text.starts_with("Tamebi cannot look at files"), "the reply does not say why: {text}");
     Ok(())
 }
 
@@ -108,7 +110,7 @@ pub async fn a_reply_never_carries_memory_facts(s: &Stack) -> Result<()> {
         {"tool_calls": [{"name": "memory_write", "arguments": {"fact": "My locker code is 4711-TALK"}}]},
         {"text": "Saved."}
     ]));
-    let cid = format!("talk-mem-{}", crate::stack::uuid_like());
+    let cid = format!("memory-for-talk-{}", crate::stack::uuid_like());
     let t = s.chat("alice", &cid, "TALK-REMEMBER-MARK please remember my locker code").await?;
     let decided = s.decide("alice", &cid, &t.message_id, vec![t.decision(0, true)?]).await?;
     ensure!(decided.status == 200, "approving the memory write: {}", decided.status);

@@ -143,6 +143,20 @@ final class TalkWebhookTest extends TestCase {
 		$this->assertStringNotContainsString('secret.rs', $replies[0]['message']);
 	}
 
+	public function testAQuestionNeedingTheWorkspaceGetsAPlainAnswerAndTheLink(): void {
+		$this->room->post('alice', '@Tamebi list my files please');
+		$replies = $this->room->waitForBotMessages(1);
+		$this->assertCount(1, $replies);
+		$this->assertStringStartsWith('Tamebi cannot look at files, calendars, contacts, boards or mail from a Talk room.', $replies[0]['message']);
+		$this->assertStringContainsString('[Continue in Tamebi](', $replies[0]['message']);
+	}
+
+	public function testBusyOrchestratorGetsAFriendlyReply(): void {
+		$this->room->post('alice', '@Tamebi are you busy?');
+		$replies = $this->room->waitForBotMessages(1);
+		$this->assertSame('Tamebi is busy right now. Please ask again in a minute.', $replies[0]['message'] ?? null);
+	}
+
 	public function testAddressing(): void {
 		foreach (['@Tamebi hi', 'Tamebi, hi', 'tamebi: hi', '  @tamebi', 'hey @Tamebi what now', '@"Tamebi" hi'] as $yes) {
 			$this->assertTrue(Webhook::addresses($yes), $yes);

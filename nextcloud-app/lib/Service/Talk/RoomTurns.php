@@ -66,12 +66,17 @@ class RoomTurns {
 				$this->l10n->t('Tamebi is busy right now. Please ask again in a minute.'));
 			return;
 		}
-		if ($reply->status !== 200 || !is_array($data) || !is_string($data['text'] ?? null) || trim($data['text']) === '') {
+		$text = is_array($data) && is_string($data['text'] ?? null) ? trim($data['text']) : '';
+		if ($text === '' && $reply->status === 200 && ($data['wantedTools'] ?? false) === true) {
+			// The model reached for a tool (none is offered in a room): the question needs the person's own access.
+			$text = $this->l10n->t('Tamebi cannot look at files, calendars, contacts, boards or mail from a Talk room. Continue in your own Tamebi to do this with your own access.');
+		}
+		if ($reply->status !== 200 || $text === '') {
 			$this->logger->error('Tamebi: room turn {requestId} failed with HTTP {status}', ['requestId' => $requestId, 'status' => $reply->status]);
 			$this->failed($incoming, $requestId);
 			return;
 		}
-		$this->replies->post($incoming->token, $incoming->messageId, $data['text'] . "\n\n" . $this->continueLink($incoming->question));
+		$this->replies->post($incoming->token, $incoming->messageId, $text . "\n\n" . $this->continueLink($incoming->question));
 	}
 
 	private function failed(Incoming $incoming, string $requestId): void {
