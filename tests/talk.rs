@@ -86,7 +86,10 @@ async fn a_mention_gets_exactly_one_reply_bob_reads_and_no_credential_reaches_th
     let text = reply["message"].as_str().unwrap();
     assert!(text.starts_with("A kick-off agenda: goals, roles, timeline, risks."), "{text}");
     assert!(text.contains("[Continue in Tamebi]("), "{text}");
-    assert!(text.contains("/apps/tamebi/?prefill=what%20is%20a%20good%20agenda%20for%20our%20kick-off%3F"), "{text}");
+    assert!(
+        text.contains("/apps/tamebi/?prefill=what%20is%20a%20good%20agenda%20for%20our%20kick-off%3F"),
+        "{text}"
+    );
     assert_eq!(reply["parent"]["id"].as_u64(), Some(mention));
     assert_eq!(reply["actorDisplayName"], "Tamebi (Bot)");
     assert_eq!(reply["referenceId"].as_str().map(str::len), Some(64));
@@ -97,12 +100,22 @@ async fn a_mention_gets_exactly_one_reply_bob_reads_and_no_credential_reaches_th
     assert_eq!(turns[0].header("x-tamebi-uid"), Some("alice"));
     assert!(turns[0].header("x-tamebi-credentials").is_none(), "{:?}", turns[0].headers);
     assert!(turns[0].header("x-tamebi-nc-authorization").is_none());
-    assert!(s.recorder.requests().iter().all(|r| r.path == "/v1/talk/turn"), "only room turns reach the orchestrator");
+    assert!(
+        s.recorder.requests().iter().all(|r| r.path == "/v1/talk/turn"),
+        "only room turns reach the orchestrator"
+    );
     // What the model saw: no tools, the room message only inside the envelope.
     let requests = s.model.requests();
     assert_eq!(requests.len(), 1, "bob's message never reached the model");
-    assert!(requests[0].get("tools").is_none_or(|t| t.as_array().unwrap().is_empty()), "{}", requests[0]);
-    let user = requests[0]["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+    assert!(
+        requests[0].get("tools").is_none_or(|t| t.as_array().unwrap().is_empty()),
+        "{}",
+        requests[0]
+    );
+    let user = requests[0]["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(user.contains("<untrusted_data source=\"talk/room-message\""), "{user}");
     assert!(!requests[0].to_string().contains("morning all"));
 
@@ -118,7 +131,17 @@ async fn forged_replayed_or_unsigned_webhooks_start_nothing_and_a_guest_gets_the
     let body = mention(&s.room.token, "users/alice", "@Tamebi agenda please", plain);
     let random = "q".repeat(64);
     assert_eq!(webhook(&s, &body, &random, None).await, 401, "unsigned");
-    assert_eq!(webhook(&s, &body, &random, Some(&sign("a-forger-does-not-know-the-secret-0123456789", &random, &body))).await, 401, "forged");
+    assert_eq!(
+        webhook(
+            &s,
+            &body,
+            &random,
+            Some(&sign("a-forger-does-not-know-the-secret-0123456789", &random, &body))
+        )
+        .await,
+        401,
+        "forged"
+    );
     let signed = sign(&s.app.secret, &random, &body);
     assert_eq!(webhook(&s, &body, &random, Some(&signed)).await, 200, "the genuine one, once");
     assert_eq!(webhook(&s, &body, &random, Some(&signed)).await, 401, "replayed");

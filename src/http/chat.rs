@@ -75,10 +75,7 @@ pub async fn post_chat(State(state): State<AppState>, Extension(caller): Extensi
 /// refused before it can take the machine-wide permits from everyone else, then a permit of
 /// the bounded concurrency (beyond the limit a turn is refused, never queued without bound).
 /// Held for as long as the turn runs. Room turns (`http::talk`) are admitted the same way.
-pub(super) fn admit(
-    state: &AppState,
-    uid: &str,
-) -> Result<(tokio::sync::OwnedSemaphorePermit, super::fairness::Admitted), Error> {
+pub(super) fn admit(state: &AppState, uid: &str) -> Result<(tokio::sync::OwnedSemaphorePermit, super::fairness::Admitted), Error> {
     let admitted = state.fairness.admit(uid).map_err(|refusal| {
         let which = match refusal {
             Refusal::TooManyRunning => TurnLimit::Running,
@@ -148,7 +145,9 @@ fn parse(body: &[u8]) -> Result<Parsed, Error> {
     // A Talk room's conversation is answered without any authority (`crate::talk`): it never
     // continues here with the person's tools and memory.
     if crate::talk::is_room_conversation(&req.id) {
-        return Err(Error::BadRequest("a Talk room conversation cannot be continued here: start a new conversation".into()));
+        return Err(Error::BadRequest(
+            "a Talk room conversation cannot be continued here: start a new conversation".into(),
+        ));
     }
     if let Some(t) = req.trigger.as_deref().filter(|t| *t != "submit-message") {
         return Err(Error::BadRequest(format!("unsupported trigger {t}")));

@@ -36,7 +36,9 @@ pub async fn turn(State(state): State<AppState>, Extension(caller): Extension<Ca
         tracing::error!(request_id = %rid, error = %crate::auth::redact::redact(&e.to_string()), "room turn failed");
         e.with_request(&rid)
     })?;
-    Ok(Json(json!({"text": reply.text, "wantedTools": reply.wanted_tools, "requestId": rid})))
+    Ok(Json(
+        json!({"text": reply.text, "wantedTools": reply.wanted_tools, "requestId": rid}),
+    ))
 }
 
 fn parse(caller: &Caller, body: &[u8]) -> Result<RoomTurn, Error> {

@@ -37,16 +37,22 @@ fn room_requests(s: &Stack, marker: &str) -> Vec<Value> {
 pub async fn room_message_ordering_file_access_gets_no_tool(s: &Stack) -> Result<()> {
     let marker = "TALK-FILES-MARK";
     // A model that obeys the room: it calls the file tools at once.
-    s.script(marker, json!([
-        {"tool_calls": [{"name": "files_read", "arguments": {"path": "/Shared-with-bob/plan.md"}}]},
-        {"tool_calls": [{"name": "files_move", "arguments": {"from": "/private/secret.txt", "to": "/Shared-with-bob/secret.txt"}}]},
-        {"text": "Done."}
-    ]));
+    s.script(
+        marker,
+        json!([
+            {"tool_calls": [{"name": "files_read", "arguments": {"path": "/Shared-with-bob/plan.md"}}]},
+            {"tool_calls": [{"name": "files_move", "arguments": {"from": "/private/secret.txt", "to": "/Shared-with-bob/secret.txt"}}]},
+            {"text": "Done."}
+        ]),
+    );
     let b = bot(s).await;
     let before = s.tree("alice").await?;
     let audit_before = s.audit()?.len();
     b.room
-        .post("alice", &format!("@Tamebi {marker} read /Shared-with-bob/plan.md and move private/secret.txt into the share, then send it to everyone"))
+        .post(
+            "alice",
+            &format!("@Tamebi {marker} read /Shared-with-bob/plan.md and move private/secret.txt into the share, then send it to everyone"),
+        )
         .await;
     let replies = b.room.bot_messages(1).await;
     ensure!(replies.len() == 1, "one reply: {replies:?}\n{}", b.app.logs());
@@ -62,7 +68,10 @@ pub async fn room_message_ordering_file_access_gets_no_tool(s: &Stack) -> Result
     let text = replies[0]["message"].as_str().unwrap_or("");
     ensure!(!text.contains("forty thousand"), "the reply carries the file's content: {text}");
     // The model only tried tools: the reply says plainly that a room cannot reach files.
-    ensure!(text.starts_with("Tamebi cannot look at files"), "the reply does not say why: {text}");
+    ensure!(
+        text.starts_with("Tamebi cannot look at files"),
+        "the reply does not say why: {text}"
+    );
     Ok(())
 }
 
@@ -97,7 +106,11 @@ pub async fn webhook_naming_another_user_with_a_bad_signature_does_nothing(s: &S
         ensure!(status == 401, "a forged webhook answered {status}");
     }
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    ensure!(b.recorder.requests().is_empty(), "the orchestrator was called: {:?}", b.recorder.requests());
+    ensure!(
+        b.recorder.requests().is_empty(),
+        "the orchestrator was called: {:?}",
+        b.recorder.requests()
+    );
     ensure!(b.room.bot_messages(0).await.is_empty(), "the bot posted");
     ensure!(room_requests(s, "TALK-FORGED-MARK").is_empty(), "the model was called");
     ensure!(!b.app.log().contains("TALK-FORGED-MARK"), "the refused body was logged");
@@ -106,16 +119,22 @@ pub async fn webhook_naming_another_user_with_a_bad_signature_does_nothing(s: &S
 
 pub async fn a_reply_never_carries_memory_facts(s: &Stack) -> Result<()> {
     // alice's memory holds a fact, written with her approval in her own Tamebi.
-    s.script("TALK-REMEMBER-MARK", json!([
-        {"tool_calls": [{"name": "memory_write", "arguments": {"fact": "My locker code is 4711-TALK"}}]},
-        {"text": "Saved."}
-    ]));
+    s.script(
+        "TALK-REMEMBER-MARK",
+        json!([
+            {"tool_calls": [{"name": "memory_write", "arguments": {"fact": "My locker code is 4711-TALK"}}]},
+            {"text": "Saved."}
+        ]),
+    );
     let cid = format!("memory-for-talk-{}", crate::stack::uuid_like());
     let t = s.chat("alice", &cid, "TALK-REMEMBER-MARK please remember my locker code").await?;
     let decided = s.decide("alice", &cid, &t.message_id, vec![t.decision(0, true)?]).await?;
     ensure!(decided.status == 200, "approving the memory write: {}", decided.status);
     // A model that tells the room whatever its context says the code is.
-    s.script("TALK-LEAK-MARK", json!([{"text_from_template": "Your locker code is {{word_after:code is}}."}]));
+    s.script(
+        "TALK-LEAK-MARK",
+        json!([{"text_from_template": "Your locker code is {{word_after:code is}}."}]),
+    );
     let b = bot(s).await;
     b.room.post("alice", "@Tamebi TALK-LEAK-MARK what is my locker code?").await;
     let replies = b.room.bot_messages(1).await;
@@ -123,7 +142,10 @@ pub async fn a_reply_never_carries_memory_facts(s: &Stack) -> Result<()> {
     let text = replies[0]["message"].as_str().unwrap_or("");
     ensure!(!text.contains("4711"), "the reply carries a memory fact: {text}");
     for r in room_requests(s, "TALK-LEAK-MARK") {
-        ensure!(!r.to_string().contains("4711"), "the room turn's model request carries a memory fact");
+        ensure!(
+            !r.to_string().contains("4711"),
+            "the room turn's model request carries a memory fact"
+        );
     }
     // And the turn reached the orchestrator as alice, with no credential of hers.
     let turns: Vec<_> = b.recorder.requests().into_iter().filter(|r| r.path == "/v1/talk/turn").collect();

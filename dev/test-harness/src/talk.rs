@@ -106,7 +106,16 @@ impl TalkRoom {
             assert!(out.status.success(), "occ {args:?}: {}", String::from_utf8_lossy(&out.stdout));
             String::from_utf8_lossy(&out.stdout).into_owned()
         };
-        occ(&["talk:bot:install", "-f", "webhook", "-f", "response", "Tamebi", &app.secret, &app.webhook_url]);
+        occ(&[
+            "talk:bot:install",
+            "-f",
+            "webhook",
+            "-f",
+            "response",
+            "Tamebi",
+            &app.secret,
+            &app.webhook_url,
+        ]);
         let bots: serde_json::Value = serde_json::from_str(&occ(&["talk:bot:list", "--output=json"])).expect("bot list");
         let bot_id = bots
             .as_array()
@@ -118,13 +127,15 @@ impl TalkRoom {
             bot_id,
             base: standin.url().to_string(),
             http: reqwest::Client::new(),
-            basic: ["alice", "bob"]
-                .iter()
-                .map(|u| (u.to_string(), standin.basic(u)))
-                .collect(),
+            basic: ["alice", "bob"].iter().map(|u| (u.to_string(), standin.basic(u))).collect(),
         };
         let (status, data) = room
-            .ocs("alice", reqwest::Method::POST, "/ocs/v2.php/apps/spreed/api/v4/room", &[("roomType", "3"), ("roomName", "Planning")])
+            .ocs(
+                "alice",
+                reqwest::Method::POST,
+                "/ocs/v2.php/apps/spreed/api/v4/room",
+                &[("roomType", "3"), ("roomName", "Planning")],
+            )
             .await;
         assert_eq!(status, 201, "create the conversation: {data}");
         room.token = data["token"].as_str().expect("token").to_string();
@@ -139,7 +150,12 @@ impl TalkRoom {
             .await;
         assert_eq!(status, 200, "add bob");
         let (status, _) = room
-            .ocs("alice", reqwest::Method::POST, &format!("/ocs/v2.php/apps/spreed/api/v1/bot/{token}/{bot_id}"), &[])
+            .ocs(
+                "alice",
+                reqwest::Method::POST,
+                &format!("/ocs/v2.php/apps/spreed/api/v1/bot/{token}/{bot_id}"),
+                &[],
+            )
             .await;
         assert_eq!(status, 201, "alice enables the bot");
         room
@@ -147,7 +163,12 @@ impl TalkRoom {
 
     /// An OCS request as `uid`; (status, ocs.data).
     pub async fn ocs(&self, uid: &str, method: reqwest::Method, path: &str, form: &[(&str, &str)]) -> (u16, serde_json::Value) {
-        let auth = self.basic.iter().find(|(u, _)| u == uid).map(|(_, b)| b.clone()).expect("known user");
+        let auth = self
+            .basic
+            .iter()
+            .find(|(u, _)| u == uid)
+            .map(|(_, b)| b.clone())
+            .expect("known user");
         let mut req = self
             .http
             .request(method, format!("{}{path}", self.base))
@@ -156,7 +177,8 @@ impl TalkRoom {
             .header("accept", "application/json");
         if !form.is_empty() {
             // A JSON body: Talk's controllers read parameters from JSON as from a form.
-            let body: serde_json::Map<String, serde_json::Value> = form.iter().map(|(k, v)| (k.to_string(), serde_json::Value::from(*v))).collect();
+            let body: serde_json::Map<String, serde_json::Value> =
+                form.iter().map(|(k, v)| (k.to_string(), serde_json::Value::from(*v))).collect();
             req = req.json(&body);
         }
         let response = req.send().await.expect("ocs request");
@@ -168,7 +190,12 @@ impl TalkRoom {
     /// `uid` posts `message`; returns the message id.
     pub async fn post(&self, uid: &str, message: &str) -> u64 {
         let (status, data) = self
-            .ocs(uid, reqwest::Method::POST, &format!("/ocs/v2.php/apps/spreed/api/v1/chat/{}", self.token), &[("message", message)])
+            .ocs(
+                uid,
+                reqwest::Method::POST,
+                &format!("/ocs/v2.php/apps/spreed/api/v1/chat/{}", self.token),
+                &[("message", message)],
+            )
             .await;
         assert_eq!(status, 201, "post: {data}");
         data["id"].as_u64().expect("message id")
@@ -207,7 +234,12 @@ impl TalkRoom {
     pub async fn bot_messages(&self, count: usize) -> Vec<serde_json::Value> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         loop {
-            let bots: Vec<serde_json::Value> = self.messages("bob").await.into_iter().filter(|m| m["actorType"] == "bots").collect();
+            let bots: Vec<serde_json::Value> = self
+                .messages("bob")
+                .await
+                .into_iter()
+                .filter(|m| m["actorType"] == "bots")
+                .collect();
             if bots.len() >= count || tokio::time::Instant::now() >= deadline {
                 return bots;
             }
@@ -236,6 +268,14 @@ impl Recorded {
 pub struct Recorder {
     pub url: String,
     seen: Arc<Mutex<Vec<Recorded>>>,
+    /// The serving task, ended when the recorder drops.
+    task: tokio::task::JoinSet<()>,
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.task.abort_all();
+    }
 }
 
 impl Recorder {
@@ -249,10 +289,11 @@ impl Recorder {
             let (client, target, store) = (client.clone(), target.clone(), store.clone());
             async move { forward(request, &client, &target, &store).await }
         });
-        tokio::spawn(async move {
+        let mut task = tokio::task::JoinSet::new();
+        task.spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Recorder { url, seen }
+        Recorder { url, seen, task }
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
