@@ -19,6 +19,7 @@ const AUDIENCES: { text: string; pages: Page[] }[] = [
     pages: [
       { file: 'using', text: 'Using Tamebi' },
       { file: 'smart-picker', text: 'Tamebi in the Smart Picker' },
+      { file: 'talk', text: 'Tamebi in Talk' },
     ],
   },
   {

@@ -54,7 +54,7 @@ pub fn system_prompt(today: &str, has_workspace: bool, language: Option<&Languag
 
 /// "Answer in German …": the language is a validated BCP 47 tag (`auth::identity`), so only
 /// its English name or the tag itself reaches the prompt.
-fn language_line(language: &Language) -> String {
+pub fn language_line(language: &Language) -> String {
     let tag = language.tag();
     let name = match language.english_name() {
         Some(name) => format!("{name} ({tag})"),

@@ -51,6 +51,7 @@ pub mod registry;
 pub mod services;
 pub mod store;
 pub mod stream_log;
+pub mod talk;
 pub mod telemetry;
 pub mod turn;
 pub mod types;

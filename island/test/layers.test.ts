@@ -13,7 +13,7 @@ import { sourceFiles, src } from './sources';
 /** Lowest first. */
 const LAYERS: string[][] = [
   ['l10n'],
-  ['config', 'errors', 'tools', 'markdown', 'approval', 'apps/bridge', 'apps/links', 'apps/theme', 'announce', 'picker/origin'],
+  ['config', 'errors', 'tools', 'markdown', 'approval', 'apps/bridge', 'apps/links', 'apps/theme', 'announce', 'picker/origin', 'prefill'],
   ['api', 'chat', 'apps/host', 'picker/choices'],
   ['components'],
   ['picker/register'],

@@ -49,5 +49,7 @@ return [
 		['name' => 'assistants#update', 'url' => '/api/v1/assistants/{id}', 'verb' => 'PUT'],
 		['name' => 'assistants#destroy', 'url' => '/api/v1/assistants/{id}', 'verb' => 'DELETE'],
 		['name' => 'assistants#share', 'url' => '/api/v1/assistants/{id}/share', 'verb' => 'POST'],
+		// Talk's bot webhook (docs/talk.md): the one route Nextcloud calls without a user.
+		['name' => 'talk#webhook', 'url' => '/api/v1/talk/webhook', 'verb' => 'POST'],
 	],
 ];

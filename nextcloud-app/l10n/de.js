@@ -153,6 +153,14 @@ OC.L10N.register(
     "Insert link to card {name}" : "Link auf die Karte {name} einfügen",
     "This name is already taken, is set in the server's own configuration, or the entry changed meanwhile. Reload and try again." : "Dieser Name ist schon vergeben, steht in der eigenen Konfiguration des Servers, oder der Eintrag wurde inzwischen geändert. Lade neu und versuche es noch einmal.",
     "{name} (yours)" : "{name} (deiner)",
-    "{name} (shared by {owner})" : "{name} (geteilt von {owner})"
+    "{name} (shared by {owner})" : "{name} (geteilt von {owner})",
+    "Ask your question after my name, for example: @Tamebi what is a good agenda for a kick-off meeting?" : "Stell deine Frage nach meinem Namen, zum Beispiel: @Tamebi was ist eine gute Tagesordnung für ein Kick-off-Meeting?",
+    "Continue in Tamebi" : "In Tamebi weitermachen",
+    "Sorry, Tamebi could not answer this time. Request ID: %s" : "Tamebi konnte diesmal leider nicht antworten. Anfrage-ID: %s",
+    "Tamebi answers signed-in users only." : "Tamebi antwortet nur angemeldeten Benutzern.",
+    "Tamebi is answering a lot of questions in this conversation right now. Please ask again in a minute." : "Tamebi beantwortet in dieser Unterhaltung gerade sehr viele Fragen. Bitte frag in einer Minute noch einmal.",
+    "Tamebi is busy right now. Please ask again in a minute." : "Tamebi ist gerade ausgelastet. Bitte frag in einer Minute noch einmal.",
+    "You have asked Tamebi several questions in a short time. Please wait a minute before the next one." : "Du hast Tamebi in kurzer Zeit mehrere Fragen gestellt. Bitte warte eine Minute bis zur nächsten.",
+    "Tamebi cannot look at files, calendars, contacts, boards or mail from a Talk room. Continue in your own Tamebi to do this with your own access." : "Tamebi kann aus einer Talk-Unterhaltung heraus keine Dateien, Kalender, Kontakte, Boards oder Mails ansehen. Mach in deinem eigenen Tamebi weiter, dort mit deinen eigenen Zugriffsrechten."
 },
 "nplurals=2; plural=(n != 1);");

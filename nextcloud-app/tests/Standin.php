@@ -47,6 +47,18 @@ final class Standin {
 		$this->url = substr($line, strlen('ready '));
 	}
 
+	/** The stand-in's state folder (its occ reads the server's address and token there). */
+	public function stateDir(): string {
+		return "{$this->state}/state";
+	}
+
+	/** Runs the stand-in's occ; returns [exit status, output]. @return array{int, string} */
+	public function occ(string ...$args): array {
+		$cmd = array_merge([dirname(__DIR__, 2) . '/dev/nextcloud-standin/occ', '--state', $this->stateDir()], $args);
+		exec(implode(' ', array_map('escapeshellarg', $cmd)) . ' 2>&1', $out, $code);
+		return [$code, implode("\n", $out)];
+	}
+
 	/** A JWT access token from the stand-in's token endpoint, as the oidc app would issue it. */
 	public function mintJwt(string $uid, string $aud): string {
 		$ch = curl_init($this->url . '/standin/token');

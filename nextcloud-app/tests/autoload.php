@@ -8,6 +8,7 @@ require_once __DIR__ . '/stubs/Psr.php';
 require_once __DIR__ . '/stubs/OCP.php';
 require_once __DIR__ . '/stubs/Fakes.php';
 require_once __DIR__ . '/stubs/Mail.php';
+require_once __DIR__ . '/stubs/Talk.php';
 require_once __DIR__ . '/FakeMail.php';
 
 spl_autoload_register(function (string $class): void {

@@ -7,4 +7,5 @@ require_once __DIR__ . '/autoload.php';
 require_once __DIR__ . '/FakeUpstream.php';
 require_once __DIR__ . '/Standin.php';
 require_once __DIR__ . '/RealOrchestrator.php';
+require_once __DIR__ . '/TalkRoom.php';
 require_once __DIR__ . '/AppTestCase.php';

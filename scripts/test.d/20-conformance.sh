@@ -5,7 +5,8 @@
 #      source stack in the URL and the target in the body, and the body wins only without user_oidc;
 #      docs/dev-standin.md, "Route parameters and JSON bodies")
 #   2. runs ../shared/nextcloud-conformance/seed.sh twice (it must be idempotent) and check.sh
-#   3. runs dev/nextcloud-standin/tests (behaviours the conformance checks do not cover)
+#   3. runs talk-check.sh (Talk's bot protocol, issue #29) with the stand-in's own occ
+#   4. runs dev/nextcloud-standin/tests (behaviours the conformance checks do not cover)
 # Exit status is non-zero if anything failed; the stand-in is always stopped.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -44,6 +45,9 @@ done
 CREDS="$work/creds" bash "$CONF/check.sh" | tee "$work/check.out"
 check_status=${PIPESTATUS[0]}
 [ "$check_status" -eq 0 ] || { echo "conformance: $check_status check(s) failed" >&2; failed=1; }
+CREDS="$work/creds" OCC="$TAMEBI_ROOT/$STANDIN/occ --state $work/state" bash "$CONF/talk-check.sh" | tee "$work/talk.out"
+talk_status=${PIPESTATUS[0]}
+[ "$talk_status" -eq 0 ] || { echo "talk conformance: $talk_status check(s) failed" >&2; failed=1; }
 if [ "$failed" -ne 0 ]; then echo "--- stand-in stderr (tail) ---" >&2; tail -n 40 "$work/stderr" >&2; fi
 
 kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=

@@ -12,6 +12,7 @@
 #      are German (issue #34); SIGTERM then stops every service
 #   4. a service killed while the stack runs: scripts/dev names it, exits 1 and stops the rest
 #   5. scripts/dev itself SIGKILLed: its services stop anyway
+#   (3 also asks the Talk demo conversation: alice mentions Tamebi, bob reads the bot's one reply)
 # Uses what scripts/test's install steps built (TAMEBI_DEV_NO_BUILD=1). Every scripts/dev run is
 # marked with an environment variable, so "nothing of ours left" means no process carries it.
 set -uo pipefail
@@ -38,7 +39,7 @@ check() { # DESCRIPTION COMMAND...: one assertion
   fi
 }
 
-# port_block: the first of seven consecutive ports that are all free now.
+# port_block: the first of eight consecutive ports that are all free now.
 port_block() {
   python3 - <<'PY'
 import random, socket
@@ -46,7 +47,7 @@ for _ in range(200):
     base = random.randrange(20000, 32000)  # below the kernel's ephemeral range (32768+)
     socks = []
     try:
-        for p in range(base, base + 7):
+        for p in range(base, base + 8):
             s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
         print(base); break
     except OSError:
@@ -193,11 +194,26 @@ missing=$(curl -sS -b "$work/jar" -H "requesttoken: $token" "${island}apps/tameb
 check "TAMEBI_DEV_LANGUAGE=de: an error is told in German (got '$missing')" grep -q '"message":"Nicht gefunden."' <<<"$missing"
 is_docs_site() { curl -fsS "$1" | grep -q '<title>Tamebi'; }
 check "shifted base: the docs URL serves the docs site" is_docs_site "$docs"
+room=$(grep -Eo 'Talk demo conversation "Tamebi demo" .*token [a-z0-9]+' "$out" | grep -Eo '[a-z0-9]+$')
+alice_pw=$(grep '^ALICE_APP=' "$work/shifted/secrets.env" | cut -d= -f2)
+bob_pw=$(grep '^BOB_APP=' "$work/shifted/secrets.env" | cut -d= -f2)
+chat="http://127.0.0.1:$((base + 1))/ocs/v2.php/apps/spreed/api/v1/chat/$room"
+check "Talk: the demo conversation is printed (token '$room')" test -n "$room"
+curl -fsS -o /dev/null -u "alice:$alice_pw" -H 'OCS-APIRequest: true' --data-urlencode 'message=@Tamebi what is a stand-up?' "$chat"
+bot_replied() {
+  for _ in $(seq 150); do
+    curl -fsS -u "bob:$bob_pw" -H 'OCS-APIRequest: true' -H 'Accept: application/json' "$chat?lookIntoFuture=0" |
+      python3 -c 'import json, sys; m = [x for x in json.load(sys.stdin)["ocs"]["data"] if x["actorType"] == "bots"]; sys.exit(0 if len(m) == 1 and "Continue in Tamebi" in m[0]["message"] else 1)' && return 0
+    sleep 0.1
+  done
+  return 1
+}
+check "Talk: alice mentions Tamebi, bob reads the bot's one reply" bot_replied
 kill -TERM "$devpid" 2>/dev/null
 dev_wait_exit
 check "shifted base: SIGTERM stops scripts/dev (exit status 143, got $status)" test "$status" = 143
 check "shifted base: and every service with it" \
-  nothing_left shifted $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 5)) $((base + 6))
+  nothing_left shifted $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 5)) $((base + 6)) $((base + 7))
 [ "$failed" = "$before" ] || show "$out"
 
 # --- 4. a service that dies while the stack runs stops the stack, with its log ------------------

@@ -95,28 +95,7 @@ pub async fn post_chat(
             return Err(e.with_request(&rid));
         }
     };
-    // B6: the user's own share first, so one person's flood is refused before it can take
-    // the machine-wide permits from everyone else.
-    let admitted = state.fairness.admit(&caller.uid).map_err(|refusal| {
-        let which = match refusal {
-            Refusal::TooManyRunning => TurnLimit::Running,
-            Refusal::TooFast(_) => TurnLimit::Rate,
-        };
-        Error::UserTurnLimit {
-            which,
-            retry_after_secs: refusal.retry_after_secs(),
-        }
-        .with_request(&rid)
-    })?;
-    // Bounded concurrency: beyond the limit a turn is refused, never queued without bound.
-    let permit = state
-        .turn_permits
-        .clone()
-        .try_acquire_owned()
-        .map_err(|_| Error::Overloaded.with_request(&rid))?;
-    if state.services.shutdown.is_cancelled() {
-        return Err(Error::ShuttingDown.with_request(&rid));
-    }
+    let (permit, admitted) = admit(&state, &caller.uid).map_err(|e| e.with_request(&rid))?;
     let turn = TurnStart {
         caller: caller.clone(),
         input,
@@ -130,6 +109,28 @@ pub async fn post_chat(
     };
     let subscription = start_turn(&state, key, turn).await.map_err(|e| e.with_request(&rid))?;
     Ok(sse::response(subscription, rid, state.services.shutdown.clone()))
+}
+
+/// B6: a turn's admission, for `uid`: the user's own share first, so one person's flood is
+/// refused before it can take the machine-wide permits from everyone else, then a permit of
+/// the bounded concurrency (beyond the limit a turn is refused, never queued without bound).
+/// Held for as long as the turn runs. Room turns (`http::talk`) are admitted the same way.
+pub(super) fn admit(state: &AppState, uid: &str) -> Result<(tokio::sync::OwnedSemaphorePermit, super::fairness::Admitted), Error> {
+    let admitted = state.fairness.admit(uid).map_err(|refusal| {
+        let which = match refusal {
+            Refusal::TooManyRunning => TurnLimit::Running,
+            Refusal::TooFast(_) => TurnLimit::Rate,
+        };
+        Error::UserTurnLimit {
+            which,
+            retry_after_secs: refusal.retry_after_secs(),
+        }
+    })?;
+    let permit = state.turn_permits.clone().try_acquire_owned().map_err(|_| Error::Overloaded)?;
+    if state.services.shutdown.is_cancelled() {
+        return Err(Error::ShuttingDown);
+    }
+    Ok((permit, admitted))
 }
 
 /// Starts the turn in the conversation's actor. A running one is reached directly (no round
@@ -180,6 +181,13 @@ fn parse(body: &[u8]) -> Result<Parsed, Error> {
     let req: ChatRequest = serde_json::from_slice(body).map_err(|e| Error::BadRequest(format!("chat body: {e}")))?;
     if !valid_conversation_id(&req.id) {
         return Err(Error::BadRequest("conversation id must be 1-64 characters of [A-Za-z0-9_-]".into()));
+    }
+    // A Talk room's conversation is answered without any authority (`crate::talk`): it never
+    // continues here with the person's tools and memory.
+    if crate::talk::is_room_conversation(&req.id) {
+        return Err(Error::BadRequest(
+            "a Talk room conversation cannot be continued here: start a new conversation".into(),
+        ));
     }
     if let Some(t) = req.trigger.as_deref().filter(|t| *t != "submit-message") {
         return Err(Error::BadRequest(format!("unsupported trigger {t}")));
@@ -327,6 +335,8 @@ mod tests {
             json!({"id": "c", "origin": "Talk", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]}),
             json!({"id": "c", "origin": "", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]}),
             json!({"id": "c", "origin": 1, "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]}),
+            // A Talk room's conversation (crate::talk) is never continued with the person's authority.
+            json!({"id": "talk-k3x9ab2q", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "x"}]}]}),
         ] {
             assert!(matches!(parse(&body(b.clone())), Err(Error::BadRequest(_))), "{b}");
         }

@@ -8,6 +8,7 @@
 //! - [`chat`]: `POST /v1/chat` and `GET /v1/chat/{id}/stream` (SSE, AI SDK UI message stream).
 //! - [`conversations`]: list, read, delete.
 //! - [`assistants`]: the assistants a user may pick, and the conversation binding rule.
+//! - [`talk`]: a room turn for a mention in a Talk room (no credentials, no tools, no memory).
 //! - [`admin`]: configuration status for Nextcloud admins (admin-signed, never users' content).
 //! - [`apps`]: MCP App documents and the relay for frames and the island.
 //! - [`memory`]: the user's memory facts, and the erasure of all their data.
@@ -26,6 +27,7 @@ pub mod personal;
 pub mod registry;
 pub mod server;
 mod sse;
+pub mod talk;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -97,6 +99,7 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/v1/admin/assistants/{name}/approve", post(registry::approve))
         .route("/v1/admin/policy", get(registry::get_policy).put(registry::put_policy))
+        .route("/v1/talk/turn", post(talk::turn))
         .layer(middleware::from_fn_with_state(state.clone(), identity_layer));
     Router::new()
         .route("/healthz", get(health))

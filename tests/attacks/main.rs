@@ -2,6 +2,8 @@
 //! is never instruction) and G3 (approval before effects) against the real orchestrator, a seeded Nextcloud stand-in,
 //! mcp-nextcloud, probe-mcp and a scripted model that obeys every injected instruction.
 //!
+//! `talk` proves that the Talk bot holds no authority (issue #29): no tool, no credential, no memory.
+//!
 //! `third_party` proves G3 for servers we do not vouch for (issue #27): no call reaches one
 //! without the person's approval, native or written as text, and the relay never runs one.
 //!
@@ -24,6 +26,7 @@ mod policy;
 mod provider;
 mod registry;
 mod stack;
+mod talk;
 mod third_party;
 
 use std::future::Future;
@@ -133,6 +136,9 @@ fn all_cases() -> Vec<(&'static str, Case)> {
         third_party::text_call_to_a_third_party_waits_for_approval,
         third_party::relay_refuses_a_third_party,
         third_party::trust_reads_covers_only_reads,
+        talk::room_message_ordering_file_access_gets_no_tool,
+        talk::webhook_naming_another_user_with_a_bad_signature_does_nothing,
+        talk::a_reply_never_carries_memory_facts,
         // Last: it changes a tool definition for the rest of the run.
         policy::read_only_lie_is_fingerprinted,
     ]

@@ -9,6 +9,9 @@ Must never: print anything else on stdout (the harness and scripts read that lin
 from __future__ import annotations
 
 import logging
+import json
+import os
+import secrets
 import signal
 import sys
 import threading
@@ -26,6 +29,7 @@ from .ocs import Ocs
 from .sessions import Sessions
 from .smtp_sink import SmtpSink
 from .store import Store
+from .talk import Talk
 from .webhooks import Webhooks
 
 log = logging.getLogger("standin")
@@ -47,7 +51,8 @@ def build(cfg: Config, sink: SmtpSink) -> tuple[StandinApp, Webhooks]:
     hooks = Webhooks(cfg.webhook_url, cfg.webhook_secret)
     parts = Parts(auth=Authenticator(cfg.users, cfg.oidc_provider_bearer_validation), ns=ns, groupware=groupware,
                   ocs=Ocs(ns, list(cfg.users), Mail(mail_store, cfg.mail, (sink.host, sink.port)), cfg.language, cfg.locale), deck=Deck(store),
-                  hooks=hooks, sessions=Sessions(), sink=sink,
+                  hooks=hooks, sessions=Sessions(), sink=sink, talk=Talk(list(cfg.users)),
+                  occ_token=secrets.token_hex(32),
                   login_delay=cfg.login_delay_ms / 1000, user_oidc=cfg.user_oidc)
     return StandinApp(parts), hooks
 
@@ -86,6 +91,11 @@ def main(argv: list[str]) -> int:
         sink.stop()
         return 1
     host, port = server.bind_addr[:2]
+    app.p.talk.backend = f"http://{host}:{port}/"
+    # What dev/nextcloud-standin/occ reads: where this server is and the token it accepts.
+    occ_file = cfg.state_dir / "occ.json"
+    occ_file.write_text(json.dumps({"url": f"http://{host}:{port}", "token": app.p.occ_token}))
+    os.chmod(occ_file, 0o600)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

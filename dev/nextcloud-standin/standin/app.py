@@ -25,9 +25,13 @@ from .files import DAV_MOUNT, StandinProvider, make_app
 from .groupware import CAL_MOUNT, CARD_MOUNT, Groupware
 from .namespace import BadPath, Namespace
 from .ocs import Ocs
+from .ocs import envelope as ocs_envelope
 from .search import run as run_search
 from .sessions import Sessions
 from .smtp_sink import SmtpSink
+from .talk import BOT_MESSAGE
+from .talk import PREFIX as TALK_PREFIX
+from .talk import Talk
 from .web import HttpError, Request, json_response, respond
 from . import webhooks
 from .webhooks import Webhooks
@@ -75,7 +79,11 @@ class Parts:
     deck: Deck
     hooks: Webhooks
     sessions: Sessions
+    talk: Talk
     sink: SmtpSink | None = None
+    # The token `occ` (dev/nextcloud-standin/occ) proves itself with: it reads it from the state
+    # folder, as the real occ needs a shell on the server.
+    occ_token: str = ""
     login_delay: float = 0.0
     # The production set-up has user_oidc installed; without it (the conformance checks' reference
     # server) nothing reads a parameter before routing and a JSON field beats a route parameter.
@@ -104,6 +112,10 @@ class StandinApp:
             return self.token(req, start_response)
         if path.startswith("/standin/"):
             return self.standin_control(req, start_response)
+        bot_message = BOT_MESSAGE.match(path)
+        if bot_message:
+            # Talk's bot API is a public page: no user, the bot's signature is the proof.
+            return self.talk_answer(req, start_response, lambda: self.p.talk.bot_message(req, bot_message.group(1)))
         uid, start_response, refusal = self.authenticate(req, start_response)
         if uid is None:
             return refusal
@@ -134,6 +146,13 @@ class StandinApp:
             return self.groupware(req, uid, CAL_MOUNT, self.p.groupware.calendars, start_response)
         if path.startswith(CARD_MOUNT + "/") or path == CARD_MOUNT:
             return self.groupware(req, uid, CARD_MOUNT, self.p.groupware.addressbooks, start_response)
+        if path.startswith("/ocs/v2.php/" + TALK_PREFIX):
+            return self.talk_answer(req, start_response,
+                                    lambda: self.p.talk.route(req, uid, path[len("/ocs/v2.php/" + TALK_PREFIX):]))
+        if path in ("/ocs/v2.php/cloud/capabilities", "/ocs/v1.php/cloud/capabilities") and req.method == "GET":
+            return self.talk_answer(req, start_response, lambda: (200, {
+                "version": {"major": 31, "minor": 0, "micro": 11, "string": "31.0.11", "edition": "", "extendedSupport": False},
+                "capabilities": {"core": {"pollinterval": 60, "webdav-root": "remote.php/webdav"}, **self.p.talk.capabilities()}}))
         if path.startswith(("/ocs/v2.php/", "/ocs/v1.php/")):
             return self.p.ocs.handle(req, uid, start_response)
         if path.startswith(DECK_PREFIXES):
@@ -193,6 +212,40 @@ class StandinApp:
 
         return uid, with_cookies, None
 
+    def talk_answer(self, req: Request, start_response, answer):
+        """An OCS answer from the Talk part: Nextcloud's CSRF rule first, then its envelope."""
+        if (req.header("OCS-APIRequest") or "").lower() != "true":
+            return ocs_envelope(req, start_response, 401, [], "CSRF check failed: send OCS-APIRequest: true")
+        try:
+            status, data = answer()
+        except HttpError as e:
+            return ocs_envelope(req, start_response, e.status, [], e.message)
+        return ocs_envelope(req, start_response, status, data)
+
+    def talk_control(self, req: Request, start_response):
+        """Stand-in only: ``POST /standin/occ`` runs a ``talk:bot:*`` occ command (JSON ``{"argv"}``,
+        ``Authorization: Bearer <the state folder's occ token>``; answers ``{"status", "output"}``),
+        and ``POST /standin/talk/post`` posts as someone who is not a user of this server (JSON
+        ``{"token", "actorType": "guests"|"federated_users", "actorId", "name", "message"}``)."""
+        if req.method != "POST":
+            return respond(start_response, 405, b"POST only", "text/plain")
+        if req.path == "/standin/occ":
+            if not self.p.occ_token or not secrets.compare_digest(req.header("Authorization") or "", f"Bearer {self.p.occ_token}"):
+                return respond(start_response, 401, b"occ token required", "text/plain")
+            argv = req.params().get("argv")
+            if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+                return json_response(start_response, 400, {"error": "argv must be a list of strings"})
+            status, output = self.p.talk.occ(argv)
+            return json_response(start_response, 200, {"status": status, "output": output})
+        p = req.params()
+        fields = [p.get(k) for k in ("token", "actorType", "actorId", "name", "message")]
+        if not all(isinstance(f, str) and f for f in fields):
+            return json_response(start_response, 400, {"error": "token, actorType, actorId, name and message are required"})
+        try:
+            return json_response(start_response, 201, self.p.talk.guest_post(*fields))  # type: ignore[arg-type]
+        except HttpError as e:
+            return json_response(start_response, e.status, {"error": e.message})
+
     def standin_control(self, req: Request, start_response):
         """Stand-in only: per-user session counters (GET ?uid=), a user's sessions timed out
         (POST /standin/sessions/expire?uid=), whether OCS-APIRequest passes the CSRF check
@@ -202,6 +255,8 @@ class StandinApp:
         received (GET /standin/smtp-sink), and whether a user's mail account has a Sent or a Drafts
         mailbox (POST /standin/mail/sent-mailbox?uid= or /standin/mail/drafts-mailbox?uid=, JSON
         ``{"set": bool}``), as a test needs them."""
+        if req.path in ("/standin/occ", "/standin/talk/post"):
+            return self.talk_control(req, start_response)
         if req.path == "/standin/smtp-sink" and req.method == "GET" and self.p.sink is not None:
             return json_response(start_response, 200, {"smtp": f"{self.p.sink.host}:{self.p.sink.port}",
                                                        "maildir": str(self.p.sink.maildir),

@@ -5,6 +5,8 @@
 //! readiness, logs and cleanup work the same way everywhere. One module per process kind;
 //! this file holds what they share. It never mocks a component: it only starts real ones.
 //!
+//! [`talk`] serves the app's Talk webhook under `php -S` and sets up a stand-in Talk room.
+//!
 //! [`layers`] is the one reader of a crate's module imports behind every layering test.
 //!
 //! Processes are killed when their handle drops, and their stdout/stderr are kept in files
@@ -23,6 +25,7 @@ pub mod probe_mcp;
 pub mod process;
 pub mod scripted_model;
 pub mod standin;
+pub mod talk;
 
 pub use process::{Process, free_port, wait_until, workspace_root};
 

@@ -8,6 +8,8 @@ use OCA\Tamebi\Service\AppSettings;
 use OCA\Tamebi\Service\Checks;
 use OCA\Tamebi\Service\OidcClients;
 use OCA\Tamebi\Service\OidcFlow;
+use OCA\Tamebi\Service\Talk\TalkBot;
+use OCA\Tamebi\Service\Talk\TalkUnavailable;
 use Symfony\Component\Console\Command\Command;
 use Symfony\Component\Console\Input\InputInterface;
 use Symfony\Component\Console\Input\InputOption;
@@ -18,12 +20,17 @@ use Symfony\Component\Console\Output\OutputInterface;
  * Creates (or reuses) the OIDC client, generates the two G1 secrets, stores everything as app
  * config (secrets flagged sensitive) and prints the lines the orchestrator's environment needs.
  * Idempotent: a second run changes nothing unless the URLs change or --rotate-secrets is given.
+ *
+ * `occ tamebi:setup --talk` installs (or updates) the Talk bot "Tamebi" in Talk's own bot
+ * registry (TalkBot); alone it does only that, with the URLs it runs the whole setup first.
+ * Without Talk it says so and changes nothing.
  */
 class Setup extends Command {
 	public function __construct(
 		private AppSettings $settings,
 		private OidcFlow $flow,
 		private Checks $checks,
+		private TalkBot $talkBot,
 	) {
 		parent::__construct();
 	}
@@ -33,10 +40,32 @@ class Setup extends Command {
 			->setDescription('Connect Tamebi to its orchestrator and create its OIDC client')
 			->addOption('orchestrator-url', null, InputOption::VALUE_REQUIRED, 'Where the Tamebi orchestrator listens, e.g. http://tamebi:8700')
 			->addOption('mcp-url', null, InputOption::VALUE_REQUIRED, 'The MCP server URL tokens are issued for (their aud)')
-			->addOption('rotate-secrets', null, InputOption::VALUE_NONE, 'Generate new proxy and signing secrets');
+			->addOption('rotate-secrets', null, InputOption::VALUE_NONE, 'Generate new proxy and signing secrets')
+			->addOption('talk', null, InputOption::VALUE_NONE, 'Install or update the Talk bot "Tamebi" (needs Talk)');
 	}
 
 	protected function execute(InputInterface $input, OutputInterface $output): int {
+		$talk = (bool)$input->getOption('talk');
+		if ($talk && (string)$input->getOption('orchestrator-url') === '' && (string)$input->getOption('mcp-url') === '') {
+			return $this->setupTalk($output);
+		}
+		$status = $this->setupOrchestrator($input, $output);
+		return $status === 0 && $talk ? $this->setupTalk($output) : $status;
+	}
+
+	private function setupTalk(OutputInterface $output): int {
+		try {
+			['action' => $action, 'id' => $id] = $this->talkBot->register();
+		} catch (TalkUnavailable) {
+			$output->writeln('<error>Talk (the spreed app) is not installed or not enabled, so there is no Talk bot to set up. Nothing was changed.</error>');
+			return 1;
+		}
+		$output->writeln("Talk bot \"" . TalkBot::NAME . "\": $action (bot id $id, webhook " . $this->talkBot->webhookUrl() . ')');
+		$output->writeln('A moderator enables it in a conversation: conversation settings, Bots, Tamebi.');
+		return 0;
+	}
+
+	private function setupOrchestrator(InputInterface $input, OutputInterface $output): int {
 		// Several orchestrator instances may be listed, comma separated (routed by conversation).
 		try {
 			['orchestrators' => $orchestrators, 'mcp' => $mcp] = SetupOptions::parse(

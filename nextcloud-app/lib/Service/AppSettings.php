@@ -29,10 +29,12 @@ class AppSettings {
 	 * marked auth=nextcloud.
 	 */
 	public const MCP_AUDIENCES = 'mcp_audiences';
+	/** The Talk bot's shared secret (`occ tamebi:setup --talk`): signs replies, verifies webhooks. */
+	public const TALK_BOT_SECRET = 'talk_bot_secret';
 	/** The server name mcp-nextcloud is configured under (TAMEBI_MCP_SERVERS=nextcloud=…;auth=nextcloud). */
 	public const DEFAULT_AUDIENCE = 'nextcloud';
 
-	private const SENSITIVE = [self::PROXY_SECRET, self::SIGNING_SECRET, self::OIDC_CLIENT_SECRET];
+	private const SENSITIVE = [self::PROXY_SECRET, self::SIGNING_SECRET, self::OIDC_CLIENT_SECRET, self::TALK_BOT_SECRET];
 
 	public function __construct(
 		private IAppConfig $appConfig,
