@@ -26,7 +26,10 @@ const PAIRS: [(&str, &str); 3] = [("contract.docx", "pdf"), ("q3-forecast.xlsx",
 const PARTS: [&str; 5] = ["download", "loan", "conversion", "fetch", "upload"];
 
 fn main() -> anyhow::Result<()> {
-    let runs: usize = std::env::args().skip(1).find(|a| !a.starts_with('-')).map_or(Ok(5), |a| a.parse())?;
+    let runs: usize = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .map_or(Ok(5), |a| a.parse())?;
     let nc = Standin::start_seeded();
     let docs = DocServer::start(nc.url());
     let loan_port = free_port();
@@ -60,7 +63,10 @@ fn main() -> anyhow::Result<()> {
         );
         let client = ().serve(transport).await.context("MCP client")?;
         println!("files_convert, median of {runs} runs (ms); the document server is the LibreOffice stand-in");
-        println!("   {:<24} {:>8} {:>8} {:>10} {:>8} {:>8} {:>8}", "pair", "download", "loan", "conversion", "fetch", "upload", "total");
+        println!(
+            "   {:<24} {:>8} {:>8} {:>10} {:>8} {:>8} {:>8}",
+            "pair", "download", "loan", "conversion", "fetch", "upload", "total"
+        );
         for (name, to) in PAIRS {
             let mut parts: Vec<Vec<u64>> = vec![Vec::new(); PARTS.len()];
             let mut totals = Vec::new();

@@ -286,7 +286,9 @@ fn xlsx_of(paragraphs: &[String]) -> anyhow::Result<Vec<u8>> {
 fn pptx_of(paragraphs: &[String]) -> anyhow::Result<Vec<u8>> {
     let ns = r#"xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships""#;
     let rel = |id: &str, kind: &str, target: &str| {
-        format!(r#"<Relationship Id="{id}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/{kind}" Target="{target}"/>"#)
+        format!(
+            r#"<Relationship Id="{id}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/{kind}" Target="{target}"/>"#
+        )
     };
     let mut list = String::new();
     let mut rels = String::from(r#"<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">"#);

@@ -78,7 +78,9 @@ impl DocServerConfig {
         let jwt_secret = var(lookup, "MCP_DOCSERVER_JWT_SECRET")
             .ok_or_else(|| Error::Config("MCP_DOCSERVER_JWT_SECRET is required with MCP_DOCSERVER_URL (the document server's JWT secret; OnlyOffice refuses unsigned requests)".into()))?;
         if jwt_secret.len() < 16 {
-            return Err(Error::Config("MCP_DOCSERVER_JWT_SECRET is too short: use at least 16 characters (32 random bytes are best)".into()));
+            return Err(Error::Config(
+                "MCP_DOCSERVER_JWT_SECRET is too short: use at least 16 characters (32 random bytes are best)".into(),
+            ));
         }
         let bind_raw = var(lookup, "MCP_LOAN_BIND").unwrap_or_else(|| DEFAULT_LOAN_BIND.into());
         let loan_bind: SocketAddr = bind_raw
@@ -192,10 +194,20 @@ mod tests {
         ])
         .unwrap();
         let d = c.docserver.unwrap();
-        assert_eq!((d.url.as_str(), d.loan_base_url.as_str()), ("http://ds/sub/", "http://mcp-nextcloud:9000/"));
+        assert_eq!(
+            (d.url.as_str(), d.loan_base_url.as_str()),
+            ("http://ds/sub/", "http://mcp-nextcloud:9000/")
+        );
         assert_eq!(d.loan_ttl, Duration::from_secs(2));
-        for (k, v) in [("MCP_LOAN_TTL_SECS", "61"), ("MCP_LOAN_TTL_SECS", "0"), ("MCP_LOAN_BIND", "nope"), ("MCP_LOAN_BASE_URL", "ftp://x")] {
-            let e = load(&[nc, ("MCP_DOCSERVER_URL", "http://ds"), secret, (k, v)]).unwrap_err().to_string();
+        for (k, v) in [
+            ("MCP_LOAN_TTL_SECS", "61"),
+            ("MCP_LOAN_TTL_SECS", "0"),
+            ("MCP_LOAN_BIND", "nope"),
+            ("MCP_LOAN_BASE_URL", "ftp://x"),
+        ] {
+            let e = load(&[nc, ("MCP_DOCSERVER_URL", "http://ds"), secret, (k, v)])
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(k), "{k}={v}: {e}");
         }
     }

@@ -47,10 +47,7 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    const W: SheetWindow = SheetWindow {
-        sheet: None,
-        first_row: 0,
-    };
+    const W: SheetWindow = SheetWindow { sheet: None, first_row: 0 };
 
     fn zip_with(name: &str, content: &str) -> Vec<u8> {
         let mut buf = std::io::Cursor::new(Vec::new());
@@ -79,7 +76,12 @@ mod tests {
     #[test]
     fn odt_headings_and_spaces() {
         let xml = r#"<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:text><text:h>Title</text:h><text:p>a<text:s text:c="3"/>b</text:p></office:text></office:body></office:document-content>"#;
-        let got = extract(&zip_with("content.xml", xml), "application/vnd.oasis.opendocument.text", "a.odt", &W);
+        let got = extract(
+            &zip_with("content.xml", xml),
+            "application/vnd.oasis.opendocument.text",
+            "a.odt",
+            &W,
+        );
         assert_eq!(
             got,
             Extracted::Text {

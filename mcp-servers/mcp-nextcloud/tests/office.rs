@@ -6,7 +6,6 @@
 
 mod common;
 
-
 use common::{Env, call, err_kind, ok, text};
 use mcp_nextcloud::index::extract::{Format, extract};
 use serde_json::{Value, json};
@@ -16,7 +15,9 @@ use test_harness::mcp_server::McpServer;
 use test_harness::standin::Standin;
 
 fn fixture(name: &str) -> Vec<u8> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/office").join(name);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/office")
+        .join(name);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -62,7 +63,12 @@ impl Office {
     /// `GET <url>` without any credential: (status, content type, body).
     async fn get(&self, url: &str) -> (u16, String, Vec<u8>) {
         let r = self.env.nc_http().get(url).send().await.expect("GET");
-        let ct = r.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let ct = r
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
         (r.status().as_u16(), ct, r.bytes().await.unwrap_or_default().to_vec())
     }
 
@@ -100,7 +106,11 @@ async fn alice_converts_the_contract_to_pdf_through_a_lent_file() {
     assert!(pdf.starts_with(b"%PDF-"));
     let read = extract(Format::Pdf, &pdf).expect("our PDF reader reads it");
     let words: String = read.text.split_whitespace().collect::<Vec<_>>().join(" ");
-    for want in ["Service Agreement", "Example GmbH and Customer AG", "four thousand eight hundred euros"] {
+    for want in [
+        "Service Agreement",
+        "Example GmbH and Customer AG",
+        "four thousand eight hundred euros",
+    ] {
         assert!(words.contains(want), "{want:?} missing from {words:?}");
     }
 
@@ -140,7 +150,12 @@ async fn alice_converts_the_contract_to_pdf_through_a_lent_file() {
     )
     .await;
     assert_eq!(err_kind(&replaced), "conflict", "Out/ does not exist: {}", text(&replaced));
-    let over = call(&alice, "files_convert", json!({"path": "contract.docx", "to": "pdf", "overwrite": true})).await;
+    let over = call(
+        &alice,
+        "files_convert",
+        json!({"path": "contract.docx", "to": "pdf", "overwrite": true}),
+    )
+    .await;
     assert_eq!(ok(&over)["created"], false, "{}", text(&over));
 }
 
@@ -174,8 +189,16 @@ async fn a_conversion_the_server_fails_leaves_no_file_and_pairs_are_checked() {
     assert_eq!(err_kind(&r), "invalid_argument");
     assert!(text(&r).contains("possible: pdf, odt, txt, html"), "{}", text(&r));
     let r = call(&alice, "files_convert", json!({"path": "notes.txt", "to": "exe"})).await;
-    assert!(text(&r).contains("to must be one of pdf, docx, odt, xlsx, ods, pptx, odp, txt, html, md"), "{}", text(&r));
-    assert_eq!(o.audit().await["requests"].as_u64().unwrap(), before, "refused pairs never reach the server");
+    assert!(
+        text(&r).contains("to must be one of pdf, docx, odt, xlsx, ods, pptx, odp, txt, html, md"),
+        "{}",
+        text(&r)
+    );
+    assert_eq!(
+        o.audit().await["requests"].as_u64().unwrap(),
+        before,
+        "refused pairs never reach the server"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -192,13 +215,26 @@ async fn spreadsheets_and_decks_read_and_search_as_one_extraction() {
     let v = ok(&r);
     assert_eq!(v["format"], "xlsx");
     assert!(v["text"].as_str().unwrap().contains("| 5 | Total | 24750.5 |"), "{v}");
-    let one = call(&alice, "files_read", json!({"path": "Q3-forecast.xlsx", "sheet": "Assumptions", "row": 2})).await;
-    assert_eq!(ok(&one)["text"], "# Assumptions\n\n| | A | B |\n| --- | --- | --- |\n| 2 | Growth | 0.12 |\n");
+    let one = call(
+        &alice,
+        "files_read",
+        json!({"path": "Q3-forecast.xlsx", "sheet": "Assumptions", "row": 2}),
+    )
+    .await;
+    assert_eq!(
+        ok(&one)["text"],
+        "# Assumptions\n\n| | A | B |\n| --- | --- | --- |\n| 2 | Growth | 0.12 |\n"
+    );
     let not_sheet = call(&alice, "files_read", json!({"path": "notes.txt", "sheet": "x"})).await;
     assert_eq!(err_kind(&not_sheet), "invalid_argument");
 
     let deck = call(&alice, "files_read", json!({"path": "board-deck.odp"})).await;
-    assert!(ok(&deck)["text"].as_str().unwrap().contains("Speaker notes:\nThank the sales team first."));
+    assert!(
+        ok(&deck)["text"]
+            .as_str()
+            .unwrap()
+            .contains("Speaker notes:\nThank the sales team first.")
+    );
 
     // files_grep finds words in a sheet and in speaker notes; the offset reads from that section.
     for (query, path, starts) in [
@@ -214,6 +250,10 @@ async fn spreadsheets_and_decks_read_and_search_as_one_extraction() {
             .unwrap_or_else(|| panic!("{query}: {found}"))
             .clone();
         let section = call(&alice, "files_read", json!({"path": path, "offset": p["offset"]})).await;
-        assert!(ok(&section)["text"].as_str().unwrap().starts_with(starts), "{query}: {}", text(&section));
+        assert!(
+            ok(&section)["text"].as_str().unwrap().starts_with(starts),
+            "{query}: {}",
+            text(&section)
+        );
     }
 }

@@ -79,7 +79,10 @@ impl DocServer {
         let token = sign(&params, &self.secret);
         let mut body = params;
         body["token"] = token.clone().into();
-        let endpoint = self.url.join("converter").map_err(|e| Error::Retryable(format!("document server URL: {e}")))?;
+        let endpoint = self
+            .url
+            .join("converter")
+            .map_err(|e| Error::Retryable(format!("document server URL: {e}")))?;
         let response = self
             .http
             .post(endpoint)
@@ -100,7 +103,9 @@ impl DocServer {
             return Err(error_of(code));
         }
         if answer.end_convert != Some(true) {
-            return Err(Error::Retryable("the document server did not finish the conversion in time; try again".into()));
+            return Err(Error::Retryable(
+                "the document server did not finish the conversion in time; try again".into(),
+            ));
         }
         let file_url = answer
             .file_url
@@ -128,10 +133,16 @@ impl DocServer {
             .await
             .map_err(|e| Error::Retryable(format!("the converted file could not be fetched ({})", short(&e))))?;
         if !response.status().is_success() {
-            return Err(Error::Retryable(format!("fetching the converted file answered {}", response.status())));
+            return Err(Error::Retryable(format!(
+                "fetching the converted file answered {}",
+                response.status()
+            )));
         }
         if response.content_length().is_some_and(|n| n > MAX_RESULT_BYTES as u64) {
-            return Err(Error::invalid(format!("the converted file is larger than {} MB", MAX_RESULT_BYTES >> 20)));
+            return Err(Error::invalid(format!(
+                "the converted file is larger than {} MB",
+                MAX_RESULT_BYTES >> 20
+            )));
         }
         let mut out = Vec::new();
         while let Some(chunk) = response
@@ -140,7 +151,10 @@ impl DocServer {
             .map_err(|e| Error::Retryable(format!("the converted file could not be fetched ({})", short(&e))))?
         {
             if out.len() + chunk.len() > MAX_RESULT_BYTES {
-                return Err(Error::invalid(format!("the converted file is larger than {} MB", MAX_RESULT_BYTES >> 20)));
+                return Err(Error::invalid(format!(
+                    "the converted file is larger than {} MB",
+                    MAX_RESULT_BYTES >> 20
+                )));
             }
             out.extend_from_slice(&chunk);
         }
@@ -224,7 +238,12 @@ mod tests {
     fn results_only_from_the_server_itself() {
         let ds = DocServer::new(Url::parse("http://ds:8080/").unwrap(), "s".into()).unwrap();
         assert!(ds.own_url("http://ds:8080/cache/files/x/output.pdf?md5=1").is_ok());
-        for bad in ["http://nextcloud/remote.php/dav/files/alice/x", "http://ds:8081/x", "https://ds:8080/x", "nope"] {
+        for bad in [
+            "http://nextcloud/remote.php/dav/files/alice/x",
+            "http://ds:8081/x",
+            "https://ds:8080/x",
+            "nope",
+        ] {
             assert!(ds.own_url(bad).is_err(), "{bad}");
         }
     }

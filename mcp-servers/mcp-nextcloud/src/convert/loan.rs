@@ -169,7 +169,10 @@ fn key_of(token: &str) -> Key {
 fn not_found() -> Response {
     (
         http::StatusCode::NOT_FOUND,
-        [(http::header::CONTENT_TYPE, "text/plain; charset=utf-8"), (http::header::CACHE_CONTROL, "no-store")],
+        [
+            (http::header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (http::header::CACHE_CONTROL, "no-store"),
+        ],
         NOT_FOUND,
     )
         .into_response()
@@ -181,7 +184,10 @@ async fn fetch(State(loans): State<Loans>, Path(token): Path<String>) -> Respons
     match loans.claim(&token) {
         Some(body) => (
             http::StatusCode::OK,
-            [(http::header::CONTENT_TYPE, "application/octet-stream"), (http::header::CACHE_CONTROL, "no-store")],
+            [
+                (http::header::CONTENT_TYPE, "application/octet-stream"),
+                (http::header::CACHE_CONTROL, "no-store"),
+            ],
             Body::from(body),
         )
             .into_response(),
@@ -217,7 +223,12 @@ mod tests {
     use super::*;
 
     fn loans(ttl_ms: u64, max: usize, bytes: usize) -> Loans {
-        Loans::bounded(Url::parse("http://loan.test:9/").unwrap(), Duration::from_millis(ttl_ms), max, bytes)
+        Loans::bounded(
+            Url::parse("http://loan.test:9/").unwrap(),
+            Duration::from_millis(ttl_ms),
+            max,
+            bytes,
+        )
     }
 
     fn token(lease: &Lease) -> String {
@@ -249,6 +260,30 @@ mod tests {
         let a = l.lend(b"x".to_vec()).unwrap();
         std::thread::sleep(Duration::from_millis(40));
         assert_eq!(l.claim(&token(&a)), None);
+    }
+
+    async fn answer(loans: &Loans, token: &str) -> (http::StatusCode, http::HeaderMap, bytes::Bytes) {
+        let r = fetch(State(loans.clone()), Path(token.to_string())).await;
+        let (parts, body) = r.into_parts();
+        (parts.status, parts.headers, axum::body::to_bytes(body, 1 << 20).await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn unknown_expired_and_claimed_tokens_answer_byte_for_byte_alike() {
+        let l = loans(30, 4, 1024);
+        let claimed = l.lend(b"doc".to_vec()).unwrap();
+        let expired = l.lend(b"old".to_vec()).unwrap();
+        let first = answer(&l, &token(&claimed)).await;
+        assert_eq!((first.0, &first.2[..]), (http::StatusCode::OK, &b"doc"[..]));
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let again = answer(&l, &token(&claimed)).await;
+        let late = answer(&l, &token(&expired)).await;
+        let unknown = answer(&l, &"ab".repeat(32)).await;
+        let garbage = answer(&l, "../../etc/passwd").await;
+        assert_eq!(again.0, http::StatusCode::NOT_FOUND);
+        assert_eq!(again, late);
+        assert_eq!(late, unknown);
+        assert_eq!(unknown, garbage);
     }
 
     #[test]

@@ -34,7 +34,12 @@ pub fn outputs_for(ext: &str) -> Option<Vec<&'static str>> {
         "pptx" | "ppt" | "odp" => SLIDES_OUT,
         _ => return None,
     };
-    Some(all.iter().copied().filter(|f| *f != ext && !(ext == "htm" && *f == "html")).collect())
+    Some(
+        all.iter()
+            .copied()
+            .filter(|f| *f != ext && !(ext == "htm" && *f == "html"))
+            .collect(),
+    )
 }
 
 /// Checks the pair; the error names what is possible.
@@ -107,6 +112,11 @@ mod tests {
         assert!(check_pair("png", "pdf").unwrap_err().to_string().contains("cannot read .png"));
         assert!(check_pair("pdf", "docx").is_err());
         assert!(check_pair("docx", "docx").unwrap_err().to_string().contains("already"));
-        assert!(check_pair("docx", "exe").unwrap_err().to_string().starts_with("to must be one of pdf, docx"));
+        assert!(
+            check_pair("docx", "exe")
+                .unwrap_err()
+                .to_string()
+                .starts_with("to must be one of pdf, docx")
+        );
     }
 }

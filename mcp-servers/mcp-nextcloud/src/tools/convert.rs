@@ -83,6 +83,7 @@ impl Tools {
         title = "Convert a document",
         description = "Convert one of the user's documents to another format (pdf, docx, odt, xlsx, ods, pptx, odp, txt, html, md) with the \
 document server, e.g. a DOCX to PDF for a customer. The result is written next to the original with the new extension, or at `target`. \
+Pass `target` (e.g. the source's folder and name with the new extension) so the person approving sees the exact path written. \
 An existing target is refused unless `overwrite: true`. Pairs the document server cannot make are refused with the possible formats.",
         input_schema = input::<FilesConvertArgs>(),
         output_schema = output::<ConvertResult>(),
@@ -95,7 +96,11 @@ An existing target is refused unless `overwrite: true`. Pairs the document serve
         let s = &self.session(&caller);
         let source = UserPath::parse_item(&args.path, "path")?;
         let to = args.to.trim().trim_start_matches('.').to_ascii_lowercase();
-        let ext = source.name().rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+        let ext = source
+            .name()
+            .rsplit_once('.')
+            .map(|(_, e)| e.to_ascii_lowercase())
+            .unwrap_or_default();
         convert::check_pair(&ext, &to)?;
         let target = resolve_target(&source, &to, args.target.as_deref())?;
         if target == source {
@@ -105,7 +110,10 @@ An existing target is refused unless `overwrite: true`. Pairs the document serve
         // Refuse an existing target before any work (the upload refuses it again, atomically).
         if let Some(found) = stat(s, &target, "looking at the target").await? {
             if found.is_dir {
-                return Err(Error::invalid(format!("'{}' is a folder; give a file path as target", target.display())));
+                return Err(Error::invalid(format!(
+                    "'{}' is a folder; give a file path as target",
+                    target.display()
+                )));
             }
             if !overwrite {
                 return Err(Error::Conflict(format!(
@@ -117,7 +125,9 @@ An existing target is refused unless `overwrite: true`. Pairs the document serve
 
         // 1. The source, as the caller: Nextcloud's 403/404 ends the call here, before any loan.
         let started = Instant::now();
-        let response = s.send(s.request(http::Method::GET, s.files_url(&source)), "reading the source").await?;
+        let response = s
+            .send(s.request(http::Method::GET, s.files_url(&source)), "reading the source")
+            .await?;
         if response.content_length().is_some_and(|n| n > MAX_CONVERT_BYTES as u64) {
             return Err(Error::invalid(format!("the source is larger than {} MB", MAX_CONVERT_BYTES >> 20)));
         }

@@ -515,7 +515,13 @@ pub(super) struct Written {
 /// existing file is a conflict (`If-None-Match: *`, so a file created meanwhile is not
 /// replaced either). Nextcloud stores an upload whole or not at all, so a failed PUT leaves
 /// no partial file. The one write of files_write and files_convert.
-pub(super) async fn put_confirmed(s: &Session<'_>, path: &UserPath, body: Vec<u8>, content_type: &str, overwrite: bool) -> Result<Written, Error> {
+pub(super) async fn put_confirmed(
+    s: &Session<'_>,
+    path: &UserPath,
+    body: Vec<u8>,
+    content_type: &str,
+    overwrite: bool,
+) -> Result<Written, Error> {
     let len = body.len() as u64;
     let mut request = s
         .request(http::Method::PUT, s.files_url(path))
@@ -527,7 +533,9 @@ pub(super) async fn put_confirmed(s: &Session<'_>, path: &UserPath, body: Vec<u8
     let display = path.display();
     let response = match s.send(request, "writing the file").await {
         Err(Error::Conflict(_)) if !overwrite => {
-            return Err(Error::Conflict(format!("'{display}' already exists; pass overwrite: true to replace it")));
+            return Err(Error::Conflict(format!(
+                "'{display}' already exists; pass overwrite: true to replace it"
+            )));
         }
         Err(Error::Conflict(_)) => {
             return Err(Error::Conflict(

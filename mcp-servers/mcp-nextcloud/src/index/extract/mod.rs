@@ -116,8 +116,7 @@ impl Format {
             ) => Some(Format::Plain),
             (
                 _,
-                "txt" | "tsv" | "json" | "xml" | "yaml" | "yml" | "toml" | "ini" | "log" | "rs" | "py" | "js" | "ts" | "sh" | "ics"
-                | "vcf",
+                "txt" | "tsv" | "json" | "xml" | "yaml" | "yml" | "toml" | "ini" | "log" | "rs" | "py" | "js" | "ts" | "sh" | "ics" | "vcf",
             ) => Some(Format::Plain),
             _ => None,
         }
@@ -143,7 +142,19 @@ impl Format {
 
     /// The file-name patterns (SQL LIKE) the warm-up SEARCH asks Nextcloud for.
     pub const NAME_PATTERNS: &'static [&'static str] = &[
-        "%.txt", "%.md", "%.markdown", "%.html", "%.htm", "%.pdf", "%.docx", "%.odt", "%.xlsx", "%.xlsm", "%.ods", "%.csv", "%.pptx",
+        "%.txt",
+        "%.md",
+        "%.markdown",
+        "%.html",
+        "%.htm",
+        "%.pdf",
+        "%.docx",
+        "%.odt",
+        "%.xlsx",
+        "%.xlsm",
+        "%.ods",
+        "%.csv",
+        "%.pptx",
         "%.odp",
     ];
 

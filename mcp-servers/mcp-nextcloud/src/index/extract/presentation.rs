@@ -90,9 +90,8 @@ fn render(slides: Vec<Slide>, total: usize) -> Extracted {
         }
     }
     if total > MAX_SLIDES {
-        out.text.push_str(&format!(
-            "\n(cut: only the first {MAX_SLIDES} of {total} slides are read.)\n"
-        ));
+        out.text
+            .push_str(&format!("\n(cut: only the first {MAX_SLIDES} of {total} slides are read.)\n"));
     }
     out
 }
@@ -224,7 +223,8 @@ fn drawing_text(xml: &str, notes_only: bool) -> Result<Vec<String>, ExtractError
 /// PPTX: `ppt/presentation.xml`'s slide list, each slide part, and its notes slide.
 pub(super) fn pptx(bytes: &[u8]) -> Result<Extracted, ExtractError> {
     let mut zip = open_zip(bytes)?;
-    let presentation = read_part(&mut zip, "ppt/presentation.xml")?.ok_or_else(|| ExtractError::Malformed("no ppt/presentation.xml".into()))?;
+    let presentation =
+        read_part(&mut zip, "ppt/presentation.xml")?.ok_or_else(|| ExtractError::Malformed("no ppt/presentation.xml".into()))?;
     let rels = relationships(&read_part(&mut zip, "ppt/_rels/presentation.xml.rels")?.unwrap_or_default())?;
     let ids = slide_ids(&presentation)?;
     let mut slides = Vec::new();

@@ -264,7 +264,11 @@ impl Tables {
         }
         let (table, cut_cols) = grid.table();
         if table.is_empty() {
-            self.out.text.push_str(if grid.start > 0 { "(no filled rows from here on)\n" } else { "(empty sheet)\n" });
+            self.out.text.push_str(if grid.start > 0 {
+                "(no filled rows from here on)\n"
+            } else {
+                "(empty sheet)\n"
+            });
         }
         self.out.text.push_str(&table);
         if let Some(at) = grid.more_rows_at {

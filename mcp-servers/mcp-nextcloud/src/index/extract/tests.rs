@@ -209,7 +209,9 @@ fn html_is_read_like_a_browser_reads_it() {
 
 /// The committed office fixtures (made with LibreOffice from testdata/office/src).
 fn fixture(name: &str) -> Vec<u8> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/office").join(name);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/office")
+        .join(name);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -247,9 +249,18 @@ fn xlsx_sheets_become_tables_with_cached_formula_values() {
     assert_eq!(titles(&doc), [(1, "Forecast"), (1, "Assumptions")]);
     assert_starts_point_at_titles(&doc);
     let forecast = &doc.text[..doc.headings[1].start];
-    assert!(forecast.contains("| | A | B |\n| --- | --- | --- |\n| 1 | Item | Q3 amount (EUR) |"), "{forecast}");
-    assert!(forecast.contains("| 4 | Support \\| on call | 4250.5 |"), "a pipe in a cell is escaped: {forecast}");
-    assert!(forecast.contains("| 5 | Total | 24750.5 |"), "the formula's cached value: {forecast}");
+    assert!(
+        forecast.contains("| | A | B |\n| --- | --- | --- |\n| 1 | Item | Q3 amount (EUR) |"),
+        "{forecast}"
+    );
+    assert!(
+        forecast.contains("| 4 | Support \\| on call | 4250.5 |"),
+        "a pipe in a cell is escaped: {forecast}"
+    );
+    assert!(
+        forecast.contains("| 5 | Total | 24750.5 |"),
+        "the formula's cached value: {forecast}"
+    );
     assert!(!doc.text.contains("SUM("), "formulas are values, not source");
     assert!(doc.text[doc.headings[1].start..].contains("| 2 | Growth | 0.12 |"));
 }
@@ -269,7 +280,11 @@ fn a_sheet_window_reads_past_the_cut() {
     };
     let doc = extract_window(Format::Xlsx, &fixture("q3-forecast.xlsx"), &window).expect("extracts");
     assert_eq!(titles(&doc), [(1, "Forecast")]);
-    assert!(!doc.text.contains("Licences") && doc.text.contains("| 5 | Total | 24750.5 |"), "{}", doc.text);
+    assert!(
+        !doc.text.contains("Licences") && doc.text.contains("| 5 | Total | 24750.5 |"),
+        "{}",
+        doc.text
+    );
     let missing = SheetWindow {
         sheet: Some("Nope".into()),
         first_row: 1,
@@ -280,7 +295,11 @@ fn a_sheet_window_reads_past_the_cut() {
 
 #[test]
 fn csv_is_a_table_with_its_own_delimiter() {
-    let doc = extract(Format::Csv, "\u{feff}Name;Amount\n\"Smith; John\";12\nA|B;\"two\nlines\"\n".as_bytes()).expect("extracts");
+    let doc = extract(
+        Format::Csv,
+        "\u{feff}Name;Amount\n\"Smith; John\";12\nA|B;\"two\nlines\"\n".as_bytes(),
+    )
+    .expect("extracts");
     assert!(doc.headings.is_empty());
     assert!(doc.text.contains("| 1 | Name | Amount |"), "{}", doc.text);
     assert!(doc.text.contains("| 2 | Smith; John | 12 |"), "{}", doc.text);
@@ -303,9 +322,17 @@ fn a_million_cell_sheet_costs_the_bound_not_the_sheet() {
     sheet.push_str("</sheetData></worksheet>");
     let started = std::time::Instant::now();
     let doc = extract(Format::Xlsx, &xlsx_of(sheet.as_bytes())).expect("extracts");
-    let rows = doc.text.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| |") && !l.starts_with("| ---")).count();
+    let rows = doc
+        .text
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| |") && !l.starts_with("| ---"))
+        .count();
     assert_eq!(rows, MAX_SHEET_ROWS);
-    assert!(doc.text.contains(&format!("the table continues at row {}", MAX_SHEET_ROWS + 1)), "{}", &doc.text[doc.text.len() - 300..]);
+    assert!(
+        doc.text.contains(&format!("the table continues at row {}", MAX_SHEET_ROWS + 1)),
+        "{}",
+        &doc.text[doc.text.len() - 300..]
+    );
     assert!(doc.text.contains(&format!("only {MAX_SHEET_COLS} columns are shown")));
     assert!(doc.text.contains("files_read {path, sheet: \"Data\", row: 1001}"));
     eprintln!("1M-cell sheet read in {:?}", started.elapsed());
@@ -314,7 +341,10 @@ fn a_million_cell_sheet_costs_the_bound_not_the_sheet() {
 #[test]
 fn ods_repeat_counts_cannot_declare_a_billion_cells() {
     let content = r#"<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:spreadsheet><table:table table:name="Bomb"><table:table-row table:number-rows-repeated="1048576"><table:table-cell table:number-columns-repeated="16384" office:value-type="float" office:value="1"><text:p>1</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet></office:body></office:document-content>"#;
-    let bytes = zip_bytes(&[("mimetype", b"application/vnd.oasis.opendocument.spreadsheet"), ("content.xml", content.as_bytes())]);
+    let bytes = zip_bytes(&[
+        ("mimetype", b"application/vnd.oasis.opendocument.spreadsheet"),
+        ("content.xml", content.as_bytes()),
+    ]);
     assert!(matches!(extract(Format::Ods, &bytes), Err(ExtractError::TooLarge)));
 }
 
@@ -332,11 +362,13 @@ fn zip_bombs_fail_as_too_large_in_every_office_reader() {
 #[test]
 fn deeply_nested_xml_is_read_without_recursion() {
     let depth = 200_000;
-    let mut slide = String::from(r#"<p:sld xmlns:p="p" xmlns:a="a"><p:cSld><p:spTree><p:sp><p:txBody><a:p><a:r><a:t>deep text</a:t></a:r></a:p>"#);
+    let mut slide =
+        String::from(r#"<p:sld xmlns:p="p" xmlns:a="a"><p:cSld><p:spTree><p:sp><p:txBody><a:p><a:r><a:t>deep text</a:t></a:r></a:p>"#);
     slide.push_str(&"<a:x>".repeat(depth));
     slide.push_str(&"</a:x>".repeat(depth));
     slide.push_str("</p:txBody></p:sp></p:spTree></p:cSld></p:sld>");
-    let presentation = r#"<p:presentation xmlns:p="p" xmlns:r="r"><p:sldIdLst><p:sldId id="256" r:id="rId2"/></p:sldIdLst></p:presentation>"#;
+    let presentation =
+        r#"<p:presentation xmlns:p="p" xmlns:r="r"><p:sldIdLst><p:sldId id="256" r:id="rId2"/></p:sldIdLst></p:presentation>"#;
     let rels = r#"<Relationships xmlns="x"><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/slide" Target="slides/slide1.xml"/></Relationships>"#;
     let bytes = zip_bytes(&[
         ("ppt/presentation.xml", presentation.as_bytes()),
@@ -362,9 +394,15 @@ fn pptx_slides_in_order_with_their_speaker_notes() {
     assert_starts_point_at_titles(&doc);
     let one = &doc.text[..doc.headings[1].start];
     let two = &doc.text[doc.headings[1].start..];
-    assert!(one.contains("Board deck Q3\n") && one.contains("Revenue grew twelve percent\n"), "{one}");
+    assert!(
+        one.contains("Board deck Q3\n") && one.contains("Revenue grew twelve percent\n"),
+        "{one}"
+    );
     assert!(one.contains("\nSpeaker notes:\nThank the sales team first.\n"), "{one}");
-    assert!(two.contains("Hire two engineers\n") && two.contains("\nSpeaker notes:\nThe budget is approved until March.\n"), "{two}");
+    assert!(
+        two.contains("Hire two engineers\n") && two.contains("\nSpeaker notes:\nThe budget is approved until March.\n"),
+        "{two}"
+    );
 }
 
 #[test]
@@ -380,10 +418,19 @@ fn office_formats_from_mime_and_name() {
         Format::detect("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "x"),
         Some(Format::Xlsx)
     );
-    assert_eq!(Format::detect("application/vnd.ms-excel.sheet.macroEnabled.12", "x"), Some(Format::Xlsx));
+    assert_eq!(
+        Format::detect("application/vnd.ms-excel.sheet.macroEnabled.12", "x"),
+        Some(Format::Xlsx)
+    );
     assert_eq!(Format::detect("application/octet-stream", "Q3.XLSM"), Some(Format::Xlsx));
-    assert_eq!(Format::detect("application/vnd.oasis.opendocument.spreadsheet", "x"), Some(Format::Ods));
+    assert_eq!(
+        Format::detect("application/vnd.oasis.opendocument.spreadsheet", "x"),
+        Some(Format::Ods)
+    );
     assert_eq!(Format::readable("application/octet-stream", "deck.pptx"), Some(Format::Pptx));
-    assert_eq!(Format::readable("application/vnd.oasis.opendocument.presentation", "x"), Some(Format::Odp));
+    assert_eq!(
+        Format::readable("application/vnd.oasis.opendocument.presentation", "x"),
+        Some(Format::Odp)
+    );
     assert!(Format::NAME_PATTERNS.contains(&"%.pptx") && Format::NAME_PATTERNS.contains(&"%.ods"));
 }
