@@ -2,7 +2,7 @@
 //! denied approval converts nothing and writes nothing. Real processes only: the `tamebi`
 //! binary, the scripted model, mcp-nextcloud with the OnlyOffice stand-in
 //! (dev/docserver-standin) behind it, and the seeded Nextcloud stand-in.
-#![expect(clippy::unwrap_used, reason = "helpers of a test file fail the test by panicking")]
+#![expect(clippy::unwrap_used, clippy::panic, reason = "helpers of a test file fail the test by panicking")]
 
 use std::time::Duration;
 
@@ -74,7 +74,10 @@ async fn a_denied_conversion_converts_nothing_and_writes_nothing() {
         .iter()
         .find(|p| p["type"] == "tool-input-available")
         .unwrap_or_else(|| panic!("the call's input is shown: {asked:?}"));
-    assert_eq!(call["input"], json!({"path": "contract.docx", "to": "pdf", "target": "contract.pdf"}));
+    assert_eq!(
+        call["input"],
+        json!({"path": "contract.docx", "to": "pdf", "target": "contract.pdf"})
+    );
     assert!(call["toolName"].as_str().unwrap().ends_with("files_convert"), "{call}");
     let audit = tokio::task::block_in_place(|| docs.audit());
     assert_eq!(audit["requests"], 0, "nothing reaches the document server before a decision");
@@ -82,7 +85,10 @@ async fn a_denied_conversion_converts_nothing_and_writes_nothing() {
     let denied = post(&orch, &c, &bearer, &approve("office", &asked, 0, false)).await;
     assert!(denied.iter().any(|p| p["type"] == "tool-output-denied"), "{denied:?}");
     let audit = tokio::task::block_in_place(|| docs.audit());
-    assert_eq!(audit["requests"], 0, "a denied conversion never reaches the document server: {audit}");
+    assert_eq!(
+        audit["requests"], 0,
+        "a denied conversion never reaches the document server: {audit}"
+    );
     assert_eq!(audit["downloads"], json!([]));
     let pdf = c
         .get(nc.dav_url("alice", "contract.pdf"))

@@ -149,6 +149,10 @@ pub fn app(state: Arc<AppState>, shutdown: &CancellationToken) -> Router {
 pub async fn serve(listener: tokio::net::TcpListener, config: Config, shutdown: CancellationToken) -> Result<(), Error> {
     let loan_bind = config.docserver.as_ref().map(|d| d.loan_bind);
     let state = Arc::new(AppState::new(config)?);
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the loan listener's task is awaited below, after shutdown is cancelled: it never outlives serve"
+    )]
     let loans = match (loan_bind, state.converter.as_ref()) {
         (Some(bind), Some(converter)) => {
             let listener = tokio::net::TcpListener::bind(bind)

@@ -4,6 +4,12 @@
 //! LibreOffice doing the conversion) fetching the lent file from mcp-nextcloud's loan listener.
 //! Nothing is mocked: the stand-in downloads the loan over HTTP exactly as OnlyOffice does.
 
+#![expect(
+    clippy::expect_used,
+    clippy::panic,
+    reason = "end-to-end test: a broken environment is a test failure"
+)]
+
 mod common;
 
 use common::{Env, call, err_kind, ok, text};

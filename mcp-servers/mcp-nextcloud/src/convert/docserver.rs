@@ -76,7 +76,7 @@ impl DocServer {
             "title": req.title,
             "url": req.url,
         });
-        let token = sign(&params, &self.secret);
+        let token = sign(&params, &self.secret)?;
         let mut body = params;
         body["token"] = token.clone().into();
         let endpoint = self
@@ -166,14 +166,16 @@ impl DocServer {
 }
 
 /// A compact HS256 JWT over `claims` (header `{"alg":"HS256","typ":"JWT"}`).
-fn sign(claims: &serde_json::Value, secret: &str) -> String {
+fn sign(claims: &serde_json::Value, secret: &str) -> Result<String, Error> {
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let header = b64.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
     let payload = b64.encode(claims.to_string());
     let input = format!("{header}.{payload}");
-    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
+    // HMAC takes keys of any length; the error cannot happen, but is not unwrapped.
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes())
+        .map_err(|_| Error::Config("MCP_DOCSERVER_JWT_SECRET cannot key HMAC-SHA256".into()))?;
     mac.update(input.as_bytes());
-    format!("{input}.{}", b64.encode(mac.finalize().into_bytes()))
+    Ok(format!("{input}.{}", b64.encode(mac.finalize().into_bytes())))
 }
 
 /// The conversion API's error codes, as the person asking should read them.
@@ -213,7 +215,7 @@ mod tests {
     #[test]
     fn tokens_are_hs256_over_the_parameters() {
         let claims = json!({"key": "k", "url": "http://loan/x"});
-        let token = sign(&claims, "secret");
+        let token = sign(&claims, "secret").unwrap();
         let parts: Vec<&str> = token.split('.').collect();
         assert_eq!(parts.len(), 3);
         let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -221,7 +223,7 @@ mod tests {
         let back: serde_json::Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
         assert_eq!(back, claims);
         // RFC 7515's HS256 over the same input with another key differs.
-        assert_ne!(sign(&claims, "other"), token);
+        assert_ne!(sign(&claims, "other").unwrap(), token);
     }
 
     #[test]

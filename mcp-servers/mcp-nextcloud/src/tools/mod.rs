@@ -83,7 +83,7 @@ impl Tools {
     pub fn new(nextcloud: Arc<Nextcloud>, index: Index, converter: Option<Arc<Converter>>) -> Self {
         let mut router = Self::files_router() + Self::calendar_router() + Self::contacts_router() + Self::deck_router();
         if converter.is_some() {
-            router = router + Self::convert_router();
+            router += Self::convert_router();
         }
         // Every published schema in standard JSON Schema only (no schemars `uint64` formats).
         schema::standard_schemas(&mut router);
