@@ -2,7 +2,7 @@
 //! denied approval converts nothing and writes nothing. Real processes only: the `tamebi`
 //! binary, the scripted model, mcp-nextcloud with the OnlyOffice stand-in
 //! (dev/docserver-standin) behind it, and the seeded Nextcloud stand-in.
-#![expect(clippy::unwrap_used, clippy::panic, reason = "helpers of a test file fail the test by panicking")]
+#![expect(clippy::unwrap_used, reason = "helpers of a test file fail the test by panicking")]
 
 use std::time::Duration;
 

@@ -3,6 +3,7 @@
 //!     cargo bench -p mcp-nextcloud --bench index                      # 1,000,000 passages
 //!     cargo bench -p mcp-nextcloud --bench index -- --passages 100000 # quicker
 //!     cargo bench -p mcp-nextcloud --bench index -- --no-e2e          # without the stand-in
+//!     cargo bench -p mcp-nextcloud --bench index -- --extraction-only # the formats only
 //!
 //! 1. Extraction throughput per format (text, Markdown, HTML, DOCX, ODT, PDF), and the
 //!    chunker on top, on generated documents.
@@ -45,6 +46,9 @@ fn main() -> anyhow::Result<()> {
 
     println!("== extraction throughput (generated documents, single thread)");
     extraction(&words)?;
+    if args.iter().any(|a| a == "--extraction-only") {
+        return Ok(());
+    }
 
     println!("\n== building an index of {passages} passages");
     let dir = tempfile::tempdir()?;
