@@ -53,4 +53,6 @@ if [ "$failed" -ne 0 ]; then echo "--- stand-in stderr (tail) ---" >&2; tail -n 
 kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
 
 (cd "$STANDIN" && .venv/bin/python -m pytest -p no:cacheprovider) || failed=1
+# The OnlyOffice Document Server stand-in's own suite (ConvertService's wire format, LibreOffice).
+(cd "$TAMEBI_ROOT/dev/docserver-standin" && .venv/bin/python -m pytest -p no:cacheprovider) || failed=1
 exit "$failed"

@@ -39,7 +39,7 @@ check() { # DESCRIPTION COMMAND...: one assertion
   fi
 }
 
-# port_block: the first of eight consecutive ports that are all free now.
+# port_block: the first of ten consecutive ports that are all free now.
 port_block() {
   python3 - <<'PY'
 import random, socket
@@ -47,7 +47,7 @@ for _ in range(200):
     base = random.randrange(20000, 32000)  # below the kernel's ephemeral range (32768+)
     socks = []
     try:
-        for p in range(base, base + 8):
+        for p in range(base, base + 10):
             s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
         print(base); break
     except OSError:
@@ -147,7 +147,7 @@ status=$(dev taken "$base" "$work/taken.out")
 check "taken port: exit status 1 (got $status)" test "$status" = 1
 check "taken port: one line names port $base, the island dev host and TAMEBI_DEV_ISLAND_PORT" \
   grep -Eq "^scripts/dev: port $base for the island dev host is already in use.*set TAMEBI_DEV_ISLAND_PORT to a free port" "$work/taken.out"
-check "taken port: nothing was started, nothing of ours is left" nothing_left taken $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 5)) $((base + 6))
+check "taken port: nothing was started, nothing of ours is left" nothing_left taken $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 5)) $((base + 6)) $((base + 7)) $((base + 8)) $((base + 9))
 not_running() { ! grep -q 'Tamebi is running' "$1"; }
 check "taken port: no false \"running\"" not_running "$work/taken.out"
 check "taken port: the other program was left alone" kill -0 "$foreign"
@@ -165,7 +165,7 @@ check "taken during start-up: the orchestrator's exit is reported" \
 check "taken during start-up: with its own log lines (address in use)" grep -Eqi "^    .*(in use|os error 98)" "$work/race.out"
 check "taken during start-up: no false \"running\"" not_running "$work/race.out"
 check "taken during start-up: every service already started is stopped" \
-  nothing_left race $((base + 0)) $((base + 1)) $((base + 3)) $((base + 4)) $((base + 5)) $((base + 6))
+  nothing_left race $((base + 0)) $((base + 1)) $((base + 3)) $((base + 4)) $((base + 5)) $((base + 6)) $((base + 7)) $((base + 8)) $((base + 9))
 [ "$failed" = "$before" ] || show "$work/race.out"
 kill "$foreign"; wait "$foreign" 2>/dev/null; foreign=
 
@@ -213,7 +213,7 @@ kill -TERM "$devpid" 2>/dev/null
 dev_wait_exit
 check "shifted base: SIGTERM stops scripts/dev (exit status 143, got $status)" test "$status" = 143
 check "shifted base: and every service with it" \
-  nothing_left shifted $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 5)) $((base + 6)) $((base + 7))
+  nothing_left shifted $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 5)) $((base + 6)) $((base + 7)) $((base + 8)) $((base + 9))
 [ "$failed" = "$before" ] || show "$out"
 
 # --- 4. a service that dies while the stack runs stops the stack, with its log ------------------
@@ -229,7 +229,7 @@ check "a service dies: scripts/dev exits 1 (got $status)" test "$status" = 1
 check "a service dies: it says which one, with its log" \
   grep -Eq "^scripts/dev: the scripted model exited while running \(exit status 137\); last lines of" "$out"
 check "a service dies: every other service is stopped" \
-  nothing_left dies $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 6))
+  nothing_left dies $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 6)) $((base + 7)) $((base + 8)) $((base + 9))
 [ "$failed" = "$before" ] || show "$out"
 
 # --- 5. scripts/dev itself killed (SIGKILL: no trap runs): the services still stop ---------------
@@ -242,7 +242,7 @@ kill -KILL "$devpid"
 dev_wait_exit
 gone() { for _ in $(seq 150); do nothing_left "$@" 2>/dev/null && return 0; sleep 0.1; done; nothing_left "$@"; }
 check "scripts/dev killed: every service stops by itself (parent-death signal)" \
-  gone killed $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 6))
+  gone killed $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 6)) $((base + 7)) $((base + 8)) $((base + 9))
 [ "$failed" = "$before" ] || show "$out"
 
 echo "scripts/dev: $passed passed, $failed failed"

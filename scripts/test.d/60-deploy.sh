@@ -16,8 +16,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 docker-compose --env-file .env.example -f compose.yaml config >"$work/config.yaml"
-docker-compose --env-file .env.example -f compose.yaml --profile model --profile observability --profile scale-out config --services | sort >"$work/services"
-for svc in nextcloud nextcloud-cron db redis tamebi-app tamebi mcp-nextcloud mcp-mail scripted-model ollama ollama-pull otel-collector jaeger \
+docker-compose --env-file .env.example -f compose.yaml --profile model --profile observability --profile scale-out --profile office config --services | sort >"$work/services"
+for svc in nextcloud nextcloud-cron db redis tamebi-app tamebi mcp-nextcloud mcp-mail scripted-model ollama ollama-pull otel-collector jaeger onlyoffice \
   tamebi-db-init tamebi-b tamebi-lb; do
   grep -qx "$svc" "$work/services" || { echo "compose.yaml: no service $svc" >&2; exit 1; }
 done

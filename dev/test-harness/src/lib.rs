@@ -12,6 +12,7 @@
 //! Processes are killed when their handle drops, and their stdout/stderr are kept in files
 //! whose paths are printed when a test fails, so a red test says where to look.
 
+pub mod docserver;
 pub mod haproxy;
 pub mod island;
 pub mod layers;

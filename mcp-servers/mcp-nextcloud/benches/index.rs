@@ -3,6 +3,7 @@
 //!     cargo bench -p mcp-nextcloud --bench index                      # 1,000,000 passages
 //!     cargo bench -p mcp-nextcloud --bench index -- --passages 100000 # quicker
 //!     cargo bench -p mcp-nextcloud --bench index -- --no-e2e          # without the stand-in
+//!     cargo bench -p mcp-nextcloud --bench index -- --extraction-only # the formats only
 //!
 //! 1. Extraction throughput per format (text, Markdown, HTML, DOCX, ODT, PDF), and the
 //!    chunker on top, on generated documents.
@@ -45,6 +46,9 @@ fn main() -> anyhow::Result<()> {
 
     println!("== extraction throughput (generated documents, single thread)");
     extraction(&words)?;
+    if args.iter().any(|a| a == "--extraction-only") {
+        return Ok(());
+    }
 
     println!("\n== building an index of {passages} passages");
     let dir = tempfile::tempdir()?;
@@ -196,16 +200,20 @@ fn extraction(words: &Words) -> anyhow::Result<()> {
     odt.push_str("</office:text></office:body></office:document-content>");
     let docx = zip_of("word/document.xml", &docx)?;
     let odt = zip_of("content.xml", &odt)?;
+    let xlsx = xlsx_of(&paragraphs)?;
+    let pptx = pptx_of(&paragraphs)?;
     let pdf_pages: Vec<String> = paragraphs.iter().take(400).map(|p| p.chars().take(900).collect()).collect();
     let pdf = pdf_of(&pdf_pages);
 
-    let cases: [(&str, Format, &[u8]); 6] = [
+    let cases: [(&str, Format, &[u8]); 8] = [
         ("text", Format::Plain, text.as_bytes()),
         ("markdown", Format::Markdown, markdown.as_bytes()),
         ("html", Format::Html, html.as_bytes()),
         ("docx", Format::Docx, &docx),
         ("odt", Format::Odt, &odt),
         ("pdf", Format::Pdf, &pdf),
+        ("xlsx", Format::Xlsx, &xlsx),
+        ("pptx", Format::Pptx, &pptx),
     ];
     for (label, format, bytes) in cases {
         let t = Instant::now();
@@ -227,12 +235,102 @@ fn extraction(words: &Words) -> anyhow::Result<()> {
 }
 
 fn zip_of(name: &str, content: &str) -> anyhow::Result<Vec<u8>> {
+    zip_parts(&[(name.to_string(), content.to_string())])
+}
+
+fn zip_parts(parts: &[(String, String)]) -> anyhow::Result<Vec<u8>> {
     let mut buf = std::io::Cursor::new(Vec::new());
     let mut w = zip::ZipWriter::new(&mut buf);
-    w.start_file(name, zip::write::SimpleFileOptions::default())?;
-    w.write_all(content.as_bytes())?;
+    for (name, content) in parts {
+        w.start_file(name.as_str(), zip::write::SimpleFileOptions::default())?;
+        w.write_all(content.as_bytes())?;
+    }
     w.finish()?;
     Ok(buf.into_inner())
+}
+
+/// A workbook of the paragraphs as cells: sheets of at most 1000 rows (the per-sheet bound,
+/// so every cell is read) of five cells each, inline strings and a number per row.
+fn xlsx_of(paragraphs: &[String]) -> anyhow::Result<Vec<u8>> {
+    let rows: Vec<&[String]> = paragraphs.chunks(5).collect();
+    let sheets: Vec<&[&[String]]> = rows.chunks(1000).collect();
+    let ns = r#"xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships""#;
+    let mut workbook = format!("<workbook {ns}><sheets>");
+    let mut rels = String::from(r#"<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">"#);
+    let mut parts = Vec::new();
+    for (i, sheet) in sheets.iter().enumerate() {
+        let n = i + 1;
+        workbook.push_str(&format!(r#"<sheet name="Sheet {n}" sheetId="{n}" r:id="rId{n}"/>"#));
+        rels.push_str(&format!(
+            r#"<Relationship Id="rId{n}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet{n}.xml"/>"#
+        ));
+        let mut xml = format!("<worksheet {ns}><sheetData>");
+        for (r, cells) in sheet.iter().enumerate() {
+            xml.push_str(&format!(r#"<row r="{}">"#, r + 1));
+            for cell in cells.iter() {
+                xml.push_str(&format!(r#"<c t="inlineStr"><is><t>{cell}</t></is></c>"#));
+            }
+            xml.push_str(&format!("<c><v>{}</v></c></row>", r * 7));
+        }
+        xml.push_str("</sheetData></worksheet>");
+        parts.push((format!("xl/worksheets/sheet{n}.xml"), xml));
+    }
+    workbook.push_str("</sheets></workbook>");
+    rels.push_str("</Relationships>");
+    parts.push(("xl/workbook.xml".into(), workbook));
+    parts.push(("xl/_rels/workbook.xml.rels".into(), rels));
+    parts.push((
+        "_rels/.rels".into(),
+        r#"<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>"#.into(),
+    ));
+    zip_parts(&parts)
+}
+
+/// A deck of the paragraphs: eight per slide, the last one as the speaker notes.
+fn pptx_of(paragraphs: &[String]) -> anyhow::Result<Vec<u8>> {
+    let ns = r#"xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships""#;
+    let rel = |id: &str, kind: &str, target: &str| {
+        format!(
+            r#"<Relationship Id="{id}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/{kind}" Target="{target}"/>"#
+        )
+    };
+    let mut list = String::new();
+    let mut rels = String::from(r#"<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">"#);
+    let mut parts = Vec::new();
+    for (i, slide) in paragraphs.chunks(8).enumerate() {
+        let n = i + 1;
+        list.push_str(&format!(r#"<p:sldId id="{}" r:id="rId{n}"/>"#, 255 + n));
+        rels.push_str(&rel(&format!("rId{n}"), "slide", &format!("slides/slide{n}.xml")));
+        let body: String = slide[..slide.len().saturating_sub(1)]
+            .iter()
+            .map(|p| format!("<a:p><a:r><a:t>{p}</a:t></a:r></a:p>"))
+            .collect();
+        let notes = slide.last().map(String::as_str).unwrap_or_default();
+        parts.push((
+            format!("ppt/slides/slide{n}.xml"),
+            format!("<p:sld {ns}><p:cSld><p:spTree><p:sp><p:txBody>{body}</p:txBody></p:sp></p:spTree></p:cSld></p:sld>"),
+        ));
+        parts.push((
+            format!("ppt/slides/_rels/slide{n}.xml.rels"),
+            format!(
+                r#"<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">{}</Relationships>"#,
+                rel("rId1", "notesSlide", &format!("../notesSlides/notesSlide{n}.xml"))
+            ),
+        ));
+        parts.push((
+            format!("ppt/notesSlides/notesSlide{n}.xml"),
+            format!(
+                r#"<p:notes {ns}><p:cSld><p:spTree><p:sp><p:nvSpPr><p:nvPr><p:ph type="body" idx="1"/></p:nvPr></p:nvSpPr><p:txBody><a:p><a:r><a:t>{notes}</a:t></a:r></a:p></p:txBody></p:sp></p:spTree></p:cSld></p:notes>"#
+            ),
+        ));
+    }
+    rels.push_str("</Relationships>");
+    parts.push((
+        "ppt/presentation.xml".into(),
+        format!("<p:presentation {ns}><p:sldIdLst>{list}</p:sldIdLst></p:presentation>"),
+    ));
+    parts.push(("ppt/_rels/presentation.xml.rels".into(), rels));
+    zip_parts(&parts)
 }
 
 /// A minimal valid PDF, one page per entry, Helvetica text.

@@ -12,7 +12,11 @@
 //! - [`tools`]: the tool catalogue: one `#[tool]` function per tool in its domain module,
 //!   joined into one router at startup. How to add a tool is in its module doc.
 //! - [`index`]: the document index behind `files_grep` (its own module map).
-//! - [`extract`]: turning file bytes (HTML, PDF, DOCX, ODT, text) into text for files_read.
+//! - [`convert`]: `files_convert`'s parts: the conversion table, the lent file (`GET
+//!   /loan/<token>` on its own listener, `MCP_LOAN_BIND`) and the OnlyOffice ConvertService
+//!   client. It never talks to Nextcloud; the tool does, as the caller.
+//! - [`extract`]: turning file bytes (HTML, PDF, DOCX, ODT, spreadsheets, presentations, text)
+//!   into text for files_read.
 //! - [`nextcloud`]: the shared HTTP client, caller-scoped requests, DAV XML and path rules;
 //!   also answers the auth gate's "whose token is this".
 //! - [`mcp_resource_server`] (a workspace crate, shared with mcp-mail): the caller's
@@ -24,6 +28,7 @@
 
 pub mod apps;
 pub mod config;
+pub mod convert;
 pub mod error;
 pub mod extract;
 pub mod index;

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::apps;
 use crate::config::Config;
+use crate::convert::Converter;
 use crate::error::Error;
 use crate::index::Index;
 use crate::nextcloud::Nextcloud;
@@ -37,6 +38,8 @@ pub struct AppState {
     pub index: Index,
     /// The tool catalogue, built once.
     pub tools: Arc<Tools>,
+    /// files_convert's loans and document server client, when a document server is configured.
+    pub converter: Option<Arc<Converter>>,
 }
 
 impl AppState {
@@ -48,11 +51,13 @@ impl AppState {
                 config.index_path.display()
             ))
         })?;
-        let tools = Arc::new(Tools::new(nextcloud.clone(), index.clone()));
+        let converter = config.docserver.as_ref().map(Converter::new).transpose()?.map(Arc::new);
+        let tools = Arc::new(Tools::new(nextcloud.clone(), index.clone(), converter.clone()));
         Ok(AppState {
             index,
             nextcloud,
             tools,
+            converter,
             config,
         })
     }
@@ -137,9 +142,36 @@ pub fn app(state: Arc<AppState>, shutdown: &CancellationToken) -> Router {
     }))
 }
 
-/// Serves on `listener` until `shutdown` is cancelled, then drains in-flight requests.
+/// Serves on `listener` until `shutdown` is cancelled, then drains in-flight requests. With
+/// a document server configured, the loan listener (`MCP_LOAN_BIND`) serves beside it, on
+/// its own socket: the document server reaches the loans, never the MCP endpoint's routes,
+/// and MCP clients never reach a loan through the MCP port.
 pub async fn serve(listener: tokio::net::TcpListener, config: Config, shutdown: CancellationToken) -> Result<(), Error> {
+    let loan_bind = config.docserver.as_ref().map(|d| d.loan_bind);
     let state = Arc::new(AppState::new(config)?);
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the loan listener's task is awaited below, after shutdown is cancelled: it never outlives serve"
+    )]
+    let loans = match (loan_bind, state.converter.as_ref()) {
+        (Some(bind), Some(converter)) => {
+            let listener = tokio::net::TcpListener::bind(bind)
+                .await
+                .map_err(|e| Error::Config(format!("cannot listen on MCP_LOAN_BIND={bind}: {e}")))?;
+            tracing::info!(addr = %bind, "loan listener for the document server");
+            let router = converter.loans.router();
+            let stop = shutdown.clone();
+            Some(tokio::spawn(async move {
+                axum::serve(listener, router).with_graceful_shutdown(stop.cancelled_owned()).await
+            }))
+        }
+        _ => None,
+    };
     let router = app(state, &shutdown);
-    Ok(mcp_resource_server::serve::serve(listener, router, shutdown).await?)
+    let served = mcp_resource_server::serve::serve(listener, router, shutdown.clone()).await;
+    shutdown.cancel();
+    if let Some(task) = loans {
+        let _ = task.await;
+    }
+    Ok(served?)
 }

@@ -8,7 +8,15 @@ use std::path::Path;
 use test_harness::layers::Layers;
 
 /// Lowest first. `lib.rs` and `main.rs` sit above everything.
-const LAYERS: &[&str] = &["error", "config|apps|output", "nextcloud", "index", "extract", "tools", "server"];
+const LAYERS: &[&str] = &[
+    "error",
+    "config|apps|output",
+    "nextcloud|convert",
+    "index",
+    "extract",
+    "tools",
+    "server",
+];
 
 #[test]
 fn imports_only_reach_down() {

@@ -7,7 +7,9 @@
 //! sorted by name; MCP gives the list's order no meaning and the orchestrator keys tools by
 //! name). Each tool's definition must be identical. Changed deliberately since: schemars'
 //! integer formats (`uint64`, `uint`, `int64`, `uint32`) are gone, a `u32` carries its
-//! `maximum` instead (#34, standard JSON Schema only; tests/python_client.rs checks that). A deliberate change to a tool updates the
+//! `maximum` instead (#34, standard JSON Schema only; tests/python_client.rs checks that). files_read
+//! reads spreadsheets and presentations, with `sheet` and `row` for a sheet past its cut, and
+//! files_grep's description names them (#28). A deliberate change to a tool updates the
 //! fixture in the same commit (a failing run writes the actual answer to the target's tmp dir).
 
 mod common;

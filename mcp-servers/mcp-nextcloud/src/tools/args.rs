@@ -64,6 +64,11 @@ pub struct FilesReadArgs {
     pub offset: Option<usize>,
     /// How many characters to return (default 20000, at most 100000).
     pub limit: Option<usize>,
+    /// Spreadsheets only: read just this sheet (its name as the heading shows it).
+    pub sheet: Option<String>,
+    /// Spreadsheets only: the first row to show (1-based, as the table numbers rows); for
+    /// reading past a sheet's cut note.
+    pub row: Option<u32>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -86,6 +91,21 @@ pub struct FilesWriteArgs {
     /// The complete new text content (UTF-8).
     pub content: String,
     /// Replace an existing file (default true). With false, an existing file is a conflict.
+    pub overwrite: Option<bool>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct FilesConvertArgs {
+    /// The document to convert, relative to the user's root.
+    pub path: String,
+    /// The format to make: pdf, docx, odt, xlsx, ods, pptx, odp, txt, html or md (what the
+    /// document server can make of the source; other pairs are refused, naming the possible ones).
+    pub to: String,
+    /// Where to write the result, relative to the user's root (default: next to the source,
+    /// same name with the new extension).
+    pub target: Option<String>,
+    /// Replace an existing target (default false: an existing target is refused).
     pub overwrite: Option<bool>,
 }
 

@@ -15,7 +15,7 @@ use super::{Tools, app, input, output};
 use crate::apps;
 use crate::error::Error;
 use crate::extract::{self, Extracted};
-use crate::index::extract::Format;
+use crate::index::extract::{Format, SheetWindow};
 use crate::index::tool::{self as index_tool, FilesGrepArgs, GrepOutput};
 use crate::nextcloud::paths::{self, UserPath};
 use crate::nextcloud::{self, Session, dav, dav_headers, method};
@@ -72,7 +72,7 @@ impl Tools {
     #[tool(
         name = "files_read",
         title = "Read a file",
-        description = "Read a file's text by `path` or `file_id`. HTML, Markdown, plain text, PDF, DOCX and ODT come back as text; images and other binaries are described, not shown. Long files are paged: pass the returned `next_offset` as `offset`.",
+        description = "Read a file's text by `path` or `file_id`. HTML, Markdown, plain text, PDF, DOCX and ODT come back as text; spreadsheets (XLSX, XLSM, ODS, CSV) as one Markdown table per sheet (formulas as their values); presentations (PPTX, ODP) slide by slide with speaker notes; images and other binaries are described, not shown. Long files are paged: pass the returned `next_offset` as `offset`. A sheet cut for length says so; read on with `sheet` and `row`.",
         input_schema = input::<FilesReadArgs>(),
         output_schema = output::<ReadResult>(),
         annotations(title = "Read a file", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false),
@@ -84,6 +84,13 @@ impl Tools {
         if limit == 0 || limit > MAX_READ_CHARS {
             return Err(Error::invalid(format!("limit must be between 1 and {MAX_READ_CHARS} characters")));
         }
+        if args.row == Some(0) {
+            return Err(Error::invalid("row starts at 1"));
+        }
+        let window = SheetWindow {
+            sheet: args.sheet.clone(),
+            first_row: args.row.unwrap_or(1),
+        };
         let (path, mut file_id) = match (args.path.as_deref(), args.file_id) {
             (Some(p), None) => (UserPath::parse_item(p, "path")?, None),
             (None, Some(id)) => {
@@ -108,6 +115,9 @@ impl Tools {
         }
         let declared = response.content_length();
         let name = path.name().to_string();
+        if (args.sheet.is_some() || args.row.is_some()) && !Format::readable(&mime, &name).is_some_and(Format::is_spreadsheet) {
+            return Err(Error::invalid("sheet and row apply to spreadsheets only (xlsx, xlsm, ods, csv)"));
+        }
         let (extracted, size) = if declared.is_some_and(|n| n > MAX_READ_BYTES) || Format::readable(&mime, &name).is_none() {
             // Not text, or too large to read: describe without downloading the body.
             drop(response);
@@ -122,7 +132,7 @@ impl Tools {
             let size = bytes.len() as u64;
             let (m, n) = (mime.clone(), name.clone());
             // Parsers run on untrusted bytes: off the async threads, and a panic is contained.
-            let extracted = tokio::task::spawn_blocking(move || extract::extract(&bytes, &m, &n))
+            let extracted = tokio::task::spawn_blocking(move || extract::extract(&bytes, &m, &n, &window))
                 .await
                 .unwrap_or_else(|_| Extracted::Binary {
                     reason: "the content could not be read".into(),
@@ -252,7 +262,7 @@ impl Tools {
     #[tool(
         name = "files_grep",
         title = "Search inside documents",
-        description = "Search the text inside the user's documents (text, Markdown, HTML, PDF, DOCX, ODT) \
+        description = "Search the text inside the user's documents (text, Markdown, HTML, PDF, DOCX, ODT, spreadsheets, presentations) \
 for words, e.g. 'budget forty thousand'. Returns passages with the file's path and file_id, the heading path of the \
 section, a snippet with the matching words in **bold**, and an `offset`: call files_read with that path and offset to \
 read the whole section. Matching is by words, not meaning: if nothing is found, search again with other words \
@@ -281,47 +291,8 @@ search to a folder. The index fills as people search, so the answer says how muc
             return Err(Error::invalid(format!("content is too large (at most {MAX_WRITE_BYTES} bytes)")));
         }
         let overwrite = args.overwrite.unwrap_or(true);
-        let mut request = s
-            .request(http::Method::PUT, s.files_url(&path))
-            .header(http::header::CONTENT_TYPE, "text/plain; charset=utf-8")
-            .body(args.content.clone());
-        if !overwrite {
-            request = request.header(http::header::IF_NONE_MATCH, "*");
-        }
-        let response = match s.send(request, "writing the file").await {
-            Err(Error::Conflict(_)) if !overwrite => return Err(Error::Conflict("the file already exists (overwrite is false)".into())),
-            Err(Error::Conflict(_)) => {
-                return Err(Error::Conflict(
-                    "the file could not be written: its folder does not exist or it changed meanwhile".into(),
-                ));
-            }
-            other => other?,
-        };
-        let created = nextcloud::created(response.status());
-        let written_etag = etag(response.headers());
-        let display = path.display();
-        // Read the file back: the size Nextcloud holds, and its version (ETag) against the one
-        // the PUT answered, so a write Nextcloud acknowledged but does not hold is not reported.
-        let did = format!("Nextcloud accepted writing '{display}'");
-        let now = stat(s, &path, "reading the file back")
-            .await
-            .map_err(|e| Error::unconfirmed(&did, e))?
-            .ok_or_else(|| Error::Unconfirmed(format!("{did}, but there is no such file now")))?;
-        let size = now.size.unwrap_or_default();
-        if now.is_dir || size != args.content.len() as u64 {
-            return Err(Error::Unconfirmed(format!(
-                "{did} ({} bytes), but it holds {size} bytes now",
-                args.content.len()
-            )));
-        }
-        if let (Some(written), Some(held)) = (&written_etag, &now.etag)
-            && written != held
-        {
-            return Err(Error::Unconfirmed(format!(
-                "{did}, but it holds another version now (ETag {held}, written {written}): it changed since"
-            )));
-        }
-        let file_id = oc_file_id(response.headers()).or(now.file_id);
+        let written = put_confirmed(s, &path, args.content.into_bytes(), "text/plain; charset=utf-8", overwrite).await?;
+        let (display, size, created, file_id) = (path.display(), written.size, written.created, written.file_id);
         let text = format!("{} {display} ({size} bytes).", if created { "Created" } else { "Replaced" },);
         Output::new(
             text,
@@ -329,7 +300,7 @@ search to a folder. The index fills as people search, so the answer says how muc
                 path: display,
                 file_id,
                 created,
-                size: args.content.len(),
+                size: size as usize,
             },
         )
     }
@@ -431,7 +402,8 @@ pub struct ReadResult {
     pub file_id: Option<u64>,
     pub mime: String,
     pub size: u64,
-    /// `text`, `markdown`, `html`, `pdf`, `docx`, `odt`, or `binary` (described only).
+    /// `text`, `markdown`, `html`, `pdf`, `docx`, `odt`, `xlsx`, `ods`, `csv`, `pptx`, `odp`, or
+    /// `binary` (described only).
     pub format: String,
     /// Length of the whole extracted text, in characters.
     pub total_chars: usize,
@@ -531,16 +503,84 @@ async fn path_of_id(s: &Session<'_>, id: u64) -> Result<FileEntry, Error> {
         .ok_or(Error::NotFound)
 }
 
+/// What [`put_confirmed`] wrote, as Nextcloud holds it now.
+pub(super) struct Written {
+    pub created: bool,
+    pub size: u64,
+    pub file_id: Option<u64>,
+}
+
+/// PUTs `body` to `path` as the caller and reads it back: reported only once one PROPFIND
+/// shows Nextcloud holds that size and the version the PUT answered. Without `overwrite`, an
+/// existing file is a conflict (`If-None-Match: *`, so a file created meanwhile is not
+/// replaced either). Nextcloud stores an upload whole or not at all, so a failed PUT leaves
+/// no partial file. The one write of files_write and files_convert.
+pub(super) async fn put_confirmed(
+    s: &Session<'_>,
+    path: &UserPath,
+    body: Vec<u8>,
+    content_type: &str,
+    overwrite: bool,
+) -> Result<Written, Error> {
+    let len = body.len() as u64;
+    let mut request = s
+        .request(http::Method::PUT, s.files_url(path))
+        .header(http::header::CONTENT_TYPE, content_type)
+        .body(body);
+    if !overwrite {
+        request = request.header(http::header::IF_NONE_MATCH, "*");
+    }
+    let display = path.display();
+    let response = match s.send(request, "writing the file").await {
+        Err(Error::Conflict(_)) if !overwrite => {
+            return Err(Error::Conflict(format!(
+                "'{display}' already exists; pass overwrite: true to replace it"
+            )));
+        }
+        Err(Error::Conflict(_)) => {
+            return Err(Error::Conflict(
+                "the file could not be written: its folder does not exist or it changed meanwhile".into(),
+            ));
+        }
+        other => other?,
+    };
+    let created = nextcloud::created(response.status());
+    let written_etag = etag(response.headers());
+    // Read the file back: the size Nextcloud holds, and its version (ETag) against the one
+    // the PUT answered, so a write Nextcloud acknowledged but does not hold is not reported.
+    let did = format!("Nextcloud accepted writing '{display}'");
+    let now = stat(s, path, "reading the file back")
+        .await
+        .map_err(|e| Error::unconfirmed(&did, e))?
+        .ok_or_else(|| Error::Unconfirmed(format!("{did}, but there is no such file now")))?;
+    let size = now.size.unwrap_or_default();
+    if now.is_dir || size != len {
+        return Err(Error::Unconfirmed(format!("{did} ({len} bytes), but it holds {size} bytes now")));
+    }
+    if let (Some(written), Some(held)) = (&written_etag, &now.etag)
+        && written != held
+    {
+        return Err(Error::Unconfirmed(format!(
+            "{did}, but it holds another version now (ETag {held}, written {written}): it changed since"
+        )));
+    }
+    Ok(Written {
+        created,
+        size,
+        file_id: oc_file_id(response.headers()).or(now.file_id),
+    })
+}
+
 /// What a read-back needs of one file or folder.
-struct Stat {
-    is_dir: bool,
-    size: Option<u64>,
-    file_id: Option<u64>,
-    etag: Option<String>,
+pub(super) struct Stat {
+    pub is_dir: bool,
+    pub size: Option<u64>,
+    pub file_id: Option<u64>,
+    pub etag: Option<String>,
 }
 
 /// One PROPFIND (Depth 0) of `path`; `None` when Nextcloud says it is not there (404).
-async fn stat(s: &Session<'_>, path: &UserPath, what: &str) -> Result<Option<Stat>, Error> {
+pub(super) async fn stat(s: &Session<'_>, path: &UserPath, what: &str) -> Result<Option<Stat>, Error> {
     let request = s
         .request(method("PROPFIND"), s.files_url(path))
         .headers(dav_headers(Some("0")))

@@ -49,6 +49,7 @@
 pub mod args;
 pub mod calendar;
 pub mod contacts;
+pub mod convert;
 pub mod deck;
 pub mod files;
 
@@ -62,6 +63,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, JsonO
 use rmcp::schemars::JsonSchema;
 use rmcp::service::{RequestContext, RoleServer};
 
+use crate::convert::Converter;
 use crate::error::Error;
 use crate::index::Index;
 use crate::nextcloud::{Nextcloud, Session};
@@ -71,15 +73,26 @@ use crate::output::error_result;
 pub struct Tools {
     nextcloud: Arc<Nextcloud>,
     index: Index,
+    /// The document server behind files_convert, when one is configured.
+    converter: Option<Arc<Converter>>,
     router: ToolRouter<Tools>,
 }
 
 impl Tools {
-    pub fn new(nextcloud: Arc<Nextcloud>, index: Index) -> Self {
+    /// Without a `converter`, files_convert is not offered at all (not listed, not callable).
+    pub fn new(nextcloud: Arc<Nextcloud>, index: Index, converter: Option<Arc<Converter>>) -> Self {
         let mut router = Self::files_router() + Self::calendar_router() + Self::contacts_router() + Self::deck_router();
+        if converter.is_some() {
+            router += Self::convert_router();
+        }
         // Every published schema in standard JSON Schema only (no schemars `uint64` formats).
         schema::standard_schemas(&mut router);
-        Tools { nextcloud, index, router }
+        Tools {
+            nextcloud,
+            index,
+            converter,
+            router,
+        }
     }
 
     /// Every tool's definition (rmcp lists them sorted by name).
@@ -161,7 +174,25 @@ mod tests {
     fn tools() -> Tools {
         let nc = Nextcloud::new(url::Url::parse("http://127.0.0.1:9/").unwrap()).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        Tools::new(Arc::new(nc), Index::open(&dir.path().join("index.db")).unwrap())
+        let docserver = crate::config::DocServerConfig {
+            url: url::Url::parse("http://127.0.0.1:9/").unwrap(),
+            jwt_secret: "0123456789abcdef".into(),
+            loan_bind: "127.0.0.1:0".parse().unwrap(),
+            loan_base_url: url::Url::parse("http://127.0.0.1:9/").unwrap(),
+            loan_ttl: std::time::Duration::from_secs(60),
+        };
+        let converter = Arc::new(Converter::new(&docserver).unwrap());
+        Tools::new(Arc::new(nc), Index::open(&dir.path().join("index.db")).unwrap(), Some(converter))
+    }
+
+    #[test]
+    fn files_convert_is_offered_only_with_a_document_server() {
+        let nc = Nextcloud::new(url::Url::parse("http://127.0.0.1:9/").unwrap()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let without = Tools::new(Arc::new(nc), Index::open(&dir.path().join("index.db")).unwrap(), None);
+        assert!(without.definition("files_convert").is_none());
+        assert!(without.definitions().iter().all(|t| t.name != "files_convert"));
+        assert!(tools().definition("files_convert").is_some());
     }
 
     /// G3 rests on these: per MCP, `destructiveHint: false` means "only additive updates".
@@ -186,6 +217,7 @@ mod tests {
             ("calendar_create_event", Some(false)),
             ("deck_create_card", Some(false)),
             ("deck_move_card", Some(true)),
+            ("files_convert", Some(false)),
             ("files_move", Some(false)),
             ("files_write", Some(true)),
         ]
@@ -197,7 +229,7 @@ mod tests {
     fn every_tool_has_one_title_and_an_object_schema() {
         let tools = tools();
         let all = tools.definitions();
-        assert_eq!(all.len(), 15);
+        assert_eq!(all.len(), 16);
         for t in &all {
             let a = t.annotations.clone().unwrap_or_default();
             assert_eq!(a.title, t.title, "{}: the annotation title is the tool title", t.name);

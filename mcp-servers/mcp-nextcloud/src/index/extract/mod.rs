@@ -5,7 +5,7 @@
 //! [`Extracted::text`]) lands on the same spot when read. Never write a second one.
 //!
 //! It owns format detection and the per-format readers (Markdown, HTML, PDF, DOCX, ODT,
-//! plain text). It must never fetch anything or touch the index: bytes in, text out.
+//! spreadsheets: XLSX/XLSM, ODS, CSV; presentations: PPTX, ODP; plain text). It must never fetch anything or touch the index: bytes in, text out.
 //! Every reader is bounded (input size, decompressed size, output size) so a hostile
 //! document costs a bounded amount of work.
 
@@ -13,13 +13,21 @@ mod html;
 mod markdown;
 mod office;
 mod pdf;
+mod presentation;
+mod spreadsheet;
+
+pub use spreadsheet::{MAX_SHEET_COLS, MAX_SHEET_ROWS, SheetWindow};
 
 use super::error::ExtractError;
 
 /// Largest file the index downloads and extracts.
 pub const MAX_INPUT_BYTES: usize = 20 * 1024 * 1024;
-/// Largest decompressed XML part read from a DOCX/ODT archive (zip-bomb guard).
+/// Largest decompressed XML part read from an office archive (zip-bomb guard).
 pub const MAX_PART_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest decompressed archive a spreadsheet reader hands to calamine (all members).
+pub const MAX_ARCHIVE_BYTES: u64 = 256 * 1024 * 1024;
+/// Most members an office archive may have.
+pub const MAX_ARCHIVE_ENTRIES: usize = 10_000;
 /// Extracted text beyond this many bytes is cut (at a character boundary).
 pub const MAX_TEXT_BYTES: usize = 8 * 1024 * 1024;
 
@@ -35,7 +43,20 @@ pub enum Format {
     Pdf,
     Docx,
     Odt,
+    /// XLSX and XLSM.
+    Xlsx,
+    Ods,
+    Csv,
+    Pptx,
+    Odp,
 }
+
+/// Content types of the office formats, shared by both policies.
+const XLSX: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+const XLSM: &str = "application/vnd.ms-excel.sheet.macroenabled.12";
+const ODS: &str = "application/vnd.oasis.opendocument.spreadsheet";
+const PPTX: &str = "application/vnd.openxmlformats-officedocument.presentationml.presentation";
+const ODP: &str = "application/vnd.oasis.opendocument.presentation";
 
 impl Format {
     /// Picks the format from Nextcloud's content type, falling back on the file name's
@@ -49,12 +70,17 @@ impl Format {
             "application/pdf" => Some(Format::Pdf),
             "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => Some(Format::Docx),
             "application/vnd.oasis.opendocument.text" => Some(Format::Odt),
+            XLSX | XLSM => Some(Format::Xlsx),
+            ODS => Some(Format::Ods),
+            "text/csv" => Some(Format::Csv),
+            PPTX => Some(Format::Pptx),
+            ODP => Some(Format::Odp),
             _ => None,
         };
         // Nextcloud reports .md as text/markdown, but some setups say text/plain: the
         // extension decides between the two text flavours.
         match (by_mime, Format::from_name(name)) {
-            (Some(Format::Plain), Some(Format::Markdown)) => Some(Format::Markdown),
+            (Some(Format::Plain), Some(Format::Markdown | Format::Csv)) => Format::from_name(name),
             (Some(f), _) => Some(f),
             (None, ext) if mime.is_empty() || mime == "application/octet-stream" => ext,
             (None, _) => None,
@@ -73,6 +99,11 @@ impl Format {
             ("application/pdf", _) | (_, "pdf") => Some(Format::Pdf),
             ("application/vnd.openxmlformats-officedocument.wordprocessingml.document", _) | (_, "docx") => Some(Format::Docx),
             ("application/vnd.oasis.opendocument.text", _) | (_, "odt") => Some(Format::Odt),
+            (XLSX | XLSM, _) | (_, "xlsx" | "xlsm") => Some(Format::Xlsx),
+            (ODS, _) | (_, "ods") => Some(Format::Ods),
+            ("text/csv" | "application/csv", _) | (_, "csv") => Some(Format::Csv),
+            (PPTX, _) | (_, "pptx") => Some(Format::Pptx),
+            (ODP, _) | (_, "odp") => Some(Format::Odp),
             (m, _) if m.starts_with("text/") => Some(Format::Plain),
             (
                 "application/json"
@@ -80,14 +111,12 @@ impl Format {
                 | "application/x-yaml"
                 | "application/yaml"
                 | "application/javascript"
-                | "application/x-sh"
-                | "application/csv",
+                | "application/x-sh",
                 _,
             ) => Some(Format::Plain),
             (
                 _,
-                "txt" | "csv" | "tsv" | "json" | "xml" | "yaml" | "yml" | "toml" | "ini" | "log" | "rs" | "py" | "js" | "ts" | "sh" | "ics"
-                | "vcf",
+                "txt" | "tsv" | "json" | "xml" | "yaml" | "yml" | "toml" | "ini" | "log" | "rs" | "py" | "js" | "ts" | "sh" | "ics" | "vcf",
             ) => Some(Format::Plain),
             _ => None,
         }
@@ -96,18 +125,38 @@ impl Format {
     fn from_name(name: &str) -> Option<Format> {
         let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
         match ext.as_str() {
-            "txt" | "text" | "log" | "csv" => Some(Format::Plain),
+            "txt" | "text" | "log" => Some(Format::Plain),
+            "csv" => Some(Format::Csv),
             "md" | "markdown" => Some(Format::Markdown),
             "html" | "htm" | "xhtml" => Some(Format::Html),
             "pdf" => Some(Format::Pdf),
             "docx" => Some(Format::Docx),
             "odt" => Some(Format::Odt),
+            "xlsx" | "xlsm" => Some(Format::Xlsx),
+            "ods" => Some(Format::Ods),
+            "pptx" => Some(Format::Pptx),
+            "odp" => Some(Format::Odp),
             _ => None,
         }
     }
 
     /// The file-name patterns (SQL LIKE) the warm-up SEARCH asks Nextcloud for.
-    pub const NAME_PATTERNS: &'static [&'static str] = &["%.txt", "%.md", "%.markdown", "%.html", "%.htm", "%.pdf", "%.docx", "%.odt"];
+    pub const NAME_PATTERNS: &'static [&'static str] = &[
+        "%.txt",
+        "%.md",
+        "%.markdown",
+        "%.html",
+        "%.htm",
+        "%.pdf",
+        "%.docx",
+        "%.odt",
+        "%.xlsx",
+        "%.xlsm",
+        "%.ods",
+        "%.csv",
+        "%.pptx",
+        "%.odp",
+    ];
 
     /// A stable label, stored as the file's kind in `index.db`.
     pub fn label(self) -> &'static str {
@@ -118,7 +167,17 @@ impl Format {
             Format::Pdf => "pdf",
             Format::Docx => "docx",
             Format::Odt => "odt",
+            Format::Xlsx => "xlsx",
+            Format::Ods => "ods",
+            Format::Csv => "csv",
+            Format::Pptx => "pptx",
+            Format::Odp => "odp",
         }
+    }
+
+    /// True for the spreadsheet formats, the ones a [`SheetWindow`] applies to.
+    pub fn is_spreadsheet(self) -> bool {
+        matches!(self, Format::Xlsx | Format::Ods | Format::Csv)
     }
 }
 
@@ -170,8 +229,15 @@ impl Extracted {
     }
 }
 
-/// Extracts the text of `bytes` in the given format.
+/// Extracts the text of `bytes` in the given format: the whole document (for spreadsheets,
+/// every sheet from its first row). This is what the index reads and `files_read` shows.
 pub fn extract(format: Format, bytes: &[u8]) -> Result<Extracted, ExtractError> {
+    extract_window(format, bytes, &SheetWindow::default())
+}
+
+/// [`extract`] with a window into a spreadsheet (one sheet, from a row on), for reading past
+/// a sheet's cut. Other formats ignore the window.
+pub fn extract_window(format: Format, bytes: &[u8], window: &SheetWindow) -> Result<Extracted, ExtractError> {
     if bytes.len() > MAX_INPUT_BYTES {
         return Err(ExtractError::TooLarge);
     }
@@ -185,6 +251,11 @@ pub fn extract(format: Format, bytes: &[u8]) -> Result<Extracted, ExtractError> 
         Format::Pdf => pdf::extract(bytes)?,
         Format::Docx => office::docx(bytes)?,
         Format::Odt => office::odt(bytes)?,
+        Format::Xlsx => spreadsheet::xlsx(bytes, window)?,
+        Format::Ods => spreadsheet::ods(bytes, window)?,
+        Format::Csv => spreadsheet::csv(bytes, window)?,
+        Format::Pptx => presentation::pptx(bytes)?,
+        Format::Odp => presentation::odp(bytes)?,
     };
     Ok(out.finish())
 }

@@ -2,6 +2,10 @@
 //! XML with quick-xml's streaming reader; paragraphs become lines of text and
 //! paragraphs with a heading style (DOCX `Heading N`/outline level, ODT `text:h`) become
 //! headings. Every part is read through a size cap, so a zip bomb fails as too large.
+//!
+//! It also owns what the other archive readers (spreadsheets, presentations) share: opening
+//! the archive, reading a part through the cap, [`check_archive`] for readers that hand the
+//! archive to a crate, and the paragraph [`Builder`].
 
 use std::collections::HashMap;
 use std::io::{Cursor, Read};
@@ -9,38 +13,38 @@ use std::io::{Cursor, Read};
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
-use super::{ExtractError, Extracted, Heading, MAX_PART_BYTES};
+use super::{ExtractError, Extracted, Heading, MAX_ARCHIVE_BYTES, MAX_ARCHIVE_ENTRIES, MAX_PART_BYTES};
 
 /// Collects paragraphs in document order; a paragraph with a level is a heading.
 #[derive(Default)]
-struct Builder {
-    out: Extracted,
+pub(super) struct Builder {
+    pub(super) out: Extracted,
     /// Open paragraphs (a text box can hold paragraphs inside a paragraph).
     open: Vec<(String, Option<u8>)>,
 }
 
 impl Builder {
-    fn start(&mut self, level: Option<u8>) {
+    pub(super) fn start(&mut self, level: Option<u8>) {
         self.open.push((String::new(), level));
     }
 
-    fn set_level(&mut self, level: u8) {
+    pub(super) fn set_level(&mut self, level: u8) {
         if let Some(p) = self.open.last_mut() {
             p.1 = Some(level);
         }
     }
 
-    fn push(&mut self, s: &str) {
+    pub(super) fn push(&mut self, s: &str) {
         if let Some(p) = self.open.last_mut() {
             p.0.push_str(s);
         }
     }
 
-    fn in_paragraph(&self) -> bool {
+    pub(super) fn in_paragraph(&self) -> bool {
         !self.open.is_empty()
     }
 
-    fn end(&mut self) {
+    pub(super) fn end(&mut self) {
         let Some((text, level)) = self.open.pop() else {
             return;
         };
@@ -60,12 +64,12 @@ impl Builder {
     }
 }
 
-fn open_zip(bytes: &[u8]) -> Result<zip::ZipArchive<Cursor<&[u8]>>, ExtractError> {
+pub(super) fn open_zip(bytes: &[u8]) -> Result<zip::ZipArchive<Cursor<&[u8]>>, ExtractError> {
     zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| ExtractError::Malformed(e.to_string()))
 }
 
 /// Reads one archive member as UTF-8, refusing more than [`MAX_PART_BYTES`].
-fn read_part(zip: &mut zip::ZipArchive<Cursor<&[u8]>>, name: &str) -> Result<Option<String>, ExtractError> {
+pub(super) fn read_part(zip: &mut zip::ZipArchive<Cursor<&[u8]>>, name: &str) -> Result<Option<String>, ExtractError> {
     let file = match zip.by_name(name) {
         Ok(f) => f,
         Err(zip::result::ZipError::FileNotFound) => return Ok(None),
@@ -83,7 +87,7 @@ fn read_part(zip: &mut zip::ZipArchive<Cursor<&[u8]>>, name: &str) -> Result<Opt
         .map_err(|_| ExtractError::Malformed(format!("{name} is not UTF-8")))
 }
 
-fn attr(e: &BytesStart<'_>, local: &str) -> Option<String> {
+pub(super) fn attr(e: &BytesStart<'_>, local: &str) -> Option<String> {
     e.attributes()
         .with_checks(false)
         .flatten()
@@ -91,12 +95,12 @@ fn attr(e: &BytesStart<'_>, local: &str) -> Option<String> {
         .and_then(|a| a.normalized_value(quick_xml::XmlVersion::Implicit1_0).ok().map(|v| v.into_owned()))
 }
 
-fn xml_err(e: quick_xml::Error) -> ExtractError {
+pub(super) fn xml_err(e: quick_xml::Error) -> ExtractError {
     ExtractError::Malformed(e.to_string())
 }
 
 /// Text of an entity or character reference (`&amp;`, `&#233;`).
-fn resolve_ref(name: &str) -> Option<String> {
+pub(super) fn resolve_ref(name: &str) -> Option<String> {
     if let Some(num) = name.strip_prefix('#') {
         let n = match num.strip_prefix('x') {
             Some(hex) => u32::from_str_radix(hex, 16).ok()?,
@@ -105,6 +109,36 @@ fn resolve_ref(name: &str) -> Option<String> {
         return char::from_u32(n).map(String::from);
     }
     quick_xml::escape::resolve_predefined_entity(name).map(String::from)
+}
+
+/// Refuses an archive whose members would cost more than the caps to decompress: more than
+/// [`MAX_ARCHIVE_ENTRIES`] members, one member over [`MAX_PART_BYTES`] or all of them over
+/// [`MAX_ARCHIVE_BYTES`]. Each member is really decompressed (through the cap), because a
+/// zip bomb's declared sizes are whatever its author wrote. Readers that hand the archive to
+/// a crate which reads members without a cap (calamine) call this first.
+pub(super) fn check_archive(bytes: &[u8]) -> Result<(), ExtractError> {
+    let mut zip = open_zip(bytes)?;
+    if zip.len() > MAX_ARCHIVE_ENTRIES {
+        return Err(ExtractError::TooLarge);
+    }
+    let mut total: u64 = 0;
+    let mut sink = [0u8; 64 * 1024];
+    for i in 0..zip.len() {
+        let mut file = zip.by_index(i).map_err(|e| ExtractError::Malformed(e.to_string()))?;
+        let mut size: u64 = 0;
+        loop {
+            let n = file.read(&mut sink).map_err(|e| ExtractError::Malformed(e.to_string()))?;
+            if n == 0 {
+                break;
+            }
+            size += n as u64;
+            if size > MAX_PART_BYTES || total + size > MAX_ARCHIVE_BYTES {
+                return Err(ExtractError::TooLarge);
+            }
+        }
+        total += size;
+    }
+    Ok(())
 }
 
 /// DOCX: `word/document.xml`, with heading levels from `word/styles.xml`.

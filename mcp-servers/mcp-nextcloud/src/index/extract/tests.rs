@@ -206,3 +206,231 @@ fn html_is_read_like_a_browser_reads_it() {
         assert!(t.contains(kept), "{kept:?} missing from {t:?}");
     }
 }
+
+/// The committed office fixtures (made with LibreOffice from testdata/office/src).
+fn fixture(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/office")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn zip_bytes(parts: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut buf = std::io::Cursor::new(Vec::new());
+    {
+        let mut w = zip::ZipWriter::new(&mut buf);
+        for (name, content) in parts {
+            w.start_file(*name, zip::write::SimpleFileOptions::default()).expect("zip entry");
+            w.write_all(content).expect("zip write");
+        }
+        w.finish().expect("zip finish");
+    }
+    buf.into_inner()
+}
+
+/// A minimal XLSX around one sheet's XML.
+fn xlsx_of(sheet: &[u8]) -> Vec<u8> {
+    let workbook = br#"<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Data" sheetId="1" r:id="rId1"/></sheets></workbook>"#;
+    let rels = br#"<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/></Relationships>"#;
+    let types = br#"<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>"#;
+    let root = br#"<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>"#;
+    zip_bytes(&[
+        ("[Content_Types].xml", types),
+        ("_rels/.rels", root),
+        ("xl/workbook.xml", workbook),
+        ("xl/_rels/workbook.xml.rels", rels),
+        ("xl/worksheets/sheet1.xml", sheet),
+    ])
+}
+
+#[test]
+fn xlsx_sheets_become_tables_with_cached_formula_values() {
+    let doc = extract(Format::Xlsx, &fixture("q3-forecast.xlsx")).expect("extracts");
+    assert_eq!(titles(&doc), [(1, "Forecast"), (1, "Assumptions")]);
+    assert_starts_point_at_titles(&doc);
+    let forecast = &doc.text[..doc.headings[1].start];
+    assert!(
+        forecast.contains("| | A | B |\n| --- | --- | --- |\n| 1 | Item | Q3 amount (EUR) |"),
+        "{forecast}"
+    );
+    assert!(
+        forecast.contains("| 4 | Support \\| on call | 4250.5 |"),
+        "a pipe in a cell is escaped: {forecast}"
+    );
+    assert!(
+        forecast.contains("| 5 | Total | 24750.5 |"),
+        "the formula's cached value: {forecast}"
+    );
+    assert!(!doc.text.contains("SUM("), "formulas are values, not source");
+    assert!(doc.text[doc.headings[1].start..].contains("| 2 | Growth | 0.12 |"));
+}
+
+#[test]
+fn ods_reads_exactly_like_the_same_workbook_in_xlsx() {
+    let ods = extract(Format::Ods, &fixture("q3-forecast.ods")).expect("extracts");
+    let xlsx = extract(Format::Xlsx, &fixture("q3-forecast.xlsx")).expect("extracts");
+    assert_eq!(ods, xlsx);
+}
+
+#[test]
+fn a_sheet_window_reads_past_the_cut() {
+    let window = SheetWindow {
+        sheet: Some("Forecast".into()),
+        first_row: 4,
+    };
+    let doc = extract_window(Format::Xlsx, &fixture("q3-forecast.xlsx"), &window).expect("extracts");
+    assert_eq!(titles(&doc), [(1, "Forecast")]);
+    assert!(
+        !doc.text.contains("Licences") && doc.text.contains("| 5 | Total | 24750.5 |"),
+        "{}",
+        doc.text
+    );
+    let missing = SheetWindow {
+        sheet: Some("Nope".into()),
+        first_row: 1,
+    };
+    let err = extract_window(Format::Ods, &fixture("q3-forecast.ods"), &missing).expect_err("no such sheet");
+    assert!(err.to_string().contains("no sheet named \"Nope\""), "{err}");
+}
+
+#[test]
+fn csv_is_a_table_with_its_own_delimiter() {
+    let doc = extract(
+        Format::Csv,
+        "\u{feff}Name;Amount\n\"Smith; John\";12\nA|B;\"two\nlines\"\n".as_bytes(),
+    )
+    .expect("extracts");
+    assert!(doc.headings.is_empty());
+    assert!(doc.text.contains("| 1 | Name | Amount |"), "{}", doc.text);
+    assert!(doc.text.contains("| 2 | Smith; John | 12 |"), "{}", doc.text);
+    assert!(doc.text.contains("| 3 | A\\|B | two lines |"), "{}", doc.text);
+    assert_eq!(Format::detect("text/csv", "a.csv"), Some(Format::Csv));
+    assert_eq!(Format::detect("text/plain", "a.csv"), Some(Format::Csv));
+    assert_eq!(Format::readable("application/octet-stream", "a.csv"), Some(Format::Csv));
+}
+
+#[test]
+fn a_million_cell_sheet_costs_the_bound_not_the_sheet() {
+    let mut sheet = String::from(r#"<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>"#);
+    for r in 1..=10_000 {
+        sheet.push_str(&format!("<row r=\"{r}\">"));
+        for c in 0..100u32 {
+            sheet.push_str(&format!("<c t=\"n\"><v>{}</v></c>", c));
+        }
+        sheet.push_str("</row>");
+    }
+    sheet.push_str("</sheetData></worksheet>");
+    let started = std::time::Instant::now();
+    let doc = extract(Format::Xlsx, &xlsx_of(sheet.as_bytes())).expect("extracts");
+    let rows = doc
+        .text
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| |") && !l.starts_with("| ---"))
+        .count();
+    assert_eq!(rows, MAX_SHEET_ROWS);
+    assert!(
+        doc.text.contains(&format!("the table continues at row {}", MAX_SHEET_ROWS + 1)),
+        "{}",
+        &doc.text[doc.text.len() - 300..]
+    );
+    assert!(doc.text.contains(&format!("only {MAX_SHEET_COLS} columns are shown")));
+    assert!(doc.text.contains("files_read {path, sheet: \"Data\", row: 1001}"));
+    eprintln!("1M-cell sheet read in {:?}", started.elapsed());
+}
+
+#[test]
+fn ods_repeat_counts_cannot_declare_a_billion_cells() {
+    let content = r#"<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:spreadsheet><table:table table:name="Bomb"><table:table-row table:number-rows-repeated="1048576"><table:table-cell table:number-columns-repeated="16384" office:value-type="float" office:value="1"><text:p>1</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet></office:body></office:document-content>"#;
+    let bytes = zip_bytes(&[
+        ("mimetype", b"application/vnd.oasis.opendocument.spreadsheet"),
+        ("content.xml", content.as_bytes()),
+    ]);
+    assert!(matches!(extract(Format::Ods, &bytes), Err(ExtractError::TooLarge)));
+}
+
+#[test]
+fn zip_bombs_fail_as_too_large_in_every_office_reader() {
+    // Members that inflate one MiB past the part cap (testdata/office/src/make-bomb.py).
+    let bomb = fixture("bomb.zip");
+    assert!(bomb.len() < MAX_INPUT_BYTES, "the bomb itself is small: {}", bomb.len());
+    for format in [Format::Xlsx, Format::Ods, Format::Pptx, Format::Odp] {
+        let err = extract(format, &bomb).expect_err("refused");
+        assert!(matches!(err, ExtractError::TooLarge), "{format:?}: {err}");
+    }
+}
+
+#[test]
+fn deeply_nested_xml_is_read_without_recursion() {
+    let depth = 200_000;
+    let mut slide =
+        String::from(r#"<p:sld xmlns:p="p" xmlns:a="a"><p:cSld><p:spTree><p:sp><p:txBody><a:p><a:r><a:t>deep text</a:t></a:r></a:p>"#);
+    slide.push_str(&"<a:x>".repeat(depth));
+    slide.push_str(&"</a:x>".repeat(depth));
+    slide.push_str("</p:txBody></p:sp></p:spTree></p:cSld></p:sld>");
+    let presentation =
+        r#"<p:presentation xmlns:p="p" xmlns:r="r"><p:sldIdLst><p:sldId id="256" r:id="rId2"/></p:sldIdLst></p:presentation>"#;
+    let rels = r#"<Relationships xmlns="x"><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/slide" Target="slides/slide1.xml"/></Relationships>"#;
+    let bytes = zip_bytes(&[
+        ("ppt/presentation.xml", presentation.as_bytes()),
+        ("ppt/_rels/presentation.xml.rels", rels.as_bytes()),
+        ("ppt/slides/slide1.xml", slide.as_bytes()),
+    ]);
+    let doc = extract(Format::Pptx, &bytes).expect("extracts");
+    assert_eq!(doc.text, "# Slide 1\n\ndeep text\n");
+    let content = format!(
+        r#"<office:document-content xmlns:office="o" xmlns:table="t" xmlns:text="x"><office:body><office:spreadsheet><table:table table:name="S">{}{}</table:table></office:spreadsheet></office:body></office:document-content>"#,
+        "<text:span>".repeat(depth),
+        "</text:span>".repeat(depth)
+    );
+    let ods = zip_bytes(&[("content.xml", content.as_bytes())]);
+    // Either read or refused as malformed; never a stack overflow.
+    let _ = extract(Format::Ods, &ods);
+}
+
+#[test]
+fn pptx_slides_in_order_with_their_speaker_notes() {
+    let doc = extract(Format::Pptx, &fixture("board-deck.pptx")).expect("extracts");
+    assert_eq!(titles(&doc), [(1, "Slide 1"), (1, "Slide 2")]);
+    assert_starts_point_at_titles(&doc);
+    let one = &doc.text[..doc.headings[1].start];
+    let two = &doc.text[doc.headings[1].start..];
+    assert!(
+        one.contains("Board deck Q3\n") && one.contains("Revenue grew twelve percent\n"),
+        "{one}"
+    );
+    assert!(one.contains("\nSpeaker notes:\nThank the sales team first.\n"), "{one}");
+    assert!(
+        two.contains("Hire two engineers\n") && two.contains("\nSpeaker notes:\nThe budget is approved until March.\n"),
+        "{two}"
+    );
+}
+
+#[test]
+fn odp_reads_exactly_like_the_same_deck_in_pptx() {
+    let odp = extract(Format::Odp, &fixture("board-deck.odp")).expect("extracts");
+    let pptx = extract(Format::Pptx, &fixture("board-deck.pptx")).expect("extracts");
+    assert_eq!(odp, pptx);
+}
+
+#[test]
+fn office_formats_from_mime_and_name() {
+    assert_eq!(
+        Format::detect("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "x"),
+        Some(Format::Xlsx)
+    );
+    assert_eq!(
+        Format::detect("application/vnd.ms-excel.sheet.macroEnabled.12", "x"),
+        Some(Format::Xlsx)
+    );
+    assert_eq!(Format::detect("application/octet-stream", "Q3.XLSM"), Some(Format::Xlsx));
+    assert_eq!(
+        Format::detect("application/vnd.oasis.opendocument.spreadsheet", "x"),
+        Some(Format::Ods)
+    );
+    assert_eq!(Format::readable("application/octet-stream", "deck.pptx"), Some(Format::Pptx));
+    assert_eq!(
+        Format::readable("application/vnd.oasis.opendocument.presentation", "x"),
+        Some(Format::Odp)
+    );
+    assert!(Format::NAME_PATTERNS.contains(&"%.pptx") && Format::NAME_PATTERNS.contains(&"%.ods"));
+}

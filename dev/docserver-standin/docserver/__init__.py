@@ -1,0 +1,1 @@
+"""OnlyOffice Document Server stand-in: ConvertService on its wire format, LibreOffice underneath."""
