@@ -245,7 +245,7 @@ check "local model: llama-server serves the model port $((base + 4))" \
   grep -q '"ok"' <<<"$(curl -fsS "http://127.0.0.1:$((base + 4))/health" 2>&1)"
 page=$(curl -fsS -c "$work/jar-local" -b "$work/jar-local" -L "${island}?as=alice" 2>&1)
 token=$(grep -o 'data-requesttoken="[^"]*"' <<<"$page" | cut -d'"' -f2)
-answer=$(curl -sS -m 120 -b "$work/jar-local" -H "requesttoken: $token" -H 'content-type: application/json' \
+answer=$(curl -sS -m 300 -b "$work/jar-local" -H "requesttoken: $token" -H 'content-type: application/json' \
   -d '{"id":"local-hello","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"Say hello."}]}]}' \
   "${island}apps/tamebi/api/chat" 2>&1)
 check "local model: a message through the dev host is answered with the model's text" grep -q '"type":"text-delta"' <<<"$answer"

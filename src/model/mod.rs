@@ -460,10 +460,7 @@ fn chunk_events(chunk: Chunk, span: &tracing::Span, finished: &mut bool) -> Vec<
                 });
             }
             if let Some(args) = function.arguments.filter(|a| !a.is_empty()) {
-                out.push(ModelEvent::ToolCallArguments {
-                    index,
-                    delta: args,
-                });
+                out.push(ModelEvent::ToolCallArguments { index, delta: args });
             }
         }
         if let Some(reason) = choice.finish_reason {

@@ -2,10 +2,11 @@
 //!
 //! Starts the server that `scripts/install.d/60-model.sh` built into `data/model/` on a free
 //! port with the weights it assembled there, waits until the model is loaded (`/health`
-//! answers 200; 503 while loading), and reads the server's own endpoints (`/slots`,
-//! `/tokenize`) and log. It never scripts the model: what it answers is the model's.
+//! answers 200; 503 while loading), and reads the server's own `/slots` and log. It never scripts the model: what it answers is the model's.
 //! Sampling is greedy (`--temp 0`) with a fixed seed, so a prompt gets the same answer on
-//! every run of the same build.
+//! every run of the same build. One generation thread (`-t 1`): llama.cpp's threads wait for
+//! each other by spinning, and on a machine whose cores are busy (the tests, other builds) two
+//! threads were ten times slower than one.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -34,7 +35,9 @@ pub fn installed() -> (PathBuf, PathBuf) {
 pub struct Options {
     /// The context window in tokens (`-c`).
     pub context: u32,
-    /// `--jinja`: the model's chat template, with llama.cpp's own tool-call support.
+    /// `--jinja` with Gemma's turn format (dev/real-model/gemma3-tools.jinja: the shipped GGUF
+    /// has no template), which offers tools in the Hermes form llama.cpp's own tool-call
+    /// parser reads; without it llama.cpp's built-in `gemma` template and no tool calling.
     pub jinja: bool,
     /// Further arguments, as given.
     pub extra: Vec<String>,
@@ -70,10 +73,14 @@ impl LlamaServer {
         let mut cmd = Command::new(bin);
         cmd.arg("-m").arg(weights);
         cmd.args(["--host", "127.0.0.1", "--port", &port.to_string()]);
-        cmd.args(["-c", &options.context.to_string(), "-np", "1", "-t", "2"]);
+        cmd.args(["-c", &options.context.to_string(), "-np", "1", "-t", "1"]);
         cmd.args(["--temp", "0", "--seed", "42", "--slots", "--no-webui"]);
         if options.jinja {
-            cmd.arg("--jinja");
+            cmd.arg("--jinja")
+                .arg("--chat-template-file")
+                .arg(workspace_root().join("dev/real-model/gemma3-tools.jinja"));
+        } else {
+            cmd.args(["--chat-template", "gemma"]);
         }
         cmd.args(&options.extra);
         let base = format!("http://127.0.0.1:{port}");
@@ -94,7 +101,7 @@ impl LlamaServer {
         format!("{}/v1", self.base)
     }
 
-    /// The server root (`/health`, `/slots`, `/tokenize`).
+    /// The server root (`/health`, `/slots`).
     pub fn base(&self) -> &str {
         &self.base
     }
@@ -115,13 +122,6 @@ impl LlamaServer {
         slots
             .as_array()
             .is_some_and(|slots| slots.iter().any(|s| s["is_processing"] == serde_json::Value::Bool(true)))
-    }
-
-    /// The server's own token count of `text` (`POST /tokenize`, no special tokens added).
-    pub fn count_tokens(&self, text: &str) -> usize {
-        let body = serde_json::json!({ "content": text, "add_special": false });
-        let answer = crate::process::control_call(&self.process, reqwest::Method::POST, &format!("{}/tokenize", self.base), Some(body));
-        answer["tokens"].as_array().map_or_else(|| panic!("/tokenize answered {answer}"), Vec::len)
     }
 
     /// The HTTP status `url` answers with, over a raw connection (no runtime needed).
