@@ -431,8 +431,8 @@ fn tail_start(history: &[UiMessage], start: usize, limits: &Limits) -> usize {
 /// The estimated tokens a summary of `chars` adds to the system prompt: the words that
 /// introduce it and the envelope around it, with the text.
 fn summary_block_tokens(chars: usize) -> u64 {
-    let framing = context::system_with_context(String::new(), &[], Some("")).len();
-    ((framing + chars) as u64).div_ceil(CHARS_PER_TOKEN)
+    let framing = context::system_with_context(String::new(), &[], Some(""));
+    text_tokens(&framing) + (chars as u64).div_ceil(CHARS_PER_TOKEN)
 }
 
 /// The heading of the previous summary inside a summary request's material.
