@@ -23,9 +23,12 @@ use crate::model::{ChatMessage, ToolSpec};
 use crate::ui_stream::{Role, ToolState, UiMessage, UiPart};
 use crate::untrusted;
 
-/// The estimate counts one token per three characters. Tokenisers average about four
-/// characters a token on English prose and fewer on code, JSON and most other languages;
+/// The estimate counts one token per three bytes, and one per digit. Tokenisers average about
+/// four characters a token on English prose and fewer on code, JSON and most other languages;
 /// three overestimates prose and stays close on JSON, which is the side we want to err on.
+/// Digits are the exception: Gemma's and Llama 3's tokenisers split numbers into single digits
+/// (or groups of at most three), so a folder listing or a calendar full of sizes, dates and
+/// ids measured 0.71 of the real count at three bytes a token (tests/real_model.rs, issue #31).
 pub const CHARS_PER_TOKEN: u64 = 3;
 /// Per-message framing tokens (role markers and separators) providers add.
 pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
@@ -134,20 +137,26 @@ pub fn estimate_tokens(messages: &[ChatMessage]) -> u64 {
 }
 
 fn message_tokens(m: &ChatMessage) -> u64 {
-    let chars = match m {
-        ChatMessage::System { content } | ChatMessage::User { content } => content.len(),
-        ChatMessage::Tool { tool_call_id, content } => tool_call_id.len() + content.len(),
+    let tokens = match m {
+        ChatMessage::System { content } | ChatMessage::User { content } => text_tokens(content),
+        ChatMessage::Tool { tool_call_id, content } => text_tokens(tool_call_id) + text_tokens(content),
         ChatMessage::Assistant { content, tool_calls } => {
-            content.as_ref().map_or(0, String::len)
+            content.as_deref().map_or(0, text_tokens)
                 // The call as sent, framing included (a call costs more than its arguments).
                 + tool_calls
                     .iter()
-                    .map(|c| serde_json::to_string(c).map_or(0, |j| j.len()))
-                    .sum::<usize>()
+                    .map(|c| serde_json::to_string(c).map_or(0, |j| text_tokens(&j)))
+                    .sum::<u64>()
         }
     };
-    // Bytes, not characters: a non-ASCII character is never fewer tokens than its bytes / 3.
-    (chars as u64).div_ceil(CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS
+    tokens + MESSAGE_OVERHEAD_TOKENS
+}
+
+/// The estimated tokens of `text`: a token per digit, and one per three bytes of the rest
+/// (bytes, not characters: a non-ASCII character is never fewer tokens than its bytes / 3).
+pub fn text_tokens(text: &str) -> u64 {
+    let digits = text.bytes().filter(u8::is_ascii_digit).count() as u64;
+    digits + (text.len() as u64 - digits).div_ceil(CHARS_PER_TOKEN)
 }
 
 /// The estimated tokens the tool definitions add to every request.
@@ -155,8 +164,7 @@ pub fn tools_tokens(tools: &[ToolSpec]) -> u64 {
     if tools.is_empty() {
         return 0;
     }
-    let json = serde_json::to_string(tools).map_or(0, |s| s.len());
-    (json as u64).div_ceil(CHARS_PER_TOKEN)
+    serde_json::to_string(tools).map_or(0, |json| text_tokens(&json))
 }
 
 /// How many messages at the start of `history` the summary stands for (0 when it does not
@@ -423,8 +431,8 @@ fn tail_start(history: &[UiMessage], start: usize, limits: &Limits) -> usize {
 /// The estimated tokens a summary of `chars` adds to the system prompt: the words that
 /// introduce it and the envelope around it, with the text.
 fn summary_block_tokens(chars: usize) -> u64 {
-    let framing = context::system_with_context(String::new(), &[], Some("")).len();
-    ((framing + chars) as u64).div_ceil(CHARS_PER_TOKEN)
+    let framing = context::system_with_context(String::new(), &[], Some(""));
+    text_tokens(&framing) + (chars as u64).div_ceil(CHARS_PER_TOKEN)
 }
 
 /// The heading of the previous summary inside a summary request's material.

@@ -261,6 +261,8 @@ struct TurnState {
     summary_tried: bool,
     /// Tokens this turn's model calls used, for `TAMEBI_TURN_MAX_TOKENS`.
     tokens_used: u64,
+    /// The last model call's finish reason, for the turn's `finish` part.
+    finish_reason: Option<crate::ui_stream::FinishReason>,
 }
 
 impl TurnState {
@@ -273,6 +275,7 @@ impl TurnState {
             facts: Vec::new(),
             summary_tried: false,
             tokens_used: 0,
+            finish_reason: None,
         }
     }
 
@@ -339,7 +342,9 @@ impl TurnState {
                 break;
             }
         }
-        self.emit(StreamPart::Finish)
+        self.emit(StreamPart::Finish {
+            finish_reason: self.finish_reason,
+        })
     }
 
     /// The caller's tools, listed with the caller's bearer (no bearer: no workspace tools),
@@ -505,7 +510,7 @@ impl TurnState {
                     })?;
                 }
                 ModelEvent::ToolCallArguments { index, delta } => calls.arguments(index, &delta).map_err(model_error)?,
-                ModelEvent::Finished { .. } => {}
+                ModelEvent::Finished { reason } => self.finish_reason = Some(crate::ui_stream::finish_reason(&reason)),
                 ModelEvent::Usage {
                     total_tokens,
                     prompt_tokens,

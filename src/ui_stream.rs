@@ -64,7 +64,12 @@ pub enum StreamPart {
         tool_call_id: String,
     },
     FinishStep,
-    Finish,
+    /// The turn's end, with the last model call's finish reason in the AI SDK's spelling
+    /// ([`finish_reason`]); absent when no model call finished (a turn of decisions only).
+    Finish {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish_reason: Option<FinishReason>,
+    },
     Error {
         error_text: String,
     },
@@ -73,6 +78,32 @@ pub enum StreamPart {
     DataCompaction {
         data: Value,
     },
+}
+
+/// The AI SDK's finish reasons (`finishReason` of its `finish` chunk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FinishReason {
+    Stop,
+    Length,
+    ContentFilter,
+    ToolCalls,
+    Error,
+    Other,
+}
+
+/// An OpenAI-compatible provider's `finish_reason` in the AI SDK's spelling. Providers differ
+/// (llama.cpp, vLLM and Ollama all say `stop`, `length` and `tool_calls`; older servers say
+/// `function_call`, some `eos` or `abort`): what is not one of the known ones is `other`,
+/// never an error, as the AI SDK's own OpenAI provider maps it.
+pub fn finish_reason(provider: &str) -> FinishReason {
+    match provider {
+        "stop" | "eos" | "end_turn" => FinishReason::Stop,
+        "length" | "max_tokens" => FinishReason::Length,
+        "content_filter" => FinishReason::ContentFilter,
+        "tool_calls" | "function_call" => FinishReason::ToolCalls,
+        _ => FinishReason::Other,
+    }
 }
 
 impl StreamPart {
@@ -89,7 +120,7 @@ impl StreamPart {
             self,
             StreamPart::Start { .. }
                 | StreamPart::FinishStep
-                | StreamPart::Finish
+                | StreamPart::Finish { .. }
                 | StreamPart::Error { .. }
                 | StreamPart::DataCompaction { .. }
         )
@@ -234,7 +265,7 @@ impl UiMessage {
     pub fn apply(&mut self, part: &StreamPart) {
         match part {
             StreamPart::Start { .. }
-            | StreamPart::Finish
+            | StreamPart::Finish { .. }
             | StreamPart::FinishStep
             | StreamPart::Error { .. }
             | StreamPart::DataCompaction { .. } => {}
@@ -361,6 +392,28 @@ impl UiMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn provider_finish_reasons_take_the_ai_sdk_spelling() {
+        let cases = [
+            ("stop", FinishReason::Stop),
+            ("length", FinishReason::Length),
+            ("tool_calls", FinishReason::ToolCalls),
+            ("function_call", FinishReason::ToolCalls),
+            ("content_filter", FinishReason::ContentFilter),
+            ("abort", FinishReason::Other),
+            ("", FinishReason::Other),
+        ];
+        for (provider, ours) in cases {
+            assert_eq!(finish_reason(provider), ours, "{provider}");
+        }
+        let part = StreamPart::Finish {
+            finish_reason: Some(FinishReason::ToolCalls),
+        };
+        assert_eq!(part.frame(), "data: {\"type\":\"finish\",\"finishReason\":\"tool-calls\"}\n\n");
+        let bare = StreamPart::Finish { finish_reason: None };
+        assert_eq!(bare.frame(), "data: {\"type\":\"finish\"}\n\n");
+    }
 
     #[test]
     fn shows_exactly_needs_one_part_with_that_name_and_input() {

@@ -13,6 +13,8 @@
 #   4. a service killed while the stack runs: scripts/dev names it, exits 1 and stops the rest
 #   5. scripts/dev itself SIGKILLed: its services stop anyway
 #   (3 also asks the Talk demo conversation: alice mentions Tamebi, bob reads the bot's one reply)
+#   6. TAMEBI_DEV_MODEL=local (issue #31): llama-server with the small model on the model port, and a
+#      message sent through the island's dev host is answered by it; a bad value is refused (exit 2)
 # Uses what scripts/test's install steps built (TAMEBI_DEV_NO_BUILD=1). Every scripts/dev run is
 # marked with an environment variable, so "nothing of ours left" means no process carries it.
 set -uo pipefail
@@ -139,6 +141,9 @@ TAMEBI_DEV_DOCS_PORT=8700 TAMEBI_DEV_NO_BUILD=1 scripts/dev >"$work/same.out" 2>
 check "two services on one port: exit status 2 with a line naming both variables" \
   refused $? "$work/same.out" "port 8700" TAMEBI_DEV_ORCHESTRATOR_PORT TAMEBI_DEV_DOCS_PORT
 
+TAMEBI_DEV_MODEL=huge TAMEBI_DEV_NO_BUILD=1 scripts/dev >"$work/model.out" 2>&1
+check "bad TAMEBI_DEV_MODEL: exit status 2 with a line naming it" refused $? "$work/model.out" "TAMEBI_DEV_MODEL must be scripted or local"
+
 # --- 1. a port taken before the start ---------------------------------------------------------
 base=$(port_block)
 answering_server "$base"
@@ -244,6 +249,28 @@ gone() { for _ in $(seq 150); do nothing_left "$@" 2>/dev/null && return 0; slee
 check "scripts/dev killed: every service stops by itself (parent-death signal)" \
   gone killed $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 6)) $((base + 7)) $((base + 8)) $((base + 9))
 [ "$failed" = "$before" ] || show "$out"
+
+# --- 6. TAMEBI_DEV_MODEL=local: the real small model answers through the whole stack -------------
+before=$failed
+base=$(port_block)
+out=$work/local.out
+dev_background local "$base" "$out" TAMEBI_DEV_MODEL=local TAMEBI_DEV_DOCS=0
+island=$(grep -Eo '^Tamebi is running\. Open http://127\.0\.0\.1:[0-9]+/' "$out" | grep -Eo 'http://[^ ]+')
+check "local model: it says it is running (got '${island}')" test "$island" = "http://127.0.0.1:$base/"
+check "local model: llama-server serves the model port $((base + 4))" \
+  grep -q '"ok"' <<<"$(curl -fsS "http://127.0.0.1:$((base + 4))/health" 2>&1)"
+page=$(curl -fsS -c "$work/jar-local" -b "$work/jar-local" -L "${island}?as=alice" 2>&1)
+token=$(grep -o 'data-requesttoken="[^"]*"' <<<"$page" | cut -d'"' -f2)
+answer=$(curl -sS -m 300 -b "$work/jar-local" -H "requesttoken: $token" -H 'content-type: application/json' \
+  -d '{"id":"local-hello","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"Say hello."}]}]}' \
+  "${island}apps/tamebi/api/chat" 2>&1)
+check "local model: a message through the dev host is answered with the model's text" grep -q '"type":"text-delta"' <<<"$answer"
+check "local model: and the turn finishes" grep -q '"type":"finish"' <<<"$answer"
+kill -TERM "$devpid" 2>/dev/null
+dev_wait_exit
+check "local model: SIGTERM stops every service, llama-server included" \
+  nothing_left local $((base + 0)) $((base + 1)) $((base + 2)) $((base + 3)) $((base + 4)) $((base + 6)) $((base + 7)) $((base + 8)) $((base + 9))
+[ "$failed" = "$before" ] || { show "$out"; echo "answer: $answer" >&2; }
 
 echo "scripts/dev: $passed passed, $failed failed"
 [ "$failed" = 0 ]

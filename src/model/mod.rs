@@ -340,6 +340,10 @@ struct Chunk {
     /// Only on the last chunk, when `stream_options.include_usage` was asked for.
     #[serde(default)]
     usage: Option<ChunkUsage>,
+    /// An error the server sends as a chunk once the stream has begun (llama.cpp, vLLM and
+    /// Ollama all do; the HTTP status was already 200): the stream ends there.
+    #[serde(default)]
+    error: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -367,7 +371,9 @@ struct Delta {
 
 #[derive(Deserialize)]
 struct ToolCallDelta {
-    index: usize,
+    /// Absent from servers that send every call whole in one chunk (older Ollama): then the
+    /// call's place in the chunk is its index.
+    index: Option<usize>,
     id: Option<String>,
     #[serde(default)]
     function: Option<FunctionDelta>,
@@ -399,6 +405,10 @@ where
                 Ok(None) => break,
                 Err(e) => { yield Err(ModelError::Protocol(e)); return; }
             };
+            if let Some(error) = &chunk.error {
+                yield Err(ModelError::Protocol(format!("the provider sent an error: {}", error_message(error))));
+                return;
+            }
             for event in chunk_events(chunk, &span, &mut finished) {
                 yield Ok(event);
             }
@@ -435,7 +445,8 @@ fn chunk_events(chunk: Chunk, span: &tracing::Span, finished: &mut bool) -> Vec<
         if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
             out.push(ModelEvent::TextDelta(text));
         }
-        for call in choice.delta.tool_calls {
+        for (position, call) in choice.delta.tool_calls.into_iter().enumerate() {
+            let index = call.index.unwrap_or(position);
             let function = call.function.unwrap_or(FunctionDelta {
                 name: None,
                 arguments: None,
@@ -443,16 +454,13 @@ fn chunk_events(chunk: Chunk, span: &tracing::Span, finished: &mut bool) -> Vec<
             // The provider's id is optional to us: calls get ids of ours (tool_calls.rs).
             if let Some(name) = function.name {
                 out.push(ModelEvent::ToolCallStart {
-                    index: call.index,
+                    index,
                     id: call.id.unwrap_or_default(),
                     name,
                 });
             }
             if let Some(args) = function.arguments.filter(|a| !a.is_empty()) {
-                out.push(ModelEvent::ToolCallArguments {
-                    index: call.index,
-                    delta: args,
-                });
+                out.push(ModelEvent::ToolCallArguments { index, delta: args });
             }
         }
         if let Some(reason) = choice.finish_reason {
@@ -462,6 +470,19 @@ fn chunk_events(chunk: Chunk, span: &tracing::Span, finished: &mut bool) -> Vec<
         }
     }
     out
+}
+
+/// The message of an in-stream error: `{"error": {"message": …}}` (OpenAI, llama.cpp, Ollama)
+/// or `{"error": "…"}`; anything else as its JSON, cut short (it goes to the log only).
+fn error_message(error: &Value) -> String {
+    let text = match error {
+        Value::String(s) => s.clone(),
+        other => other
+            .get("message")
+            .and_then(Value::as_str)
+            .map_or_else(|| other.to_string(), str::to_string),
+    };
+    text.chars().take(300).collect()
 }
 
 /// The span of one model call, with the OpenTelemetry `gen_ai.*` attributes when spans are
@@ -637,6 +658,38 @@ mod tests {
                 name: "files_list".into()
             }
         );
+    }
+
+    #[test]
+    fn calls_sent_whole_without_an_index_keep_their_place() {
+        let out = events(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"files_list","arguments":"{}"}},{"id":"b","function":{"name":"files_read","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        let starts: Vec<(usize, String)> = out
+            .iter()
+            .filter_map(|e| match e {
+                Ok(ModelEvent::ToolCallStart { index, name, .. }) => Some((*index, name.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(starts, [(0, "files_list".to_string()), (1, "files_read".to_string())]);
+    }
+
+    #[test]
+    fn an_error_chunk_ends_the_stream_with_its_message() {
+        let out = events(&[
+            r#"{"choices":[{"delta":{"content":"Hi"}}]}"#,
+            r#"{"error":{"code":500,"message":"slot unavailable","type":"server_error"}}"#,
+            r#"{"choices":[{"delta":{"content":"never"}}]}"#,
+        ]);
+        assert_eq!(out.len(), 2, "{out:?}");
+        match &out[1] {
+            Err(ModelError::Protocol(m)) => assert!(m.contains("slot unavailable"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        let out = events(&[r#"{"error":"model is loading"}"#]);
+        assert!(matches!(&out[0], Err(ModelError::Protocol(m)) if m.contains("model is loading")));
     }
 
     #[test]

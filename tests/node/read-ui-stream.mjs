@@ -29,6 +29,7 @@ async function main() {
   });
   const problems = [];
   const chunkTypes = [];
+  let finishReason = null;
   const chunks = parseJsonEventStream({ stream: bytes, schema: uiMessageChunkSchema }).pipeThrough(
     new TransformStream({
       transform(result, controller) {
@@ -37,6 +38,7 @@ async function main() {
           return;
         }
         chunkTypes.push(result.value.type);
+        if (result.value.type === 'finish') finishReason = result.value.finishReason ?? null;
         controller.enqueue(result.value);
       },
     }),
@@ -53,7 +55,7 @@ async function main() {
     console.error(`the AI SDK rejected the stream:\n${problems.join('\n')}`);
     process.exit(1);
   }
-  process.stdout.write(`${JSON.stringify({ message, chunkTypes })}\n`);
+  process.stdout.write(`${JSON.stringify({ message, chunkTypes, finishReason })}\n`);
 }
 
 main().catch((error) => {

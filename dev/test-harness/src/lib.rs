@@ -1,7 +1,7 @@
 //! The shared end-to-end test harness.
 //!
 //! Every test that needs a real process (the `tamebi` orchestrator, `mcp-nextcloud`, the
-//! scripted model, the Nextcloud stand-in) starts it through this crate, so that ports,
+//! scripted model, llama.cpp's server, the Nextcloud stand-in) starts it through this crate, so that ports,
 //! readiness, logs and cleanup work the same way everywhere. One module per process kind;
 //! this file holds what they share. It never mocks a component: it only starts real ones.
 //!
@@ -16,6 +16,7 @@ pub mod docserver;
 pub mod haproxy;
 pub mod island;
 pub mod layers;
+pub mod llama_server;
 pub mod mcp_mail;
 pub mod mcp_nextcloud;
 pub mod mcp_server;
