@@ -31,7 +31,8 @@ const LAYERS: &[&str] = &[
     // What admins and people registered inside Nextcloud, composed with the operator's assistants.
     "registry",
     "services",
-    "turn",
+    // One agent turn; a Talk room's turn (no tools, no memory, never the person's authority).
+    "turn|talk",
     "actors",
     "http",
 ];

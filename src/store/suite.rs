@@ -801,6 +801,6 @@ async fn suite_on_postgres() {
     stores.close().await;
     // Migrations are applied once: opening again finds them all and changes nothing.
     let again = Stores::open(&backend, no_turns()).await.unwrap();
-    assert_eq!(cluster.psql("suite", "SELECT count(*) FROM schema_migrations").unwrap(), "4");
+    assert_eq!(cluster.psql("suite", "SELECT count(*) FROM schema_migrations").unwrap(), "5");
     again.close().await;
 }

@@ -30,14 +30,7 @@ namespace OCP {
 	}
 }
 
-namespace OCP\EventDispatcher {
-	class Event {
-	}
-
-	interface IEventListener {
-		public function handle(Event $event): void;
-	}
-}
+// OCP\EventDispatcher\Event and IEventListener come from OCP.php.
 
 namespace OCP\App\Events {
 	class AppEnableEvent extends \OCP\EventDispatcher\Event {
