@@ -26,3 +26,23 @@ export function approvalTarget(part: { toolName: string; toolMetadata?: unknown 
 /** How long a question's buttons ignore activation after it appears (the approval card, the
  *  island's confirmation): a click or Enter aimed at what was there before cannot land on them. */
 export const ARM_MS = 500;
+
+/** What a call will write that its arguments leave implicit, so the card can name it (G3: the
+ *  person approves the exact effect). Today one tool has such a default: `files_convert`
+ *  without `target` writes beside the source, with the source's name and the new extension
+ *  (mcp-nextcloud's `resolve_target`; the two are tested on the same examples). Null when the
+ *  arguments already say where everything goes, or when they are not what the tool reads (the
+ *  server refuses those itself). */
+export function impliedTarget(tool: string, input: unknown): string | null {
+  if (tool !== 'files_convert' || input === null || typeof input !== 'object' || Array.isArray(input)) return null;
+  const args = input as Record<string, unknown>;
+  if (args.target !== undefined && args.target !== null) return null;
+  if (typeof args.path !== 'string' || typeof args.to !== 'string') return null;
+  const segments = args.path.split('/').filter((s) => s !== '');
+  const name = segments.pop();
+  const to = args.to.trim().replace(/^\.+/, '').toLowerCase();
+  if (name === undefined || to === '') return null;
+  const dot = name.lastIndexOf('.');
+  const stem = dot === -1 ? name : name.slice(0, dot);
+  return [...segments, `${stem}.${to}`].join('/');
+}

@@ -161,6 +161,7 @@ OC.L10N.register(
     "Tamebi is answering a lot of questions in this conversation right now. Please ask again in a minute." : "Tamebi beantwortet in dieser Unterhaltung gerade sehr viele Fragen. Bitte frag in einer Minute noch einmal.",
     "Tamebi is busy right now. Please ask again in a minute." : "Tamebi ist gerade ausgelastet. Bitte frag in einer Minute noch einmal.",
     "You have asked Tamebi several questions in a short time. Please wait a minute before the next one." : "Du hast Tamebi in kurzer Zeit mehrere Fragen gestellt. Bitte warte eine Minute bis zur nächsten.",
-    "Tamebi cannot look at files, calendars, contacts, boards or mail from a Talk room. Continue in your own Tamebi to do this with your own access." : "Tamebi kann aus einer Talk-Unterhaltung heraus keine Dateien, Kalender, Kontakte, Boards oder Mails ansehen. Mach in deinem eigenen Tamebi weiter, dort mit deinen eigenen Zugriffsrechten."
+    "Tamebi cannot look at files, calendars, contacts, boards or mail from a Talk room. Continue in your own Tamebi to do this with your own access." : "Tamebi kann aus einer Talk-Unterhaltung heraus keine Dateien, Kalender, Kontakte, Boards oder Mails ansehen. Mach in deinem eigenen Tamebi weiter, dort mit deinen eigenen Zugriffsrechten.",
+    "It writes {path}, beside the original (the arguments do not name it)." : "Es schreibt {path}, neben dem Original (die Argumente nennen diesen Pfad nicht)."
 },
 "nplurals=2; plural=(n != 1);");

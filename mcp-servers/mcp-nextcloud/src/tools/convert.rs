@@ -202,6 +202,12 @@ mod tests {
         assert_eq!(resolve_target(&src, "pdf", None).unwrap().display(), "Contracts/Customer AG.pdf");
         let bare = UserPath::parse_item("README", "path").unwrap();
         assert_eq!(resolve_target(&bare, "pdf", None).unwrap().display(), "README.pdf");
+        // The island's approval card names this default (island/src/approval.ts impliedTarget,
+        // tested on the same examples): the two must agree.
+        let rooted = UserPath::parse_item("/Contracts/Customer AG.docx", "path").unwrap();
+        assert_eq!(resolve_target(&rooted, "pdf", None).unwrap().display(), "Contracts/Customer AG.pdf");
+        let double = UserPath::parse_item("a.tar.gz", "path").unwrap();
+        assert_eq!(resolve_target(&double, "txt", None).unwrap().display(), "a.tar.txt");
         assert_eq!(resolve_target(&src, "pdf", Some("/Out/c.pdf")).unwrap().display(), "Out/c.pdf");
         assert!(resolve_target(&src, "pdf", Some("../x.pdf")).is_err());
     }
