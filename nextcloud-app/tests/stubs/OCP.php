@@ -62,6 +62,7 @@ namespace OCP {
 		public function linkToRouteAbsolute(string $routeName, array $arguments = []): string;
 		public function getAbsoluteURL(string $url): string;
 		public function imagePath(string $appName, string $file): string;
+		public function getWebroot(): string;
 	}
 
 	/** Records what a page asked to load, like Nextcloud's script/style queue. */
