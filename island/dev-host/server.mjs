@@ -387,6 +387,7 @@ function page(config, uid, requestToken, person, theme, title, extraScripts, bod
   const state = {
     apiBase: '/apps/tamebi/api',
     frameUrl: '/apps/tamebi/frame',
+    ocsBase: OCS_PREFIX,
     user: { uid, displayName: uid.charAt(0).toUpperCase() + uid.slice(1) },
     workspaceConnected: true,
     linkBase: config.ncUrl,

@@ -20,6 +20,9 @@ export interface IslandConfig {
   workspaceConnected: boolean;
   /** Prefix for Nextcloud links built by the host ("" = same origin, pretty URLs). */
   linkBase: string;
+  /** The app's OCS routes, e.g. `/ocs/v2.php/apps/tamebi/api/v1` (a person's own assistants);
+   *  absent: the page offers none. */
+  ocsBase?: string;
   /** Nextcloud's CSRF token; sent as the `requesttoken` header on every request. */
   requestToken: string;
   /** The person's time zone from their Nextcloud settings (core/timezone), when the page says;
@@ -77,7 +80,8 @@ export function validateConfig(raw: unknown, requestToken: string): IslandConfig
   const linkBase = c.linkBase === undefined ? '' : linkPrefix(c.linkBase);
   if (requestToken === '') throw new ConfigError(t('tamebi', 'No CSRF token: expected <head data-requesttoken>.'));
   const timeZone = knownZone(c.timeZone);
-  return { apiBase, frameUrl, user: { uid: user.uid, displayName }, workspaceConnected: c.workspaceConnected, linkBase, requestToken, ...(timeZone ? { timeZone } : {}) };
+  const ocsBase = c.ocsBase === undefined ? null : routeBase(c.ocsBase, 'ocsBase');
+  return { apiBase, frameUrl, user: { uid: user.uid, displayName }, workspaceConnected: c.workspaceConnected, linkBase, requestToken, ...(timeZone ? { timeZone } : {}), ...(ocsBase ? { ocsBase } : {}) };
 }
 
 /** An IANA zone Intl knows, canonicalised; anything else (absent, unknown) is none. */

@@ -49,6 +49,8 @@ class IslandState {
 			'apiBase' => substr($conversations, 0, -strlen('/conversations')),
 			'frameUrl' => $this->urlGenerator->linkToRoute('tamebi.frame.show'),
 			'connectUrl' => $this->urlGenerator->linkToRoute('tamebi.connect.start'),
+			// The app's OCS routes (a person's own assistants, issue #30) under Nextcloud's webroot.
+			'ocsBase' => $this->urlGenerator->getWebroot() . '/ocs/v2.php/apps/' . Application::APP_ID . '/api/v1',
 			'user' => [
 				'uid' => $user?->getUID() ?? '',
 				'displayName' => $user?->getDisplayName() ?? '',

@@ -26,6 +26,7 @@ final class PageTest extends AppTestCase {
 			'apiBase' => '/apps/tamebi/api',
 			'frameUrl' => '/apps/tamebi/frame',
 			'connectUrl' => '/apps/tamebi/connect',
+			'ocsBase' => '/ocs/v2.php/apps/tamebi/api/v1',
 			'user' => ['uid' => 'alice', 'displayName' => 'Alice A.'],
 			'workspaceConnected' => true,
 		], $state->provided['tamebi-config']);

@@ -446,3 +446,12 @@ namespace OCP\Security\CSP {
 		}
 	}
 }
+
+namespace OCP\Settings {
+	/** An admin or personal settings form (Nextcloud's lib/public/Settings/ISettings.php). */
+	interface ISettings {
+		public function getForm();
+		public function getSection();
+		public function getPriority();
+	}
+}
