@@ -375,10 +375,12 @@ function composerPage(config, uid, requestToken, person, theme, app) {
 
 /** The admin settings page: the app's section (templates/admin.php's mount point) and its bundle. */
 function adminPage(config, uid, requestToken, person, theme) {
-  const main = `<main id="content" class="app-settings"><div id="tamebi-admin" class="section">
+  const main = `<main id="content" class="app-settings"><h1 class="hidden-visually">Administration settings</h1>
+<div id="app-content"><div id="tamebi-admin" class="section">
 <h2>Tamebi</h2>
+<h3>Manage servers and assistants</h3>
 <div id="tamebi-admin-app" data-ocs-base="${OCS_PREFIX}"></div>
-</div></main>`;
+</div></div></main>`;
   const assets = '\n<link rel="stylesheet" href="/island/tamebi-admin.css">\n<script src="/island/tamebi-admin.js" defer></script>';
   return page(config, uid, requestToken, person, theme, 'Administration settings (dev host)', assets, main);
 }
