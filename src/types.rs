@@ -177,7 +177,17 @@ mod language_tests {
     /// would make every chat turn of such a person a 400.
     #[test]
     fn accepts_every_tag_the_app_sends() {
-        for tag in ["de", "de-DE", "pt-BR", "sr-Latn", "es-419", "en", "zh-Hant-TW", "de-DE-1996", "de-DEUTSCH"] {
+        for tag in [
+            "de",
+            "de-DE",
+            "pt-BR",
+            "sr-Latn",
+            "es-419",
+            "en",
+            "zh-Hant-TW",
+            "de-DE-1996",
+            "de-DEUTSCH",
+        ] {
             assert!(Language::parse(tag).is_some(), "{tag:?}");
         }
     }

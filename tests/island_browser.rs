@@ -642,16 +642,21 @@ async fn the_registry_pages_in_chromium() {
         ("PATH", std::env::var("PATH").unwrap_or_default()),
         ("TZ", "UTC".to_string()),
     ];
-    let report = tokio::task::spawn_blocking(move || run_node_json(&island_dir(), "browser-tests/registry.mjs", &[], &env, Duration::from_secs(240)))
-        .await
-        .expect("browser run (registry)");
+    let report = tokio::task::spawn_blocking(move || {
+        run_node_json(&island_dir(), "browser-tests/registry.mjs", &[], &env, Duration::from_secs(240))
+    })
+    .await
+    .expect("browser run (registry)");
     eprintln!("browser report (registry): {report:#}");
 
     // The admin page: a bad URL refused in words; the probe registered, healthy, its two tools
     // offered to pick from; the preview shows what a typed pattern matches (and that one matches
     // nothing); the assistant saved with exactly the picked patterns.
     let c = check(&report, "admin_registers_a_server_and_builds_an_assistant");
-    assert!(c["urlError"].as_str().is_some_and(|e| e.starts_with("Use an absolute http(s) URL")), "{c}");
+    assert!(
+        c["urlError"].as_str().is_some_and(|e| e.starts_with("Use an absolute http(s) URL")),
+        "{c}"
+    );
     assert_eq!(c["server"]["health"], "answers", "{c}");
     assert_eq!(texts(&c["server"]["cells"])[4], "2", "{c}");
     let choices = texts(&c["choices"]);
@@ -661,8 +666,15 @@ async fn the_registry_pages_in_chromium() {
     assert_eq!(c["preview"], "Matches: probe/calendar_list_events", "{c}");
     assert_eq!(c["refusedPreview"], "It matches none of the tools the servers list.", "{c}");
     let patterns = texts(&c["patterns"]);
-    assert!(patterns[0].starts_with("probe/calendar_*") && patterns[1].starts_with("probe/files_list"), "{c}");
-    assert_eq!(texts(&c["assistant"])[..4], ["prober", "Uses the probe.", "primary model", "probe/calendar_*, probe/files_list"], "{c}");
+    assert!(
+        patterns[0].starts_with("probe/calendar_*") && patterns[1].starts_with("probe/files_list"),
+        "{c}"
+    );
+    assert_eq!(
+        texts(&c["assistant"])[..4],
+        ["prober", "Uses the probe.", "primary model", "probe/calendar_*, probe/files_list"],
+        "{c}"
+    );
     assert_no_axe_violations(&c["violations"], "the admin settings page");
 
     // The island's picker offers the admin's new assistant.
@@ -673,7 +685,10 @@ async fn the_registry_pages_in_chromium() {
     // private until proposed; picked as hers; then waiting for approval.
     let c = check(&report, "a_person_builds_uses_and_proposes_their_own");
     assert_eq!(texts(&c["offered"])[1..], ["probe/*"], "{c}");
-    assert_eq!(c["wider"], "This is more than your administrator allows personal assistants.", "{c}");
+    assert_eq!(
+        c["wider"], "This is more than your administrator allows personal assistants.",
+        "{c}"
+    );
     assert_eq!(c["created"], "Only you can use it.", "{c}");
     assert_eq!(c["picked"], "Helper (yours)", "{c}");
     assert_eq!(c["proposed"], "Waiting for approval before staff sees it.", "{c}");
@@ -698,7 +713,10 @@ async fn the_registry_pages_in_chromium() {
     assert!(c["notice"].as_str().is_some_and(|n| n.contains("approval again")), "{c}");
     assert_eq!(c["edited"], "Changed: waiting for approval again before staff sees it.", "{c}");
     assert!(!shared(&c["bobBefore"]), "{c}");
-    assert_eq!(c["admin"]["before"]["state"], "Changed since version 1 was approved: waiting for approval again.", "{c}");
+    assert_eq!(
+        c["admin"]["before"]["state"], "Changed since version 1 was approved: waiting for approval again.",
+        "{c}"
+    );
     assert_eq!(c["admin"]["after"], "Approved (version 2).", "{c}");
     assert!(shared(&c["bobAfter"]), "{c}");
     assert_eq!(report["pageErrors"], json!([]), "uncaught errors in the pages");
