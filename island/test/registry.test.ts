@@ -1,3 +1,5 @@
+/// <reference types="node" />
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { assistantProblems, glob, matches, patternProblem, serverProblems, withinCeiling } from '../src/registry';
 import { listedTools, unwrap, type ServerEntry } from '../src/ocs';
@@ -8,7 +10,15 @@ import { listedTools, unwrap, type ServerEntry } from '../src/ocs';
 
 const tools = { probe: ['echo', 'echo_twice', 'weather'], nextcloud: null };
 
+const shared = JSON.parse(readFileSync(new URL('../../testdata/pattern-preview.json', import.meta.url), 'utf8')) as {
+  cases: Array<{ pattern: string; tools: Record<string, string[] | null>; matches: string[] }>;
+};
+
 describe('pattern preview', () => {
+  it.each(shared.cases)('reproduces the shared case $pattern, as the PHP app\'s Validation::matches', (c) => {
+    expect(matches(c.pattern, c.tools)).toEqual(c.matches);
+  });
+
   it('globs with * as any run of characters and nothing else special', () => {
     expect(glob('echo*', 'echo_twice')).toBe(true);
     expect(glob('echo', 'echo_twice')).toBe(false);
