@@ -691,6 +691,7 @@ async fn the_registry_pages_in_chromium() {
     );
     assert_eq!(c["created"], "Only you can use it.", "{c}");
     assert_eq!(c["picked"], "Helper (yours)", "{c}");
+    assert_eq!(texts(&c["groups"])[1..], ["staff"], "{c}");
     assert_eq!(c["proposed"], "Waiting for approval before staff sees it.", "{c}");
     assert_no_axe_violations(&c["violations"], "the island with its assistants panel");
 

@@ -127,11 +127,13 @@ async function personBuilds(page) {
 
   // Propose it to staff: waiting for approval.
   await page.getByTestId('personal-toggle').click();
-  await page.getByTestId('personal-Helper').getByTestId('personal-group').fill('staff');
+  // Her groups are offered (the dev host's DEV_GROUPS, as the app's IGroupManager answer).
+  const groups = await page.getByTestId('personal-Helper').getByTestId('personal-group').locator('option').allInnerTexts();
+  await page.getByTestId('personal-Helper').getByTestId('personal-group').selectOption('staff');
   await page.getByTestId('personal-Helper').getByTestId('personal-share').click();
   await page.getByTestId('personal-status').filter({ hasText: 'proposed to staff' }).waitFor();
   const proposed = await page.getByTestId('personal-Helper').getByTestId('personal-state').innerText();
-  return { offered, wider, created, picked, proposed, violations };
+  return { offered, wider, created, picked, groups, proposed, violations };
 }
 
 async function approve(page) {

@@ -390,6 +390,7 @@ function page(config, uid, requestToken, person, theme, title, extraScripts, bod
     apiBase: '/apps/tamebi/api',
     frameUrl: '/apps/tamebi/frame',
     ocsBase: OCS_PREFIX,
+    ...(config.groups?.get(uid)?.length ? { groups: [...config.groups.get(uid)].sort() } : {}),
     user: { uid, displayName: uid.charAt(0).toUpperCase() + uid.slice(1) },
     workspaceConnected: true,
     linkBase: config.ncUrl,

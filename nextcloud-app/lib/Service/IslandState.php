@@ -26,6 +26,7 @@ class IslandState {
 		private IURLGenerator $urlGenerator,
 		private TokenService $tokens,
 		private IConfig $config,
+		private ?Registry\MemberOf $memberOf = null,
 	) {
 	}
 
@@ -56,7 +57,18 @@ class IslandState {
 				'displayName' => $user?->getDisplayName() ?? '',
 			],
 			'workspaceConnected' => $this->tokens->isConnected(),
-		] + $this->timeZone($user?->getUID());
+		] + $this->timeZone($user?->getUID()) + $this->groups();
+	}
+
+	/**
+	 * The person's groups (IGroupManager's answer now), offered when they propose one of their
+	 * assistants to a group (issue #30); the orchestrator still takes groups only from the signed
+	 * query of each request, so this list decides nothing.
+	 * @return array{groups?: list<string>}
+	 */
+	private function groups(): array {
+		$groups = $this->memberOf?->groupIds() ?? [];
+		return $groups === [] ? [] : ['groups' => $groups];
 	}
 
 	/** Whether someone is signed in (a page without a person gets no island). */
