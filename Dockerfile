@@ -34,6 +34,8 @@ COPY nextcloud-app/js /app/tamebi/js
 COPY nextcloud-app/css /app/tamebi/css
 COPY --from=island /src/island/dist/tamebi-island.js /app/tamebi/js/tamebi-island.js
 COPY --from=island /src/island/dist/tamebi-island.css /app/tamebi/css/tamebi-island.css
+COPY --from=island /src/island/dist/tamebi-admin.js /app/tamebi/js/tamebi-admin.js
+COPY --from=island /src/island/dist/tamebi-admin.css /app/tamebi/css/tamebi-admin.css
 COPY deploy/docker/prepare-volumes /usr/local/bin/prepare-volumes
 # Runs once per `docker compose up`: a fresh app into its volume (an image upgrade is an app
 # upgrade) and the secrets folder owned by Nextcloud's www-data (33), closed to everyone else.

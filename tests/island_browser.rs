@@ -19,6 +19,7 @@ use test_harness::island::{
 };
 use test_harness::mcp_nextcloud::McpNextcloud;
 use test_harness::orchestrator::{Options, Orchestrator};
+use test_harness::probe_mcp::ProbeMcp;
 use test_harness::scripted_model::ScriptedModel;
 use test_harness::standin::Standin;
 use test_harness::workspace_root;
@@ -584,4 +585,140 @@ async fn the_island_and_its_apps_in_chromium() {
     assert!(!told.is_empty(), "the German approval turn reached the model");
     let system = told.last().map(|r| r["messages"][0]["content"].to_string()).unwrap_or_default();
     assert!(system.contains("Answer in German"), "{system}");
+}
+
+/// What the probe server lists in the registry check: two read-only tools.
+const PROBE_TOOLS: &str = r#"[
+    {"name": "calendar_list_events", "description": "Lists events.", "inputSchema": {"type": "object"},
+     "annotations": {"readOnlyHint": true}, "reply": {"text": "no events"}},
+    {"name": "files_list", "description": "Lists files.", "inputSchema": {"type": "object"},
+     "annotations": {"readOnlyHint": true}, "reply": {"text": "notes.txt"}}
+]"#;
+
+fn texts(v: &Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.as_str().map(str::to_string))
+        .collect()
+}
+
+/// Issue #30 in Chromium: the admin settings page registers the probe server and builds an
+/// assistant from the tools it lists (seen in the island's picker); a person builds, uses and
+/// proposes their own; it reaches the group only after an admin approved that version, and an
+/// edit needs approval again. Everything through the dev host's pages and OCS routes, against
+/// the real orchestrator and its registry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_registry_pages_in_chromium() {
+    require_chromium();
+    require_node_modules(
+        &island_dir(),
+        "playwright-core",
+        "scripts/install.d/40-island.sh (npm ci in island/)",
+    );
+    let probe = ProbeMcp::start();
+    probe.set_tools(serde_json::from_str(PROBE_TOOLS).expect("probe tools"));
+    let model = ScriptedModel::start();
+    let orch = Orchestrator::start(Options {
+        model_url: model.url(),
+        // An entry of the environment: shown read-only on the admin page.
+        mcp_servers: "envserver=http://127.0.0.1:9/mcp;auth=none".into(),
+        extra_env: vec![],
+    });
+    // root is a Nextcloud admin; alice and bob are in staff, carol is not. No user token goes
+    // anywhere in this check (no credential server).
+    let host = DevHost::start_with_env(
+        &orch.url(),
+        "",
+        &[("root", "pw-root"), ("alice", "pw-alice"), ("bob", "pw-bob"), ("carol", "pw-carol")],
+        &[],
+        &[("DEV_ADMINS", "root"), ("DEV_GROUPS", "alice:staff,bob:staff")],
+    );
+    let artifacts = workspace_root().join("test-artifacts/island-browser");
+    let env = vec![
+        ("BASE_URL", host.url().to_string()),
+        ("PROBE_URL", probe.url()),
+        ("ARTIFACTS", artifacts.display().to_string()),
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("TZ", "UTC".to_string()),
+    ];
+    let report = tokio::task::spawn_blocking(move || {
+        run_node_json(&island_dir(), "browser-tests/registry.mjs", &[], &env, Duration::from_secs(240))
+    })
+    .await
+    .expect("browser run (registry)");
+    eprintln!("browser report (registry): {report:#}");
+
+    // The admin page: a bad URL refused in words; the probe registered, healthy, its two tools
+    // offered to pick from; the preview shows what a typed pattern matches (and that one matches
+    // nothing); the assistant saved with exactly the picked patterns.
+    let c = check(&report, "admin_registers_a_server_and_builds_an_assistant");
+    assert!(
+        c["urlError"].as_str().is_some_and(|e| e.starts_with("Use an absolute http(s) URL")),
+        "{c}"
+    );
+    assert_eq!(c["server"]["health"], "answers", "{c}");
+    assert_eq!(texts(&c["server"]["cells"])[4], "2", "{c}");
+    let choices = texts(&c["choices"]);
+    for expected in ["probe/*", "probe/calendar_list_events", "probe/files_list"] {
+        assert!(choices.contains(&expected.to_string()), "{expected} not offered: {c}");
+    }
+    assert_eq!(c["preview"], "Matches: probe/calendar_list_events", "{c}");
+    assert_eq!(c["refusedPreview"], "It matches none of the tools the servers list.", "{c}");
+    let patterns = texts(&c["patterns"]);
+    assert!(
+        patterns[0].starts_with("probe/calendar_*") && patterns[1].starts_with("probe/files_list"),
+        "{c}"
+    );
+    assert_eq!(
+        texts(&c["assistant"])[..4],
+        ["prober", "Uses the probe.", "primary model", "probe/calendar_*, probe/files_list"],
+        "{c}"
+    );
+    assert_no_axe_violations(&c["violations"], "the admin settings page");
+
+    // The island's picker offers the admin's new assistant.
+    let c = check(&report, "the_admins_assistant_is_in_the_picker");
+    assert!(texts(&c["options"]).iter().any(|o| o.starts_with("prober")), "{c}");
+
+    // A person's own: only what the admin allows is offered, wider is refused in the form;
+    // private until proposed; picked as hers; then waiting for approval.
+    let c = check(&report, "a_person_builds_uses_and_proposes_their_own");
+    assert_eq!(texts(&c["offered"])[1..], ["probe/*"], "{c}");
+    assert_eq!(
+        c["wider"], "This is more than your administrator allows personal assistants.",
+        "{c}"
+    );
+    assert_eq!(c["created"], "Only you can use it.", "{c}");
+    assert_eq!(c["picked"], "Helper (yours)", "{c}");
+    assert_eq!(texts(&c["groups"])[1..], ["staff"], "{c}");
+    assert_eq!(c["proposed"], "Waiting for approval before staff sees it.", "{c}");
+    assert_no_axe_violations(&c["violations"], "the island with its assistants panel");
+
+    // bob (staff) does not see it before root approves, the admin sees exactly what it may
+    // use, and after the approval bob sees it; carol (not in staff) never does.
+    let c = check(&report, "a_proposal_is_seen_only_after_approval");
+    let shared = |options: &Value| texts(options).iter().any(|o| o.starts_with("Helper (shared by alice)"));
+    assert!(!shared(&c["bobBefore"]), "{c}");
+    assert_eq!(c["admin"]["before"]["state"], "Waiting for approval.", "{c}");
+    let shown = c["admin"]["before"]["text"].as_str().unwrap_or_default();
+    for part in ["Answer in one line.", "probe/*", "/Projects", "Helper by alice for the group staff"] {
+        assert!(shown.contains(part), "{part} not shown to the admin: {c}");
+    }
+    assert_eq!(c["admin"]["after"], "Approved (version 1).", "{c}");
+    assert!(shared(&c["bobAfter"]), "{c}");
+    assert!(!shared(&c["malloryAfter"]), "{c}");
+
+    // An edit is a new version: bob loses it until root approves that one.
+    let c = check(&report, "an_edit_needs_approval_again");
+    assert!(c["notice"].as_str().is_some_and(|n| n.contains("approval again")), "{c}");
+    assert_eq!(c["edited"], "Changed: waiting for approval again before staff sees it.", "{c}");
+    assert!(!shared(&c["bobBefore"]), "{c}");
+    assert_eq!(
+        c["admin"]["before"]["state"], "Changed since version 1 was approved: waiting for approval again.",
+        "{c}"
+    );
+    assert_eq!(c["admin"]["after"], "Approved (version 2).", "{c}");
+    assert!(shared(&c["bobAfter"]), "{c}");
+    assert_eq!(report["pageErrors"], json!([]), "uncaught errors in the pages");
 }

@@ -14,6 +14,9 @@
 // DEV_LOCALE             their locale (de_DE, …); default: the stand-in's, else the language
 // DEV_TIMEZONE           their time zone (an IANA name); default: the browser's
 // DEV_HOST_L10N          the app's l10n/ folder, default ../../nextcloud-app/l10n next to this file
+// DEV_ADMINS             uids of DEV_USERS who are Nextcloud admins: "root,admin" (optional; the admin
+//                        settings page and the registry's admin OCS routes are theirs only)
+// DEV_GROUPS             their Nextcloud groups, one uid:gid pair each: "alice:staff,bob:staff" (optional)
 
 export class ConfigError extends Error {}
 
@@ -44,8 +47,11 @@ export function loadConfig(env) {
   if (locale !== null && !NEXTCLOUD_LANGUAGE.test(locale)) problems.push('DEV_LOCALE must be a Nextcloud locale code like de_DE');
   const timeZone = env.DEV_TIMEZONE || null;
   if (timeZone !== null && !knownZone(timeZone)) problems.push('DEV_TIMEZONE must be an IANA time zone like Europe/Berlin');
+  const admins = new Set((env.DEV_ADMINS ?? '').split(',').map((s) => s.trim()).filter(Boolean));
+  for (const uid of admins) if (!users.has(uid)) problems.push(`DEV_ADMINS names ${uid}, who is not in DEV_USERS`);
+  const groups = parseGroups(env.DEV_GROUPS ?? '', users, problems);
   if (problems.length > 0) throw new ConfigError(`dev host configuration: ${problems.join('; ')}`);
-  return { orchestratorUrl, proxySecret, signingSecret, users, ncUrl, credentialServers, host: match[1], port: Number(match[2]), dist, l10nDir, language, locale, timeZone };
+  return { orchestratorUrl, proxySecret, signingSecret, users, ncUrl, credentialServers, host: match[1], port: Number(match[2]), dist, l10nDir, language, locale, timeZone, admins, groups };
 }
 
 /** A Nextcloud language or locale code as its settings hold them: de, de_DE, sr@latin, es_419. */
@@ -57,6 +63,20 @@ function knownZone(zone) {
   } catch {
     return false;
   }
+}
+
+function parseGroups(value, users, problems) {
+  const groups = new Map();
+  for (const entry of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const [uid = '', gid = ''] = entry.split(':');
+    // As the orchestrator accepts a group id: 1-255 characters, no control characters.
+    if (!users.has(uid) || gid === '' || gid.length > 255 || /[\u0000-\u001f\u007f]/.test(gid)) {
+      problems.push(`DEV_GROUPS entry "${entry.slice(0, 32)}" must be uid:group of a DEV_USERS uid`);
+      continue;
+    }
+    groups.set(uid, [...(groups.get(uid) ?? []), gid]);
+  }
+  return groups;
 }
 
 function parseUsers(value, problems) {

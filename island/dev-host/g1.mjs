@@ -28,8 +28,15 @@ export function credentialsHeader(servers, token) {
   return token ? servers.map((name) => `${name}=${token}`).join(', ') : '';
 }
 
-/** Every G1 header for one forwarded request of `method` to `url` (a URL object, as sent). */
-export function g1Headers({ proxySecret, signingSecret, method, url, uid, appPassword, servers = ['nextcloud'], body, requestId, nonce = randomUUID(), now = Date.now() }) {
+/** The admin signature (docs/api.md, "Admin status"): the same request under its own purpose
+ *  string, so no user signature can stand in for it. */
+export function signAdmin(signingSecret, { method, path, query = '', uid, ts, nonce }) {
+  return createHmac('sha256', signingSecret).update(`tamebi-admin-v2\n${method}\n${path}\n${query}\n${uid}\n${ts}\n${nonce}`, 'utf8').digest('hex');
+}
+
+/** Every G1 header for one forwarded request of `method` to `url` (a URL object, as sent);
+ *  with `admin`, the admin signature too (only ever for a uid the caller knows is an admin). */
+export function g1Headers({ proxySecret, signingSecret, method, url, uid, appPassword, servers = ['nextcloud'], body, requestId, nonce = randomUUID(), now = Date.now(), admin = false }) {
   const ts = Math.floor(now / 1000);
   const credentials = credentialsHeader(servers, appPassword);
   const headers = {
@@ -41,6 +48,7 @@ export function g1Headers({ proxySecret, signingSecret, method, url, uid, appPas
     'x-request-id': requestId ?? randomUUID(),
   };
   if (credentials) headers['x-tamebi-credentials'] = credentials;
+  if (admin) headers['x-tamebi-admin-signature'] = signAdmin(signingSecret, { method, ...target(url), uid, ts, nonce });
   return headers;
 }
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { bodyNamesUser, credentialsHeader, g1Headers, sign, target } from './g1.mjs';
+import { bodyNamesUser, credentialsHeader, g1Headers, sign, signAdmin, target } from './g1.mjs';
 
 const vectors = JSON.parse(readFileSync(new URL('../../testdata/g1-vectors.json', import.meta.url), 'utf8'));
 
@@ -13,6 +13,13 @@ describe('G1 signer', () => {
     expect(sign(vectors.signing_secret, { ...fields, body: v.body })).toBe(v.signature);
     // The URL the dev host sends to carries exactly that path and query.
     expect(target(url(v))).toEqual({ path: v.path, query: v.query });
+  });
+
+  it.each(vectors.admin_vectors)('reproduces the admin vector for $method $path as $uid', (v) => {
+    expect(signAdmin(vectors.signing_secret, { method: v.method, path: v.path, query: v.query, uid: v.uid, ts: v.ts, nonce: v.nonce })).toBe(v.signature);
+    const h = g1Headers({ proxySecret: 'p', signingSecret: vectors.signing_secret, method: v.method, url: url(v), uid: v.uid, servers: [], body: '', nonce: v.nonce, now: v.ts * 1000, admin: true });
+    expect(h['x-tamebi-admin-signature']).toBe(v.signature);
+    expect(g1Headers({ proxySecret: 'p', signingSecret: 's', method: 'GET', url: url(v), uid: v.uid, body: '' })).not.toHaveProperty('x-tamebi-admin-signature');
   });
 
   it('builds every header, credentials and target included in the signature', () => {

@@ -21,6 +21,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { bodyNamesUser, g1Headers } from './g1.mjs';
 import { NEXTCLOUD_LANGUAGE } from './config.mjs';
+import { groupQuery, handleOcs, OCS_PREFIX } from './ocs.mjs';
 
 const MAX_BODY = 1024 * 1024;
 /** Nextcloud's theme ids (apps/theming): `default` follows the OS setting, the others do not. */
@@ -84,6 +85,8 @@ async function handle(config, requestToken, req, res) {
   if (path === '/healthz') return send(res, 200, 'application/json', '{"status":"ok"}');
   if (path === '/island/tamebi-island.js') return serveFile(res, join(config.dist, 'tamebi-island.js'), 'text/javascript; charset=utf-8');
   if (path === '/island/tamebi-island.css') return serveFile(res, join(config.dist, 'tamebi-island.css'), 'text/css; charset=utf-8');
+  if (path === '/island/tamebi-admin.js') return serveFile(res, join(config.dist, 'tamebi-admin.js'), 'text/javascript; charset=utf-8');
+  if (path === '/island/tamebi-admin.css') return serveFile(res, join(config.dist, 'tamebi-admin.css'), 'text/css; charset=utf-8');
   if (path === '/island/smart-picker.js') return serveFile(res, new URL('./smart-picker.js', import.meta.url).pathname, 'text/javascript; charset=utf-8');
   if (path === '/island/nextcloud-theme.css') return serveFile(res, new URL('./nextcloud-theme.css', import.meta.url).pathname, 'text/css; charset=utf-8');
   if (path === '/login') return send(res, 200, 'text/html; charset=utf-8', loginPage(config));
@@ -121,6 +124,17 @@ async function handle(config, requestToken, req, res) {
     const person = await personOf(config, uid);
     return send(res, 200, 'text/html; charset=utf-8', composerPage(config, uid, requestToken, person, theme, app), { 'content-security-policy': PAGE_CSP });
   }
+  if (path === '/settings/admin/ai') {
+    // Nextcloud's "Artificial Intelligence" admin section with the app's settings (Settings\Admin):
+    // for admins only, as Nextcloud shows admin settings; the registry editor mounts in it.
+    if (!uid) {
+      res.writeHead(303, { location: '/login' });
+      return res.end();
+    }
+    if (!config.admins?.has(uid)) return sendError(res, 403, randomUUID());
+    const person = await personOf(config, uid);
+    return send(res, 200, 'text/html; charset=utf-8', adminPage(config, uid, requestToken, person, theme), { 'content-security-policy': PAGE_CSP });
+  }
   if (path === '/core/l10n.js') {
     // What Nextcloud's core scripts give every page before an app's: OC.L10N.register (into
     // @nextcloud/l10n's registry) and window.firstDay, from the person's locale.
@@ -142,6 +156,10 @@ async function handle(config, requestToken, req, res) {
     return forward(config, { uid, method: 'GET', path: `/v1/apps/resource?${query}`, body: Buffer.alloc(0), requestId, res, frame: true });
   }
 
+  if (path.startsWith(`${OCS_PREFIX}/`)) {
+    const body = await readBody(req);
+    return handleOcs(config, { req, res, sub: path.slice(OCS_PREFIX.length), uid, tokenOk: sameToken(req.headers.requesttoken, requestToken), requestId, body: body !== null && bodyNamesUser(body) ? null : body });
+  }
   if (!path.startsWith('/apps/tamebi/api/')) return sendError(res, 404, requestId);
   const route = apiRoute(req.method ?? 'GET', path.slice('/apps/tamebi/api'.length));
   if (route === null) return sendError(res, 404, requestId);
@@ -158,7 +176,9 @@ async function handle(config, requestToken, req, res) {
   if (bodyNamesUser(body)) return sendError(res, 400, requestId, {}, null, tr);
   // As the PHP app: a chat turn carries the person's language, signed with the rest of the query.
   const tag = bcp47(person.language);
-  const query = route === '/chat' && tag ? `?${new URLSearchParams({ lang: tag })}` : '';
+  // And their groups (issue #30), as Relay::chatQuery and ::withGroups add them.
+  const params = [route === '/chat' && tag ? new URLSearchParams({ lang: tag }).toString() : '', route === '/chat' || route === '/assistants' ? groupQuery(config, uid) : ''].filter(Boolean);
+  const query = params.length > 0 ? `?${params.join('&')}` : '';
   return forward(config, { uid, method: req.method ?? 'GET', path: `/v1${route}${query}`, body, requestId, res, req, tr });
 }
 
@@ -353,10 +373,24 @@ function composerPage(config, uid, requestToken, person, theme, app) {
   return page(config, uid, requestToken, person, theme, `${app} composer (dev host)`, '\n<script src="/island/smart-picker.js" defer></script>', main);
 }
 
+/** The admin settings page: the app's section (templates/admin.php's mount point) and its bundle. */
+function adminPage(config, uid, requestToken, person, theme) {
+  const main = `<main id="content" class="app-settings"><h1 class="hidden-visually">Administration settings</h1>
+<div id="app-content"><div id="tamebi-admin" class="section">
+<h2>Tamebi</h2>
+<h3>Manage servers and assistants</h3>
+<div id="tamebi-admin-app" data-ocs-base="${OCS_PREFIX}"></div>
+</div></div></main>`;
+  const assets = '\n<link rel="stylesheet" href="/island/tamebi-admin.css">\n<script src="/island/tamebi-admin.js" defer></script>';
+  return page(config, uid, requestToken, person, theme, 'Administration settings (dev host)', assets, main);
+}
+
 function page(config, uid, requestToken, person, theme, title, extraScripts, body) {
   const state = {
     apiBase: '/apps/tamebi/api',
     frameUrl: '/apps/tamebi/frame',
+    ocsBase: OCS_PREFIX,
+    ...(config.groups?.get(uid)?.length ? { groups: [...config.groups.get(uid)].sort() } : {}),
     user: { uid, displayName: uid.charAt(0).toUpperCase() + uid.slice(1) },
     workspaceConnected: true,
     linkBase: config.ncUrl,

@@ -20,6 +20,11 @@ export interface IslandConfig {
   workspaceConnected: boolean;
   /** Prefix for Nextcloud links built by the host ("" = same origin, pretty URLs). */
   linkBase: string;
+  /** The app's OCS routes, e.g. `/ocs/v2.php/apps/tamebi/api/v1` (a person's own assistants);
+   *  absent: the page offers none. */
+  ocsBase?: string;
+  /** The person's Nextcloud groups, offered when they propose an assistant to one (issue #30). */
+  groups?: string[];
   /** Nextcloud's CSRF token; sent as the `requesttoken` header on every request. */
   requestToken: string;
   /** The person's time zone from their Nextcloud settings (core/timezone), when the page says;
@@ -77,7 +82,10 @@ export function validateConfig(raw: unknown, requestToken: string): IslandConfig
   const linkBase = c.linkBase === undefined ? '' : linkPrefix(c.linkBase);
   if (requestToken === '') throw new ConfigError(t('tamebi', 'No CSRF token: expected <head data-requesttoken>.'));
   const timeZone = knownZone(c.timeZone);
-  return { apiBase, frameUrl, user: { uid: user.uid, displayName }, workspaceConnected: c.workspaceConnected, linkBase, requestToken, ...(timeZone ? { timeZone } : {}) };
+  const ocsBase = c.ocsBase === undefined ? null : routeBase(c.ocsBase, 'ocsBase');
+  // Only offered in a list, never trusted: the orchestrator takes groups from signed queries.
+  const groups = Array.isArray(c.groups) ? c.groups.filter((g): g is string => typeof g === 'string' && g !== '' && g.length <= 255).slice(0, 256) : [];
+  return { apiBase, frameUrl, user: { uid: user.uid, displayName }, workspaceConnected: c.workspaceConnected, linkBase, requestToken, ...(timeZone ? { timeZone } : {}), ...(ocsBase ? { ocsBase } : {}), ...(groups.length > 0 ? { groups } : {}) };
 }
 
 /** An IANA zone Intl knows, canonicalised; anything else (absent, unknown) is none. */

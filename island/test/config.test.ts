@@ -22,6 +22,22 @@ describe('readConfig', () => {
     }
   });
 
+  it('takes the OCS base as a path on this site, and none when the page gives none', () => {
+    page(`<input type="hidden" id="initial-state-tamebi-tamebi-config" value="${b64({ ...good, ocsBase: '/nc/ocs/v2.php/apps/tamebi/api/v1/' })}">`);
+    expect(readConfig(document).ocsBase).toBe('/nc/ocs/v2.php/apps/tamebi/api/v1');
+    page(`<input type="hidden" id="initial-state-tamebi-tamebi-config" value="${b64(good)}">`);
+    expect(readConfig(document)).not.toHaveProperty('ocsBase');
+    page(`<input type="hidden" id="initial-state-tamebi-tamebi-config" value="${b64({ ...good, ocsBase: 'https://evil.example/ocs' })}">`);
+    expect(() => readConfig(document)).toThrow(/ocsBase/);
+  });
+
+  it('takes the person\'s groups as a list of names to offer, dropping anything else', () => {
+    page(`<input type="hidden" id="initial-state-tamebi-tamebi-config" value="${b64({ ...good, groups: ['staff', 42, '', 'a b'] })}">`);
+    expect(readConfig(document).groups).toEqual(['staff', 'a b']);
+    page(`<input type="hidden" id="initial-state-tamebi-tamebi-config" value="${b64({ ...good, groups: 'staff' })}">`);
+    expect(readConfig(document)).not.toHaveProperty('groups');
+  });
+
   it('reads Nextcloud initial state (base64 JSON, UTF-8)', () => {
     page(`<input type="hidden" id="initial-state-tamebi-tamebi-config" value="${b64(good)}">`);
     expect(readConfig(document)).toEqual({ ...good, linkBase: '', requestToken: 'tok123' });

@@ -13,11 +13,11 @@ import { sourceFiles, src } from './sources';
 /** Lowest first. */
 const LAYERS: string[][] = [
   ['l10n'],
-  ['config', 'errors', 'tools', 'markdown', 'approval', 'apps/bridge', 'apps/links', 'apps/theme', 'announce', 'picker/origin', 'prefill'],
-  ['api', 'chat', 'apps/host', 'picker/choices'],
+  ['config', 'errors', 'tools', 'markdown', 'approval', 'apps/bridge', 'apps/links', 'apps/theme', 'announce', 'picker/origin', 'prefill', 'registry'],
+  ['api', 'ocs', 'chat', 'apps/host', 'picker/choices'],
   ['components'],
-  ['picker/register'],
-  ['main'],
+  ['picker/register', 'admin/AdminApp'],
+  ['main', 'admin/main'],
 ];
 
 

@@ -26,7 +26,7 @@ declare(strict_types=1);
 	<?php if (!$orch['ok']): ?>
 		<p class="tamebi-admin-error"><?php p($orch['error']); ?></p>
 	<?php else: ?>
-		<p><?php p($l->t('Defined by the orchestrator\'s TAMEBI_ASSISTANTS file; shown here read-only.')); ?></p>
+		<p><?php p($l->t('What the orchestrator runs now: its TAMEBI_ASSISTANTS file and what is managed below.')); ?></p>
 		<table class="grid tamebi-assistants">
 			<thead><tr>
 				<th><?php p($l->t('Name')); ?></th><th><?php p($l->t('Description')); ?></th>
@@ -95,4 +95,6 @@ declare(strict_types=1);
 			</tbody>
 		</table>
 	<?php endif; ?>
+	<h3><?php p($l->t('Manage servers and assistants')); ?></h3>
+	<div id="tamebi-admin-app" data-ocs-base="<?php p($_['ocsBase'] ?? ''); ?>"></div>
 </div>

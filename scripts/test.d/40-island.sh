@@ -8,4 +8,5 @@ set -euo pipefail
 cd "$TAMEBI_ROOT/island"
 npm run build
 test -s dist/tamebi-island.js && test -s dist/tamebi-island.css
+test -s dist/tamebi-admin.js && test -s dist/tamebi-admin.css
 npx vitest run

@@ -34,8 +34,20 @@ impl DevHost {
     /// Like [`DevHost::start`], sending each user's app password as the token of every
     /// server in `credential_servers` (`DEV_CREDENTIAL_SERVERS`), e.g. `["nextcloud", "mail"]`.
     pub fn start_with_servers(orchestrator_url: &str, nc_url: &str, users: &[(&str, &str)], credential_servers: &[&str]) -> DevHost {
+        Self::start_with_env(orchestrator_url, nc_url, users, credential_servers, &[])
+    }
+
+    /// Like [`DevHost::start_with_servers`], with more of the dev host's environment, e.g.
+    /// `DEV_ADMINS` and `DEV_GROUPS` (issue #30: the admin settings page and shared assistants).
+    pub fn start_with_env(
+        orchestrator_url: &str,
+        nc_url: &str,
+        users: &[(&str, &str)],
+        credential_servers: &[&str],
+        extra_env: &[(&str, &str)],
+    ) -> DevHost {
         let island = island_dir();
-        for file in ["tamebi-island.js", "tamebi-island.css"] {
+        for file in ["tamebi-island.js", "tamebi-island.css", "tamebi-admin.js", "tamebi-admin.css"] {
             assert!(
                 island.join("dist").join(file).is_file(),
                 "island/dist/{file} is missing: run scripts/install.d/40-island.sh (npm ci && npm run build in island/)"
@@ -54,7 +66,8 @@ impl DevHost {
             .env("DEV_USERS", users)
             .env("NC_URL", nc_url)
             .env("DEV_CREDENTIAL_SERVERS", credential_servers.join(","))
-            .env("DEV_HOST_BIND", format!("127.0.0.1:{port}"));
+            .env("DEV_HOST_BIND", format!("127.0.0.1:{port}"))
+            .envs(extra_env.iter().copied());
         let mut process = Process::spawn("island-dev-host", cmd);
         let url = format!("http://127.0.0.1:{port}");
         process.wait_http(&format!("{url}/healthz"), Duration::from_secs(30));

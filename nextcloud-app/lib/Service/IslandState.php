@@ -26,6 +26,7 @@ class IslandState {
 		private IURLGenerator $urlGenerator,
 		private TokenService $tokens,
 		private IConfig $config,
+		private ?Registry\MemberOf $memberOf = null,
 	) {
 	}
 
@@ -49,12 +50,25 @@ class IslandState {
 			'apiBase' => substr($conversations, 0, -strlen('/conversations')),
 			'frameUrl' => $this->urlGenerator->linkToRoute('tamebi.frame.show'),
 			'connectUrl' => $this->urlGenerator->linkToRoute('tamebi.connect.start'),
+			// The app's OCS routes (a person's own assistants, issue #30) under Nextcloud's webroot.
+			'ocsBase' => $this->urlGenerator->getWebroot() . '/ocs/v2.php/apps/' . Application::APP_ID . '/api/v1',
 			'user' => [
 				'uid' => $user?->getUID() ?? '',
 				'displayName' => $user?->getDisplayName() ?? '',
 			],
 			'workspaceConnected' => $this->tokens->isConnected(),
-		] + $this->timeZone($user?->getUID());
+		] + $this->timeZone($user?->getUID()) + $this->groups();
+	}
+
+	/**
+	 * The person's groups (IGroupManager's answer now), offered when they propose one of their
+	 * assistants to a group (issue #30); the orchestrator still takes groups only from the signed
+	 * query of each request, so this list decides nothing.
+	 * @return array{groups?: list<string>}
+	 */
+	private function groups(): array {
+		$groups = $this->memberOf?->groupIds() ?? [];
+		return $groups === [] ? [] : ['groups' => $groups];
 	}
 
 	/** Whether someone is signed in (a page without a person gets no island). */

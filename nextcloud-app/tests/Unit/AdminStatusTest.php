@@ -8,12 +8,17 @@ use OCA\Tamebi\Controller\AdminController;
 use OCA\Tamebi\Service\AdminStatus;
 use OCA\Tamebi\Service\AppSettings;
 use OCA\Tamebi\Service\Orchestrator;
+use OCA\Tamebi\Service\Checks;
 use OCA\Tamebi\Service\Signer;
+use OCA\Tamebi\Settings\Admin;
 use OCA\Tamebi\Tests\RealOrchestrator;
 use OCA\Tamebi\Tests\Stubs\CurlClientService;
+use OCA\Tamebi\Tests\Stubs\FakeAppManager;
+use OCA\Tamebi\Tests\Stubs\FakeConfig;
 use OCA\Tamebi\Tests\Stubs\FakeClock;
 use OCA\Tamebi\Tests\Stubs\FakeGroupManager;
 use OCA\Tamebi\Tests\Stubs\FakeL10N;
+use OCA\Tamebi\Tests\Stubs\FakeUrlGenerator;
 use OCA\Tamebi\Tests\Stubs\FakeUser;
 use OCA\Tamebi\Tests\Stubs\FakeUserSession;
 use OCA\Tamebi\Tests\Stubs\MemoryAppConfig;
@@ -153,6 +158,20 @@ final class AdminStatusTest extends AppTestCase {
 		self::assertStringNotContainsString('<input', $html, 'read-only');
 		$html = $this->render(['orchestrator' => $this->status('alice', ['root'])->fetch()]);
 		self::assertStringContainsString('Only administrators', $html);
+	}
+
+	public function testTheSettingsFormLoadsTheRegistryEditorWithTheOcsBaseUnderTheWebroot(): void {
+		\OCP\Util::$scripts = [];
+		\OCP\Util::$styles = [];
+		$checks = new Checks($this->settings, $this->orchestrator, new CurlClientService(), new FakeAppManager([]),
+			$this->appConfig, new FakeConfig([]), $this->flow);
+		$admin = new Admin($this->settings, $checks, $this->status('root', ['root']), new FakeUrlGenerator('https://cloud.example.test/nc'));
+		$form = $admin->getForm();
+		self::assertSame('/nc/ocs/v2.php/apps/tamebi/api/v1', $form->params['ocsBase']);
+		self::assertContains('tamebi/tamebi-admin', \OCP\Util::$scripts);
+		self::assertContains('tamebi/tamebi-admin', \OCP\Util::$styles);
+		$html = $this->render(['ocsBase' => $form->params['ocsBase'] . '"><script>', 'orchestrator' => ['ok' => false, 'error' => 'down']]);
+		self::assertStringContainsString('<div id="tamebi-admin-app" data-ocs-base="/nc/ocs/v2.php/apps/tamebi/api/v1&quot;&gt;&lt;script&gt;"></div>', $html, 'the mount point, its base escaped');
 	}
 
 	private function render(array $params): string {

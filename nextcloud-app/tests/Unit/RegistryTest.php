@@ -185,6 +185,15 @@ final class RegistryTest extends AppTestCase {
 		self::assertSame('/v1/assistants', (new MemberOf($session, new FakeGroupManager()))->withGroups('/v1/assistants'));
 	}
 
+	/** The cases the island's preview (island/src/registry.ts) reproduces too. */
+	public function testPatternPreviewReproducesTheSharedCases(): void {
+		$doc = json_decode((string)file_get_contents(__DIR__ . '/../../../testdata/pattern-preview.json'), true);
+		self::assertGreaterThan(5, count($doc['cases']));
+		foreach ($doc['cases'] as $case) {
+			self::assertSame($case['matches'], Validation::matches($case['pattern'], $case['tools']), $case['pattern']);
+		}
+	}
+
 	public function testPatternPreviewMatchesTheOrchestratorsGlob(): void {
 		$tools = ['probe' => ['calendar_list_events', 'files_list'], 'nextcloud' => null];
 		self::assertSame(['probe/calendar_list_events'], Validation::matches('probe/calendar_*', $tools));

@@ -210,6 +210,11 @@ final class FakeUrlGenerator implements IURLGenerator {
 		return rtrim($this->base, '/') . $url;
 	}
 
+	/** The base's path: what Nextcloud installed under a sub-folder answers ("" at the root). */
+	public function getWebroot(): string {
+		return rtrim((string)parse_url($this->base, PHP_URL_PATH), '/');
+	}
+
 	/** Nextcloud's answer for an app image on a standard install: the app's img/ folder. */
 	public function imagePath(string $appName, string $file): string {
 		if (!is_file(__DIR__ . '/../../img/' . $file)) {

@@ -62,6 +62,7 @@ namespace OCP {
 		public function linkToRouteAbsolute(string $routeName, array $arguments = []): string;
 		public function getAbsoluteURL(string $url): string;
 		public function imagePath(string $appName, string $file): string;
+		public function getWebroot(): string;
 	}
 
 	/** Records what a page asked to load, like Nextcloud's script/style queue. */
@@ -443,5 +444,14 @@ namespace OCP\Security\CSP {
 		public function addPolicy(\OCP\AppFramework\Http\EmptyContentSecurityPolicy $csp): void {
 			$this->added[] = $csp;
 		}
+	}
+}
+
+namespace OCP\Settings {
+	/** An admin or personal settings form (Nextcloud's lib/public/Settings/ISettings.php). */
+	interface ISettings {
+		public function getForm();
+		public function getSection();
+		public function getPriority();
 	}
 }
