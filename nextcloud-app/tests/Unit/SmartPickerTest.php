@@ -7,6 +7,7 @@ namespace OCA\Tamebi\Tests\Unit;
 use OCA\Tamebi\AppInfo\Application;
 use OCA\Tamebi\Listener\FrameCspListener;
 use OCA\Tamebi\Listener\RenderReferenceListener;
+use OCA\Tamebi\Listener\TalkEnabledListener;
 use OCA\Tamebi\Reference\TamebiReferenceProvider;
 use OCA\Tamebi\Service\IslandState;
 use OCA\Tamebi\Tests\Stubs\FakeConfig;
@@ -16,6 +17,7 @@ use OCA\Tamebi\Tests\Stubs\FakeRegistrationContext;
 use OCA\Tamebi\Tests\Stubs\FakeUrlGenerator;
 use OCA\Tamebi\Tests\Stubs\FakeUser;
 use OCA\Tamebi\Tests\Stubs\FakeUserSession;
+use OCP\App\Events\AppEnableEvent;
 use OCP\Collaboration\Reference\IDiscoverableReferenceProvider;
 use OCP\Collaboration\Reference\RenderReferenceEvent;
 use OCP\EventDispatcher\Event;
@@ -41,6 +43,8 @@ final class SmartPickerTest extends AppTestCase {
 		self::assertSame([
 			[RenderReferenceEvent::class, RenderReferenceListener::class, 0],
 			[AddContentSecurityPolicyEvent::class, FrameCspListener::class, 0],
+			// The Talk bot's (issue #29): register the bot again when Talk is enabled after Tamebi.
+			[AppEnableEvent::class, TalkEnabledListener::class, 0],
 		], $context->listeners);
 	}
 
