@@ -128,8 +128,11 @@ async function personBuilds(page) {
   // Propose it to staff: waiting for approval.
   await page.getByTestId('personal-toggle').click();
   // Her groups are offered (the dev host's DEV_GROUPS, as the app's IGroupManager answer).
-  const groups = await page.getByTestId('personal-Helper').getByTestId('personal-group').locator('option').allInnerTexts();
-  await page.getByTestId('personal-Helper').getByTestId('personal-group').selectOption('staff');
+  // allInnerTexts does not wait: the panel the toggle opens must be drawn first.
+  const groupSelect = page.getByTestId('personal-Helper').getByTestId('personal-group');
+  await groupSelect.waitFor();
+  const groups = await groupSelect.locator('option').allInnerTexts();
+  await groupSelect.selectOption('staff');
   await page.getByTestId('personal-Helper').getByTestId('personal-share').click();
   await page.getByTestId('personal-status').filter({ hasText: 'proposed to staff' }).waitFor();
   const proposed = await page.getByTestId('personal-Helper').getByTestId('personal-state').innerText();
