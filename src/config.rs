@@ -73,6 +73,10 @@ pub struct ModelConfig {
     pub first_chunk_timeout: Duration,
     /// How long a whole model call may take.
     pub call_timeout: Duration,
+    /// `TAMEBI_MODEL_IDLE_SECS`: how long a started stream may stay silent between chunks
+    /// before the call counts as failed (a provider that stalls mid-answer), at most
+    /// `call_timeout`.
+    pub idle_timeout: Duration,
     /// `TAMEBI_TOOL_CALL_TEXT=auto`: the primary model's text is read for tool calls it wrote
     /// as text (model::text_calls). Off by default: models with native `tool_calls` need none.
     pub primary_text_tool_calls: bool,
@@ -151,6 +155,10 @@ pub struct Config {
     /// renewing (it died); the bound on how soon another instance takes over.
     pub lease: Duration,
     pub tool_timeout: Duration,
+    /// `TAMEBI_RESTART_WINDOW_SECS`: the window in which the root supervisor counts a child's
+    /// restarts (at most `actors::root::MAX_RESTARTS`), and how long a tool server over that
+    /// limit stays out of service before it is tried again.
+    pub restart_window: Duration,
     pub shutdown_timeout: Duration,
     /// Concurrent chat turns across all users; beyond it new turns get 429.
     pub max_concurrent_turns: usize,
@@ -239,6 +247,7 @@ impl Config {
             idle_timeout: secs(get("TAMEBI_IDLE_SECS"), "TAMEBI_IDLE_SECS", "300")?,
             lease: secs(get("TAMEBI_LEASE_SECS"), "TAMEBI_LEASE_SECS", "10")?,
             tool_timeout: secs(get("TAMEBI_TOOL_TIMEOUT_SECS"), "TAMEBI_TOOL_TIMEOUT_SECS", "60")?,
+            restart_window: secs(get("TAMEBI_RESTART_WINDOW_SECS"), "TAMEBI_RESTART_WINDOW_SECS", "60")?,
             shutdown_timeout: secs(get("TAMEBI_SHUTDOWN_SECS"), "TAMEBI_SHUTDOWN_SECS", "10")?,
             max_concurrent_turns: parse_or(get("TAMEBI_MAX_TURNS"), "TAMEBI_MAX_TURNS", "20000")?,
             max_tool_output_chars: positive(get("TAMEBI_MAX_TOOL_OUTPUT_CHARS"), "TAMEBI_MAX_TOOL_OUTPUT_CHARS", "24000")?,
@@ -255,6 +264,14 @@ fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, Co
     let raw = get("TAMEBI_MODEL_URL").ok_or(ConfigError::Missing("TAMEBI_MODEL_URL"))?;
     let base_urls = raw.split(',').map(|u| model_url(u.trim())).collect::<Result<Vec<_>, _>>()?;
     let context_tokens = context_window(get("TAMEBI_CONTEXT_TOKENS"), "TAMEBI_CONTEXT_TOKENS", 32_768)?;
+    let call_timeout = secs(get("TAMEBI_MODEL_CALL_SECS"), "TAMEBI_MODEL_CALL_SECS", "300")?;
+    let idle_timeout = secs(get("TAMEBI_MODEL_IDLE_SECS"), "TAMEBI_MODEL_IDLE_SECS", "60")?;
+    if idle_timeout > call_timeout {
+        return Err(ConfigError::Invalid {
+            var: "TAMEBI_MODEL_IDLE_SECS",
+            why: "must not exceed TAMEBI_MODEL_CALL_SECS".into(),
+        });
+    }
     Ok(ModelConfig {
         base_urls,
         endpoint_backoff: secs(get("TAMEBI_MODEL_BACKOFF_SECS"), "TAMEBI_MODEL_BACKOFF_SECS", "30")?,
@@ -262,7 +279,8 @@ fn model_config(get: &impl Fn(&str) -> Option<String>) -> Result<ModelConfig, Co
         api_key: get("TAMEBI_MODEL_API_KEY").map(Secret::new),
         fallback_model: get("TAMEBI_FALLBACK_MODEL"),
         first_chunk_timeout: secs(get("TAMEBI_MODEL_FIRST_CHUNK_SECS"), "TAMEBI_MODEL_FIRST_CHUNK_SECS", "30")?,
-        call_timeout: secs(get("TAMEBI_MODEL_CALL_SECS"), "TAMEBI_MODEL_CALL_SECS", "300")?,
+        call_timeout,
+        idle_timeout,
         primary_text_tool_calls: auto_or_off(get("TAMEBI_TOOL_CALL_TEXT"), "TAMEBI_TOOL_CALL_TEXT")?,
         fallback_text_tool_calls: auto_or_off(get("TAMEBI_FALLBACK_TOOL_CALL_TEXT"), "TAMEBI_FALLBACK_TOOL_CALL_TEXT")?,
         max_tokens_per_call: get("TAMEBI_MODEL_MAX_TOKENS")

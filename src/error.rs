@@ -254,6 +254,8 @@ impl TurnError {
     /// The fixed message a user sees for this failure.
     pub fn public_message(&self) -> &'static str {
         match self {
+            // Every endpoint (and the fallback) rate-limited us: the person may send again soon.
+            TurnError::ModelCall(crate::model::ModelError::RateLimited(_)) => messages::OVERLOADED,
             TurnError::ModelCall(_) | TurnError::ModelStream(_) | TurnError::Abandoned | TurnError::Panicked => messages::INTERNAL,
             TurnError::Cancelled => messages::UNAVAILABLE,
             TurnError::TokenBound { .. } => messages::TOKEN_BOUND,

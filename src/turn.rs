@@ -318,6 +318,7 @@ impl TurnState {
         // trickles, and inline they would size this future (held by the turn's task for as
         // long as the stream is open) to the largest of them (issue #16).
         Box::pin(self.load_tools()).await;
+        self.tell_unavailable()?;
         self.load_facts().await;
         Box::pin(self.apply_decisions()).await?;
         let max_steps = self.t.services.config.max_steps;
@@ -358,6 +359,22 @@ impl TurnState {
         defs.retain(|d| self.t.loadout.allows(&d.server, &d.name));
         self.registry = Registry::new(defs);
         self.specs = self.registry.model_tools().map(ToolDef::spec).collect();
+    }
+
+    /// Says plainly which of the person's tool servers are out of service (their restart limit
+    /// was reached): their tools are missing from this turn, and the person should know why.
+    fn tell_unavailable(&mut self) -> Result<(), TurnError> {
+        let down = self.t.services.tool_servers.unavailable_for(&self.t.caller);
+        if down.is_empty() {
+            return Ok(());
+        }
+        let message = format!(
+            "These tool servers are unavailable right now, so their tools cannot be used in this reply: {}.",
+            down.join(", ")
+        );
+        self.emit(StreamPart::DataToolsUnavailable {
+            data: json!({"servers": down, "message": message}),
+        })
     }
 
     async fn load_workspace_tools(&mut self) -> Vec<ToolDef> {
@@ -818,10 +835,17 @@ impl TurnState {
                 }
             }
             Err(e) => {
-                tracing::warn!(error = %crate::auth::redact::redact(&e.to_string()), "tool call failed");
+                let request_id = &self.t.caller.request_id;
+                tracing::warn!(request_id = %request_id, error = %crate::auth::redact::redact(&e.to_string()), "tool call failed");
+                // Not "try again": a call that broke off (its server died mid-call) may have
+                // done its work; the request id ties the part to the logs and the trace.
+                let message = match e {
+                    crate::mcp::client::McpError::Timeout => crate::error::messages::UPSTREAM_TIMEOUT,
+                    _ => crate::error::messages::UPSTREAM,
+                };
                 StreamPart::ToolOutputError {
                     tool_call_id: tool_call_id.to_string(),
-                    error_text: "The tool could not be reached. Try again later.".into(),
+                    error_text: stream_error_text(message, request_id),
                     dynamic: true,
                 }
             }

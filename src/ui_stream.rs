@@ -78,6 +78,12 @@ pub enum StreamPart {
     DataCompaction {
         data: Value,
     },
+    /// `data-tools-unavailable`: tool servers this person could use are out of service (their
+    /// restart limit was reached, `actors::root`), so their tools are missing from this turn
+    /// (`{servers, message}` in `data`). Shown live; not part of the stored message.
+    DataToolsUnavailable {
+        data: Value,
+    },
 }
 
 /// The AI SDK's finish reasons (`finishReason` of its `finish` chunk).
@@ -123,6 +129,7 @@ impl StreamPart {
                 | StreamPart::Finish { .. }
                 | StreamPart::Error { .. }
                 | StreamPart::DataCompaction { .. }
+                | StreamPart::DataToolsUnavailable { .. }
         )
     }
 
@@ -268,7 +275,8 @@ impl UiMessage {
             | StreamPart::Finish { .. }
             | StreamPart::FinishStep
             | StreamPart::Error { .. }
-            | StreamPart::DataCompaction { .. } => {}
+            | StreamPart::DataCompaction { .. }
+            | StreamPart::DataToolsUnavailable { .. } => {}
             StreamPart::StartStep => self.parts.push(UiPart::StepStart),
             StreamPart::TextStart { .. } => self.parts.push(UiPart::Text {
                 text: String::new(),

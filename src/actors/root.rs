@@ -6,6 +6,14 @@
 //! the actor of each that left, both visible in the trace like any child's start and stop. A
 //! stopped server's child is forgotten before it stops, so its exit is never "restarted".
 //!
+//! Restarts are counted per child. A tool-server actor fails when its server is gone
+//! (`actors::tool_server`); one that fails more than [`MAX_RESTARTS`] times within the restart
+//! window (`TAMEBI_RESTART_WINDOW_SECS`) takes only its server out of service — never the
+//! process, which goes on serving every conversation without that server's tools: the server
+//! is marked unavailable (an error in the log, `restart-limit-reached` in the trace, named in
+//! `/healthz`), and started again once the window has passed. The conversations supervisor
+//! over its limit still stops the root and the process: without it nothing can be served.
+//!
 //! No actor is registered under a process-global name: the root puts each child's reference
 //! where the application finds it — the conversations supervisor in the [`Directory`], each
 //! tool-server actor in `services.tool_servers` — at start and again after every restart.
@@ -14,7 +22,7 @@
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::Directory;
 use super::conversations::ConversationsSupervisor;
@@ -22,10 +30,11 @@ use super::tool_server::{ToolServerActor, tool_server_actor_name};
 use crate::services::Services;
 use crate::telemetry::tree::{ActorTrace, Supervision};
 
-/// At most this many restarts of one child within [`RESTART_WINDOW`]; beyond it the root
-/// stops, and the process exits with an error rather than limping on.
+/// At most this many restarts of one child within the restart window
+/// (`TAMEBI_RESTART_WINDOW_SECS`, default 60 s); beyond it a tool server is taken out of
+/// service for one window, and the conversations supervisor stops the root (the process
+/// exits with an error rather than limping on).
 pub const MAX_RESTARTS: usize = 5;
-pub const RESTART_WINDOW: Duration = Duration::from_secs(60);
 
 /// The conversations supervisor's name in traces and logs (never a registry name).
 pub const CONVERSATIONS_NAME: &str = "conversations";
@@ -38,7 +47,8 @@ pub struct RootSupervisor {
 
 #[derive(Default)]
 pub struct State {
-    restarts: VecDeque<Instant>,
+    /// Recent restarts of each child, by the child's name.
+    restarts: HashMap<String, VecDeque<Instant>>,
     /// This actor's place in the trace.
     trace: ActorTrace,
     /// Each running child: what it is, and its place in the trace.
@@ -67,6 +77,8 @@ pub enum RootMsg {
         servers: Vec<crate::config::McpServer>,
         reply: ractor::RpcReplyPort<()>,
     },
+    /// A tool server's unavailable period is over: start its actor again.
+    Retry(String),
 }
 
 impl Actor for RootSupervisor {
@@ -96,6 +108,7 @@ impl Actor for RootSupervisor {
                 self.reconcile(&myself, state, servers).await;
                 let _ = reply.send(());
             }
+            RootMsg::Retry(server) => self.retry(&myself, state, &server).await,
         }
         Ok(())
     }
@@ -123,24 +136,88 @@ impl Actor for RootSupervisor {
         }
         child.event(exit, Some(&why));
         let now = Instant::now();
-        state.restarts.retain(|t| now.duration_since(*t) < RESTART_WINDOW);
-        if state.restarts.len() >= MAX_RESTARTS {
-            tracing::error!(child = %name, "restart limit reached; stopping the root supervisor");
-            state.trace.event(Supervision::RestartLimitReached, Some(&name));
-            myself.stop(Some("restart limit".into()));
-            return Ok(());
+        let window = self.services.config.restart_window;
+        let recent = state.restarts.entry(name.clone()).or_default();
+        recent.retain(|t| now.duration_since(*t) < window);
+        if recent.len() >= MAX_RESTARTS {
+            state.restarts.remove(&name);
+            return match kind {
+                Child::Conversations => {
+                    tracing::error!(child = %name, "restart limit reached; stopping the root supervisor");
+                    state.trace.event(Supervision::RestartLimitReached, Some(&name));
+                    myself.stop(Some("restart limit".into()));
+                    Ok(())
+                }
+                Child::ToolServer(server) => {
+                    self.take_out_of_service(&myself, state, &child, &server, &why);
+                    Ok(())
+                }
+            };
         }
-        state.restarts.push_back(now);
+        recent.push_back(now);
+        let crashes = recent.len() as u32;
         tracing::warn!(child = %name, reason = %why, "child exited; restarting it");
         child.event(Supervision::Restarted, None);
         match kind {
             Child::Conversations => self.start_conversations(&myself, state).await,
-            Child::ToolServer(server) => self.start_tool_server(&myself, state, &server).await,
+            Child::ToolServer(server) => {
+                self.services.tool_servers.record_standing(&server, |s| s.recent_crashes = crashes);
+                self.start_tool_server(&myself, state, &server).await
+            }
         }
     }
 }
 
 impl RootSupervisor {
+    /// A tool server whose actor reached the restart limit: out of service for one restart
+    /// window (its tools withdrawn, calls refused at once), said in the log, the trace and
+    /// `/healthz`; then [`RootMsg::Retry`] starts it again. Every other child keeps running.
+    fn take_out_of_service(&self, myself: &ActorRef<RootMsg>, state: &State, child: &ActorTrace, server: &str, why: &str) {
+        let window = self.services.config.restart_window;
+        let reason = crate::auth::redact::redact(why);
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        tracing::error!(
+            server = %server,
+            reason = %reason,
+            retry_in_secs = window.as_secs(),
+            "tool server restart limit reached; its tools are unavailable until it is retried"
+        );
+        child.event(Supervision::RestartLimitReached, Some(&reason));
+        state
+            .trace
+            .event(Supervision::RestartLimitReached, Some(&tool_server_actor_name(server)));
+        let down = super::tool_server::Unavailable {
+            server: server.to_string(),
+            reason,
+            since_unix_ms: now_ms,
+            retry_at_unix_ms: now_ms + window.as_millis() as i64,
+        };
+        self.services.tool_servers.record_standing(server, |s| {
+            s.recent_crashes = MAX_RESTARTS as u32 + 1;
+            s.unavailable = Some(down);
+        });
+        let server = server.to_string();
+        myself.send_after(window, move || RootMsg::Retry(server));
+    }
+
+    /// Starts the actor of a server that was out of service (if it is still configured and
+    /// not running). Its first call that reaches the server ends the trial.
+    async fn retry(&self, myself: &ActorRef<RootMsg>, state: &mut State, server: &str) {
+        let tool_servers = &self.services.tool_servers;
+        if !tool_servers.contains(server) || !tool_servers.is_unavailable(server) {
+            return;
+        }
+        tool_servers.record_standing(server, |s| {
+            s.unavailable = None;
+            s.recent_crashes = 0;
+            s.trial = true;
+        });
+        tracing::warn!(server = %server, "retrying a tool server after its unavailable period");
+        if let Err(e) = self.start_tool_server(myself, state, server).await {
+            tracing::error!(server = %server, error = %e, "could not start the actor of a retried tool server");
+        }
+    }
+
     /// Stops the actors of servers that left or changed, then starts those that joined or
     /// changed. A server whose actor fails to start is logged and left out (the next
     /// reconciliation tries again); it never stops the root.

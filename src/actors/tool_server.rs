@@ -4,10 +4,14 @@
 //! The actor owns, for its server:
 //! - its connection pool: the reqwest client every call's rmcp client runs on. The rmcp client
 //!   itself is built per call, because it carries that call's bearer (see `mcp::client`);
-//! - its health: the last error, how many calls in a row found it unreachable, and a circuit
-//!   that, after [`OPEN_AFTER`] such calls, answers at once for [`OPEN_FOR`] instead of letting
-//!   every caller wait on a dead server. Only "unreachable" counts — a TCP connect to the server
-//!   fails — so one user's bad token or slow tool can never open it for everybody;
+//! - its health: the last error and the size of the last listing. A call that finds the server
+//!   gone — it failed, and a TCP connect to the server fails too — makes the actor fail: the
+//!   root supervisor sees a crash and starts a fresh actor (a new pool, no cached definitions:
+//!   whatever comes back on that address is a new server process). Only "unreachable" counts,
+//!   so one user's bad token or slow tool can never crash it for everybody. A server that keeps
+//!   being down reaches the root's restart limit and is then *unavailable* for the restart
+//!   window: its tools are withdrawn from turns, calls are refused at once, and it is tried
+//!   again afterwards (`actors::root`; [`Standing`] is what the root records of it here);
 //! - its cache of converted tool definitions, keyed by each definition's fingerprint (a
 //!   listing is still made with each caller's own bearer every time: the tool set is theirs).
 //!
@@ -33,11 +37,6 @@ use crate::config::{McpServer, ServerAuth};
 use crate::mcp::client::{self, CallContext, McpError};
 use crate::mcp::registry::{ToolDef, fingerprint};
 
-/// The circuit opens after this many calls in a row found the server unreachable…
-pub const OPEN_AFTER: u32 = 3;
-/// …and answers at once for this long; then calls go through again (half-open) and the first
-/// one that reaches the server closes it.
-pub const OPEN_FOR: Duration = Duration::from_secs(15);
 /// How long the reachability probe after a failed call may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Converted definitions kept; beyond it the cache starts over (definitions rarely change).
@@ -95,10 +94,13 @@ pub enum Observation {
 #[serde(rename_all = "camelCase")]
 pub struct Health {
     pub server: String,
-    /// False while the last calls found the server unreachable (or its actor does not answer).
+    /// False while the last call found the server unreachable, while it is unavailable, or
+    /// when its actor does not answer.
     pub reachable: bool,
+    /// `open` while the server is unavailable (its restart limit was reached), `half_open`
+    /// once it is tried again until a call reaches it, else `closed`.
     pub circuit: Circuit,
-    /// Calls in a row that found the server unreachable.
+    /// Times the server was found unreachable (its actor crashed) within the restart window.
     pub consecutive_unreachable: u32,
     /// The last failed call (redacted; never a bearer or arguments).
     pub last_error: Option<LastError>,
@@ -112,10 +114,34 @@ pub struct Health {
 #[serde(rename_all = "snake_case")]
 pub enum Circuit {
     Closed,
-    /// Calls are answered at once, without reaching for the server.
+    /// The server is unavailable: calls are answered at once, without reaching for it.
     Open,
-    /// The open period ended; the next call that reaches the server closes it.
+    /// The unavailable period ended; the next call that reaches the server closes it.
     HalfOpen,
+}
+
+/// What the root supervisor records of one server across its actor's restarts: the actor's
+/// own state goes with each crash, this does not.
+#[derive(Debug, Clone, Default)]
+pub struct Standing {
+    /// Crashes (server found unreachable) within the restart window.
+    pub recent_crashes: u32,
+    /// Set while the server is unavailable (its restart limit was reached).
+    pub unavailable: Option<Unavailable>,
+    /// Tried again after being unavailable; cleared by the first call that reaches it.
+    pub trial: bool,
+}
+
+/// A server taken out of service because its actor reached the restart limit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unavailable {
+    pub server: String,
+    /// Why its last actor failed (redacted).
+    pub reason: String,
+    pub since_unix_ms: i64,
+    /// When the root supervisor starts it again.
+    pub retry_at_unix_ms: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -163,57 +189,36 @@ pub struct State {
 
 #[derive(Default)]
 struct HealthState {
-    consecutive_unreachable: u32,
-    open_until: Option<Instant>,
+    /// The last call found the server unreachable (the actor is failing on it).
+    unreachable: bool,
     last_error: Option<LastError>,
     tool_count: Option<usize>,
 }
 
 impl HealthState {
-    fn circuit(&self, now: Instant) -> Circuit {
-        match self.open_until {
-            Some(until) if now < until => Circuit::Open,
-            Some(_) => Circuit::HalfOpen,
-            None => Circuit::Closed,
-        }
-    }
-
-    /// The error a call gets at once while the circuit is open.
-    fn refusal(&self, server: &str, now: Instant) -> Option<McpError> {
-        let until = self.open_until.filter(|until| now < *until)?;
-        Some(McpError::Transport(format!(
-            "{server} was unreachable {} times in a row; not trying again for {} s",
-            self.consecutive_unreachable,
-            until.duration_since(now).as_secs() + 1
-        )))
-    }
-
-    fn observe(&mut self, observation: Observation, now: Instant) {
-        match observation {
-            Observation::Answered => {
-                self.consecutive_unreachable = 0;
-                self.open_until = None;
-            }
-            Observation::Failed { error, kind, unreachable } => {
-                self.last_error = Some(LastError {
-                    kind,
-                    message: error,
-                    at_unix_ms: chrono::Utc::now().timestamp_millis(),
-                });
-                if !unreachable {
-                    // The server is there; the failure was this call's own.
-                    self.consecutive_unreachable = 0;
-                    self.open_until = None;
-                    return;
-                }
-                self.consecutive_unreachable += 1;
-                if self.consecutive_unreachable >= OPEN_AFTER {
-                    self.open_until = Some(now + OPEN_FOR);
-                }
-            }
-        }
+    /// Records what a call found. `Err` when the server is gone: the actor must fail, so its
+    /// supervisor starts a fresh one (and counts it against the restart limit).
+    fn observe(&mut self, server: &str, observation: Observation) -> Result<(), ServerGone> {
+        let Observation::Failed { error, kind, unreachable } = observation else {
+            self.unreachable = false;
+            return Ok(());
+        };
+        let gone = unreachable.then(|| ServerGone(format!("{server} is unreachable: {error}")));
+        self.last_error = Some(LastError {
+            kind,
+            message: error,
+            at_unix_ms: chrono::Utc::now().timestamp_millis(),
+        });
+        // Not unreachable: the server is there; the failure was this call's own.
+        self.unreachable = unreachable;
+        gone.map_or(Ok(()), Err)
     }
 }
+
+/// The failure of a tool-server actor whose server went away (the supervision reason).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ServerGone(String);
 
 impl Actor for ToolServerActor {
     type Msg = ToolServerMsg;
@@ -234,13 +239,8 @@ impl Actor for ToolServerActor {
     }
 
     async fn handle(&self, myself: ActorRef<Self::Msg>, msg: Self::Msg, state: &mut State) -> Result<(), ActorProcessingErr> {
-        let now = Instant::now();
         match msg {
             ToolServerMsg::ListTools { ctx, reply } => {
-                if let Some(refusal) = state.health.refusal(&self.server.name, now) {
-                    let _ = reply.send(Err(refusal));
-                    return Ok(());
-                }
                 let me = myself.clone();
                 let list = |http: reqwest::Client, ctx: CallContext| async move { client::list_tools(&http, &ctx).await };
                 self.spawn_call(&myself, state, ctx, "tools/list", None, list, move |result| match result {
@@ -259,10 +259,6 @@ impl Actor for ToolServerActor {
                 arguments,
                 reply,
             } => {
-                if let Some(refusal) = state.health.refusal(&self.server.name, now) {
-                    let _ = reply.send(Err(refusal));
-                    return Ok(());
-                }
                 let tool = name.clone();
                 let call =
                     move |http: reqwest::Client, ctx: CallContext| async move { client::call_tool(&http, &ctx, &name, arguments).await };
@@ -271,19 +267,19 @@ impl Actor for ToolServerActor {
                 });
             }
             ToolServerMsg::ReadResource { ctx, uri, reply } => {
-                if let Some(refusal) = state.health.refusal(&self.server.name, now) {
-                    let _ = reply.send(Err(refusal));
-                    return Ok(());
-                }
                 let read = move |http: reqwest::Client, ctx: CallContext| async move { client::read_resource(&http, &ctx, &uri).await };
                 self.spawn_call(&myself, state, ctx, "resources/read", None, read, move |result| {
                     let _ = reply.send(result);
                 });
             }
             ToolServerMsg::Health { reply } => {
-                let _ = reply.send(self.health(state, now));
+                let _ = reply.send(self.health(state));
             }
-            ToolServerMsg::Observed(observation) => state.health.observe(observation, now),
+            ToolServerMsg::Observed(observation) => {
+                // A server that went away fails this actor (the error is the crash's reason):
+                // the supervisor restarts it, or takes the server out of service (`actors::root`).
+                state.health.observe(&self.server.name, observation)?;
+            }
             ToolServerMsg::Listed { tools, reply } => {
                 state.health.tool_count = Some(tools.len());
                 let _ = reply.send(Ok(self.definitions(state, &tools)));
@@ -294,12 +290,13 @@ impl Actor for ToolServerActor {
 }
 
 impl ToolServerActor {
-    fn health(&self, state: &State, now: Instant) -> Health {
+    /// The actor's own view; [`ToolServers::health`] adds the supervisor's ([`Standing`]).
+    fn health(&self, state: &State) -> Health {
         Health {
             server: self.server.name.clone(),
-            reachable: state.health.consecutive_unreachable == 0,
-            circuit: state.health.circuit(now),
-            consecutive_unreachable: state.health.consecutive_unreachable,
+            reachable: !state.health.unreachable,
+            circuit: Circuit::Closed,
+            consecutive_unreachable: 0,
             last_error: state.health.last_error.clone(),
             tool_count: state.health.tool_count,
             cached_definitions: state.definitions.len(),
@@ -451,6 +448,8 @@ pub struct ToolServers {
     /// (the root supervisor changes it as it starts and stops actors, `actors::root`).
     servers: Arc<RwLock<HashMap<String, McpServer>>>,
     actors: Arc<RwLock<HashMap<String, ActorRef<ToolServerMsg>>>>,
+    /// What the root supervisor records of each server across restarts (crashes, unavailable).
+    standing: Arc<RwLock<HashMap<String, Standing>>>,
     timeout: Duration,
 }
 
@@ -465,7 +464,53 @@ impl ToolServers {
         ToolServers {
             servers: Arc::new(RwLock::new(servers.iter().map(|s| (s.name.clone(), s.clone())).collect())),
             actors: Arc::default(),
+            standing: Arc::default(),
             timeout,
+        }
+    }
+
+    fn standing_of(&self, server: &str) -> Standing {
+        self.standing
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(server)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The root supervisor records what it did about `server` (a crash counted, the server
+    /// taken out of service, or tried again).
+    pub(crate) fn record_standing(&self, server: &str, change: impl FnOnce(&mut Standing)) {
+        let mut all = self.standing.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        change(all.entry(server.to_string()).or_default());
+    }
+
+    /// Whether `server` is out of service (its restart limit was reached).
+    pub fn is_unavailable(&self, server: &str) -> bool {
+        self.standing_of(server).unavailable.is_some()
+    }
+
+    /// Every server out of service now, by name (what `/healthz` reports).
+    pub fn unavailable(&self) -> Vec<Unavailable> {
+        let all = self.standing.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut out: Vec<Unavailable> = all.values().filter_map(|s| s.unavailable.clone()).collect();
+        out.sort_by(|a, b| a.server.cmp(&b.server));
+        out
+    }
+
+    /// The servers this caller could reach but that are out of service now: the turn tells
+    /// the person which tools are missing, rather than silently offering fewer.
+    pub fn unavailable_for(&self, caller: &Caller) -> Vec<String> {
+        self.names()
+            .into_iter()
+            .filter(|n| self.is_unavailable(n) && self.servers().get(n).is_some_and(|s| bearer_for(s, caller).is_ok()))
+            .collect()
+    }
+
+    /// A call's outcome on `server`: one that reached it ends a trial after an outage.
+    fn settle<T>(&self, server: &str, result: &Result<T, McpError>) {
+        if matches!(result, Ok(_) | Err(McpError::Refused(_))) && self.standing_of(server).trial {
+            self.record_standing(server, |s| s.trial = false);
         }
     }
 
@@ -509,6 +554,10 @@ impl ToolServers {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(server);
+        self.standing
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(server);
         self.actors
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -516,9 +565,12 @@ impl ToolServers {
     }
 
     /// The configured servers this caller can reach now: every `auth=none` server, and each
-    /// `auth=nextcloud` server for which the app sent a token.
+    /// `auth=nextcloud` server for which the app sent a token — except those out of service.
     pub fn reachable(&self, caller: &Caller) -> Vec<String> {
-        self.names().into_iter().filter(|n| self.can_reach(n, caller)).collect()
+        self.names()
+            .into_iter()
+            .filter(|n| self.can_reach(n, caller) && !self.is_unavailable(n))
+            .collect()
     }
 
     /// Whether `server` is configured and this caller holds what it needs to reach it.
@@ -529,7 +581,9 @@ impl ToolServers {
     /// The tools `server` offers this caller, as definitions the model and the relay may see.
     pub async fn list_tools(&self, server: &str, caller: &Caller) -> Result<Vec<ToolDef>, McpError> {
         let (actor, ctx) = self.door(server, caller)?;
-        self.ask(&actor, |reply| ToolServerMsg::ListTools { ctx, reply }).await
+        let result = self.ask(&actor, |reply| ToolServerMsg::ListTools { ctx, reply }).await;
+        self.settle(server, &result);
+        result
     }
 
     /// Calls one tool on `server` as `caller`.
@@ -542,20 +596,25 @@ impl ToolServers {
     ) -> Result<CallToolResult, McpError> {
         let (actor, ctx) = self.door(server, caller)?;
         let name = name.to_string();
-        self.ask(&actor, |reply| ToolServerMsg::CallTool {
-            ctx,
-            name,
-            arguments,
-            reply,
-        })
-        .await
+        let result = self
+            .ask(&actor, |reply| ToolServerMsg::CallTool {
+                ctx,
+                name,
+                arguments,
+                reply,
+            })
+            .await;
+        self.settle(server, &result);
+        result
     }
 
     /// Reads one resource of `server` as `caller`.
     pub async fn read_resource(&self, server: &str, caller: &Caller, uri: &str) -> Result<ReadResourceResult, McpError> {
         let (actor, ctx) = self.door(server, caller)?;
         let uri = uri.to_string();
-        self.ask(&actor, |reply| ToolServerMsg::ReadResource { ctx, uri, reply }).await
+        let result = self.ask(&actor, |reply| ToolServerMsg::ReadResource { ctx, uri, reply }).await;
+        self.settle(server, &result);
+        result
     }
 
     /// The health of one configured server (None: no such server). An actor that does not
@@ -564,15 +623,22 @@ impl ToolServers {
         if !self.contains(server) {
             return None;
         }
-        let Some(actor) = self.actor(server) else {
-            return Some(Health::unanswered(server, "tool server actor not running"));
-        };
-        Some(
-            match actor.call(|reply| ToolServerMsg::Health { reply }, Some(HEALTH_TIMEOUT)).await {
+        let standing = self.standing_of(server);
+        let mut health = match (&standing.unavailable, self.actor(server)) {
+            (Some(down), _) => Health::unanswered(server, &down.reason),
+            (None, None) => Health::unanswered(server, "tool server actor not running"),
+            (None, Some(actor)) => match actor.call(|reply| ToolServerMsg::Health { reply }, Some(HEALTH_TIMEOUT)).await {
                 Ok(ractor::rpc::CallResult::Success(health)) => health,
                 _ => Health::unanswered(server, "tool server actor did not answer"),
             },
-        )
+        };
+        health.consecutive_unreachable = standing.recent_crashes;
+        health.circuit = match (&standing.unavailable, standing.trial) {
+            (Some(_), _) => Circuit::Open,
+            (None, true) => Circuit::HalfOpen,
+            (None, false) => Circuit::Closed,
+        };
+        Some(health)
     }
 
     /// The health of every configured server, by name.
@@ -610,6 +676,12 @@ impl ToolServers {
             .config(server)
             .ok_or_else(|| McpError::Transport(format!("unknown server {server}")))?;
         let bearer = bearer_for(&cfg, caller)?;
+        if let Some(down) = self.standing_of(server).unavailable {
+            return Err(McpError::Transport(format!(
+                "{server} is unavailable (its restart limit was reached) until {} ms",
+                down.retry_at_unix_ms
+            )));
+        }
         let actor = self
             .actor(server)
             .ok_or_else(|| McpError::Transport("tool server actor not running".into()))?;
@@ -669,30 +741,19 @@ mod tests {
     }
 
     #[test]
-    fn the_circuit_opens_only_on_a_server_that_is_down_and_closes_when_it_answers() {
+    fn only_a_server_that_is_gone_fails_the_actor() {
         let mut h = HealthState::default();
-        let t0 = Instant::now();
         // A caller's own failures (a refused token, a slow tool) never count.
         for _ in 0..10 {
-            h.observe(failed(false), t0);
+            assert!(h.observe("s", failed(false)).is_ok());
         }
-        assert_eq!((h.circuit(t0), h.consecutive_unreachable), (Circuit::Closed, 0));
+        assert!(!h.unreachable);
         assert!(h.last_error.is_some());
-        for _ in 0..OPEN_AFTER - 1 {
-            h.observe(failed(true), t0);
-        }
-        assert_eq!(h.circuit(t0), Circuit::Closed);
-        assert!(h.refusal("s", t0).is_none());
-        h.observe(failed(true), t0);
-        assert_eq!(h.circuit(t0), Circuit::Open);
-        assert!(matches!(h.refusal("s", t0), Some(McpError::Transport(_))));
-        let later = t0 + OPEN_FOR;
-        assert_eq!(h.circuit(later), Circuit::HalfOpen);
-        assert!(h.refusal("s", later).is_none(), "half-open lets a call through");
-        h.observe(failed(true), later);
-        assert_eq!(h.circuit(later), Circuit::Open, "a failed trial opens it again");
-        h.observe(Observation::Answered, later);
-        assert_eq!((h.circuit(later), h.consecutive_unreachable), (Circuit::Closed, 0));
+        let gone = h.observe("s", failed(true)).expect_err("an unreachable server fails the actor");
+        assert!(gone.to_string().contains("s is unreachable"), "{gone}");
+        assert!(h.unreachable);
+        assert!(h.observe("s", Observation::Answered).is_ok());
+        assert!(!h.unreachable);
     }
 
     #[tokio::test]

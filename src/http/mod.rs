@@ -143,8 +143,16 @@ async fn error_shape_layer(request: Request, next: Next) -> Response {
     shaped
 }
 
-async fn health() -> impl IntoResponse {
-    Json(serde_json::json!({"status": "ok"}))
+/// `ok`, or `degraded` naming each tool server out of service (its restart limit was reached;
+/// `actors::root`). Still 200: the process serves every conversation, only those tools are
+/// missing, and a load balancer must not take the instance out for it. Server names are the
+/// operator's configuration, never anything of a user.
+async fn health(State(state): State<AppState>) -> impl IntoResponse {
+    let unavailable = state.services.tool_servers.unavailable();
+    if unavailable.is_empty() {
+        return Json(serde_json::json!({"status": "ok"}));
+    }
+    Json(serde_json::json!({"status": "degraded", "unavailableToolServers": unavailable}))
 }
 
 /// G1 for every `/v1/*` request, in an order that never buffers for a stranger: the proxy

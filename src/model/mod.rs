@@ -130,6 +130,13 @@ pub enum ModelError {
     Timeout,
     #[error("model provider answered HTTP {0}")]
     Status(u16),
+    /// HTTP 429: the provider (or a gateway in front of it) is rate-limiting us. Worth the
+    /// next endpoint or the fallback model; `Retry-After` (seconds) goes to the log.
+    #[error("model provider is rate-limiting (HTTP 429, Retry-After {0:?} s)")]
+    RateLimited(Option<u64>),
+    /// A started stream said nothing for `TAMEBI_MODEL_IDLE_SECS`.
+    #[error("model provider stream stalled: nothing for {0:?}")]
+    Stalled(Duration),
     #[error("model provider stream malformed: {0}")]
     Protocol(String),
 }
@@ -137,7 +144,7 @@ pub enum ModelError {
 impl ModelError {
     /// Worth one retry on the fallback model: the primary never started answering.
     fn before_first_chunk(&self) -> bool {
-        matches!(self, ModelError::Connect(_) | ModelError::Timeout)
+        matches!(self, ModelError::Connect(_) | ModelError::Timeout | ModelError::RateLimited(_))
     }
 }
 
@@ -300,10 +307,18 @@ impl ModelClient {
                     ModelError::Connect(e.to_string())
                 }
             })?;
+        if response.status() == reqwest::StatusCode::TOO_MANY_REQUESTS {
+            return Err(ModelError::RateLimited(retry_after(response.headers())));
+        }
         if !response.status().is_success() {
             return Err(ModelError::Status(response.status().as_u16()));
         }
-        let mut events = Box::pin(parse(events_of(response, lease), span));
+        // A 200 that is not an event stream (a proxy's or captive portal's HTML page) would
+        // parse as an empty stream: say what it was instead.
+        if let Some(kind) = not_an_event_stream(response.headers()) {
+            return Err(ModelError::Protocol(format!("the provider answered {kind}, not an event stream")));
+        }
+        let mut events = Box::pin(parse(events_of(response, lease), span, Some(self.config.idle_timeout)));
         // Wait for the first event here, so that "silent before the first chunk" is a
         // fallback case rather than a broken turn.
         let first = tokio::time::timeout(first_chunk, events.next())
@@ -315,6 +330,19 @@ impl ModelClient {
         }
         Ok(Box::pin(head.chain(events)))
     }
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is read as absent: it only goes to the log).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<u64> {
+    headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()
+}
+
+/// The content type of an answer that says it is not `text/event-stream` (none said: assumed
+/// to be one, as some servers send none).
+fn not_an_event_stream(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    let kind = headers.get(reqwest::header::CONTENT_TYPE)?.to_str().unwrap_or("?");
+    let essence = kind.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    (essence != "text/event-stream").then(|| kind.chars().take(80).collect())
 }
 
 /// The response body as SSE events, keeping `lease` (which counts this stream on its
@@ -392,14 +420,29 @@ struct FunctionDelta {
 /// it holds little: `events` is read where it was captured (hence `Unpin`; pinning it into a
 /// local would keep it twice), and each chunk is decoded and taken apart outside it
 /// ([`chunk_of`], [`chunk_events`]), so that no chunk, choice or call is part of it.
-fn parse<S, E>(mut events: S, span: tracing::Span) -> impl Stream<Item = Result<ModelEvent, ModelError>> + Send
+///
+/// After the first event, each next one must come within `idle` (`TAMEBI_MODEL_IDLE_SECS`): a
+/// provider that stalls mid-answer ends the stream with [`ModelError::Stalled`] rather than
+/// holding the turn until the whole call's bound. The first event has its own bound (the
+/// caller's first-chunk timeout).
+fn parse<S, E>(mut events: S, span: tracing::Span, idle: Option<Duration>) -> impl Stream<Item = Result<ModelEvent, ModelError>> + Send
 where
     S: Stream<Item = Result<eventsource_stream::Event, E>> + Send + Unpin + 'static,
     E: std::fmt::Display + Send,
 {
     async_stream::stream! {
         let mut finished = false;
-        while let Some(event) = events.next().await {
+        let mut bound = None;
+        loop {
+            let next = match bound {
+                Some(idle) => match tokio::time::timeout(idle, events.next()).await {
+                    Ok(next) => next,
+                    Err(_) => { yield Err(ModelError::Stalled(idle)); return; }
+                },
+                None => events.next().await,
+            };
+            let Some(event) = next else { break };
+            bound = idle;
             let chunk = match event.map_err(|e| e.to_string()).and_then(|event| chunk_of(&event.data)) {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => break,
@@ -521,6 +564,8 @@ fn error_type(e: &ModelError) -> &'static str {
         ModelError::Connect(_) => "model.connect",
         ModelError::Timeout => "model.timeout",
         ModelError::Status(_) => "model.status",
+        ModelError::RateLimited(_) => "model.rate_limited",
+        ModelError::Stalled(_) => "model.stalled",
         ModelError::Protocol(_) => "model.protocol",
     }
 }
@@ -572,7 +617,7 @@ mod tests {
         // What `start_at` hands to `parse`.
         let events = events_of(response, lease);
         let events_size = std::mem::size_of_val(&events);
-        let parsed = parse(events, tracing::Span::none());
+        let parsed = parse(events, tracing::Span::none(), None);
         eprintln!(
             "size model stream (parse): {} (its event stream: {events_size})",
             std::mem::size_of_val(&parsed)
@@ -598,7 +643,7 @@ mod tests {
                 })
             })
             .collect();
-        futures::executor::block_on(parse(futures::stream::iter(evs), tracing::Span::none()).collect())
+        futures::executor::block_on(parse(futures::stream::iter(evs), tracing::Span::none(), None).collect())
     }
 
     #[test]

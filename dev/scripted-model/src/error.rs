@@ -19,7 +19,12 @@ pub enum Error {
     ModelNotFound(String),
     /// A script step asked for this error (`{"error": {"status", "message"}}`).
     #[error("{message}")]
-    Scripted { status: StatusCode, message: String },
+    Scripted {
+        status: StatusCode,
+        message: String,
+        /// Sent as `Retry-After` (seconds).
+        retry_after_secs: Option<u64>,
+    },
     /// A rule set sent to `/__scripts` or read from `--scripts` is not valid (400).
     #[error("invalid scripts: {0}")]
     BadScripts(String),
@@ -91,6 +96,17 @@ impl IntoResponse for Error {
                 code,
             },
         };
-        (self.status(), Json(body)).into_response()
+        let retry_after = match &self {
+            Error::Scripted {
+                retry_after_secs: Some(secs),
+                ..
+            } => Some(secs.to_string()),
+            _ => None,
+        };
+        let mut response = (self.status(), Json(body)).into_response();
+        if let Some(value) = retry_after.and_then(|v| axum::http::HeaderValue::from_str(&v).ok()) {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
+        }
+        response
     }
 }

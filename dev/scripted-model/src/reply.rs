@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
-use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -38,6 +37,10 @@ pub enum Emit {
     Pause(Duration),
     /// Drop the connection without finishing the response.
     Cut,
+    /// Send these bytes as they are (a frame cut short), no SSE framing added.
+    Raw(String),
+    /// Send nothing more and never end (until the client leaves or the server shuts down).
+    Stall,
 }
 
 /// Splits `text` into pieces of at most `n` characters (never inside a character).
@@ -80,7 +83,7 @@ pub fn stream_plan(reply: &Reply, calls: &[IdentifiedCall], meta: &ResponseMeta,
         pieces += 1;
     };
 
-    let text: String = match reply.abort_after_chars {
+    let text: String = match reply.abort_after_chars.or(reply.stall_after_chars) {
         Some(n) => reply.text.chars().take(n).collect(),
         None => reply.text.clone(),
     };
@@ -94,7 +97,23 @@ pub fn stream_plan(reply: &Reply, calls: &[IdentifiedCall], meta: &ResponseMeta,
             None,
         ));
     }
+    if reply.stall_after_chars.is_some() {
+        plan.push(Emit::Stall);
+        return plan;
+    }
     if reply.abort_after_chars.is_some() {
+        if reply.cut_mid_chunk {
+            // Half of the next frame: `data: {"id":…` broken off inside its JSON.
+            let next = json(&meta.chunk(
+                Delta {
+                    content: Some(reply.text.chars().skip(text.chars().count()).collect()),
+                    ..Delta::default()
+                },
+                None,
+            ));
+            let half: String = next.chars().take(next.chars().count() / 2).collect();
+            plan.push(Emit::Raw(format!("data: {half}")));
+        }
         plan.push(Emit::Cut);
         return plan;
     }
@@ -194,13 +213,17 @@ fn json<T: serde::Serialize>(value: &T) -> String {
 #[error("scripted abort")]
 struct Abort;
 
-/// Streams the plan over SSE, pausing as planned; ends early on shutdown.
+/// Streams the plan over SSE, pausing as planned; ends early on shutdown. Frames are written
+/// by hand (`data: …` and a blank line, as axum's `Sse` writes them) so that a plan can also
+/// send a frame cut short.
 pub fn sse_response(plan: Vec<Emit>, shutdown: CancellationToken) -> Response {
     let stream = async_stream::stream! {
         for emit in plan {
             match emit {
-                Emit::Data(data) => yield Ok::<Event, Abort>(Event::default().data(data)),
+                Emit::Data(data) => yield Ok::<Bytes, Abort>(Bytes::from(format!("data: {data}\n\n"))),
+                Emit::Raw(bytes) => yield Ok(Bytes::from(bytes)),
                 Emit::Pause(d) => tokio::time::sleep(d).await,
+                Emit::Stall => futures::future::pending::<()>().await,
                 Emit::Cut => {
                     // Let hyper flush what was sent so far, so the client really sees a
                     // response that breaks off rather than no response at all.
@@ -211,7 +234,14 @@ pub fn sse_response(plan: Vec<Emit>, shutdown: CancellationToken) -> Response {
             }
         }
     };
-    Sse::new(stream.take_until(shutdown.cancelled_owned())).into_response()
+    let headers = [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")];
+    (headers, Body::from_stream(stream.take_until(shutdown.cancelled_owned()))).into_response()
+}
+
+/// A `200 OK` whose body is an HTML page: what a proxy or captive portal answers in the
+/// provider's place.
+pub fn html_response(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
 }
 
 /// Sends a whole completion after the pauses its chunks would have taken. With an abort,

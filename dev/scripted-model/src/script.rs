@@ -129,13 +129,27 @@ pub enum Step {
     Error {
         status: StatusCode,
         message: String,
+        /// Sent as `Retry-After` (seconds), as a rate-limiting provider does with a 429.
+        retry_after_secs: Option<u64>,
     },
     Hang,
     Abort {
         text: String,
         after_chars: usize,
         pacing: Pacing,
+        /// Cut in the middle of the next chunk's JSON rather than between two chunks.
+        mid_chunk: bool,
     },
+    /// Streams the first `after_chars` of `text`, then sends nothing more and never ends (until
+    /// the client goes away or the server shuts down): a provider that stalls mid-answer.
+    Stall {
+        text: String,
+        after_chars: usize,
+        pacing: Pacing,
+    },
+    /// A `200 OK` with this body as `text/html`: a proxy's or captive portal's page where the
+    /// provider should be.
+    Html(String),
 }
 
 impl Step {
@@ -143,7 +157,7 @@ impl Step {
     fn repeats(&self) -> bool {
         match self {
             Step::Text { .. } => true,
-            Step::ToolCalls { .. } | Step::Error { .. } | Step::Hang | Step::Abort { .. } => false,
+            Step::ToolCalls { .. } | Step::Error { .. } | Step::Hang | Step::Abort { .. } | Step::Stall { .. } | Step::Html(_) => false,
         }
     }
 }
@@ -157,6 +171,9 @@ struct RawStep {
     error: Option<RawError>,
     hang: Option<bool>,
     abort_after_chars: Option<usize>,
+    mid_chunk: Option<bool>,
+    stall_after_chars: Option<usize>,
+    html: Option<String>,
     echo_tool_result: Option<bool>,
     text_from_template: Option<String>,
     summarise_user_lines: Option<bool>,
@@ -188,6 +205,8 @@ fn empty_object() -> serde_json::Value {
 struct RawError {
     status: u16,
     message: String,
+    #[serde(default)]
+    retry_after_secs: Option<u64>,
 }
 
 impl TryFrom<RawStep> for Step {
@@ -200,6 +219,8 @@ impl TryFrom<RawStep> for Step {
             raw.error.is_some(),
             raw.hang.is_some(),
             raw.abort_after_chars.is_some(),
+            raw.stall_after_chars.is_some(),
+            raw.html.is_some(),
             raw.echo_tool_result.is_some(),
             raw.text_from_template.is_some(),
             raw.summarise_user_lines.is_some(),
@@ -207,12 +228,23 @@ impl TryFrom<RawStep> for Step {
         let count = kinds.iter().filter(|k| **k).count();
         if count > 1 || (count == 0 && raw.text.is_none()) {
             return Err("a step needs exactly one of: text, tool_calls (with optional text), error, hang, \
-                        abort_after_chars (with text), echo_tool_result, text_from_template, summarise_user_lines"
+                        abort_after_chars (with text), stall_after_chars (with text), html, echo_tool_result, \
+                        text_from_template, summarise_user_lines"
                 .into());
         }
-        let text_allowed = count == 0 || raw.tool_calls.is_some() || raw.abort_after_chars.is_some();
+        let text_allowed = count == 0 || raw.tool_calls.is_some() || raw.abort_after_chars.is_some() || raw.stall_after_chars.is_some();
         if raw.text.is_some() && !text_allowed {
-            return Err("\"text\" goes only with tool_calls or abort_after_chars, or alone".into());
+            return Err("\"text\" goes only with tool_calls, abort_after_chars or stall_after_chars, or alone".into());
+        }
+        if raw.mid_chunk.is_some() && raw.abort_after_chars.is_none() {
+            return Err("\"mid_chunk\" goes only with abort_after_chars".into());
+        }
+        if let Some(html) = raw.html {
+            return Ok(Step::Html(html));
+        }
+        if let Some(after_chars) = raw.stall_after_chars {
+            let text = raw.text.ok_or("stall_after_chars needs the text to stream before the stall")?;
+            return Ok(Step::Stall { text, after_chars, pacing });
         }
         if raw.as_text.is_some() && raw.tool_calls.is_none() {
             return Err("\"as_text\" goes only with tool_calls".into());
@@ -228,6 +260,7 @@ impl TryFrom<RawStep> for Step {
             return Ok(Step::Error {
                 status,
                 message: err.message,
+                retry_after_secs: err.retry_after_secs,
             });
         }
         if let Some(hang) = raw.hang {
@@ -239,7 +272,13 @@ impl TryFrom<RawStep> for Step {
         }
         if let Some(after_chars) = raw.abort_after_chars {
             let text = raw.text.ok_or("abort_after_chars needs the text to stream before the cut")?;
-            return Ok(Step::Abort { text, after_chars, pacing });
+            let mid_chunk = raw.mid_chunk.unwrap_or(false);
+            return Ok(Step::Abort {
+                text,
+                after_chars,
+                pacing,
+                mid_chunk,
+            });
         }
         let text = if let Some(echo) = raw.echo_tool_result {
             if !echo {
@@ -320,8 +359,13 @@ fn tool_calls_step(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Reply(Reply),
-    Fail { status: StatusCode, message: String },
+    Fail {
+        status: StatusCode,
+        message: String,
+        retry_after_secs: Option<u64>,
+    },
     Hang,
+    Html(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -331,6 +375,10 @@ pub struct Reply {
     pub pacing: Pacing,
     /// Cut the connection once this many characters of text were sent.
     pub abort_after_chars: Option<usize>,
+    /// With `abort_after_chars`: cut inside the next chunk's JSON, not between chunks.
+    pub cut_mid_chunk: bool,
+    /// Stall (send nothing more, never end) once this many characters of text were sent.
+    pub stall_after_chars: Option<usize>,
     pub usage: Option<UsageOverride>,
 }
 
@@ -341,6 +389,8 @@ impl Reply {
             calls: Vec::new(),
             pacing,
             abort_after_chars: None,
+            cut_mid_chunk: false,
+            stall_after_chars: None,
             usage,
         }
     }
@@ -460,19 +510,43 @@ fn render(step: &Step, vars: &Placeholders<'_>) -> Outcome {
                     .collect(),
                 pacing: *pacing,
                 abort_after_chars: None,
+                cut_mid_chunk: false,
+                stall_after_chars: None,
                 usage: *usage,
             },
         )),
-        Step::Error { status, message } => Outcome::Fail {
+        Step::Error {
+            status,
+            message,
+            retry_after_secs,
+        } => Outcome::Fail {
             status: *status,
             message: message.clone(),
+            retry_after_secs: *retry_after_secs,
         },
         Step::Hang => Outcome::Hang,
-        Step::Abort { text, after_chars, pacing } => Outcome::Reply(Reply {
+        Step::Html(body) => Outcome::Html(body.clone()),
+        Step::Abort {
+            text,
+            after_chars,
+            pacing,
+            mid_chunk,
+        } => Outcome::Reply(Reply {
             text: text.clone(),
             calls: Vec::new(),
             pacing: *pacing,
             abort_after_chars: Some(*after_chars),
+            cut_mid_chunk: *mid_chunk,
+            stall_after_chars: None,
+            usage: None,
+        }),
+        Step::Stall { text, after_chars, pacing } => Outcome::Reply(Reply {
+            text: text.clone(),
+            calls: Vec::new(),
+            pacing: *pacing,
+            abort_after_chars: None,
+            cut_mid_chunk: false,
+            stall_after_chars: Some(*after_chars),
             usage: None,
         }),
     }

@@ -147,8 +147,19 @@ async fn answer(state: &AppState, body: &[u8]) -> Result<Response, Error> {
     }
     let reply = match state.scripts.decide(&convo) {
         Outcome::Reply(reply) => reply,
-        Outcome::Fail { status, message } => return Err(Error::Scripted { status, message }),
+        Outcome::Fail {
+            status,
+            message,
+            retry_after_secs,
+        } => {
+            return Err(Error::Scripted {
+                status,
+                message,
+                retry_after_secs,
+            });
+        }
         Outcome::Hang => return Ok(reply::hang(&state.shutdown).await),
+        Outcome::Html(body) => return Ok(reply::html_response(body)),
     };
     let calls = identify(state, &reply);
     let meta = ResponseMeta {

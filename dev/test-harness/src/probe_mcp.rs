@@ -18,7 +18,11 @@ pub struct ProbeMcp {
 
 impl ProbeMcp {
     pub fn start() -> ProbeMcp {
-        let port = free_port();
+        Self::start_on(free_port())
+    }
+
+    /// Starts the probe on `port` (a restart after [`ProbeMcp::kill9`] uses the same one).
+    fn start_on(port: u16) -> ProbeMcp {
         let mut cmd = Command::new(workspace_bin("probe-mcp", "probe-mcp", &[]));
         cmd.arg("--bind").arg(format!("127.0.0.1:{port}")).env("RUST_LOG", "info,rmcp=warn");
         let base = format!("http://127.0.0.1:{port}");
@@ -38,6 +42,17 @@ impl ProbeMcp {
 
     pub fn process(&mut self) -> &mut Process {
         &mut self.process
+    }
+
+    /// SIGKILL, as a crashed server dies: open calls break off, nothing is answered.
+    pub fn kill9(&mut self) {
+        self.process.kill9();
+    }
+
+    /// Starts a fresh probe on the same address (its tool set starts empty: set it again).
+    pub fn restart(&mut self) {
+        let port: u16 = self.base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("the probe's port");
+        *self = Self::start_on(port);
     }
 
     /// Replaces the served tool set: `{"tools": [...]}` or a bare array of MCP tool
