@@ -373,3 +373,176 @@ async fn model_faults_end_in_the_documented_part_never_a_hang() {
     let p = turn(&orch, "alice", "fine", "m1", "all good?", "req-fine").await;
     assert_eq!(text_of(&p), "You said: all good?");
 }
+
+/// Conversations for the SIGTERM test: 1,000, one user each (as many people as streams).
+const STREAMS: usize = 1000;
+
+/// The text each stream shows before its model stalls (and the shutdown arrives).
+const BEFORE_STALL: &str = "Here is what";
+
+/// Opens the stream of conversation `i`, counts it in `ready` once its first text arrived
+/// (the turn is then past its committed tool call), and reads it to its end.
+async fn held_stream(
+    http: reqwest::Client,
+    base: String,
+    i: usize,
+    opening: std::sync::Arc<tokio::sync::Semaphore>,
+    ready: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> String {
+    let permit = opening.acquire_owned().await.unwrap();
+    let body = user_turn(&format!("c{i}"), "m1", "remember and talk");
+    let mut response = Orchestrator::request_at(&http, &base, Method::POST, "/v1/chat", &format!("u{i}"), &body, &[])
+        .header("x-request-id", format!("req-{i}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "stream {i}");
+    let mut seen = String::new();
+    while !seen.contains("\"text-delta\"") {
+        let chunk = response
+            .chunk()
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("stream {i} ended early: {seen}"));
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    drop(permit);
+    ready.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    seen
+}
+
+/// SIGTERM with 1,000 streams open: every stream ends with the documented marker (the
+/// "service is restarting" error part with its request id, then `[DONE]`) that tells the
+/// client to come back; the process exits cleanly; after a restart every conversation
+/// answers its resume (`GET /v1/chat/{id}/stream`: nothing in flight any more), still holds
+/// everything committed (the user message, the finished tool call), carries the interrupted
+/// reply's marker and goes on with a new turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_with_a_thousand_open_streams_ends_each_resumably_and_loses_nothing() {
+    use futures::StreamExt;
+    let limit = test_harness::process::raise_nofile_limit();
+    println!("open-file limit {limit}");
+    let model = tokio::task::spawn_blocking(ScriptedModel::start).await.unwrap();
+    model.add_rules(json!([
+        {"match": "remember and talk", "steps": [
+            {"tool_calls": [{"name": "memory_list", "arguments": {}}]},
+            {"text": format!("{BEFORE_STALL} so far, and more would come"), "stall_after_chars": BEFORE_STALL.len()}]}
+    ]));
+    let options = Options {
+        model_url: model.url(),
+        extra_env: vec![("TAMEBI_SHUTDOWN_SECS".into(), "20".into())],
+        ..Options::default()
+    };
+    let mut orch = tokio::task::spawn_blocking(move || Orchestrator::start(options)).await.unwrap();
+    let http = reqwest::Client::builder().no_proxy().timeout(BOUND).build().unwrap();
+    let base = orch.url();
+
+    let started = std::time::Instant::now();
+    let opening = std::sync::Arc::new(tokio::sync::Semaphore::new(64));
+    let ready = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let streams: Vec<_> = (0..STREAMS)
+        .map(|i| tokio::spawn(held_stream(http.clone(), base.clone(), i, opening.clone(), ready.clone())))
+        .collect();
+    let deadline = std::time::Instant::now() + BOUND;
+    while ready.load(std::sync::atomic::Ordering::SeqCst) < STREAMS {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {} streams opened",
+            ready.load(std::sync::atomic::Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!("{STREAMS} streams open after {:?}", started.elapsed());
+
+    let term = std::time::Instant::now();
+    let pid = orch.pid();
+    std::process::Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    for (i, stream) in streams.into_iter().enumerate() {
+        let frames = test_harness::orchestrator::parse_sse(&stream.await.unwrap());
+        assert_eq!(frames.last().map(String::as_str), Some("[DONE]"), "stream {i}: {frames:?}");
+        let p = parts(&frames);
+        assert_eq!(
+            error_of_stream(&p, i),
+            format!("The service is restarting. Please try again in a moment. (request id: req-{i})")
+        );
+        assert_eq!(of_type(&p, "tool-output-available").len(), 1, "stream {i}: {p:?}");
+        assert_eq!(text_of(&p), BEFORE_STALL, "stream {i}");
+    }
+    let code = tokio::task::block_in_place(|| orch.process().terminate(Duration::from_secs(40)));
+    assert_eq!(code, Some(0), "a clean exit after SIGTERM");
+    println!("every stream ended and the process exited {:?} after SIGTERM", term.elapsed());
+
+    let restart = std::time::Instant::now();
+    tokio::task::block_in_place(|| orch.start_again());
+    let orch = &orch;
+    let checks = futures::stream::iter(0..STREAMS)
+        .map(|i| {
+            let http = http.clone();
+            async move { resumed(orch, &http, i).await }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<()>>()
+        .await;
+    assert_eq!(checks.len(), STREAMS);
+    println!(
+        "{STREAMS} conversations resumed and continued after the restart in {:?}",
+        restart.elapsed()
+    );
+}
+
+/// The one `error` part of stream `i`.
+fn error_of_stream(p: &[Value], i: usize) -> String {
+    let errors = of_type(p, "error");
+    assert_eq!(errors.len(), 1, "stream {i}: {p:?}");
+    errors[0]["errorText"].as_str().unwrap().to_string()
+}
+
+/// Conversation `i` after the restart: its resume answers, its committed parts are there, it
+/// goes on, and its cut reply carries the interrupted marker with the cut turn's request id.
+async fn resumed(orch: &Orchestrator, http: &reqwest::Client, i: usize) {
+    let (uid, conversation) = (format!("u{i}"), format!("c{i}"));
+    let r = orch
+        .request(http, Method::GET, &format!("/v1/chat/{conversation}/stream"), &uid, b"", None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204, "conversation {i}: nothing in flight after the restart");
+    let conv = orch.get_json(http, &format!("/v1/conversations/{conversation}"), &uid).await;
+    let messages = conv["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "conversation {i}: {conv}");
+    assert_eq!(messages[0]["role"], "user");
+    let tool = messages[1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["type"] == "dynamic-tool")
+        .unwrap_or_else(|| panic!("conversation {i}: the committed tool call is lost: {conv}"));
+    assert_eq!(tool["toolName"], "memory_list");
+    assert_eq!(tool["state"], "output-available", "conversation {i}: {tool}");
+
+    let body = user_turn(&conversation, "m2", "go on");
+    let r = orch
+        .request(http, Method::POST, "/v1/chat", &uid, &body, None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "conversation {i}");
+    let p = parts(&read_sse(r).await);
+    assert_eq!(text_of(&p), "You said: go on", "conversation {i}: {p:?}");
+    let conv = orch.get_json(http, &format!("/v1/conversations/{conversation}"), &uid).await;
+    let interrupted = conv["messages"][1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["type"] == "data-interrupted")
+        .cloned()
+        .unwrap_or_else(|| panic!("conversation {i}: no interrupted marker: {conv}"));
+    assert_eq!(interrupted["data"]["requestId"], format!("req-{i}"), "{interrupted}");
+}

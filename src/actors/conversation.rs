@@ -624,10 +624,14 @@ impl ConversationActor {
             return;
         }
         let Some(mut f) = state.in_flight.take() else { return };
+        // A turn the shutdown cut off (cancelled: no history handed back) keeps its record, as
+        // after a kill -9: the restart marks the stored reply interrupted, whether this end
+        // or the actor's stop came first.
+        let cut_by_shutdown = history.is_none() && self.services.shutdown.is_cancelled();
         if changed {
             // The final version, and with it the end of the turn's record.
             let save = Save {
-                ends_turn: true,
+                ends_turn: !cut_by_shutdown,
                 ..Save::default()
             };
             if let Err(e) = self.services.store.save(&state.key, &message, save).await {
@@ -638,7 +642,7 @@ impl ConversationActor {
                 f.log.finish(moved_or_broken(&e));
                 return;
             }
-            f.record_ended = true;
+            f.record_ended |= !cut_by_shutdown;
         }
         // Keep the committed view: the history the turn had, now ending with the final
         // version of its message (none handed back: reloaded from chat.db on next use).
@@ -654,7 +658,7 @@ impl ConversationActor {
         // tools, a stopped turn), it goes now, after (a crash in between marks a finished
         // turn interrupted: harmless, never the reverse), off the client's path.
         f.log.finish(stream_log::End::Finished);
-        if !f.record_ended {
+        if !f.record_ended && !cut_by_shutdown {
             let own = &self.services.ownership;
             if let Err(e) = own.leases.turn_ended(&state.key, &own.owner).await {
                 tracing::warn!(error = %e, "could not record the end of a turn");

@@ -33,12 +33,16 @@ fn body(
         let _open = crate::telemetry::metrics::sse_stream_open();
         loop {
             let next = tokio::select! {
-                n = reader.next() => n,
+                // Shutdown first: it cancels the turns too (their tokens are its children),
+                // and a cancelled turn says "restarting" in its own log. Whichever this
+                // stream would see first, the client must get that part exactly once.
+                biased;
                 _ = shutdown.cancelled() => {
                     // Park the stream: the turn keeps its committed parts; the client may resume later.
                     yield Ok::<_, Infallible>(error_frame(messages::UNAVAILABLE, &request_id));
                     break;
                 }
+                n = reader.next() => n,
             };
             match next {
                 // Frames visible together go out as one chunk (one write, not one per part).

@@ -75,6 +75,12 @@ impl Orchestrator {
         &mut self.process
     }
 
+    /// Starts again on the same port and data directory, after the process stopped (e.g.
+    /// after `process().terminate(…)`): the restart of a deployment.
+    pub fn start_again(&mut self) {
+        self.process = spawn(self.port, &self.env);
+    }
+
     /// kill -9, then start again on the same port and data directory.
     pub fn kill9_and_restart(&mut self) {
         self.process.kill9();

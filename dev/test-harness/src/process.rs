@@ -22,6 +22,14 @@ pub fn free_port() -> u16 {
     l.local_addr().expect("local addr").port()
 }
 
+/// Raises this process's open-file limit to its hard limit and returns the new soft limit.
+/// Children started afterwards inherit it, so a test holding many connections (and the
+/// orchestrator it starts, which holds two per stream) does not run out of descriptors on a
+/// machine whose default soft limit is 1,024.
+pub fn raise_nofile_limit() -> u64 {
+    rlimit::increase_nofile_limit(u64::MAX).expect("raising the open-file limit")
+}
+
 /// Polls `check` every 20 ms until it returns true or `timeout` passes. No fixed sleeps.
 pub fn wait_until(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
