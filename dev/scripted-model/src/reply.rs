@@ -300,6 +300,8 @@ mod tests {
                 ..Pacing::default()
             },
             abort_after_chars: None,
+            cut_mid_chunk: false,
+            stall_after_chars: None,
             usage: None,
         }
     }
@@ -405,6 +407,34 @@ mod tests {
         let f = frames(&plan);
         let text: String = f.iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect();
         assert_eq!(text, "abcde");
+        assert!(f.iter().all(|c| c["choices"][0]["finish_reason"].is_null()));
+    }
+
+    #[test]
+    fn a_mid_chunk_cut_sends_half_a_frame_then_cuts() {
+        let mut r = reply("abcdefgh", 2);
+        r.abort_after_chars = Some(4);
+        r.cut_mid_chunk = true;
+        let plan = stream_plan(&r, &[], &meta(false), usage_for(&r, &[], 1));
+        assert_eq!(plan.last(), Some(&Emit::Cut));
+        let Some(Emit::Raw(half)) = plan.get(plan.len() - 2) else {
+            panic!("no half frame: {plan:?}")
+        };
+        assert!(half.starts_with("data: {"), "{half}");
+        assert!(serde_json::from_str::<Value>(half.trim_start_matches("data: ")).is_err(), "cut inside its JSON");
+        let text: String = frames(&plan).iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect();
+        assert_eq!(text, "abcd");
+    }
+
+    #[test]
+    fn a_stall_sends_the_first_characters_then_nothing() {
+        let mut r = reply("abcdefgh", 3);
+        r.stall_after_chars = Some(3);
+        let plan = stream_plan(&r, &[], &meta(true), usage_for(&r, &[], 1));
+        assert_eq!(plan.last(), Some(&Emit::Stall));
+        let f = frames(&plan);
+        let text: String = f.iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect();
+        assert_eq!(text, "abc");
         assert!(f.iter().all(|c| c["choices"][0]["finish_reason"].is_null()));
     }
 

@@ -780,16 +780,37 @@ mod tests {
         let rs = rules(json!({"rules": [
             {"match": "err", "steps": [{"error": {"status": 503, "message": "overloaded"}}]},
             {"match": "hang", "steps": [{"hang": true}]},
-            {"match": "cut", "steps": [{"abort_after_chars": 3, "text": "abcdef", "chunk_chars": 1, "delay_ms": 5}]}
+            {"match": "cut", "steps": [{"abort_after_chars": 3, "text": "abcdef", "chunk_chars": 1, "delay_ms": 5}]},
+            {"match": "limited", "steps": [{"error": {"status": 429, "message": "slow down", "retry_after_secs": 7}}]},
+            {"match": "halfway", "steps": [{"abort_after_chars": 2, "mid_chunk": true, "text": "abcdef"}]},
+            {"match": "stall", "steps": [{"stall_after_chars": 2, "text": "abcdef"}]},
+            {"match": "portal", "steps": [{"html": "<html></html>"}]}
         ]}));
         let d = |u: &str| decide(find_rule(&rs, &convo(u, 0)), &convo(u, 0), day());
         assert_eq!(
             d("err"),
             Outcome::Fail {
                 status: StatusCode::SERVICE_UNAVAILABLE,
-                message: "overloaded".into()
+                message: "overloaded".into(),
+                retry_after_secs: None,
             }
         );
+        assert_eq!(
+            d("limited"),
+            Outcome::Fail {
+                status: StatusCode::TOO_MANY_REQUESTS,
+                message: "slow down".into(),
+                retry_after_secs: Some(7),
+            }
+        );
+        assert_eq!(d("portal"), Outcome::Html("<html></html>".into()));
+        match (d("halfway"), d("stall")) {
+            (Outcome::Reply(cut), Outcome::Reply(stall)) => {
+                assert_eq!((cut.abort_after_chars, cut.cut_mid_chunk), (Some(2), true));
+                assert_eq!((stall.stall_after_chars, stall.abort_after_chars), (Some(2), None));
+            }
+            other => panic!("{other:?}"),
+        }
         assert_eq!(d("hang"), Outcome::Hang);
         match d("cut") {
             Outcome::Reply(r) => {
@@ -808,6 +829,9 @@ mod tests {
             json!({"rules": [{"match": "x", "steps": [{}]}]}),
             json!({"rules": [{"match": "x", "steps": [{"text": "a", "hang": true}]}]}),
             json!({"rules": [{"match": "x", "steps": [{"abort_after_chars": 3}]}]}),
+            json!({"rules": [{"match": "x", "steps": [{"stall_after_chars": 3}]}]}),
+            json!({"rules": [{"match": "x", "steps": [{"text": "a", "mid_chunk": true}]}]}),
+            json!({"rules": [{"match": "x", "steps": [{"html": "<p>", "text": "a"}]}]}),
             json!({"rules": [{"match": "x", "steps": [{"error": {"status": 200, "message": "no"}}]}]}),
             json!({"rules": [{"match": "x", "steps": [{"text": "a", "chunk_chars": 0}]}]}),
             json!({"rules": [{"match": "x", "steps": [{"tool_calls": []}]}]}),
