@@ -149,7 +149,7 @@ impl Actor for RootSupervisor {
                     Ok(())
                 }
                 Child::ToolServer(server) => {
-                    self.take_out_of_service(&myself, state, &child, &server, &why);
+                    self.take_out_of_service(&myself, &child, &server, &why);
                     Ok(())
                 }
             };
@@ -172,7 +172,7 @@ impl RootSupervisor {
     /// A tool server whose actor reached the restart limit: out of service for one restart
     /// window (its tools withdrawn, calls refused at once), said in the log, the trace and
     /// `/healthz`; then [`RootMsg::Retry`] starts it again. Every other child keeps running.
-    fn take_out_of_service(&self, myself: &ActorRef<RootMsg>, state: &State, child: &ActorTrace, server: &str, why: &str) {
+    fn take_out_of_service(&self, myself: &ActorRef<RootMsg>, child: &ActorTrace, server: &str, why: &str) {
         let window = self.services.config.restart_window;
         let reason = crate::auth::redact::redact(why);
         let now_ms = chrono::Utc::now().timestamp_millis();
@@ -182,10 +182,9 @@ impl RootSupervisor {
             retry_in_secs = window.as_secs(),
             "tool server restart limit reached; its tools are unavailable until it is retried"
         );
+        // On the server's own actor only (counted once in `tamebi.supervision.events`): the
+        // root itself goes on.
         child.event(Supervision::RestartLimitReached, Some(&reason));
-        state
-            .trace
-            .event(Supervision::RestartLimitReached, Some(&tool_server_actor_name(server)));
         let down = super::tool_server::Unavailable {
             server: server.to_string(),
             reason,

@@ -421,8 +421,14 @@ mod tests {
             panic!("no half frame: {plan:?}")
         };
         assert!(half.starts_with("data: {"), "{half}");
-        assert!(serde_json::from_str::<Value>(half.trim_start_matches("data: ")).is_err(), "cut inside its JSON");
-        let text: String = frames(&plan).iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect();
+        assert!(
+            serde_json::from_str::<Value>(half.trim_start_matches("data: ")).is_err(),
+            "cut inside its JSON"
+        );
+        let text: String = frames(&plan)
+            .iter()
+            .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+            .collect();
         assert_eq!(text, "abcd");
     }
 
