@@ -5,7 +5,7 @@
 //! the request id (or the documented fallback), never a hang; the supervision events are read
 //! back from the OTLP export, decoded. docs/testing.md, "Fault tests", lists what is covered
 //! here and what elsewhere.
-#![expect(clippy::unwrap_used, reason = "helpers of a test file fail the test by panicking")]
+#![expect(clippy::unwrap_used, clippy::panic, reason = "helpers of a test file fail the test by panicking")]
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -116,30 +116,22 @@ async fn a_tool_server_killed_mid_call_is_a_crash_and_a_restart_and_nobody_else_
         mcp_servers: format!("probe={};auth=none;trust=reads", probe.url()),
         extra_env: otel_env(&otlp),
     };
-    let orch = std::sync::Arc::new(tokio::task::spawn_blocking(move || Orchestrator::start(options)).await.unwrap());
+    let orch = tokio::task::spawn_blocking(move || Orchestrator::start(options)).await.unwrap();
 
-    // Bob's conversation streams throughout, on its own.
-    let bystander = {
-        let orch = orch.clone();
-        tokio::spawn(async move { turn(&orch, "bob", "story", "m1", "tell a story", "req-story").await })
-    };
-    let victim = {
-        let orch = orch.clone();
-        tokio::spawn(async move { turn(&orch, "alice", "lookup", "m1", "look it up", "req-kill").await })
-    };
-    // The call is in flight once the probe recorded it; then the server dies.
-    let probe = tokio::task::spawn_blocking(move || {
+    // Bob's conversation streams throughout, on its own, while Alice's call is in flight when
+    // the server dies (once the probe recorded it).
+    let bystander = turn(&orch, "bob", "story", "m1", "tell a story", "req-story");
+    let victim = turn(&orch, "alice", "lookup", "m1", "look it up", "req-kill");
+    let kill = tokio::task::spawn_blocking(move || {
         assert!(
             test_harness::wait_until(BOUND, || !probe.calls_of("slow_lookup").is_empty()),
             "the call never reached the probe"
         );
         probe.kill9();
         probe
-    })
-    .await
-    .unwrap();
-
-    let p = victim.await.unwrap();
+    });
+    let (story, p, probe) = tokio::join!(bystander, victim, kill);
+    let probe = probe.unwrap();
     let errors = of_type(&p, "tool-output-error");
     assert_eq!(errors.len(), 1, "{p:?}");
     let error_text = errors[0]["errorText"].as_str().unwrap();
@@ -184,7 +176,7 @@ async fn a_tool_server_killed_mid_call_is_a_crash_and_a_restart_and_nobody_else_
     assert_eq!(text_of(&p), "The lookup worked.");
 
     // Bob's story arrived whole, without an error.
-    let p = bystander.await.unwrap();
+    let p = story;
     assert_eq!(
         text_of(&p),
         "Once upon a time a server was killed, and this story went on regardless."
@@ -388,7 +380,7 @@ async fn held_stream(
     i: usize,
     opening: std::sync::Arc<tokio::sync::Semaphore>,
     ready: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-) -> String {
+) -> (usize, String) {
     let permit = opening.acquire_owned().await.unwrap();
     let body = user_turn(&format!("c{i}"), "m1", "remember and talk");
     let mut response = Orchestrator::request_at(&http, &base, Method::POST, "/v1/chat", &format!("u{i}"), &body, &[])
@@ -411,7 +403,7 @@ async fn held_stream(
     while let Some(chunk) = response.chunk().await.unwrap() {
         seen.push_str(&String::from_utf8_lossy(&chunk));
     }
-    seen
+    (i, seen)
 }
 
 /// SIGTERM with 1,000 streams open: every stream ends with the documented marker (the
@@ -443,9 +435,10 @@ async fn sigterm_with_a_thousand_open_streams_ends_each_resumably_and_loses_noth
     let started = std::time::Instant::now();
     let opening = std::sync::Arc::new(tokio::sync::Semaphore::new(64));
     let ready = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let streams: Vec<_> = (0..STREAMS)
-        .map(|i| tokio::spawn(held_stream(http.clone(), base.clone(), i, opening.clone(), ready.clone())))
-        .collect();
+    let mut streams = tokio::task::JoinSet::new();
+    for i in 0..STREAMS {
+        streams.spawn(held_stream(http.clone(), base.clone(), i, opening.clone(), ready.clone()));
+    }
     let deadline = std::time::Instant::now() + BOUND;
     while ready.load(std::sync::atomic::Ordering::SeqCst) < STREAMS {
         assert!(
@@ -464,8 +457,11 @@ async fn sigterm_with_a_thousand_open_streams_ends_each_resumably_and_loses_noth
         .arg(pid.to_string())
         .status()
         .unwrap();
-    for (i, stream) in streams.into_iter().enumerate() {
-        let frames = test_harness::orchestrator::parse_sse(&stream.await.unwrap());
+    let mut ended = 0;
+    while let Some(stream) = streams.join_next().await {
+        let (i, body) = stream.unwrap();
+        ended += 1;
+        let frames = test_harness::orchestrator::parse_sse(&body);
         assert_eq!(frames.last().map(String::as_str), Some("[DONE]"), "stream {i}: {frames:?}");
         let p = parts(&frames);
         assert_eq!(
@@ -475,6 +471,7 @@ async fn sigterm_with_a_thousand_open_streams_ends_each_resumably_and_loses_noth
         assert_eq!(of_type(&p, "tool-output-available").len(), 1, "stream {i}: {p:?}");
         assert_eq!(text_of(&p), BEFORE_STALL, "stream {i}");
     }
+    assert_eq!(ended, STREAMS);
     let code = tokio::task::block_in_place(|| orch.process().terminate(Duration::from_secs(40)));
     assert_eq!(code, Some(0), "a clean exit after SIGTERM");
     println!("every stream ended and the process exited {:?} after SIGTERM", term.elapsed());
