@@ -15,9 +15,11 @@
 //! every other conversation carries on. Every supervisor handles every supervision event
 //! explicitly (ractor's default would stop the parent when a child exits).
 //!
-//! A tool-server actor owns what belongs to its server — connection pool, health and circuit,
-//! converted tool definitions — and never a credential; `tool_server::ToolServers` is the
-//! typed door to it (one method per operation, each a bounded ractor `call`).
+//! A tool-server actor owns what belongs to its server — connection pool, health, converted
+//! tool definitions — and never a credential; `tool_server::ToolServers` is the typed door to
+//! it (one method per operation, each a bounded ractor `call`). It fails when its server is
+//! gone; the root restarts it, and past the restart limit takes only that server out of
+//! service for a while (`root`), never the process.
 //!
 //! No actor has a process-global name: the root supervisor hands each child's reference to
 //! the application state ([`Directory`] for the conversations supervisor, `ToolServers` for
