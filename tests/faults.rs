@@ -416,7 +416,11 @@ async fn held_stream(
 async fn sigterm_with_a_thousand_open_streams_ends_each_resumably_and_loses_nothing() {
     use futures::StreamExt;
     let limit = test_harness::process::raise_nofile_limit();
-    println!("open-file limit {limit}");
+    // The orchestrator holds two descriptors per stream (the client's, the model's).
+    assert!(
+        limit >= 2 * STREAMS as u64 + 512,
+        "the open-file hard limit ({limit}) is too low for {STREAMS} streams: raise it (ulimit -Hn)"
+    );
     let model = tokio::task::spawn_blocking(ScriptedModel::start).await.unwrap();
     model.add_rules(json!([
         {"match": "remember and talk", "steps": [

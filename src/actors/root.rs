@@ -206,15 +206,20 @@ impl RootSupervisor {
         if !tool_servers.contains(server) || !tool_servers.is_unavailable(server) {
             return;
         }
+        tracing::warn!(server = %server, "retrying a tool server after its unavailable period");
+        // The new actor is registered first: a call let through before would find the
+        // stopped one.
+        if let Err(e) = self.start_tool_server(myself, state, server).await {
+            tracing::error!(server = %server, error = %e, "could not start the actor of a retried tool server");
+            let server = server.to_string();
+            myself.send_after(self.services.config.restart_window, move || RootMsg::Retry(server));
+            return;
+        }
         tool_servers.record_standing(server, |s| {
             s.unavailable = None;
             s.recent_crashes = 0;
             s.trial = true;
         });
-        tracing::warn!(server = %server, "retrying a tool server after its unavailable period");
-        if let Err(e) = self.start_tool_server(myself, state, server).await {
-            tracing::error!(server = %server, error = %e, "could not start the actor of a retried tool server");
-        }
     }
 
     /// Stops the actors of servers that left or changed, then starts those that joined or

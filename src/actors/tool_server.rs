@@ -389,11 +389,11 @@ impl ToolServerActor {
                 deliver(result);
                 let observation = match failure {
                     None => Observation::Answered,
-                    Some((error, kind)) => Observation::Failed {
-                        error,
-                        kind,
-                        unreachable: !reachable(&url).await,
-                    },
+                    Some((error, kind)) => {
+                        let unreachable = !reachable(&url).await;
+                        tracing::info!(error.type = kind, unreachable, "a call failed; the server was probed");
+                        Observation::Failed { error, kind, unreachable }
+                    }
                 };
                 let _ = me.send_message(ToolServerMsg::Observed(observation));
             },
@@ -409,10 +409,19 @@ async fn reachable(url: &url::Url) -> bool {
         return false;
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    matches!(
-        tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect((host, port))).await,
-        Ok(Ok(_))
-    )
+    match tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect((host, port))).await {
+        // A connection to itself is no server: on loopback, a connect to a port nobody listens
+        // on can be given that very port as its source, and TCP's simultaneous open then
+        // "connects" it to itself.
+        Ok(Ok(stream)) => {
+            let own = stream.local_addr().ok().is_some_and(|l| stream.peer_addr().ok() == Some(l));
+            if own {
+                tracing::info!(port, "the reachability probe connected to itself: nothing listens there");
+            }
+            !own
+        }
+        _ => false,
+    }
 }
 
 /// MCP semantic-convention attributes of one call. Never the arguments or the bearer.
