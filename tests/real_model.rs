@@ -307,6 +307,61 @@ async fn deleting_a_conversation_mid_answer_stops_the_real_server_generating() {
     assert!(stopped, "the server went on generating after the turn stopped\n{}", s.llama.logs());
 }
 
+/// Issue #31's cancellation: the client goes away mid-answer and nobody resumes, with no
+/// DELETE; after the orphan grace the orchestrator drops the model stream, llama-server stops
+/// generating, and the conversation keeps the partial answer, marked stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_mid_answer_stops_the_real_server_generating() {
+    const GRACE_SECS: u64 = 3;
+    let grace = GRACE_SECS.to_string();
+    let s = stack(
+        llama_server::Options::default(),
+        &[("TAMEBI_MODEL_MAX_TOKENS", "3000"), ("TAMEBI_TURN_ORPHAN_GRACE_SECS", &grace)],
+    )
+    .await;
+    let body = user_turn("left", "m-left", "Count from 1 to 2000, one number per line.");
+    let response = s
+        .orch
+        .request(&s.http, Method::POST, "/v1/chat", "alice", &body, Some(BEARER))
+        .send()
+        .await
+        .unwrap();
+    let mut bytes = response.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("\"text-delta\"") {
+        seen.push_str(&String::from_utf8_lossy(&bytes.next().await.unwrap().unwrap()));
+    }
+    assert!(s.llama.generating(), "the server is generating the answer");
+    drop(bytes);
+    let left = Instant::now();
+    let llama = &s.llama;
+    let stopped = tokio::task::block_in_place(|| wait_until(Duration::from_secs(GRACE_SECS + 10), || !llama.generating()));
+    assert!(stopped, "the server went on generating for nobody\n{}", s.llama.logs());
+    println!(
+        "real server stopped generating {:.1} s after the client left (grace {GRACE_SECS} s)",
+        left.elapsed().as_secs_f64()
+    );
+    // The partial answer is in the history, with the stop and its request id (committed as
+    // the stream is dropped: moments after, at most).
+    let mut conv = Value::Null;
+    for _ in 0..50 {
+        conv = s.orch.get_json(&s.http, "/v1/conversations/left", "alice").await;
+        if conv["messages"][1]["parts"].as_array().is_some_and(|p| p.iter().any(|p| p["type"] == "data-interrupted")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let parts = conv["messages"][1]["parts"].as_array().cloned().unwrap_or_default();
+    let text: String = parts.iter().filter(|p| p["type"] == "text").map(|p| p["text"].as_str().unwrap()).collect();
+    assert!(text.contains('1'), "the partial answer was kept: {conv}");
+    let stopped = parts.last().unwrap();
+    assert_eq!(stopped["type"], "data-interrupted", "{conv}");
+    assert!(
+        stopped["data"]["message"].as_str().unwrap().starts_with("This reply was stopped because nobody was reading it"),
+        "{stopped}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_over_the_real_window_is_the_documented_error() {
     // The server's window is smaller than the one tamebi is told, so the request overflows it.
