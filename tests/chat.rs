@@ -671,7 +671,10 @@ async fn a_turn_nobody_reads_is_stopped_after_the_grace_and_its_partial_answer_k
     let conv = until_stored(&orch, &c, "orph", "data-interrupted", Duration::from_secs(12))
         .await
         .expect("the turn went on without a reader");
-    println!("orphaned turn stopped {:.1} s after its client left (grace 2 s)", left.elapsed().as_secs_f64());
+    println!(
+        "orphaned turn stopped {:.1} s after its client left (grace 2 s)",
+        left.elapsed().as_secs_f64()
+    );
     // The turn's end follows its last commit at once: nothing in flight any more (a resume
     // now cannot revive it; the stop is committed).
     let mut in_flight = true;
@@ -691,7 +694,11 @@ async fn a_turn_nobody_reads_is_stopped_after_the_grace_and_its_partial_answer_k
     assert!(!in_flight, "the stopped turn still counts as running");
     let answer = &conv["messages"][1];
     let parts = answer["parts"].as_array().unwrap();
-    let text: String = parts.iter().filter(|p| p["type"] == "text").map(|p| p["text"].as_str().unwrap()).collect();
+    let text: String = parts
+        .iter()
+        .filter(|p| p["type"] == "text")
+        .map(|p| p["text"].as_str().unwrap())
+        .collect();
     assert!(!text.is_empty() && text.len() < story.len(), "a partial answer: {answer}");
     assert!(story.starts_with(&text), "{text:?}");
     assert!(parts.iter().all(|p| p["type"] != "text" || p["state"] == "done"), "{answer}");
@@ -728,15 +735,19 @@ async fn a_resume_within_the_grace_keeps_the_turn_going_to_its_end() {
     let orch = start_with_grace(&model, 3);
     let c = client();
     let r = orch
-        .request(&c, Method::POST, "/v1/chat", "alice", &user_turn("back", "m1", "comeback test"), None)
+        .request(
+            &c,
+            Method::POST,
+            "/v1/chat",
+            "alice",
+            &user_turn("back", "m1", "comeback test"),
+            None,
+        )
         .send()
         .await
         .unwrap();
     leave_after_first_delta(r).await;
-    let resume = || {
-        orch.request(&c, Method::GET, "/v1/chat/back/stream", "alice", b"", None)
-            .send()
-    };
+    let resume = || orch.request(&c, Method::GET, "/v1/chat/back/stream", "alice", b"", None).send();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let r = resume().await.unwrap();
     assert_eq!(r.status(), 200, "the turn is still running");
@@ -764,7 +775,14 @@ async fn a_turn_waiting_for_an_approval_is_not_stopped_for_want_of_a_reader() {
     let orch = start_with_grace(&model, 2);
     let c = client();
     let mut r = orch
-        .request(&c, Method::POST, "/v1/chat", "alice", &user_turn("wait", "m1", "Please remember my drink"), None)
+        .request(
+            &c,
+            Method::POST,
+            "/v1/chat",
+            "alice",
+            &user_turn("wait", "m1", "Please remember my drink"),
+            None,
+        )
         .send()
         .await
         .unwrap();
@@ -779,7 +797,9 @@ async fn a_turn_waiting_for_an_approval_is_not_stopped_for_want_of_a_reader() {
     let conv: Value = orch.get_json(&c, "/v1/conversations/wait", "alice").await;
     let asked = conv["messages"][1]["parts"].as_array().unwrap().clone();
     assert!(
-        asked.iter().any(|p| p["type"] == "dynamic-tool" && p["state"] == "approval-requested"),
+        asked
+            .iter()
+            .any(|p| p["type"] == "dynamic-tool" && p["state"] == "approval-requested"),
         "the approval still waits: {asked:?}"
     );
     assert!(!asked.iter().any(|p| p["type"] == "data-interrupted"), "{asked:?}");

@@ -285,7 +285,10 @@ async fn calls_written_as_text_take_the_scripted_calls_path() {
         ("list", hermes_call("files_list", "{\"path\": \"/\"}")),
         ("delete", hermes_call("files_delete", "{\"path\": \"/report.odt\"}")),
         ("unknown", hermes_call("files_shred", "{\"path\": \"/\"}")),
-        ("broken", "<tool_call>{\"name\": \"files_list\", \"arguments\": {\"path\": \"/\"</tool_call>".to_string()),
+        (
+            "broken",
+            "<tool_call>{\"name\": \"files_list\", \"arguments\": {\"path\": \"/\"</tool_call>".to_string(),
+        ),
     ];
     for (cid, answer) in cases {
         let s = stack(writes_only(&answer), &env).await;
@@ -304,12 +307,22 @@ async fn calls_written_as_text_take_the_scripted_calls_path() {
             }
             "delete" => {
                 assert_eq!(inputs.len(), 1, "{:?}", types(&parts));
-                assert_eq!(with_id("tool-approval-request", &inputs[0].part["toolCallId"]), 1, "{:?}", types(&parts));
+                assert_eq!(
+                    with_id("tool-approval-request", &inputs[0].part["toolCallId"]),
+                    1,
+                    "{:?}",
+                    types(&parts)
+                );
                 assert!(s.probe.calls_of("files_delete").is_empty(), "an effect ran without approval");
             }
             "unknown" => {
                 assert_eq!(inputs.len(), 1, "{:?}", types(&parts));
-                assert_eq!(with_id("tool-output-error", &inputs[0].part["toolCallId"]), 1, "{:?}", types(&parts));
+                assert_eq!(
+                    with_id("tool-output-error", &inputs[0].part["toolCallId"]),
+                    1,
+                    "{:?}",
+                    types(&parts)
+                );
                 assert!(s.probe.calls().is_empty(), "nothing ran");
             }
             _ => {
@@ -436,18 +449,28 @@ async fn a_client_that_leaves_mid_answer_stops_the_real_server_generating() {
     let mut conv = Value::Null;
     for _ in 0..50 {
         conv = s.orch.get_json(&s.http, "/v1/conversations/left", "alice").await;
-        if conv["messages"][1]["parts"].as_array().is_some_and(|p| p.iter().any(|p| p["type"] == "data-interrupted")) {
+        if conv["messages"][1]["parts"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|p| p["type"] == "data-interrupted"))
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let parts = conv["messages"][1]["parts"].as_array().cloned().unwrap_or_default();
-    let text: String = parts.iter().filter(|p| p["type"] == "text").map(|p| p["text"].as_str().unwrap()).collect();
+    let text: String = parts
+        .iter()
+        .filter(|p| p["type"] == "text")
+        .map(|p| p["text"].as_str().unwrap())
+        .collect();
     assert!(text.contains('1'), "the partial answer was kept: {conv}");
     let stopped = parts.last().unwrap();
     assert_eq!(stopped["type"], "data-interrupted", "{conv}");
     assert!(
-        stopped["data"]["message"].as_str().unwrap().starts_with("This reply was stopped because nobody was reading it"),
+        stopped["data"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("This reply was stopped because nobody was reading it"),
         "{stopped}"
     );
 }
