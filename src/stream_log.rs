@@ -408,34 +408,33 @@ mod tests {
     #[tokio::test]
     async fn a_log_is_unread_once_no_reader_was_open_for_the_grace() {
         let grace = Duration::from_millis(400);
-        let unread = |log: &Arc<StreamLog>| {
+        let resolves = |log: &Arc<StreamLog>, within: u64| {
             let log = log.clone();
-            tokio::spawn(async move { log.unread_for(grace).await })
+            async move {
+                tokio::time::timeout(Duration::from_millis(within), log.unread_for(grace))
+                    .await
+                    .is_ok()
+            }
         };
-        let resolves = |watch: tokio::task::JoinHandle<()>| tokio::time::timeout(Duration::from_secs(5), watch);
-        let pause = |ms| tokio::time::sleep(Duration::from_millis(ms));
         // Never read: unread once the grace has passed since the log was made.
         let log = StreamLog::new();
         let started = Instant::now();
-        resolves(unread(&log)).await.unwrap().unwrap();
+        assert!(resolves(&log, 5000).await);
         assert!(started.elapsed() >= grace);
         // Read, then dropped, then read again within the grace: never unread while a reader
         // is open, however long; the grace counts from the last drop.
         let log = StreamLog::new();
         let first = log.reader();
-        let watch = unread(&log);
-        pause(1000).await;
-        assert!(!watch.is_finished(), "a reader is open");
+        assert!(!resolves(&log, 1000).await, "a reader is open");
         drop(first);
-        pause(100).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let resumed = log.reader();
         let second = log.reader();
         drop(resumed);
-        pause(1000).await;
-        assert!(!watch.is_finished(), "the resume reattached within the grace");
+        assert!(!resolves(&log, 1000).await, "the resume reattached within the grace");
         drop(second);
         let dropped = Instant::now();
-        resolves(watch).await.unwrap().unwrap();
+        assert!(resolves(&log, 5000).await);
         assert!(dropped.elapsed() >= grace, "the grace counts from the last reader's drop");
     }
 
