@@ -229,7 +229,7 @@ pub mod messages {
     pub const TOKEN_BOUND: &str = "This answer stopped here: it reached the token limit set for one turn. Ask again to continue.";
     /// A turn stopped because no client read its stream for `TAMEBI_TURN_ORPHAN_GRACE_SECS`
     /// (the page was closed, or Stop pressed): stored on the message as well.
-    pub const STOPPED_UNREAD: &str = "This reply was stopped because nobody was reading it any more. Send your message again to continue.";
+    pub const STOPPED_UNREAD: &str = "This reply was stopped: it was no longer being read (the page was closed or Stop was pressed). Send your message again to continue.";
 }
 
 /// Why a turn ended before its finish. The variant and its cause go to the logs and the turn

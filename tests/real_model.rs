@@ -463,14 +463,15 @@ async fn a_client_that_leaves_mid_answer_stops_the_real_server_generating() {
         .filter(|p| p["type"] == "text")
         .map(|p| p["text"].as_str().unwrap())
         .collect();
-    assert!(text.contains('1'), "the partial answer was kept: {conv}");
+    // What the model wrote is its business; that what it had written is kept is ours.
+    assert!(!text.is_empty(), "the partial answer was kept: {conv}");
     let stopped = parts.last().unwrap();
     assert_eq!(stopped["type"], "data-interrupted", "{conv}");
     assert!(
         stopped["data"]["message"]
             .as_str()
             .unwrap()
-            .starts_with("This reply was stopped because nobody was reading it"),
+            .starts_with("This reply was stopped: it was no longer being read"),
         "{stopped}"
     );
 }
