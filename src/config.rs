@@ -151,6 +151,9 @@ pub struct Config {
     pub log_filter: String,
     /// A conversation actor with no turn running stops after this long; chat.db revives it.
     pub idle_timeout: Duration,
+    /// `TAMEBI_TURN_ORPHAN_GRACE_SECS`: a turn whose every stream was dropped stops generating
+    /// after this long without one (a resume within it reattaches; see `turn`).
+    pub turn_orphan_grace: Duration,
     /// `TAMEBI_LEASE_SECS`: how long a conversation stays owned by an instance that stopped
     /// renewing (it died); the bound on how soon another instance takes over.
     pub lease: Duration,
@@ -245,6 +248,7 @@ impl Config {
             trace_user_id: flag(get("TAMEBI_TRACE_USER_ID"), "TAMEBI_TRACE_USER_ID")?,
             log_filter: get("RUST_LOG").unwrap_or_else(|| DEFAULT_LOG_FILTER.into()),
             idle_timeout: secs(get("TAMEBI_IDLE_SECS"), "TAMEBI_IDLE_SECS", "300")?,
+            turn_orphan_grace: orphan_grace(get("TAMEBI_TURN_ORPHAN_GRACE_SECS"))?,
             lease: secs(get("TAMEBI_LEASE_SECS"), "TAMEBI_LEASE_SECS", "10")?,
             tool_timeout: secs(get("TAMEBI_TOOL_TIMEOUT_SECS"), "TAMEBI_TOOL_TIMEOUT_SECS", "60")?,
             restart_window: secs(get("TAMEBI_RESTART_WINDOW_SECS"), "TAMEBI_RESTART_WINDOW_SECS", "60")?,
@@ -432,6 +436,26 @@ fn secs(value: Option<String>, var: &'static str, default: &str) -> Result<Durat
     Ok(Duration::from_secs(n))
 }
 
+/// Longest orphan grace accepted: past an hour, a model would generate for nobody for longer
+/// than anyone waits for a reply.
+pub const MAX_ORPHAN_GRACE_SECS: u64 = 3600;
+
+/// `TAMEBI_TURN_ORPHAN_GRACE_SECS`, default 30: long enough for the island's resume after a
+/// dropped connection (three attempts at once) or a reload of the page, short enough that a
+/// closed tab does not keep the model busy for minutes.
+fn orphan_grace(value: Option<String>) -> Result<Duration, ConfigError> {
+    const VAR: &str = "TAMEBI_TURN_ORPHAN_GRACE_SECS";
+    let invalid = || ConfigError::Invalid {
+        var: VAR,
+        why: format!("must be a whole number of seconds from 1 to {MAX_ORPHAN_GRACE_SECS}"),
+    };
+    let n: u64 = value.as_deref().unwrap_or("30").parse().map_err(|_| invalid())?;
+    if !(1..=MAX_ORPHAN_GRACE_SECS).contains(&n) {
+        return Err(invalid());
+    }
+    Ok(Duration::from_secs(n))
+}
+
 /// Parses `name=url;auth=nextcloud,name=url;auth=none;trust=reads,name=url`. Names become part
 /// of tool routing and of the credentials header, so they are kept simple. `,` and `;` inside
 /// a URL must be percent-encoded.
@@ -594,6 +618,23 @@ mod tests {
             Config::from_vars(&vars),
             Err(ConfigError::Missing("TAMEBI_SIGNING_SECRET"))
         ));
+    }
+
+    #[test]
+    fn the_orphan_grace_is_whole_seconds_within_an_hour() {
+        let c = Config::from_vars(&base()).unwrap();
+        assert_eq!(c.turn_orphan_grace, Duration::from_secs(30));
+        assert_eq!(
+            with("TAMEBI_TURN_ORPHAN_GRACE_SECS", "3600").unwrap().turn_orphan_grace,
+            Duration::from_secs(3600)
+        );
+        for bad in ["0", "3601", "-1", "1.5", "soon"] {
+            let e = with("TAMEBI_TURN_ORPHAN_GRACE_SECS", bad).unwrap_err().to_string();
+            assert!(
+                e.contains("TAMEBI_TURN_ORPHAN_GRACE_SECS") && e.contains("from 1 to 3600"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

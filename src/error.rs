@@ -227,6 +227,9 @@ pub mod messages {
     pub const UPSTREAM: &str = "The tool could not be reached or gave no usable answer. It is not known whether it did anything: check (for a mail: your Sent folder) before trying again.";
     /// A turn stopped at the operator's token bound (`TAMEBI_TURN_MAX_TOKENS`).
     pub const TOKEN_BOUND: &str = "This answer stopped here: it reached the token limit set for one turn. Ask again to continue.";
+    /// A turn stopped because no client read its stream for `TAMEBI_TURN_ORPHAN_GRACE_SECS`
+    /// (the page was closed, or Stop pressed): stored on the message as well.
+    pub const STOPPED_UNREAD: &str = "This reply was stopped: it was no longer being read (the page was closed or Stop was pressed). Send your message again to continue.";
 }
 
 /// Why a turn ended before its finish. The variant and its cause go to the logs and the turn
@@ -248,6 +251,10 @@ pub enum TurnError {
     Cancelled,
     #[error("the turn used {used} tokens, its bound is {max}")]
     TokenBound { used: u64, max: u64 },
+    /// No client read the turn's stream for the orphan grace while it waited for the model
+    /// (`TAMEBI_TURN_ORPHAN_GRACE_SECS`).
+    #[error("nobody read the turn's stream for {grace_secs} s")]
+    Orphaned { grace_secs: u64 },
 }
 
 impl TurnError {
@@ -259,6 +266,7 @@ impl TurnError {
             TurnError::ModelCall(_) | TurnError::ModelStream(_) | TurnError::Abandoned | TurnError::Panicked => messages::INTERNAL,
             TurnError::Cancelled => messages::UNAVAILABLE,
             TurnError::TokenBound { .. } => messages::TOKEN_BOUND,
+            TurnError::Orphaned { .. } => messages::STOPPED_UNREAD,
         }
     }
 
@@ -271,6 +279,7 @@ impl TurnError {
             TurnError::Panicked => "turn.panic",
             TurnError::Cancelled => "turn.cancelled",
             TurnError::TokenBound { .. } => "turn.token_bound",
+            TurnError::Orphaned { .. } => "turn.orphaned",
         }
     }
 
@@ -525,10 +534,12 @@ mod tests {
         assert!(failed.is_incident());
         assert_eq!(TurnError::Cancelled.public_message(), messages::UNAVAILABLE);
         assert_eq!(TurnError::TokenBound { used: 9, max: 5 }.public_message(), messages::TOKEN_BOUND);
+        assert_eq!(TurnError::Orphaned { grace_secs: 30 }.public_message(), messages::STOPPED_UNREAD);
         for quiet in [
             TurnError::Abandoned,
             TurnError::Cancelled,
             TurnError::TokenBound { used: 9, max: 5 },
+            TurnError::Orphaned { grace_secs: 30 },
         ] {
             assert!(!quiet.is_incident(), "{quiet}");
         }

@@ -18,10 +18,15 @@
 //! This log never decides what to commit and never touches storage; it only orders frames
 //! and says how far a reader may go. A reader starting at frame 0 gets every frame exactly
 //! once (a resume is just another reader), then the end.
+//!
+//! It also counts its open readers and knows since when it has had none
+//! ([`StreamLog::unread_for`]): the turn stops generating an answer nobody reads any more
+//! (`TAMEBI_TURN_ORPHAN_GRACE_SECS`, see `turn`). It never decides that itself.
 
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 /// How a turn's stream ended.
@@ -62,6 +67,11 @@ struct LogState {
     end: Option<End>,
     /// The turn has ended: `Finished` follows as soon as nothing is held any more.
     closing: bool,
+    /// Readers open now (a client's stream each: the first request and any resume).
+    readers: u32,
+    /// Since when no reader is open (`None` while one is): from the log's creation until the
+    /// first request's stream opens, and from the moment the last one was dropped.
+    unread_since: Option<Instant>,
 }
 
 impl LogState {
@@ -75,7 +85,9 @@ impl LogState {
 
 impl StreamLog {
     pub fn new() -> Arc<StreamLog> {
-        Arc::new(StreamLog::default())
+        let log = StreamLog::default();
+        log.lock().unread_since = Some(Instant::now());
+        Arc::new(log)
     }
 
     fn lock(&self) -> MutexGuard<'_, LogState> {
@@ -160,11 +172,32 @@ impl StreamLog {
         }
     }
 
-    /// A reader from the first frame.
+    /// A reader from the first frame. It counts as open until it is dropped.
     pub fn reader(self: &Arc<Self>) -> Reader {
+        let mut s = self.lock();
+        s.readers += 1;
+        s.unread_since = None;
+        drop(s);
         Reader {
             log: self.clone(),
             next: 0,
+        }
+    }
+
+    /// Resolves once no reader has been open for `grace` without a break (a reader that
+    /// comes back within it starts the count again from its own drop). Looks at the count
+    /// once per `grace` while someone reads, and at the exact deadline once nobody does: no
+    /// wake-up per reader that comes and goes.
+    pub async fn unread_for(&self, grace: Duration) {
+        loop {
+            let wait = match self.lock().unread_since {
+                Some(since) => match grace.checked_sub(since.elapsed()) {
+                    Some(left) if !left.is_zero() => left,
+                    _ => return,
+                },
+                None => grace,
+            };
+            tokio::time::sleep(wait).await;
         }
     }
 }
@@ -183,6 +216,17 @@ pub struct Reader {
     log: Arc<StreamLog>,
     /// Offset of the first byte not read yet.
     next: usize,
+}
+
+/// The client's stream is gone (it disconnected, or its response was parked or ended).
+impl Drop for Reader {
+    fn drop(&mut self) {
+        let mut s = self.log.lock();
+        s.readers = s.readers.saturating_sub(1);
+        if s.readers == 0 {
+            s.unread_since = Some(Instant::now());
+        }
+    }
 }
 
 impl Reader {
@@ -355,6 +399,43 @@ mod tests {
         let mut r = log.reader();
         assert_eq!(next(&mut r).await, frames(&["a"]));
         assert_eq!(next(&mut r).await, Next::End(End::Broken));
+    }
+
+    /// The count starts at the log's creation, stops while a reader is open and starts again,
+    /// from zero, when the last one goes. (Real time, short grace: a check that the watch has
+    /// *not* resolved cannot be wrong on a slow machine, since the deadline is an instant; one
+    /// that it has waits for it.)
+    #[tokio::test]
+    async fn a_log_is_unread_once_no_reader_was_open_for_the_grace() {
+        let grace = Duration::from_millis(400);
+        let resolves = |log: &Arc<StreamLog>, within: u64| {
+            let log = log.clone();
+            async move {
+                tokio::time::timeout(Duration::from_millis(within), log.unread_for(grace))
+                    .await
+                    .is_ok()
+            }
+        };
+        // Never read: unread once the grace has passed since the log was made.
+        let log = StreamLog::new();
+        let started = Instant::now();
+        assert!(resolves(&log, 5000).await);
+        assert!(started.elapsed() >= grace);
+        // Read, then dropped, then read again within the grace: never unread while a reader
+        // is open, however long; the grace counts from the last drop.
+        let log = StreamLog::new();
+        let first = log.reader();
+        assert!(!resolves(&log, 1000).await, "a reader is open");
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let resumed = log.reader();
+        let second = log.reader();
+        drop(resumed);
+        assert!(!resolves(&log, 1000).await, "the resume reattached within the grace");
+        drop(second);
+        let dropped = Instant::now();
+        assert!(resolves(&log, 5000).await);
+        assert!(dropped.elapsed() >= grace, "the grace counts from the last reader's drop");
     }
 
     #[tokio::test]

@@ -94,6 +94,7 @@ pub trait TurnEvents: Send + Sync {
 /// order. Each part is serialised once, here; readers send the same bytes.
 pub struct Emitter {
     events: Box<dyn TurnEvents>,
+    /// Also watched for readers: a turn nobody reads stops asking the model (`model_step`).
     log: Arc<StreamLog>,
     /// The message changed since its last checkpoint.
     dirty: bool,
@@ -219,6 +220,17 @@ pub fn run(turn: Turn) -> impl std::future::Future<Output = ()> + Send {
         if let Err(error) = outcome {
             let request_id = state.t.caller.request_id.clone();
             report(&error, &request_id);
+            if matches!(error, TurnError::Orphaned { .. }) {
+                // Stored with the partial answer: whoever opens the conversation later sees
+                // that the reply was stopped, and why (the error part below is seen only by
+                // a reader that comes back at this very moment).
+                let _ = state.emit(StreamPart::DataInterrupted {
+                    data: json!({
+                        "requestId": request_id,
+                        "message": stream_error_text(error.public_message(), &request_id),
+                    }),
+                });
+            }
             let _ = state.emit(StreamPart::Error {
                 error_text: stream_error_text(error.public_message(), &request_id),
             });
@@ -483,10 +495,24 @@ impl TurnState {
         // Only the estimate is kept past the request (the calibration compares it with the
         // provider's count); the rest of the view goes here and its messages below.
         let (messages, estimated_tokens) = view.into_request();
+        // Nobody reading the answer for the orphan grace stops the step: dropping the stream
+        // closes the upstream request, so the model server stops generating. Only here, while
+        // the model is asked: a running tool finishes (its effect is not cut half-way), and a
+        // turn waiting for an approval has ended already. Boxed: held for as long as the
+        // answer streams (issue #16).
+        let grace = self.t.services.config.turn_orphan_grace;
+        let log = self.t.emitter.log.clone();
+        let mut unread = Box::pin(log.unread_for(grace));
+        let orphaned = || TurnError::Orphaned {
+            grace_secs: grace.as_secs(),
+        };
         let model = &self.t.services.model;
-        let mut stream = Box::pin(model.stream_as(self.t.loadout.model, &messages, &self.specs))
-            .await
-            .map_err(TurnError::ModelCall)?;
+        let stream = tokio::select! {
+            biased;
+            s = Box::pin(model.stream_as(self.t.loadout.model, &messages, &self.specs)) => s,
+            () = &mut unread => return Err(orphaned()),
+        };
+        let mut stream = stream.map_err(TurnError::ModelCall)?;
         // The request is sent: its messages (the whole history as the model sees it) are not
         // kept for as long as the answer streams (issue #16).
         drop(messages);
@@ -498,7 +524,13 @@ impl TurnState {
         // what one step can make us hold is bounded (see model::tool_calls).
         let mut calls = StepCalls::default();
         let model_error = TurnError::ModelStream;
-        while let Some(event) = stream.next().await {
+        loop {
+            let event = tokio::select! {
+                biased;
+                e = stream.next() => e,
+                () = &mut unread => return Err(orphaned()),
+            };
+            let Some(event) = event else { break };
             match event.map_err(model_error)? {
                 ModelEvent::TextDelta(delta) => {
                     calls.text(&delta).map_err(model_error)?;

@@ -84,6 +84,12 @@ pub enum StreamPart {
     DataToolsUnavailable {
         data: Value,
     },
+    /// `data-interrupted` (`{requestId, message}`): the turn was stopped before its end (no
+    /// client read it for the orphan grace). Kept in the stored message, as the marker
+    /// store::lease writes for a turn whose server stopped.
+    DataInterrupted {
+        data: Value,
+    },
 }
 
 /// The AI SDK's finish reasons (`finishReason` of its `finish` chunk).
@@ -172,7 +178,8 @@ pub enum UiPart {
     DynamicTool(ToolPart),
     /// `data-interrupted`: the server writing this message stopped before the turn ended
     /// (`data` holds the turn's `requestId` and a `message`). Written by the instance that
-    /// took the conversation over (store::lease); never sent to the model.
+    /// took the conversation over (store::lease), or by the turn itself when it was stopped
+    /// because nobody read it (`StreamPart::DataInterrupted`); never sent to the model.
     DataInterrupted {
         data: Value,
     },
@@ -278,6 +285,7 @@ impl UiMessage {
             | StreamPart::DataCompaction { .. }
             | StreamPart::DataToolsUnavailable { .. } => {}
             StreamPart::StartStep => self.parts.push(UiPart::StepStart),
+            StreamPart::DataInterrupted { data } => self.parts.push(UiPart::DataInterrupted { data: data.clone() }),
             StreamPart::TextStart { .. } => self.parts.push(UiPart::Text {
                 text: String::new(),
                 state: Some(TextState::Streaming),

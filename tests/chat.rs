@@ -615,3 +615,212 @@ async fn a_head_over_8_kib_is_refused_in_the_json_shape() {
     });
     assert!(logged, "{}", orch.process().logs());
 }
+
+/// An orchestrator whose turns stop after `grace_secs` without a reader
+/// (`TAMEBI_TURN_ORPHAN_GRACE_SECS`).
+fn start_with_grace(model: &ScriptedModel, grace_secs: u32) -> Orchestrator {
+    Orchestrator::start(Options {
+        model_url: model.url(),
+        extra_env: vec![("TAMEBI_TURN_ORPHAN_GRACE_SECS".into(), grace_secs.to_string())],
+        ..Options::default()
+    })
+}
+
+/// Reads `r` until its body holds a `text-delta`, then drops it (the client goes away).
+async fn leave_after_first_delta(mut r: reqwest::Response) {
+    let mut seen = String::new();
+    while !seen.contains("\"text-delta\"") {
+        seen.push_str(&String::from_utf8_lossy(&r.chunk().await.unwrap().unwrap()));
+    }
+}
+
+/// Waits (up to `patience`) until the stored reply of conversation `cid` has a part of type
+/// `part` (read through `GET /v1/conversations/{id}`, which, unlike a resume, reads no stream).
+async fn until_stored(orch: &Orchestrator, c: &reqwest::Client, cid: &str, part: &str, patience: Duration) -> Option<Value> {
+    let deadline = std::time::Instant::now() + patience;
+    while std::time::Instant::now() < deadline {
+        let conv: Value = orch.get_json(c, &format!("/v1/conversations/{cid}"), "alice").await;
+        let has = conv["messages"][1]["parts"]
+            .as_array()
+            .is_some_and(|parts| parts.iter().any(|p| p["type"] == part));
+        if has {
+            return Some(conv);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_nobody_reads_is_stopped_after_the_grace_and_its_partial_answer_kept() {
+    let model = ScriptedModel::start();
+    // 200 characters at one per 100 ms: 20 s, far past the 2 s grace.
+    let story = "An answer nobody waits for any more. ".repeat(6);
+    model.add_rules(json!([{"match": "orphan", "steps": [{"text": story, "chunk_chars": 1, "delay_ms": 100}]}]));
+    let orch = start_with_grace(&model, 2);
+    let c = client();
+    let r = orch
+        .request(&c, Method::POST, "/v1/chat", "alice", &user_turn("orph", "m1", "orphan test"), None)
+        .header("x-request-id", "req-orphan")
+        .send()
+        .await
+        .unwrap();
+    leave_after_first_delta(r).await;
+    let left = std::time::Instant::now();
+    // No resume: the turn ends after the grace, long before the model would have finished.
+    let conv = until_stored(&orch, &c, "orph", "data-interrupted", Duration::from_secs(12))
+        .await
+        .expect("the turn went on without a reader");
+    println!(
+        "orphaned turn stopped {:.1} s after its client left (grace 2 s)",
+        left.elapsed().as_secs_f64()
+    );
+    // The turn's end follows its last commit at once: nothing in flight any more (a resume
+    // now cannot revive it; the stop is committed).
+    let mut in_flight = true;
+    for _ in 0..25 {
+        let r = orch
+            .request(&c, Method::GET, "/v1/chat/orph/stream", "alice", b"", None)
+            .send()
+            .await
+            .unwrap();
+        if r.status() == 204 {
+            in_flight = false;
+            break;
+        }
+        drop(r);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(!in_flight, "the stopped turn still counts as running");
+    let answer = &conv["messages"][1];
+    let parts = answer["parts"].as_array().unwrap();
+    let text: String = parts
+        .iter()
+        .filter(|p| p["type"] == "text")
+        .map(|p| p["text"].as_str().unwrap())
+        .collect();
+    assert!(!text.is_empty() && text.len() < story.len(), "a partial answer: {answer}");
+    assert!(story.starts_with(&text), "{text:?}");
+    assert!(parts.iter().all(|p| p["type"] != "text" || p["state"] == "done"), "{answer}");
+    let stopped = parts.last().unwrap();
+    assert_eq!(stopped["type"], "data-interrupted", "{answer}");
+    assert_eq!(stopped["data"]["requestId"], "req-orphan");
+    assert_eq!(
+        stopped["data"]["message"],
+        "This reply was stopped: it was no longer being read (the page was closed or Stop was pressed). Send your message again to continue. (request id: req-orphan)"
+    );
+    // The conversation goes on: the next message gets its turn.
+    model.add_rules(json!([{"match": "again", "steps": [{"text": "Here again."}]}]));
+    let r = orch
+        .request(&c, Method::POST, "/v1/chat", "alice", &user_turn("orph", "m2", "again"), None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(text_of(&parts_of(r).await), "Here again.");
+}
+
+async fn parts_of(r: reqwest::Response) -> Vec<Value> {
+    parts(&read_sse(r).await)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_within_the_grace_keeps_the_turn_going_to_its_end() {
+    let model = ScriptedModel::start();
+    // 100 characters at one per 100 ms: 10 s, of which the client reads none for 4 s in all,
+    // never for the whole 3 s grace at once.
+    let story = "Resumed in time, this answer is written to its very last word without a stop. ".repeat(2);
+    let story = &story[..100];
+    model.add_rules(json!([{"match": "comeback", "steps": [{"text": story, "chunk_chars": 1, "delay_ms": 100}]}]));
+    let orch = start_with_grace(&model, 3);
+    let c = client();
+    let r = orch
+        .request(
+            &c,
+            Method::POST,
+            "/v1/chat",
+            "alice",
+            &user_turn("back", "m1", "comeback test"),
+            None,
+        )
+        .send()
+        .await
+        .unwrap();
+    leave_after_first_delta(r).await;
+    let resume = || orch.request(&c, Method::GET, "/v1/chat/back/stream", "alice", b"", None).send();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let r = resume().await.unwrap();
+    assert_eq!(r.status(), 200, "the turn is still running");
+    leave_after_first_delta(r).await;
+    // Read for a moment, then away again: the first 2 s without a reader do not count any more.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let r = resume().await.unwrap();
+    assert_eq!(r.status(), 200, "the turn is still running after 4 s without a reader in all");
+    let p = parts_of(r).await;
+    assert_eq!(text_of(&p), story);
+    assert_eq!(types(&p).last().map(String::as_str), Some("finish"), "{:?}", types(&p));
+    assert!(!p.iter().any(|x| x["type"] == "error" || x["type"] == "data-interrupted"), "{p:?}");
+    let conv: Value = orch.get_json(&c, "/v1/conversations/back", "alice").await;
+    let stored = conv["messages"][1]["parts"].as_array().unwrap().clone();
+    assert!(!stored.iter().any(|x| x["type"] == "data-interrupted"), "{stored:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_waiting_for_an_approval_is_not_stopped_for_want_of_a_reader() {
+    let model = ScriptedModel::start();
+    model.add_rules(json!([{"match": "remember my drink", "steps": [
+        {"tool_calls": [{"name": "memory_write", "arguments": {"fact": "Likes tea"}}]},
+        {"text": "Saved."}
+    ]}]));
+    let orch = start_with_grace(&model, 2);
+    let c = client();
+    let mut r = orch
+        .request(
+            &c,
+            Method::POST,
+            "/v1/chat",
+            "alice",
+            &user_turn("wait", "m1", "Please remember my drink"),
+            None,
+        )
+        .send()
+        .await
+        .unwrap();
+    // The client leaves at the first chunk, before the approval request reaches it, and stays
+    // away well past the grace.
+    assert!(!r.chunk().await.unwrap().unwrap().is_empty());
+    drop(r);
+    until_stored(&orch, &c, "wait", "dynamic-tool", Duration::from_secs(10))
+        .await
+        .expect("the call was stored");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let conv: Value = orch.get_json(&c, "/v1/conversations/wait", "alice").await;
+    let asked = conv["messages"][1]["parts"].as_array().unwrap().clone();
+    assert!(
+        asked
+            .iter()
+            .any(|p| p["type"] == "dynamic-tool" && p["state"] == "approval-requested"),
+        "the approval still waits: {asked:?}"
+    );
+    assert!(!asked.iter().any(|p| p["type"] == "data-interrupted"), "{asked:?}");
+    // Decided long after the grace: the call runs and the turn ends as any other.
+    let approval = json!({"type": "dynamic-tool", "toolName": "memory_write",
+        "toolCallId": asked.iter().find(|p| p["type"] == "dynamic-tool").unwrap()["toolCallId"],
+        "state": "approval-responded", "input": {"fact": "Likes tea"},
+        "approval": {"id": asked.iter().find(|p| p["type"] == "dynamic-tool").unwrap()["approval"]["id"], "approved": true}});
+    let body = serde_json::to_vec(&json!({"id": "wait", "messages": [
+        {"id": conv["messages"][1]["id"], "role": "assistant", "parts": [approval]}
+    ]}))
+    .unwrap();
+    let r = orch
+        .request(&c, Method::POST, "/v1/chat", "alice", &body, None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let p = parts_of(r).await;
+    assert!(p.iter().any(|x| x["type"] == "tool-output-available"), "{p:?}");
+    assert_eq!(text_of(&p), "Saved.");
+    let facts: Value = orch.get_json(&c, "/v1/memory", "alice").await;
+    assert_eq!(facts["facts"][0]["text"], "Likes tea", "{facts}");
+}

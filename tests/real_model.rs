@@ -201,10 +201,41 @@ async fn a_real_answer_streams_to_the_ai_sdk_as_it_is_generated() {
     assert_eq!(sdk["finishReason"], "length", "{sdk}");
 }
 
+/// A grammar (llama.cpp's GBNF) that admits exactly `text`: the real server still generates
+/// and streams it token by token, and reports what it counted, but the small model's judgement
+/// (whether to call, which tool) is taken out of the test.
+fn only(text: &str) -> String {
+    let literal: String = text
+        .chars()
+        .map(|c| match c {
+            '"' => "\\\"".to_string(),
+            '\\' => "\\\\".to_string(),
+            '\n' => "\\n".to_string(),
+            c => c.to_string(),
+        })
+        .collect();
+    format!("root ::= \"{literal}\"\n")
+}
+
+/// A call in the Hermes form, as a model writes it in its text.
+fn hermes_call(name: &str, arguments: &str) -> String {
+    format!("<tool_call>{{\"name\": \"{name}\", \"arguments\": {arguments}}}</tool_call>")
+}
+
+/// llama-server held to answer with `text`, its tools left to tamebi: without `--jinja` its
+/// legacy Gemma template ignores the request's tools and never parses a call, so the call
+/// reaches tamebi as text (`TAMEBI_TOOL_CALL_TEXT=auto` reads it).
+fn writes_only(text: &str) -> llama_server::Options {
+    llama_server::Options {
+        jinja: false,
+        grammar: Some(only(text)),
+        ..Default::default()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs a model call that runs a tool, which Gemma 3 270M does not make under tamebi's real system prompt; run with --ignored against a model that calls tools"]
 async fn the_turn_token_bound_counts_what_the_real_server_reports() {
-    // Only a read is offered, so the call the model makes runs and a second model call follows.
+    // Only a read is offered, so the call runs and the turn would ask the model again.
     let read_only = Value::Array(
         tools()
             .as_array()
@@ -215,15 +246,19 @@ async fn the_turn_token_bound_counts_what_the_real_server_reports() {
             .collect(),
     );
     let mut s = stack_with(
-        llama_server::Options::default(),
-        &[("TAMEBI_TURN_MAX_TOKENS", "1"), ("TAMEBI_MODEL_MAX_TOKENS", "64")],
+        writes_only(&hermes_call("files_list", "{\"path\": \"/\"}")),
+        &[
+            ("TAMEBI_TOOL_CALL_TEXT", "auto"),
+            ("TAMEBI_TURN_MAX_TOKENS", "1"),
+            ("TAMEBI_MODEL_MAX_TOKENS", "64"),
+        ],
         read_only,
     )
     .await;
-    let (parts, _) = timed_turn(&s, "bound", COPY_A_LIST_CALL).await;
+    let (parts, _) = timed_turn(&s, "bound", "List the files in my home folder.").await;
     // The first call ran (it asked for files_list, which ran); the second was refused.
-    assert!(!s.probe.calls_of("files_list").is_empty(), "{:?}", types(&parts));
-    error_text(&parts);
+    assert_eq!(s.probe.calls_of("files_list").len(), 1, "{:?}", types(&parts));
+    assert!(error_text(&parts).contains("token limit"), "{:?}", types(&parts));
     let logs = s.orch_logs();
     let used: u64 = logs
         .split("the turn used ")
@@ -234,13 +269,81 @@ async fn the_turn_token_bound_counts_what_the_real_server_reports() {
     assert_eq!(used, logged_tokens(&s.llama), "{}", s.llama.logs());
 }
 
+/// Issue #31: with `TAMEBI_TOOL_CALL_TEXT=auto`, a call the real server streams as text takes
+/// the path a scripted call takes: a read runs with exactly the input the stream showed, an
+/// effect asks for approval and does not run (G3), a call naming no tool is an error result,
+/// and a call whose JSON is broken is shown as text; the turn ends cleanly every time.
+/// One step per turn (`TAMEBI_MAX_STEPS=1`): the grammar would make the model call again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_written_as_text_take_the_scripted_calls_path() {
+    let env = [
+        ("TAMEBI_TOOL_CALL_TEXT", "auto"),
+        ("TAMEBI_MAX_STEPS", "1"),
+        ("TAMEBI_MODEL_MAX_TOKENS", "64"),
+    ];
+    let cases = [
+        ("list", hermes_call("files_list", "{\"path\": \"/\"}")),
+        ("delete", hermes_call("files_delete", "{\"path\": \"/report.odt\"}")),
+        ("unknown", hermes_call("files_shred", "{\"path\": \"/\"}")),
+        (
+            "broken",
+            "<tool_call>{\"name\": \"files_list\", \"arguments\": {\"path\": \"/\"</tool_call>".to_string(),
+        ),
+    ];
+    for (cid, answer) in cases {
+        let s = stack(writes_only(&answer), &env).await;
+        let (parts, raw) = timed_turn(&s, cid, "List the files in my home folder.").await;
+        let inputs = of_type(&parts, "tool-input-available");
+        let with_id = |t: &str, id: &Value| of_type(&parts, t).into_iter().filter(|p| p.part["toolCallId"] == *id).count();
+        match cid {
+            "list" => {
+                assert_eq!(inputs.len(), 1, "{:?}", types(&parts));
+                let id = &inputs[0].part["toolCallId"];
+                assert!(id.as_str().unwrap().starts_with("call_"), "ids are ours: {id}");
+                assert_eq!(inputs[0].part["input"], json!({"path": "/"}));
+                assert_eq!(with_id("tool-output-available", id), 1, "{:?}", types(&parts));
+                assert_eq!(s.probe.calls_of("files_list")[0]["arguments"], json!({"path": "/"}));
+                assert!(!text_of(&parts).contains("tool_call"), "the call is not shown as text");
+            }
+            "delete" => {
+                assert_eq!(inputs.len(), 1, "{:?}", types(&parts));
+                assert_eq!(
+                    with_id("tool-approval-request", &inputs[0].part["toolCallId"]),
+                    1,
+                    "{:?}",
+                    types(&parts)
+                );
+                assert!(s.probe.calls_of("files_delete").is_empty(), "an effect ran without approval");
+            }
+            "unknown" => {
+                assert_eq!(inputs.len(), 1, "{:?}", types(&parts));
+                assert_eq!(
+                    with_id("tool-output-error", &inputs[0].part["toolCallId"]),
+                    1,
+                    "{:?}",
+                    types(&parts)
+                );
+                assert!(s.probe.calls().is_empty(), "nothing ran");
+            }
+            _ => {
+                assert!(inputs.is_empty(), "a broken call is never guessed at: {:?}", types(&parts));
+                assert_eq!(text_of(&parts), answer, "shown as the text it is");
+                assert!(s.probe.calls().is_empty(), "nothing ran");
+            }
+        }
+        // Every turn ends cleanly, and the stock client reads it.
+        assert_eq!(types(&parts).last().map(String::as_str), Some("finish"), "{:?}", types(&parts));
+        assert!(read_with_ai_sdk(&raw, cid)["finishReason"].is_string());
+    }
+}
+
 /// Asks the model to copy a call in the Hermes form, which llama.cpp's own tool-call parser reads
 /// (its grammar then holds the call to the tools offered and their schemas).
 const COPY_A_LIST_CALL: &str =
     "Copy this line exactly and write nothing else:\n<tool_call>{\"name\": \"files_list\", \"arguments\": {\"path\": \"/\"}}</tool_call>";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "Gemma 3 270M makes no call under tamebi's real system prompt and tools; run with --ignored against a model that calls tools"]
+#[ignore = "llama.cpp (b1-571d0d5) replaces a server-wide grammar with its own lazy tool-call grammar whenever a request carries tools under --jinja, and a lazy grammar engages only once the model itself writes <tool_call>, which Gemma 3 270M does not under tamebi's real system prompt; forcing it needs tool_choice \"required\" (non-lazy grammar), which tamebi does not send. Run with --ignored against a model that calls tools"]
 async fn calls_from_llama_cpps_tool_calling_take_the_scripted_calls_path() {
     let s = stack(llama_server::Options::default(), &[("TAMEBI_MODEL_MAX_TOKENS", "64")]).await;
 
@@ -305,6 +408,72 @@ async fn deleting_a_conversation_mid_answer_stops_the_real_server_generating() {
     let llama = &s.llama;
     let stopped = tokio::task::block_in_place(|| wait_until(Duration::from_secs(10), || !llama.generating()));
     assert!(stopped, "the server went on generating after the turn stopped\n{}", s.llama.logs());
+}
+
+/// Issue #31's cancellation: the client goes away mid-answer and nobody resumes, with no
+/// DELETE; after the orphan grace the orchestrator drops the model stream, llama-server stops
+/// generating, and the conversation keeps the partial answer, marked stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_mid_answer_stops_the_real_server_generating() {
+    const GRACE_SECS: u64 = 3;
+    let grace = GRACE_SECS.to_string();
+    let s = stack(
+        llama_server::Options::default(),
+        &[("TAMEBI_MODEL_MAX_TOKENS", "3000"), ("TAMEBI_TURN_ORPHAN_GRACE_SECS", &grace)],
+    )
+    .await;
+    let body = user_turn("left", "m-left", "Count from 1 to 2000, one number per line.");
+    let response = s
+        .orch
+        .request(&s.http, Method::POST, "/v1/chat", "alice", &body, Some(BEARER))
+        .send()
+        .await
+        .unwrap();
+    let mut bytes = response.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("\"text-delta\"") {
+        seen.push_str(&String::from_utf8_lossy(&bytes.next().await.unwrap().unwrap()));
+    }
+    assert!(s.llama.generating(), "the server is generating the answer");
+    drop(bytes);
+    let left = Instant::now();
+    let llama = &s.llama;
+    let stopped = tokio::task::block_in_place(|| wait_until(Duration::from_secs(GRACE_SECS + 10), || !llama.generating()));
+    assert!(stopped, "the server went on generating for nobody\n{}", s.llama.logs());
+    println!(
+        "real server stopped generating {:.1} s after the client left (grace {GRACE_SECS} s)",
+        left.elapsed().as_secs_f64()
+    );
+    // The partial answer is in the history, with the stop and its request id (committed as
+    // the stream is dropped: moments after, at most).
+    let mut conv = Value::Null;
+    for _ in 0..50 {
+        conv = s.orch.get_json(&s.http, "/v1/conversations/left", "alice").await;
+        if conv["messages"][1]["parts"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|p| p["type"] == "data-interrupted"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let parts = conv["messages"][1]["parts"].as_array().cloned().unwrap_or_default();
+    let text: String = parts
+        .iter()
+        .filter(|p| p["type"] == "text")
+        .map(|p| p["text"].as_str().unwrap())
+        .collect();
+    // What the model wrote is its business; that what it had written is kept is ours.
+    assert!(!text.is_empty(), "the partial answer was kept: {conv}");
+    let stopped = parts.last().unwrap();
+    assert_eq!(stopped["type"], "data-interrupted", "{conv}");
+    assert!(
+        stopped["data"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("This reply was stopped: it was no longer being read"),
+        "{stopped}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,7 +15,8 @@
 //! [`Verifier::check_admin`]: crate::auth::identity::Verifier::check_admin
 
 use axum::Json;
-use axum::extract::{Extension, State};
+use axum::extract::{FromRequestParts, State};
+use http::request::Parts;
 use http::{HeaderMap, Method, Uri};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -88,15 +89,8 @@ pub struct CallHealth {
     pub last_error: Option<&'static str>,
 }
 
-pub async fn status(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Result<Json<AdminStatus>, ApiError> {
+pub async fn status(State(state): State<AppState>, AdminCaller(caller): AdminCaller) -> Result<Json<AdminStatus>, ApiError> {
     let rid = caller.request_id.clone();
-    require_admin(&state, &caller, &method, &uri, &headers)?;
     // Servers registered on another instance run here too before their health is read.
     super::registry::sync_servers(&state).await.map_err(|e| e.with_request(&rid))?;
     let services = &state.services;
@@ -152,9 +146,30 @@ pub async fn status(
     Ok(Json(AdminStatus { assistants, servers }))
 }
 
-/// Refuses a request without the app's admin signature over this very request (403). Every
-/// `/v1/admin/*` handler calls it first; a user signature alone never reaches past it.
-pub(super) fn require_admin(state: &AppState, caller: &Caller, method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<(), ApiError> {
+/// The caller of a `/v1/admin/*` route: the signed user, and the app's admin signature over this
+/// very request checked. Every admin handler takes it, so a request with a user signature alone
+/// is refused (403) before the handler runs.
+pub struct AdminCaller(pub Caller);
+
+impl FromRequestParts<AppState> for AdminCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        // The identity layer put the verified caller here; a route without it is a wiring bug.
+        let Some(caller) = parts.extensions.get::<Caller>().cloned() else {
+            let id = parts
+                .headers
+                .get(identity::HEADER_REQUEST_ID)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            return Err(Error::Internal("admin route outside the identity layer".into()).with_request(id));
+        };
+        require_admin(state, &caller, &parts.method, &parts.uri, &parts.headers)?;
+        Ok(AdminCaller(caller))
+    }
+}
+
+fn require_admin(state: &AppState, caller: &Caller, method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<(), ApiError> {
     // The same target the identity layer verified the user signature over (this router is
     // merged, never nested, so the URI is the one that arrived).
     let target = identity::target_of(method, uri);

@@ -3,24 +3,24 @@
 //! `GET|POST /v1/admin/assistants`, `PUT|DELETE /v1/admin/assistants/{name}`,
 //! `POST /v1/admin/assistants/{id}/approve`, `GET|PUT /v1/admin/policy`.
 //!
-//! Every one needs the app's admin signature over the very request ([`require_admin`]) on
-//! top of the user signature; the admin acts on configuration, never on anyone's data or with
+//! Every one needs the app's admin signature over the very request (the [`AdminCaller`]
+//! extractor) on top of the user signature; the admin acts on configuration, never on anyone's data or with
 //! anyone's credential. Entries from `TAMEBI_MCP_SERVERS` and `TAMEBI_ASSISTANTS` are listed
 //! read-only (a change to one is a conflict). Every change and every refusal is audited.
 //! After a server change this instance's tool-server actors follow at once
 //! ([`sync_servers`]); every other instance follows on its next turn.
 //!
-//! [`require_admin`]: super::admin::require_admin
+//! [`AdminCaller`]: super::admin::AdminCaller
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Extension, Path, State};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use http::{HeaderMap, Method, StatusCode, Uri};
+use http::StatusCode;
 use serde::Serialize;
 
 use super::AppState;
-use super::admin::require_admin;
+use super::admin::AdminCaller;
 use crate::auth::Caller;
 use crate::error::{ApiError, Error};
 use crate::registry::{AssistantSpec, PersonalSpec, Policy, ServerSpec, Source, auth_str, is_personal_id};
@@ -76,16 +76,6 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Error> {
     serde_json::from_slice(body).map_err(|e| Error::BadRequest(format!("body: {e}")))
 }
 
-macro_rules! admin {
-    ($state:ident, $caller:ident, $method:ident, $uri:ident, $headers:ident) => {{
-        require_admin(&$state, &$caller, &$method, &$uri, &$headers)?;
-        Admin {
-            state: &$state,
-            caller: &$caller,
-        }
-    }};
-}
-
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ServerView {
@@ -99,14 +89,11 @@ struct ServerView {
     tools: Vec<String>,
 }
 
-pub async fn list_servers(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let admin = admin!(state, caller, method, uri, headers);
+pub async fn list_servers(State(state): State<AppState>, AdminCaller(caller): AdminCaller) -> Result<Response, ApiError> {
+    let admin = Admin {
+        state: &state,
+        caller: &caller,
+    };
     sync_servers(&state).await.map_err(|e| admin.fail(e))?;
     let services = &state.services;
     let set = services.registry.servers().await.map_err(|e| admin.fail(e))?;
@@ -151,28 +138,24 @@ pub async fn list_servers(
     Ok(Json(serde_json::json!({ "servers": servers })).into_response())
 }
 
-pub async fn create_server(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    let admin = admin!(state, caller, method, uri, headers);
+pub async fn create_server(State(state): State<AppState>, AdminCaller(caller): AdminCaller, body: Bytes) -> Result<Response, ApiError> {
+    let admin = Admin {
+        state: &state,
+        caller: &caller,
+    };
     put_server(&admin, None, &body).await
 }
 
 pub async fn update_server(
     State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
+    AdminCaller(caller): AdminCaller,
     Path(name): Path<String>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let admin = admin!(state, caller, method, uri, headers);
+    let admin = Admin {
+        state: &state,
+        caller: &caller,
+    };
     put_server(&admin, Some(&name), &body).await
 }
 
@@ -255,13 +238,13 @@ async fn put_server(admin: &Admin<'_>, path_name: Option<&str>, body: &[u8]) -> 
 
 pub async fn delete_server(
     State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
+    AdminCaller(caller): AdminCaller,
     Path(name): Path<String>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let admin = admin!(state, caller, method, uri, headers);
+    let admin = Admin {
+        state: &state,
+        caller: &caller,
+    };
     let what = format!("server {name}");
     if state.services.config.mcp_servers.iter().any(|s| s.name == name) {
         return Err(admin
@@ -325,14 +308,11 @@ impl ProposalView {
     }
 }
 
-pub async fn list_assistants(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let admin = admin!(state, caller, method, uri, headers);
+pub async fn list_assistants(State(state): State<AppState>, AdminCaller(caller): AdminCaller) -> Result<Response, ApiError> {
+    let admin = Admin {
+        state: &state,
+        caller: &caller,
+    };
     let registry = &state.services.registry;
     let stored: Vec<String> = registry
         .store()
@@ -373,28 +353,24 @@ pub async fn list_assistants(
     Ok(Json(serde_json::json!({ "assistants": assistants, "proposed": proposed, "policy": policy })).into_response())
 }
 
-pub async fn create_assistant(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    let admin = admin!(state, caller, method, uri, headers);
+pub async fn create_assistant(State(state): State<AppState>, AdminCaller(caller): AdminCaller, body: Bytes) -> Result<Response, ApiError> {
+    let admin = Admin {
+        state: &state,
+        caller: &caller,
+    };
     put_assistant(&admin, None, &body).await
 }
 
 pub async fn update_assistant(
     State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
+    AdminCaller(caller): AdminCaller,
     Path(name): Path<String>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let admin = admin!(state, caller, method, uri, headers);
+    let admin = Admin {
+        state: &state,
+        caller: &caller,
+    };
     put_assistant(&admin, Some(&name), &body).await
 }
 
@@ -439,13 +415,13 @@ async fn put_assistant(admin: &Admin<'_>, path_name: Option<&str>, body: &[u8]) 
 
 pub async fn delete_assistant(
     State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
+    AdminCaller(caller): AdminCaller,
     Path(name): Path<String>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let admin = admin!(state, caller, method, uri, headers);
+    let admin = Admin {
+        state: &state,
+        caller: &caller,
+    };
     let what = format!("assistant {name}");
     let registry = &state.services.registry;
     if registry.file_defines(&name) {
@@ -477,14 +453,14 @@ struct ApproveBody {
 
 pub async fn approve(
     State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
+    AdminCaller(caller): AdminCaller,
     Path(id): Path<String>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let admin = admin!(state, caller, method, uri, headers);
+    let admin = Admin {
+        state: &state,
+        caller: &caller,
+    };
     let what = format!("approval {id}");
     let req: ApproveBody = match parse(&body) {
         Ok(r) => r,
@@ -514,27 +490,20 @@ pub async fn approve(
     Ok(Json(serde_json::json!({ "assistant": row.as_ref().and_then(ProposalView::of) })).into_response())
 }
 
-pub async fn get_policy(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let admin = admin!(state, caller, method, uri, headers);
+pub async fn get_policy(State(state): State<AppState>, AdminCaller(caller): AdminCaller) -> Result<Response, ApiError> {
+    let admin = Admin {
+        state: &state,
+        caller: &caller,
+    };
     let policy = state.services.registry.policy().await.map_err(|e| admin.fail(e))?;
     Ok(Json(serde_json::json!({ "policy": policy })).into_response())
 }
 
-pub async fn put_policy(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    let admin = admin!(state, caller, method, uri, headers);
+pub async fn put_policy(State(state): State<AppState>, AdminCaller(caller): AdminCaller, body: Bytes) -> Result<Response, ApiError> {
+    let admin = Admin {
+        state: &state,
+        caller: &caller,
+    };
     let policy: Policy = match parse(&body) {
         Ok(p) => p,
         Err(e) => return Err(admin.refuse("policy", e).await),

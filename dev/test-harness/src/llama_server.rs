@@ -3,6 +3,9 @@
 //! Starts the server that `scripts/install.d/60-model.sh` built into `data/model/` on a free
 //! port with the weights it assembled there, waits until the model is loaded (`/health`
 //! answers 200; 503 while loading), and reads the server's own `/slots` and log. It never scripts the model: what it answers is the model's.
+//! A test that must not depend on the small model's judgement may hold its sampling to a
+//! grammar ([`Options::grammar`], llama-server's own `--grammar-file`): the server still
+//! generates and streams every token, the grammar only rules out the ones outside it.
 //! Sampling is greedy (`--temp 0`) with a fixed seed, so a prompt gets the same answer on
 //! every run of the same build. One generation thread (`-t 1`): llama.cpp's threads wait for
 //! each other by spinning, and on a machine whose cores are busy (the tests, other builds) two
@@ -39,6 +42,11 @@ pub struct Options {
     /// has no template), which offers tools in the Hermes form llama.cpp's own tool-call
     /// parser reads; without it llama.cpp's built-in `gemma` template and no tool calling.
     pub jinja: bool,
+    /// A GBNF grammar every answer is held to (`--grammar-file`, server-wide). llama.cpp uses
+    /// it for requests whose tools it does not handle itself: without `jinja` (its legacy
+    /// template ignores tools) always; with `jinja`, its own tool-call grammar replaces it
+    /// whenever a request carries tools.
+    pub grammar: Option<String>,
     /// Further arguments, as given.
     pub extra: Vec<String>,
 }
@@ -48,6 +56,7 @@ impl Default for Options {
         Options {
             context: 4096,
             jinja: true,
+            grammar: None,
             extra: Vec::new(),
         }
     }
@@ -57,6 +66,8 @@ impl Default for Options {
 pub struct LlamaServer {
     process: Process,
     base: String,
+    /// Holds the grammar file for as long as the server runs.
+    _scratch: Option<tempfile::TempDir>,
 }
 
 impl LlamaServer {
@@ -82,11 +93,22 @@ impl LlamaServer {
         } else {
             cmd.args(["--chat-template", "gemma"]);
         }
+        let scratch = options.grammar.as_ref().map(|grammar| {
+            let dir = tempfile::Builder::new().prefix("llama-grammar-").tempdir().expect("scratch dir");
+            let file = dir.path().join("answer.gbnf");
+            std::fs::write(&file, grammar).expect("grammar file");
+            cmd.arg("--grammar-file").arg(file);
+            dir
+        });
         cmd.args(&options.extra);
         let base = format!("http://127.0.0.1:{port}");
         let mut process = Process::spawn("llama-server", cmd);
         process.wait_http(&format!("{base}/health"), Duration::from_secs(30));
-        LlamaServer { process, base }
+        LlamaServer {
+            process,
+            base,
+            _scratch: scratch,
+        }
     }
 
     /// Waits until `/health` answers 200 (the model is loaded), or panics with the logs.

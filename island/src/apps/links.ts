@@ -56,6 +56,8 @@ export function buildLinkUrl(target: LinkTarget, linkBase: string): string {
     case 'day':
       return `${linkBase}/apps/calendar/timeGridDay/${target.date}`;
     case 'card':
+      // Deck's own page route `/board/{boardId}/card/{cardId}` (its history-mode router); Deck's
+      // reference provider turns the `/card/{cardId}` form into a preview, this one opens the card.
       return `${linkBase}/apps/deck/board/${target.boardId}/card/${target.cardId}`;
   }
 }
