@@ -202,6 +202,23 @@ impl StreamLog {
     }
 }
 
+impl StreamLog {
+    /// Resolves once the stream has ended, however (for a stop that answers once the turn is
+    /// over, `http::chat::stop`). Not a reader: it neither counts as one nor copies frames.
+    pub async fn ended(&self) -> End {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            // Registered before looking, as `Reader::next` does.
+            changed.as_mut().enable();
+            if let Some(end) = self.lock().end {
+                return end;
+            }
+            changed.await;
+        }
+    }
+}
+
 /// What a reader gets next.
 #[derive(Debug, PartialEq)]
 pub enum Next {
@@ -436,6 +453,26 @@ mod tests {
         let dropped = Instant::now();
         assert!(resolves(&log, 5000).await);
         assert!(dropped.elapsed() >= grace, "the grace counts from the last reader's drop");
+    }
+
+    #[tokio::test]
+    async fn ended_waits_for_the_end_without_counting_as_a_reader() {
+        let log = StreamLog::new();
+        let h = log.push_held(f("a"));
+        log.finish_when_released();
+        let watcher = log.clone();
+        let mut ended = tokio::spawn(async move { watcher.ended().await });
+        tokio::task::yield_now().await;
+        assert_eq!(log.lock().readers, 0);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), &mut ended).await.is_err(),
+            "a held frame keeps the end back"
+        );
+        log.release(h);
+        assert_eq!(
+            tokio::time::timeout(Duration::from_secs(5), ended).await.unwrap().unwrap(),
+            End::Finished
+        );
     }
 
     #[tokio::test]

@@ -63,6 +63,11 @@ pub enum ConversationMsg {
     Subscribe {
         reply: RpcReplyPort<Option<Subscription>>,
     },
+    /// Its person pressed Stop: the running turn (if any) stops before its next model read;
+    /// the answer is its log, to wait for its end (`None`: no turn runs).
+    Stop {
+        reply: RpcReplyPort<Option<Arc<StreamLog>>>,
+    },
     /// What a running turn reported (see [`crate::turn::TurnEvent`]).
     Turn {
         turn: u64,
@@ -140,6 +145,8 @@ struct InFlight {
     turn: u64,
     log: Arc<StreamLog>,
     cancel: CancellationToken,
+    /// Stop pressed (`ConversationMsg::Stop`): the turn's own `Turn::stop`.
+    stop: CancellationToken,
     /// The turn's record (store::lease) went with its final message's commit.
     record_ended: bool,
 }
@@ -290,6 +297,16 @@ impl ConversationActor {
             ConversationMsg::Subscribe { reply } => {
                 let _ = reply.send(state.in_flight.as_ref().map(InFlight::subscribe));
             }
+            ConversationMsg::Stop { reply } => {
+                // Not `cancel`: the turn ends as an orphaned one does (`turn::model_step`),
+                // its partial answer committed with a `data-interrupted` part. A tool call
+                // under way finishes first; a turn waiting for an approval runs nothing.
+                let running = state.in_flight.as_ref().map(|f| {
+                    f.stop.cancel();
+                    f.log.clone()
+                });
+                let _ = reply.send(running);
+            }
             ConversationMsg::Turn { turn, event } => match event {
                 TurnEvent::Checkpoint {
                     message,
@@ -435,6 +452,7 @@ impl ConversationActor {
             marker_written(own.leases.turn_started(&state.key, &own.owner, &marker).await);
         }
         let cancel = self.services.shutdown.child_token();
+        let stop = CancellationToken::new();
         let log = StreamLog::new();
         // A new user message is committed while the turn starts (see the module doc): until
         // then the log shows nothing and the turn does not read the model's answer.
@@ -465,6 +483,7 @@ impl ConversationActor {
             calibration: state.calibration,
             emitter,
             cancel: cancel.clone(),
+            stop: stop.clone(),
             durable: None,
             loadout: loadout.clone(),
             admission: Some(held),
@@ -489,6 +508,7 @@ impl ConversationActor {
             turn: state.turns,
             log,
             cancel,
+            stop,
             record_ended: false,
         };
         if let Some((message, hold, committed)) = pending_user {
