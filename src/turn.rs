@@ -94,7 +94,8 @@ pub trait TurnEvents: Send + Sync {
 /// order. Each part is serialised once, here; readers send the same bytes.
 pub struct Emitter {
     events: Box<dyn TurnEvents>,
-    /// Also watched for readers: a turn nobody reads stops asking the model (`model_step`).
+    /// Also watched for readers (a turn nobody reads stops asking the model, `model_step`) and
+    /// for its person's Stop (`StreamLog::ask_stop`), which stops it the same way.
     log: Arc<StreamLog>,
     /// The message changed since its last checkpoint.
     dirty: bool,
@@ -180,9 +181,6 @@ pub struct Turn {
     pub calibration: Calibration,
     pub emitter: Emitter,
     pub cancel: CancellationToken,
-    /// Its person asked it to stop (`POST /v1/chat/{id}/stop`): unlike `cancel`, the turn
-    /// ends as an orphaned one does, keeping its partial answer (`model_step`).
-    pub stop: CancellationToken,
     /// Resolves once the user message that started this turn is committed (`None`: nothing
     /// to wait for). The turn may prepare and send the model request before; it reads the
     /// answer, and so runs any tool or publishes anything a client could see, only after.
@@ -476,7 +474,7 @@ impl TurnState {
     /// One model call. Streams its text; returns the tool calls it made.
     async fn model_step(&mut self) -> Result<Vec<AssembledCall>, TurnError> {
         // Stop pressed while a tool ran (or before the first step): no further model call.
-        if self.t.stop.is_cancelled() {
+        if self.t.emitter.log.stop_was_asked() {
             return Err(TurnError::Stopped);
         }
         self.emit(StreamPart::StartStep)?;
@@ -493,11 +491,10 @@ impl TurnState {
         // same way, at once.
         let grace = self.t.services.config.turn_orphan_grace;
         let log = self.t.emitter.log.clone();
-        let stop = self.t.stop.clone();
         let mut halted = Box::pin(async move {
             tokio::select! {
                 biased;
-                () = stop.cancelled() => TurnError::Stopped,
+                () = log.stop_asked() => TurnError::Stopped,
                 () = log.unread_for(grace) => TurnError::Orphaned {
                     grace_secs: grace.as_secs(),
                 },

@@ -145,8 +145,6 @@ struct InFlight {
     turn: u64,
     log: Arc<StreamLog>,
     cancel: CancellationToken,
-    /// Stop pressed (`ConversationMsg::Stop`): the turn's own `Turn::stop`.
-    stop: CancellationToken,
     /// The turn's record (store::lease) went with its final message's commit.
     record_ended: bool,
 }
@@ -302,7 +300,7 @@ impl ConversationActor {
                 // its partial answer committed with a `data-interrupted` part. A tool call
                 // under way finishes first; a turn waiting for an approval runs nothing.
                 let running = state.in_flight.as_ref().map(|f| {
-                    f.stop.cancel();
+                    f.log.ask_stop();
                     f.log.clone()
                 });
                 let _ = reply.send(running);
@@ -452,7 +450,6 @@ impl ConversationActor {
             marker_written(own.leases.turn_started(&state.key, &own.owner, &marker).await);
         }
         let cancel = self.services.shutdown.child_token();
-        let stop = CancellationToken::new();
         let log = StreamLog::new();
         // A new user message is committed while the turn starts (see the module doc): until
         // then the log shows nothing and the turn does not read the model's answer.
@@ -483,7 +480,6 @@ impl ConversationActor {
             calibration: state.calibration,
             emitter,
             cancel: cancel.clone(),
-            stop: stop.clone(),
             durable: None,
             loadout: loadout.clone(),
             admission: Some(held),
@@ -508,7 +504,6 @@ impl ConversationActor {
             turn: state.turns,
             log,
             cancel,
-            stop,
             record_ended: false,
         };
         if let Some((message, hold, committed)) = pending_user {
