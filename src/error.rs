@@ -230,6 +230,9 @@ pub mod messages {
     /// A turn stopped because no client read its stream for `TAMEBI_TURN_ORPHAN_GRACE_SECS`
     /// (the page was closed, or Stop pressed): stored on the message as well.
     pub const STOPPED_UNREAD: &str = "This reply was stopped: it was no longer being read (the page was closed or Stop was pressed). Send your message again to continue.";
+    /// A turn stopped by its person (`POST /v1/chat/{id}/stop`, the island's Stop button):
+    /// stored on the message as well.
+    pub const STOPPED_BY_USER: &str = "You stopped this reply. Send your message again to continue.";
 }
 
 /// Why a turn ended before its finish. The variant and its cause go to the logs and the turn
@@ -255,6 +258,9 @@ pub enum TurnError {
     /// (`TAMEBI_TURN_ORPHAN_GRACE_SECS`).
     #[error("nobody read the turn's stream for {grace_secs} s")]
     Orphaned { grace_secs: u64 },
+    /// Its person asked it to stop (`POST /v1/chat/{id}/stop`) while it waited for the model.
+    #[error("the person stopped the turn")]
+    Stopped,
 }
 
 impl TurnError {
@@ -267,6 +273,7 @@ impl TurnError {
             TurnError::Cancelled => messages::UNAVAILABLE,
             TurnError::TokenBound { .. } => messages::TOKEN_BOUND,
             TurnError::Orphaned { .. } => messages::STOPPED_UNREAD,
+            TurnError::Stopped => messages::STOPPED_BY_USER,
         }
     }
 
@@ -280,6 +287,7 @@ impl TurnError {
             TurnError::Cancelled => "turn.cancelled",
             TurnError::TokenBound { .. } => "turn.token_bound",
             TurnError::Orphaned { .. } => "turn.orphaned",
+            TurnError::Stopped => "turn.stopped",
         }
     }
 
@@ -535,11 +543,13 @@ mod tests {
         assert_eq!(TurnError::Cancelled.public_message(), messages::UNAVAILABLE);
         assert_eq!(TurnError::TokenBound { used: 9, max: 5 }.public_message(), messages::TOKEN_BOUND);
         assert_eq!(TurnError::Orphaned { grace_secs: 30 }.public_message(), messages::STOPPED_UNREAD);
+        assert_eq!(TurnError::Stopped.public_message(), messages::STOPPED_BY_USER);
         for quiet in [
             TurnError::Abandoned,
             TurnError::Cancelled,
             TurnError::TokenBound { used: 9, max: 5 },
             TurnError::Orphaned { grace_secs: 30 },
+            TurnError::Stopped,
         ] {
             assert!(!quiet.is_incident(), "{quiet}");
         }

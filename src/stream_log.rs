@@ -21,7 +21,9 @@
 //!
 //! It also counts its open readers and knows since when it has had none
 //! ([`StreamLog::unread_for`]): the turn stops generating an answer nobody reads any more
-//! (`TAMEBI_TURN_ORPHAN_GRACE_SECS`, see `turn`). It never decides that itself.
+//! (`TAMEBI_TURN_ORPHAN_GRACE_SECS`, see `turn`). It never decides that itself. Likewise it
+//! carries its person's Stop to the turn ([`StreamLog::ask_stop`]), and says when the stream
+//! has ended ([`StreamLog::ended`]) to whoever waits for the stop to be done.
 
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -51,6 +53,10 @@ pub struct Hold(u64);
 pub struct StreamLog {
     state: Mutex<LogState>,
     changed: Notify,
+    /// Its person pressed Stop (`POST /v1/chat/{id}/stop`): the turn watches this beside the
+    /// reader count. Here rather than in the turn: the conversation actor reaches a running
+    /// turn through its log, and the turn's own state stays as small (issue #16).
+    stop: tokio_util::sync::CancellationToken,
 }
 
 #[derive(Default)]
@@ -184,6 +190,22 @@ impl StreamLog {
         }
     }
 
+    /// Its person asked the turn to stop (Stop pressed). The log only passes the request on:
+    /// the turn decides where it stops (`turn::model_step`).
+    pub fn ask_stop(&self) {
+        self.stop.cancel();
+    }
+
+    /// Whether [`StreamLog::ask_stop`] was called.
+    pub fn stop_was_asked(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+
+    /// Resolves once [`StreamLog::ask_stop`] has been called.
+    pub async fn stop_asked(&self) {
+        self.stop.cancelled().await;
+    }
+
     /// Resolves once no reader has been open for `grace` without a break (a reader that
     /// comes back within it starts the count again from its own drop). Looks at the count
     /// once per `grace` while someone reads, and at the exact deadline once nobody does: no
@@ -198,6 +220,23 @@ impl StreamLog {
                 None => grace,
             };
             tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+impl StreamLog {
+    /// Resolves once the stream has ended, however (for a stop that answers once the turn is
+    /// over, `http::chat::stop`). Not a reader: it neither counts as one nor copies frames.
+    pub async fn ended(&self) -> End {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            // Registered before looking, as `Reader::next` does.
+            changed.as_mut().enable();
+            if let Some(end) = self.lock().end {
+                return end;
+            }
+            changed.await;
         }
     }
 }
@@ -436,6 +475,35 @@ mod tests {
         let dropped = Instant::now();
         assert!(resolves(&log, 5000).await);
         assert!(dropped.elapsed() >= grace, "the grace counts from the last reader's drop");
+    }
+
+    #[tokio::test]
+    async fn a_stop_asked_reaches_whoever_watches_for_it() {
+        let log = StreamLog::new();
+        let asked = log.stop_asked();
+        tokio::pin!(asked);
+        assert!(futures::FutureExt::now_or_never(asked.as_mut()).is_none());
+        assert!(!log.stop_was_asked());
+        log.ask_stop();
+        log.ask_stop();
+        assert!(log.stop_was_asked());
+        tokio::time::timeout(Duration::from_secs(5), asked).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn ended_waits_for_the_end_without_counting_as_a_reader() {
+        let log = StreamLog::new();
+        let h = log.push_held(f("a"));
+        log.finish_when_released();
+        let ended = log.ended();
+        tokio::pin!(ended);
+        assert!(
+            futures::FutureExt::now_or_never(ended.as_mut()).is_none(),
+            "a held frame keeps the end back"
+        );
+        assert_eq!(log.lock().readers, 0);
+        log.release(h);
+        assert_eq!(tokio::time::timeout(Duration::from_secs(5), ended).await.unwrap(), End::Finished);
     }
 
     #[tokio::test]

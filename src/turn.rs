@@ -94,7 +94,8 @@ pub trait TurnEvents: Send + Sync {
 /// order. Each part is serialised once, here; readers send the same bytes.
 pub struct Emitter {
     events: Box<dyn TurnEvents>,
-    /// Also watched for readers: a turn nobody reads stops asking the model (`model_step`).
+    /// Also watched for readers (a turn nobody reads stops asking the model, `model_step`) and
+    /// for its person's Stop (`StreamLog::ask_stop`), which stops it the same way.
     log: Arc<StreamLog>,
     /// The message changed since its last checkpoint.
     dirty: bool,
@@ -220,7 +221,7 @@ pub fn run(turn: Turn) -> impl std::future::Future<Output = ()> + Send {
         if let Err(error) = outcome {
             let request_id = state.t.caller.request_id.clone();
             report(&error, &request_id);
-            if matches!(error, TurnError::Orphaned { .. }) {
+            if matches!(error, TurnError::Orphaned { .. } | TurnError::Stopped) {
                 // Stored with the partial answer: whoever opens the conversation later sees
                 // that the reply was stopped, and why (the error part below is seen only by
                 // a reader that comes back at this very moment).
@@ -489,6 +490,10 @@ impl TurnState {
 
     /// One model call. Streams its text; returns the tool calls it made.
     async fn model_step(&mut self) -> Result<Vec<AssembledCall>, TurnError> {
+        // Stop pressed while a tool ran (or before the first step): no further model call.
+        if self.t.emitter.log.stop_was_asked() {
+            return Err(TurnError::Stopped);
+        }
         self.emit(StreamPart::StartStep)?;
         // Boxed (issue #16): the view (and a summary call) is built before the stream starts.
         let view = Box::pin(self.compacted_view()).await?;
@@ -499,18 +504,24 @@ impl TurnState {
         // closes the upstream request, so the model server stops generating. Only here, while
         // the model is asked: a running tool finishes (its effect is not cut half-way), and a
         // turn waiting for an approval has ended already. Boxed: held for as long as the
-        // answer streams (issue #16).
+        // answer streams (issue #16). Stop pressed (`POST /v1/chat/{id}/stop`) stops it the
+        // same way, at once.
         let grace = self.t.services.config.turn_orphan_grace;
         let log = self.t.emitter.log.clone();
-        let mut unread = Box::pin(log.unread_for(grace));
-        let orphaned = || TurnError::Orphaned {
-            grace_secs: grace.as_secs(),
-        };
+        let mut halted = Box::pin(async move {
+            tokio::select! {
+                biased;
+                () = log.stop_asked() => TurnError::Stopped,
+                () = log.unread_for(grace) => TurnError::Orphaned {
+                    grace_secs: grace.as_secs(),
+                },
+            }
+        });
         let model = &self.t.services.model;
         let stream = tokio::select! {
             biased;
             s = Box::pin(model.stream_as(self.t.loadout.model, &messages, &self.specs)) => s,
-            () = &mut unread => return Err(orphaned()),
+            why = &mut halted => return Err(why),
         };
         let mut stream = stream.map_err(TurnError::ModelCall)?;
         // The request is sent: its messages (the whole history as the model sees it) are not
@@ -528,7 +539,7 @@ impl TurnState {
             let event = tokio::select! {
                 biased;
                 e = stream.next() => e,
-                () = &mut unread => return Err(orphaned()),
+                why = &mut halted => return Err(why),
             };
             let Some(event) = event else { break };
             match event.map_err(model_error)? {

@@ -824,3 +824,98 @@ async fn a_turn_waiting_for_an_approval_is_not_stopped_for_want_of_a_reader() {
     let facts: Value = orch.get_json(&c, "/v1/memory", "alice").await;
     assert_eq!(facts["facts"][0]["text"], "Likes tea", "{facts}");
 }
+
+/// `POST /v1/chat/{id}/stop` for `uid`.
+async fn stop(orch: &Orchestrator, c: &reqwest::Client, uid: &str, cid: &str) -> reqwest::StatusCode {
+    orch.request(c, Method::POST, &format!("/v1/chat/{cid}/stop"), uid, b"", None)
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_ends_the_turn_at_once_keeps_its_partial_answer_and_frees_the_conversation() {
+    let model = ScriptedModel::start();
+    // 200 characters at one per 100 ms: 20 s, and the default 30 s grace never passes here,
+    // since the client keeps reading: only the stop can end it early.
+    let story = "An answer its person stops half-way through. ".repeat(5);
+    let story = &story[..200];
+    model.add_rules(json!([{"match": "stop me", "steps": [{"text": story, "chunk_chars": 1, "delay_ms": 100}]}]));
+    let orch = start(&model);
+    let c = client();
+    let mut r = orch
+        .request(&c, Method::POST, "/v1/chat", "alice", &user_turn("halt", "m1", "stop me"), None)
+        .header("x-request-id", "req-stop")
+        .send()
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    while !seen.contains("\"text-delta\"") {
+        seen.push_str(&String::from_utf8_lossy(&r.chunk().await.unwrap().unwrap()));
+    }
+    assert_eq!(stop(&orch, &c, "alice", "halt").await, 204);
+    // The client still reading gets the rest: the stop's part, the error, and the end.
+    seen.push_str(&r.text().await.unwrap());
+    let streamed = parts(&test_harness::orchestrator::parse_sse(&seen));
+    let kinds = types(&streamed);
+    assert!(!kinds.iter().any(|k| k == "finish"), "{kinds:?}");
+    assert!(kinds.iter().any(|k| k == "data-interrupted"), "{kinds:?}");
+    let streamed_text = text_of(&streamed);
+    assert!(
+        streamed_text.len() < story.len(),
+        "the answer went on to its end: {streamed_text:?}"
+    );
+    // The 204 came once the turn was over: the next message is taken at once, no 409.
+    model.add_rules(json!([{"match": "again", "steps": [{"text": "Here again."}]}]));
+    let r = orch
+        .request(&c, Method::POST, "/v1/chat", "alice", &user_turn("halt", "m2", "again"), None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(text_of(&parts_of(r).await), "Here again.");
+    // The partial answer is stored, closed, with the part that says who stopped it.
+    let conv: Value = orch.get_json(&c, "/v1/conversations/halt", "alice").await;
+    let answer = &conv["messages"][1];
+    let stored = answer["parts"].as_array().unwrap();
+    let text: String = stored
+        .iter()
+        .filter(|p| p["type"] == "text")
+        .map(|p| p["text"].as_str().unwrap())
+        .collect();
+    assert!(!text.is_empty() && text.len() < story.len(), "a partial answer: {answer}");
+    assert!(story.starts_with(&text), "{text:?}");
+    assert!(stored.iter().all(|p| p["type"] != "text" || p["state"] == "done"), "{answer}");
+    let stopped = stored.last().unwrap();
+    assert_eq!(stopped["type"], "data-interrupted", "{answer}");
+    assert_eq!(stopped["data"]["requestId"], "req-stop");
+    assert_eq!(
+        stopped["data"]["message"],
+        "You stopped this reply. Send your message again to continue. (request id: req-stop)"
+    );
+    assert_eq!(conv["messages"][3]["parts"][1]["text"], "Here again.", "{conv}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_without_a_running_turn_is_204_and_another_users_conversation_404() {
+    let model = ScriptedModel::start();
+    let orch = start(&model);
+    let c = client();
+    orch.chat(&c, "alice", "done", "m1", "hello").await;
+    // Nothing runs: idempotent, as often as it is pressed, and nothing is added.
+    let before: Value = orch.get_json(&c, "/v1/conversations/done", "alice").await;
+    assert_eq!(stop(&orch, &c, "alice", "done").await, 204);
+    assert_eq!(stop(&orch, &c, "alice", "done").await, 204);
+    let after: Value = orch.get_json(&c, "/v1/conversations/done", "alice").await;
+    assert_eq!(before, after);
+    // No oracle: another user's conversation answers exactly as one that does not exist.
+    assert_eq!(stop(&orch, &c, "bob", "done").await, 404);
+    assert_eq!(stop(&orch, &c, "alice", "never-was").await, 404);
+    assert_eq!(stop(&orch, &c, "alice", "not%20an%20id").await, 404);
+    // And nothing of alice's changed by bob's attempt: her next message is answered.
+    assert_eq!(
+        orch.chat(&c, "alice", "done", "m2", "again").await.last().map(String::as_str),
+        Some("[DONE]")
+    );
+}

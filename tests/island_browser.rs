@@ -70,6 +70,7 @@ fn rules() -> Value {
             {"text": "Only your calendar is mine to read.", "chunk_chars": 8}
         ]},
         {"match": "code check", "steps": [{"text": "Noted.", "chunk_chars": 8}]},
+        {"match": "stop check", "steps": [{"text": "Stopped half-way, this answer would go on for half a minute. ".repeat(5), "chunk_chars": 1, "delay_ms": 100}]},
         {"match": "write the picker note", "steps": [
             {"tool_calls": [{"name": "files_write", "arguments": {"path": "/picker-note.txt", "content": PICKER_NOTE}}]},
             {"text": PICKER_ANSWER, "chunk_chars": 8}
@@ -497,6 +498,16 @@ async fn the_island_and_its_apps_in_chromium() {
         "{c}"
     );
     assert!(!shown.contains("already being written"), "{c}");
+    // 8b. Stop: the island calls the stop route, the reply ends at once with its note (the
+    //     stored one, in place of the stream's end), and the next message is answered, no 409.
+    let c = check(&report, "stop_ends_the_reply_at_once");
+    assert_eq!(c["status"], 204, "{c}");
+    let note = c["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("You stopped this reply. Send your message again to continue. (request id: "),
+        "{c}"
+    );
+    assert_eq!(c["refusal"], Value::Null, "{c}");
     // 9. Issue #34: the admin settings section (rendered by PHP from the app's template), in a
     //    Nextcloud-like page: axe finds nothing in any of Nextcloud's themes.
     let c = check(&report, "axe_admin_page_in_every_theme");

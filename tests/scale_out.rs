@@ -112,9 +112,10 @@ async fn two_instances_share_one_postgres_and_survive_a_kill() {
     assert_eq!((status, elsewhere), (503, true));
     assert!(retry.is_some_and(|s| (1..=LEASE_SECS).contains(&s)), "{retry:?}");
     assert_eq!(runs_of(&model.requests(), "quick intruder"), 0);
-    // Resume and delete need the owner too: refused the same way, nothing deleted.
+    // Resume, stop and delete need the owner too: refused the same way, nothing deleted.
     for (method, path) in [
         (Method::GET, format!("/v1/chat/{}/stream", on_a[0])),
+        (Method::POST, format!("/v1/chat/{}/stop", on_a[0])),
         (Method::DELETE, format!("/v1/conversations/{}", on_a[0])),
     ] {
         let r = instances[1].request(&c, method, &path, "alice", b"", None).send().await.unwrap();

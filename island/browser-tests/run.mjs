@@ -42,6 +42,7 @@ async function main() {
     await run('deny_runs_nothing', () => approval(page, 'deny'));
     await run('assistant_picker_binds_the_conversation', () => assistantPicker(page));
     await run('a_refusal_shows_the_text_of_its_code', () => refusalText(page));
+    await run('stop_ends_the_reply_at_once', () => stopAtOnce(page));
     await run('axe_admin_page_in_every_theme', () => adminPage(context));
   });
 }
@@ -472,6 +473,28 @@ async function refusalText(page) {
   } finally {
     await page.unroute(isChat);
   }
+}
+
+// --- 8b. Stop ends the reply on the server too; the next message is taken at once ---------
+
+async function stopAtOnce(page) {
+  await page.getByTestId('new-conversation').click();
+  await page.locator('.message').first().waitFor({ state: 'detached' });
+  const isStop = (url) => /\/apps\/tamebi\/api\/chat\/[^/]+\/stop$/.test(new URL(url).pathname);
+  const stopped = page.waitForResponse((r) => isStop(r.url()) && r.request().method() === 'POST', { timeout: WAIT });
+  await say(page, 'stop check, please');
+  await page.locator('.message', { hasText: 'Stopped half' }).waitFor({ timeout: WAIT });
+  await page.getByTestId('stop').click();
+  const answer = await stopped;
+  const note = page.getByTestId('interrupted-note').last();
+  await note.waitFor({ timeout: WAIT });
+  await replyDone(page);
+  await say(page, 'code check after the stop');
+  await page.locator('.message', { hasText: 'Noted.' }).waitFor({ timeout: WAIT });
+  await replyDone(page);
+  const error = page.getByTestId('chat-error');
+  await page.screenshot({ path: join(ARTIFACTS, 'stop.png'), fullPage: true });
+  return { status: answer.status(), note: await note.innerText(), refusal: (await error.count()) > 0 ? await error.innerText() : null };
 }
 
 // --- 9. The admin settings section inside a Nextcloud-like page, in each theme (issue #34) ---

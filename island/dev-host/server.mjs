@@ -191,6 +191,8 @@ function apiRoute(method, sub) {
   if (sub === '/apps/tools/call' || sub === '/apps/tools/dispatch' || sub === '/apps/tools/describe') return only(['POST'], sub);
   const stream = /^\/chat\/([^/]+)\/stream$/.exec(sub);
   if (stream) return ID.test(stream[1]) ? only(['GET'], sub) : 'bad-id';
+  const stop = /^\/chat\/([^/]+)\/stop$/.exec(sub);
+  if (stop) return ID.test(stop[1]) ? only(['POST'], sub) : 'bad-id';
   const conversation = /^\/conversations\/([^/]+)$/.exec(sub);
   if (conversation) return ID.test(conversation[1]) ? only(['GET', 'DELETE'], sub) : 'bad-id';
   return null;

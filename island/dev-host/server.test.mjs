@@ -69,6 +69,10 @@ beforeAll(async () => {
         res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': 'upstream-id', 'retry-after': status === 503 ? '2' : 'Wed, 21 Oct 2026 07:28:00 GMT <script>' });
         return res.end(JSON.stringify({ error: { message: 'panic at /srv/tamebi/src/secret.rs:42', requestId: 'upstream-id' } }));
       }
+      if (/^\/v1\/chat\/[^/]+\/stop$/.test(req.url)) {
+        res.writeHead(204);
+        return res.end();
+      }
       if (req.url.split('?')[0] === '/v1/chat') {
         res.writeHead(200, { 'content-type': 'text/event-stream', 'x-vercel-ai-ui-message-stream': 'v1', 'x-internal': 'secret' });
         res.write('data: {"type":"start"}\n\n');
@@ -301,6 +305,22 @@ describe('dev host', () => {
     expect(got.headers['x-tamebi-signature']).not.toBe(sign('sign', { ...signed, method: 'DELETE', body: '' }));
     expect((await fetch(`${base}/apps/tamebi/api/conversations/a.b`, { headers: { cookie, requesttoken: token } })).status).toBe(400);
     expect((await fetch(`${base}/apps/tamebi/api/chat`, { headers: { cookie, requesttoken: token } })).status).toBe(405);
+  });
+
+  it('forwards Stop as a signed POST with the empty body, for the conversation\'s id only', async () => {
+    const { cookie, token } = await login('alice');
+    const r = await fetch(`${base}/apps/tamebi/api/chat/abc_1/stop`, { method: 'POST', headers: { cookie, requesttoken: token } });
+    expect(r.status).toBe(204);
+    const got = seen.at(-1);
+    expect(got.url).toBe('/v1/chat/abc_1/stop');
+    expect(got.method).toBe('POST');
+    const signed = { method: 'POST', path: '/v1/chat/abc_1/stop', uid: 'alice', ts: Number(got.headers['x-tamebi-ts']), nonce: got.headers['x-tamebi-nonce'], credentials: 'nextcloud=pw-a' };
+    expect(got.headers['x-tamebi-signature']).toBe(sign('sign', { ...signed, body: '' }));
+    const sent = seen.length;
+    expect((await fetch(`${base}/apps/tamebi/api/chat/a.b/stop`, { method: 'POST', headers: { cookie, requesttoken: token } })).status).toBe(400);
+    expect((await fetch(`${base}/apps/tamebi/api/chat/abc_1/stop`, { headers: { cookie, requesttoken: token } })).status).toBe(405);
+    expect((await fetch(`${base}/apps/tamebi/api/chat/abc_1/stop`, { method: 'POST', headers: { cookie } })).status).toBe(401);
+    expect(seen.length).toBe(sent);
   });
 
   it('serves a frame with exactly the orchestrator\'s policy, and none without one', async () => {

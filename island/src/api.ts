@@ -71,6 +71,11 @@ export class Api {
     await this.request('DELETE', `/conversations/${encodeURIComponent(id)}`);
   }
 
+  /** Stop pressed: the server stops writing this conversation's reply (204 also when none runs). */
+  async stopChat(id: string): Promise<void> {
+    await this.request('POST', `/chat/${encodeURIComponent(id)}/stop`);
+  }
+
   async listMemory(): Promise<MemoryFact[]> {
     const body = (await this.request('GET', '/memory')) as { facts?: MemoryFact[] };
     return Array.isArray(body.facts) ? body.facts : [];

@@ -2,6 +2,7 @@
  * The chat session: the AI SDK's `useChat` wired to our API.
  *
  * Owns: the transport (POST `<apiBase>/chat`, resume via GET `<apiBase>/chat/<id>/stream`,
+ * Stop: the stream let go, then POST `<apiBase>/chat/<id>/stop`,
  * the `requesttoken` header), sending only the last message (the server's chat.db is the
  * truth, see docs/api.md), sending automatically once every approval is answered, and
  * reconnecting after a dropped connection, and naming the conversation's assistant (the server
@@ -14,6 +15,7 @@ import { useChat } from '@ai-sdk/vue';
 import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai';
 import { shallowRef, watch } from 'vue';
 import type { IslandConfig } from './config';
+import { ApiError } from './errors';
 import type { Origin } from './picker/origin';
 
 /** How often we try to reattach to a reply after the connection dropped. */
@@ -46,6 +48,27 @@ export function useTamebiChat(config: IslandConfig, assistant: () => string | nu
   });
 
   return { ...chat, open };
+}
+
+/**
+ * Stop pressed. The stream is let go at once (`stopStream`, the AI SDK's own stop), which alone
+ * would leave the server writing the reply until nobody had read it for its grace (30 s), with
+ * every new message in this conversation refused meanwhile. So the server is told too
+ * (`stopOnServer`, POST `<apiBase>/chat/<id>/stop`): it keeps the partial answer, marks it
+ * stopped, and answers once the turn is over, so a message sent after this resolves is taken.
+ * Resolves true when the server has the conversation (its stored reply now says it was
+ * stopped), false when it does not know it (the first message never reached it: nothing runs).
+ * Any other failure is thrown.
+ */
+export async function stopReply(id: string, stopStream: () => Promise<void> | void, stopOnServer: (id: string) => Promise<void>): Promise<boolean> {
+  await stopStream();
+  try {
+    await stopOnServer(id);
+    return true;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return false;
+    throw error;
+  }
 }
 
 function chatInit(config: IslandConfig, id: string, messages: UIMessage[], assistant: () => string | null, origin: Origin | null) {

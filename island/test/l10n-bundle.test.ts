@@ -104,7 +104,7 @@ describe('the German bundle', () => {
     // A stream's error part arrives in English from the orchestrator and is shown in German:
     // every sentence the orchestrator ends a stream with (read from its source) is translated.
     const rust = ['src/error.rs', 'src/store/lease.rs'].map((f) => readFileSync(join(app, '..', f), 'utf8')).join('\n');
-    for (const name of ['INTERNAL', 'UNAVAILABLE', 'STOPPED_ELSEWHERE', 'TOKEN_BOUND', 'INTERRUPTED_MESSAGE', 'STOPPED_UNREAD']) {
+    for (const name of ['INTERNAL', 'UNAVAILABLE', 'STOPPED_ELSEWHERE', 'TOKEN_BOUND', 'INTERRUPTED_MESSAGE', 'STOPPED_UNREAD', 'STOPPED_BY_USER']) {
       const sentence = new RegExp(`const ${name}: &str =\\s*"([^"]+)";`).exec(rust)?.[1];
       expect(sentence, name).toBeTruthy();
       const shown = streamErrorText(`${sentence} (request id: r-1)`);

@@ -12,6 +12,7 @@ return [
 
 		['name' => 'api#chat', 'url' => '/api/chat', 'verb' => 'POST'],
 		['name' => 'api#resume', 'url' => '/api/chat/{id}/stream', 'verb' => 'GET'],
+		['name' => 'api#stopChat', 'url' => '/api/chat/{id}/stop', 'verb' => 'POST'],
 		['name' => 'api#conversations', 'url' => '/api/conversations', 'verb' => 'GET'],
 		['name' => 'api#conversation', 'url' => '/api/conversations/{id}', 'verb' => 'GET'],
 		['name' => 'api#deleteConversation', 'url' => '/api/conversations/{id}', 'verb' => 'DELETE'],

@@ -63,6 +63,11 @@ pub enum ConversationMsg {
     Subscribe {
         reply: RpcReplyPort<Option<Subscription>>,
     },
+    /// Its person pressed Stop: the running turn (if any) stops before its next model read;
+    /// the answer is its log, to wait for its end (`None`: no turn runs).
+    Stop {
+        reply: RpcReplyPort<Option<Arc<StreamLog>>>,
+    },
     /// What a running turn reported (see [`crate::turn::TurnEvent`]).
     Turn {
         turn: u64,
@@ -289,6 +294,16 @@ impl ConversationActor {
             }
             ConversationMsg::Subscribe { reply } => {
                 let _ = reply.send(state.in_flight.as_ref().map(InFlight::subscribe));
+            }
+            ConversationMsg::Stop { reply } => {
+                // Not `cancel`: the turn ends as an orphaned one does (`turn::model_step`),
+                // its partial answer committed with a `data-interrupted` part. A tool call
+                // under way finishes first; a turn waiting for an approval runs nothing.
+                let running = state.in_flight.as_ref().map(|f| {
+                    f.log.ask_stop();
+                    f.log.clone()
+                });
+                let _ = reply.send(running);
             }
             ConversationMsg::Turn { turn, event } => match event {
                 TurnEvent::Checkpoint {

@@ -1,4 +1,4 @@
-//! `POST /v1/chat` and `GET /v1/chat/{id}/stream`.
+//! `POST /v1/chat`, `GET /v1/chat/{id}/stream` and `POST /v1/chat/{id}/stop`.
 //!
 //! The client may send the whole history; chat.db is the truth, so only the last message is
 //! read: a new user message, or the assistant message whose tool parts carry approval
@@ -175,6 +175,58 @@ pub async fn resume(
         None => Ok(http::StatusCode::NO_CONTENT.into_response()),
     }
 }
+
+/// Stop pressed: the caller's running turn in this conversation stops before its next read of
+/// the model (a tool call under way finishes first), keeps its partial answer and commits it
+/// with a `data-interrupted` part (`turn::model_step`, as an orphaned turn does). Answers 204
+/// once the turn is over, so the next message is accepted at once; 204 as well when no turn
+/// runs (a turn waiting for an approval runs nothing). The conversation is found as `resume`
+/// finds it: keyed by the signed uid, so another user's is unknown here, 404 like any other.
+pub async fn stop(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let rid = caller.request_id.clone();
+    let Ok(key) = ConversationKey::new(&caller, &id) else {
+        return Err(Error::NotFound.with_request(&rid));
+    };
+    match find_conversation(&state, &key).await.map_err(|e| e.with_request(&rid))? {
+        Some(actor) => {
+            // An actor that stops before it answers (an idle stop, a lost lease) runs no turn
+            // any more: whatever it ran ended with it.
+            let running = match actor.call(|reply| ConversationMsg::Stop { reply }, Some(STOP_CALL_TIMEOUT)).await {
+                Ok(ractor::rpc::CallResult::Success(running)) => running,
+                Ok(ractor::rpc::CallResult::SenderError) | Err(ractor::MessagingErr::SendErr(_)) => None,
+                Ok(ractor::rpc::CallResult::Timeout) => {
+                    return Err(Error::Internal("the conversation did not answer the stop in time".into()).with_request(&rid));
+                }
+                Err(e) => return Err(Error::Internal(e.to_string()).with_request(&rid)),
+            };
+            if let Some(log) = running {
+                // Answered once the turn's end is committed: a message sent after this 204
+                // reaches the conversation after the turn has ended, never a 409.
+                log.ended().await;
+                return Ok(http::StatusCode::NO_CONTENT.into_response());
+            }
+        }
+        // A turn running on another instance is stopped there (the router retries there).
+        None => state
+            .services
+            .ownership
+            .refuse_if_owned_elsewhere(&key)
+            .await
+            .map_err(|e| e.with_request(&rid))?,
+    }
+    // Nothing runs: idempotent for a conversation that exists, 404 for one that does not.
+    match state.services.store.assistant_of(&key).await.map_err(|e| e.with_request(&rid))? {
+        Some(_) => Ok(http::StatusCode::NO_CONTENT.into_response()),
+        None => Err(Error::NotFound.with_request(&rid)),
+    }
+}
+
+/// How long a conversation may take to take a stop in (the mailbox's wait, not the turn's end).
+const STOP_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Validates the request and extracts what this turn acts on.
 fn parse(body: &[u8]) -> Result<Parsed, Error> {

@@ -70,6 +70,7 @@ pub fn app(state: AppState) -> Router {
     let v1 = Router::new()
         .route("/v1/chat", post(chat::post_chat))
         .route("/v1/chat/{id}/stream", get(chat::resume))
+        .route("/v1/chat/{id}/stop", post(chat::stop))
         .route("/v1/conversations", get(conversations::list))
         .route("/v1/conversations/{id}", get(conversations::get_one))
         .route("/v1/conversations/{id}", delete(conversations::delete_one))

@@ -48,6 +48,14 @@ class ApiController extends Controller {
 			?? $this->relay->stream('GET', '/v1/chat/' . $id . '/stream');
 	}
 
+	/** Stop pressed: the running reply of this conversation stops at once (204 also when none runs). */
+	#[NoAdminRequired]
+	#[UseSession]
+	public function stopChat(string $id): Response {
+		return $this->relay->guard(fn () => BodyGuard::checkConversationId($id))
+			?? $this->relay->forward('POST', '/v1/chat/' . $id . '/stop');
+	}
+
 	#[NoAdminRequired]
 	#[UseSession]
 	public function conversations(): Response {

@@ -47,10 +47,10 @@ final class Router {
 
 	/**
 	 * The conversation a request is about, or '' when it names none: the id of a chat turn's
-	 * body, or the {id} of /v1/chat/{id}/stream and /v1/conversations/{id}.
+	 * body, or the {id} of /v1/chat/{id}/stream, /v1/chat/{id}/stop and /v1/conversations/{id}.
 	 */
 	public static function conversationOf(string $path, string $body): string {
-		if (preg_match('#^/v1/(?:chat|conversations)/([A-Za-z0-9_-]{1,64})(?:/stream)?(?:\?|$)#', $path, $m) === 1) {
+		if (preg_match('#^/v1/(?:chat|conversations)/([A-Za-z0-9_-]{1,64})(?:/stream|/stop)?(?:\?|$)#', $path, $m) === 1) {
 			return $m[1];
 		}
 		// A chat turn's path may carry a query (the person's language, `?lang=`).

@@ -200,6 +200,40 @@ final class RelayTest extends AppTestCase {
 		self::assertSame(204, $this->api()->deleteConversation('c1')->getStatus());
 	}
 
+	public function testStopIsASignedPostForTheSignedUserAndPassesTheStatusOn(): void {
+		$this->giveToken();
+		self::assertSame(204, $this->api()->stopChat('c1')->getStatus());
+		// Unknown (or another user's: the orchestrator cannot tell them apart) is a 404 in our own words.
+		$unknown = $this->api()->stopChat('other');
+		self::assertSame(404, $unknown->getStatus());
+		self::assertSame(['error' => ['message' => 'Not found.', 'requestId' => 'req-123']], $unknown->getData());
+		$sent = $this->orchestratorRequests();
+		self::assertSame(['POST /v1/chat/c1/stop', 'POST /v1/chat/other/stop'],
+			array_map(fn (array $r): string => $r['method'] . ' ' . $r['uri'], $sent));
+		foreach ($sent as $r) {
+			self::assertSame('alice', $r['headers']['x-tamebi-uid']);
+			self::assertSame('', $r['body']);
+		}
+	}
+
+	public function testStopOfAMalformedIdSendsNothing(): void {
+		foreach (['../../admin', str_repeat('a', 65), 'a b', ''] as $id) {
+			self::assertSame(400, $this->api()->stopChat($id)->getStatus(), $id);
+		}
+		self::assertSame([], $this->orchestratorRequests());
+	}
+
+	/** Like every island route: a POST behind the session and Nextcloud's CSRF check (no NoCSRFRequired). */
+	public function testTheStopRouteIsAPostWithTheSessionAndTheCsrfCheck(): void {
+		$routes = (require dirname(__DIR__, 2) . '/appinfo/routes.php')['routes'];
+		$stop = array_values(array_filter($routes, fn (array $r): bool => $r['name'] === 'api#stopChat'));
+		self::assertSame([['name' => 'api#stopChat', 'url' => '/api/chat/{id}/stop', 'verb' => 'POST']], $stop);
+		$attributes = fn (string $method): array => array_map(fn (\ReflectionAttribute $a): string => $a->getName(),
+			(new \ReflectionMethod(\OCA\Tamebi\Controller\ApiController::class, $method))->getAttributes());
+		self::assertSame($attributes('resume'), $attributes('stopChat'));
+		self::assertNotContains('OCP\AppFramework\Http\Attribute\NoCSRFRequired', $attributes('stopChat'));
+	}
+
 	public function testMemoryAndErasureAreForwardedForTheSignedUserOnly(): void {
 		$this->giveToken();
 		self::assertSame('Likes tea', json_decode($this->api()->memory()->render(), true)['facts'][0]['text']);

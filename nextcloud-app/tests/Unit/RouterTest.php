@@ -51,6 +51,9 @@ final class RouterTest extends TestCase {
 	public function testTheRoutingKeyIsTheConversationOrElseTheUser(): void {
 		self::assertSame('c:alice:c-1', Router::keyFor('/v1/chat', '{"id":"c-1","messages":[]}', 'alice'));
 		self::assertSame('c:alice:c_2', Router::keyFor('/v1/chat/c_2/stream', '', 'alice'));
+		// A stop goes where the conversation's turn runs.
+		self::assertSame('c:alice:c_2', Router::keyFor('/v1/chat/c_2/stop', '', 'alice'));
+		self::assertSame('u:alice', Router::keyFor('/v1/chat/c_2/other', '', 'alice'));
 		self::assertSame('c:alice:c3', Router::keyFor('/v1/conversations/c3', '', 'alice'));
 		self::assertSame('u:alice', Router::keyFor('/v1/conversations', '', 'alice'));
 		self::assertSame('u:alice', Router::keyFor('/v1/memory', '', 'alice'));
