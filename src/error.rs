@@ -229,7 +229,7 @@ pub mod messages {
     pub const TOKEN_BOUND: &str = "This answer stopped here: it reached the token limit set for one turn. Ask again to continue.";
     /// A turn stopped because no client read its stream for `TAMEBI_TURN_ORPHAN_GRACE_SECS`
     /// (the page was closed, or Stop pressed): stored on the message as well.
-    pub const STOPPED_UNREAD: &str = "This reply was stopped: it was no longer being read (the page was closed or Stop was pressed). Send your message again to continue.";
+    pub const STOPPED_UNREAD: &str = "This reply was stopped: it was no longer being read (the page was closed or lost its connection). Send your message again to continue.";
     /// A turn stopped by its person (`POST /v1/chat/{id}/stop`, the island's Stop button):
     /// stored on the message as well.
     pub const STOPPED_BY_USER: &str = "You stopped this reply. Send your message again to continue.";

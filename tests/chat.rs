@@ -707,7 +707,7 @@ async fn a_turn_nobody_reads_is_stopped_after_the_grace_and_its_partial_answer_k
     assert_eq!(stopped["data"]["requestId"], "req-orphan");
     assert_eq!(
         stopped["data"]["message"],
-        "This reply was stopped: it was no longer being read (the page was closed or Stop was pressed). Send your message again to continue. (request id: req-orphan)"
+        "This reply was stopped: it was no longer being read (the page was closed or lost its connection). Send your message again to continue. (request id: req-orphan)"
     );
     // The conversation goes on: the next message gets its turn.
     model.add_rules(json!([{"match": "again", "steps": [{"text": "Here again."}]}]));

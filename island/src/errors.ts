@@ -84,8 +84,8 @@ function streamSentence(sentence: string): string {
       return t('tamebi', 'This answer stopped here: it reached the token limit set for one turn. Ask again to continue.');
     case 'This reply was interrupted: the server writing it stopped. Send your message again to continue.':
       return t('tamebi', 'This reply was interrupted: the server writing it stopped. Send your message again to continue.');
-    case 'This reply was stopped: it was no longer being read (the page was closed or Stop was pressed). Send your message again to continue.':
-      return t('tamebi', 'This reply was stopped: it was no longer being read (the page was closed or Stop was pressed). Send your message again to continue.');
+    case 'This reply was stopped: it was no longer being read (the page was closed or lost its connection). Send your message again to continue.':
+      return t('tamebi', 'This reply was stopped: it was no longer being read (the page was closed or lost its connection). Send your message again to continue.');
     case 'You stopped this reply. Send your message again to continue.':
       return t('tamebi', 'You stopped this reply. Send your message again to continue.');
     default:
