@@ -27,6 +27,7 @@ pub mod postgres;
 pub mod probe_mcp;
 pub mod process;
 pub mod scripted_model;
+pub mod small_fs;
 pub mod standin;
 pub mod talk;
 
