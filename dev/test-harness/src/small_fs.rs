@@ -10,8 +10,9 @@ use anyhow::{Context, Result, bail};
 
 /// A mounted small filesystem.
 pub struct SmallFs {
-    dir: tempfile::TempDir,
+    // Field order matters: unmounted in `drop` before the temp dir (image, mount point) goes.
     mount: PathBuf,
+    _dir: tempfile::TempDir,
 }
 
 impl SmallFs {
@@ -30,7 +31,7 @@ impl SmallFs {
         // No reserved blocks: root (the tests' user) could otherwise write past "full".
         run(Command::new("mkfs.ext4").args(["-q", "-F", "-m", "0"]).arg(&image))?;
         run(Command::new("mount").args(["-o", "loop"]).arg(&image).arg(&mount))?;
-        Ok(SmallFs { dir, mount })
+        Ok(SmallFs { mount, _dir: dir })
     }
 
     /// Where it is mounted.

@@ -5,6 +5,7 @@
 //! timeout (`MCP_NEXTCLOUD_TIMEOUT_SECS`, set short here: the 30 s stall exceeds it), a write
 //! is reported done only when Nextcloud holds it, and the proxy's request log proves no write
 //! that could double an effect is ever sent twice.
+#![expect(clippy::expect_used, reason = "helpers of a test file fail the test by panicking")]
 
 mod common;
 
