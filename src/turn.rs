@@ -819,9 +819,19 @@ impl TurnState {
             }
             Err(e) => {
                 tracing::warn!(error = %crate::auth::redact::redact(&e.to_string()), "tool call failed");
+                // A call that timed out or lost its answer may have been carried out: the model
+                // and the person are told to look before trying again, never just to retry it
+                // (issue 32). Only a call that was never sent may say "try again later".
+                let error_text = match e {
+                    crate::mcp::client::McpError::Timeout => crate::error::messages::UPSTREAM_TIMEOUT,
+                    crate::mcp::client::McpError::NoCredential => "The tool could not be reached. Try again later.",
+                    crate::mcp::client::McpError::Transport(_) | crate::mcp::client::McpError::Refused(_) => {
+                        crate::error::messages::UPSTREAM
+                    }
+                };
                 StreamPart::ToolOutputError {
                     tool_call_id: tool_call_id.to_string(),
-                    error_text: "The tool could not be reached. Try again later.".into(),
+                    error_text: error_text.into(),
                     dynamic: true,
                 }
             }

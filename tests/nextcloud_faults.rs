@@ -61,7 +61,7 @@ async fn a_failing_or_stalled_nextcloud_is_a_tool_error_and_the_turn_goes_on() {
         (
             "stall",
             json!({"method": "PROPFIND", "action": "stall", "secs": STALL_SECS}),
-            "Try again later",
+            "did not answer in time",
         ),
     ] {
         proxy.set_rules(json!([rule]));
