@@ -880,11 +880,16 @@ impl TurnState {
             Err(e) => {
                 let request_id = &self.t.caller.request_id;
                 tracing::warn!(request_id = %request_id, error = %crate::auth::redact::redact(&e.to_string()), "tool call failed");
-                // Not "try again": a call that broke off (its server died mid-call) may have
-                // done its work; the request id ties the part to the logs and the trace.
+                // A call that timed out or broke off (its server died mid-call, its answer was
+                // lost) may have been carried out: the model and the person are told to look
+                // before trying again, never just to retry it (issue 32). Only a call that was
+                // never sent may say "try again later". The request id ties the part to the logs.
                 let message = match e {
                     crate::mcp::client::McpError::Timeout => crate::error::messages::UPSTREAM_TIMEOUT,
-                    _ => crate::error::messages::UPSTREAM,
+                    crate::mcp::client::McpError::NoCredential => "The tool could not be reached. Try again later.",
+                    crate::mcp::client::McpError::Transport(_) | crate::mcp::client::McpError::Refused(_) => {
+                        crate::error::messages::UPSTREAM
+                    }
                 };
                 StreamPart::ToolOutputError {
                     tool_call_id: tool_call_id.to_string(),

@@ -4,6 +4,9 @@
 #   dev/loadgen/bench.sh streams --open-streams N [loadgen flags…]   e.g. --open-streams 10000 --hold 20
 #   dev/loadgen/bench.sh fairness [--light-users 50 --flood 500 --duration 15]
 #   dev/loadgen/bench.sh proxy [loadgen flags…]          the same turns through bare-proxy (the reference)
+#   dev/loadgen/bench.sh soak [--concurrency 32 --duration 1800]   mixed turns (text, tools, approvals,
+#                      resumes, compaction) with a figure line a minute; adds probe-mcp (the tools)
+#                      and a 2,048-token context (TAMEBI_CONTEXT_TOKENS) so conversations compact
 # Starts a fresh scripted model and orchestrator (temporary data dir), runs loadgen once
 # against them, prints its figures, and stops both. Nothing leaves 127.0.0.1.
 # BENCH_MODEL_HTTP2=N: the scripted model also speaks h2c (at most N streams per connection)
@@ -15,7 +18,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 cd "$TAMEBI_ROOT"
-mode=${1:?usage: bench.sh turns|streams|fairness|proxy [loadgen flags...]}; shift
+mode=${1:?usage: bench.sh turns|streams|fairness|proxy|soak [loadgen flags...]}; shift
 
 # BENCH_BIN=DIR: use the binaries in DIR as they are (e.g. a copy of an earlier build, for a
 # before/after comparison in one sitting); otherwise build them.
@@ -23,6 +26,7 @@ if [ -n "${BENCH_BIN:-}" ]; then
   bin=$BENCH_BIN
 else
   cargo build -q --release -p tamebi -p scripted-model -p loadgen
+  if [ "$mode" = soak ]; then cargo build -q --release -p probe-mcp; fi
   if [ -n "${BENCH_OTLP:-}" ]; then cargo build -q --release -p test-harness --bin otlp-sink; fi
   bin=${CARGO_TARGET_DIR:-$TAMEBI_ROOT/target}/release
 fi
@@ -65,6 +69,20 @@ if [ -n "${BENCH_OTLP:-}" ]; then
   export OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$otlp_port"
 fi
 
+# Soak: probe-mcp serves a read-only tool and a destructive one (which asks for approval).
+if [ "$mode" = soak ]; then
+  probe_port=$(free_port)
+  "$bin/probe-mcp" --bind "127.0.0.1:$probe_port" >"$work/probe.log" 2>&1 &
+  pids+=($!)
+  wait_http "http://127.0.0.1:$probe_port/healthz" 30
+  curl -fsS -X POST "http://127.0.0.1:$probe_port/__tools" -H 'content-type: application/json' -d '[
+    {"name": "soak_lookup", "description": "Looks something up.", "inputSchema": {"type": "object"},
+     "annotations": {"readOnlyHint": true}, "reply": {"text": "found it"}},
+    {"name": "soak_write", "description": "Writes a note.", "inputSchema": {"type": "object"},
+     "annotations": {"readOnlyHint": false, "destructiveHint": true}, "reply": {"text": "written"}}]' >/dev/null
+  export TAMEBI_MCP_SERVERS="probe=http://127.0.0.1:$probe_port/mcp;trust=reads" TAMEBI_CONTEXT_TOKENS=2048
+fi
+
 export TAMEBI_PROXY_SECRET=bench-proxy-secret-0123456789abcdef0123456789
 export TAMEBI_SIGNING_SECRET=bench-signing-secret-0123456789abcdef01234567
 orch_port=$(free_port)
@@ -103,7 +121,11 @@ case "$mode" in
   turns|proxy) "$bin/loadgen" "${common[@]}" "$@" ;;
   streams) "$bin/loadgen" "${common[@]}" "$@" ;;
   fairness) "$bin/loadgen" "${common[@]}" --fairness "$@" ;;
-  *) echo "unknown mode $mode (turns|streams|fairness|proxy)" >&2; exit 2 ;;
+  soak)
+    sizes=(--size-dir "sqlite=$work/data-orchestrator")
+    if [ -n "$pgdir" ]; then sizes=(--size-dir "postgres=$pgdir"); fi
+    "$bin/loadgen" "${common[@]}" --soak "${sizes[@]}" "$@" ;;
+  *) echo "unknown mode $mode (turns|streams|fairness|proxy|soak)" >&2; exit 2 ;;
 esac
 echo "--- orchestrator log (last lines)"; tail -n 5 "$work/orchestrator.log"
 if [ -n "${BENCH_OTLP:-}" ]; then

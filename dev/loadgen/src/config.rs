@@ -68,6 +68,19 @@ pub struct Args {
     /// Fairness mode: concurrent turns of the flooding user.
     #[arg(long, default_value_t = 500)]
     pub flood: usize,
+    /// Soak mode: mixed turns (text, tool calls, approvals, resumes, long answers that make
+    /// the context compact) from --concurrency users for --duration seconds, printing memory,
+    /// open descriptors, storage sizes and p99 every --report-secs. Needs --model-url (it
+    /// scripts the model) and an orchestrator with the probe-mcp tools (`bench.sh soak`).
+    #[arg(long)]
+    pub soak: bool,
+    /// Soak mode: seconds between two figure lines.
+    #[arg(long, default_value_t = 60)]
+    pub report_secs: u64,
+    /// Soak mode: a directory whose total size is reported, as NAME=PATH (repeatable), e.g.
+    /// `sqlite=/tmp/data` or `postgres=/tmp/pg`.
+    #[arg(long = "size-dir", value_name = "NAME=PATH")]
+    pub size_dirs: Vec<String>,
     /// Prefix of the Nextcloud uids signed for (each worker is `<uid>-<n>`).
     #[arg(long, default_value = "loadgen")]
     pub uid: String,
@@ -95,11 +108,14 @@ pub struct Config {
     pub uid: String,
     pub pid: Option<u32>,
     pub json: bool,
+    /// Soak mode: (name, directory) whose sizes are reported.
+    pub size_dirs: Vec<(String, std::path::PathBuf)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Turns,
+    Soak { report_every: Duration },
     OpenStreams { count: usize, hold: Duration, open_rate: usize },
     Fairness { light: usize, flood: usize },
 }
@@ -128,7 +144,29 @@ impl Args {
         if self.fairness && self.open_streams.is_some() {
             return Err(Error::Config("--fairness and --open-streams are separate runs".into()));
         }
+        if self.soak && (self.fairness || self.open_streams.is_some()) {
+            return Err(Error::Config(
+                "--soak is a run of its own (not with --fairness or --open-streams)".into(),
+            ));
+        }
+        let size_dirs = self
+            .size_dirs
+            .iter()
+            .map(|raw| match raw.split_once('=') {
+                Some((name, path)) if !name.is_empty() && !path.is_empty() => Ok((name.to_string(), std::path::PathBuf::from(path))),
+                _ => Err(Error::Config(format!("--size-dir {raw:?} must be NAME=PATH"))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let mode = match self.open_streams {
+            None if self.soak => {
+                in_range("--report-secs", self.report_secs, 1, MAX_DURATION_SECS)?;
+                if model_root.is_none() {
+                    return Err(Error::Config("--soak needs --model-url (it scripts the model's replies)".into()));
+                }
+                Mode::Soak {
+                    report_every: Duration::from_secs(self.report_secs),
+                }
+            }
             None if self.fairness => {
                 in_range("--light-users", self.light_users as u64, 1, 1_000)?;
                 in_range("--flood", self.flood as u64, 1, MAX_CONCURRENCY as u64)?;
@@ -168,6 +206,7 @@ impl Args {
             uid: self.uid,
             pid: self.pid,
             json: self.json,
+            size_dirs,
         })
     }
 }
@@ -247,6 +286,21 @@ mod tests {
         assert!(args(&["--fairness", "--flood", "0"]).is_err());
         assert!(args(&["--fairness", "--light-users", "1001"]).is_err());
         assert!(args(&["--fairness", "--open-streams", "10", "--model-url", "http://127.0.0.1:9/v1"]).is_err());
+    }
+
+    #[test]
+    fn soak_is_its_own_mode_and_needs_the_model() {
+        assert!(args(&["--soak"]).is_err());
+        let c = args(&["--soak", "--model-url", "http://127.0.0.1:9/v1", "--size-dir", "sqlite=/tmp/d"]).unwrap();
+        assert_eq!(
+            c.mode,
+            Mode::Soak {
+                report_every: Duration::from_secs(60)
+            }
+        );
+        assert_eq!(c.size_dirs, vec![("sqlite".to_string(), std::path::PathBuf::from("/tmp/d"))]);
+        assert!(args(&["--soak", "--model-url", "http://127.0.0.1:9/v1", "--size-dir", "nope"]).is_err());
+        assert!(args(&["--soak", "--fairness", "--model-url", "http://127.0.0.1:9/v1"]).is_err());
     }
 
     #[test]

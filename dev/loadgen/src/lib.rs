@@ -6,7 +6,7 @@
 //! A second mode holds thousands of streams open at once to measure memory per stream.
 //!
 //! Modules: `config` (flags, bounds, loopback-only), `sign` (G1), `chat` (one turn, one
-//! model request), `stats` (histograms), `turns`, `streams` and `fairness` (the modes), `rss`
+//! model request), `stats` (histograms), `turns`, `streams`, `fairness` and `soak` (the modes), `rss`
 //! (/proc memory). It only ever targets loopback addresses, and every run is bounded.
 
 pub mod chat;
@@ -15,6 +15,7 @@ pub mod error;
 pub mod fairness;
 pub mod rss;
 pub mod sign;
+pub mod soak;
 pub mod stats;
 pub mod streams;
 pub mod turns;

@@ -11,7 +11,7 @@ use loadgen::config::{Args, Mode};
 async fn main() -> anyhow::Result<()> {
     let cfg = Args::parse().validate()?;
     let needed = match cfg.mode {
-        Mode::Turns => cfg.concurrency * 2,
+        Mode::Turns | Mode::Soak { .. } => cfg.concurrency * 2,
         Mode::OpenStreams { count, .. } => count * 2,
         Mode::Fairness { light, flood } => (light + flood) * 2,
     } as u64
@@ -22,11 +22,11 @@ async fn main() -> anyhow::Result<()> {
     }
     let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
     let timeout = match cfg.mode {
-        Mode::Turns | Mode::Fairness { .. } => Some(Duration::from_secs(60)),
+        Mode::Turns | Mode::Fairness { .. } | Mode::Soak { .. } => Some(Duration::from_secs(60)),
         Mode::OpenStreams { .. } => None,
     };
     let pool = match cfg.mode {
-        Mode::Turns => cfg.concurrency,
+        Mode::Turns | Mode::Soak { .. } => cfg.concurrency,
         Mode::OpenStreams { count, .. } => count,
         Mode::Fairness { light, flood } => light + flood,
     };
@@ -40,6 +40,13 @@ async fn main() -> anyhow::Result<()> {
         Mode::Turns => {
             let report = loadgen::turns::run(&cfg, target, &run_id).await?;
             loadgen::turns::print(&report);
+            if cfg.json {
+                println!("{}", serde_json::to_string(&report)?);
+            }
+        }
+        Mode::Soak { report_every } => {
+            let report = loadgen::soak::run(&cfg, target, &run_id, report_every).await?;
+            loadgen::soak::print(&report);
             if cfg.json {
                 println!("{}", serde_json::to_string(&report)?);
             }

@@ -13,6 +13,7 @@
 //! whose paths are printed when a test fails, so a red test says where to look.
 
 pub mod docserver;
+pub mod fault_proxy;
 pub mod haproxy;
 pub mod island;
 pub mod layers;
@@ -26,6 +27,7 @@ pub mod postgres;
 pub mod probe_mcp;
 pub mod process;
 pub mod scripted_model;
+pub mod small_fs;
 pub mod standin;
 pub mod talk;
 

@@ -20,6 +20,8 @@ pub struct PgCluster {
     bin: PathBuf,
     as_user: Option<&'static str>,
     port: u16,
+    /// The server's `-o` options, kept so [`PgCluster::start_again`] starts it the same way.
+    options: String,
 }
 
 impl PgCluster {
@@ -47,7 +49,13 @@ impl PgCluster {
         }
         let data = dir.path().join("data");
         let port = crate::free_port();
-        let cluster = PgCluster { dir, bin, as_user, port };
+        let mut cluster = PgCluster {
+            dir,
+            bin,
+            as_user,
+            port,
+            options: String::new(),
+        };
         cluster.run(
             "initdb",
             &[
@@ -85,22 +93,38 @@ impl PgCluster {
                 path_str(&server_key)?
             );
         }
-        cluster.run(
+        cluster.options = options;
+        cluster.start_again()?;
+        Ok(cluster)
+    }
+
+    /// Stops the server the way a restart does (`pg_ctl stop -m fast`): open sessions are
+    /// cut, and clients see their connections fail until [`PgCluster::start_again`].
+    pub fn stop(&self) -> Result<()> {
+        let data = self.dir.path().join("data");
+        self.run("pg_ctl", &["-D", path_str(&data)?, "-m", "fast", "-w", "-t", "30", "stop"])
+    }
+
+    /// Starts the server on its data directory, port and options (first start, or after
+    /// [`PgCluster::stop`]), waiting until it accepts connections.
+    pub fn start_again(&self) -> Result<()> {
+        let data = self.dir.path().join("data");
+        let log = self.dir.path().join("server.log");
+        self.run(
             "pg_ctl",
             &[
                 "-D",
                 path_str(&data)?,
                 "-l",
-                path_str(&cluster.dir.path().join("server.log"))?,
+                path_str(&log)?,
                 "-o",
-                &options,
+                &self.options,
                 "-w",
                 "-t",
                 "30",
                 "start",
             ],
-        )?;
-        Ok(cluster)
+        )
     }
 
     /// A cluster, or `None` (with a message) only when the person running the tests said so

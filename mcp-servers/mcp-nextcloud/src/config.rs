@@ -6,8 +6,9 @@
 //! `MCP_ALLOWED_HOSTS`, `RUST_LOG`, `OTEL_EXPORTER_OTLP_ENDPOINT`) are
 //! [`mcp_resource_server::BaseConfig`]; this adds the document index's two and the document
 //! server's (`MCP_DOCSERVER_URL`, `MCP_DOCSERVER_JWT_SECRET`, `MCP_LOAN_BIND`,
-//! `MCP_LOAN_BASE_URL`, `MCP_LOAN_TTL_SECS`). The document server's JWT secret is the server's
-//! own, never a Nextcloud credential.
+//! `MCP_LOAN_BASE_URL`, `MCP_LOAN_TTL_SECS`), and how long one request to Nextcloud may take
+//! (`MCP_NEXTCLOUD_TIMEOUT_SECS`). The document server's JWT secret is the server's own, never
+//! a Nextcloud credential.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -35,7 +36,14 @@ pub struct Config {
     /// The document server behind files_convert; `None` (no `MCP_DOCSERVER_URL`) means the
     /// tool is not offered at all.
     pub docserver: Option<DocServerConfig>,
+    /// The longest one request to Nextcloud may take, answer body included
+    /// (`MCP_NEXTCLOUD_TIMEOUT_SECS`, 1 to 600; default 60). A stalled Nextcloud ends the call
+    /// as a `retryable` (or, for a write, `conflict`) tool error after this long.
+    pub nextcloud_timeout: Duration,
 }
+
+/// Default of `MCP_NEXTCLOUD_TIMEOUT_SECS`.
+pub const DEFAULT_NEXTCLOUD_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Default listen address of the loan listener.
 pub const DEFAULT_LOAN_BIND: &str = "127.0.0.1:8715";
@@ -142,12 +150,26 @@ impl ServerConfig for Config {
         let index_path = var(&lookup, "MCP_INDEX_PATH").map_or_else(|| PathBuf::from("./data/index.db"), PathBuf::from);
         let webhook_secret = var(&lookup, "MCP_WEBHOOK_SECRET");
         let docserver = DocServerConfig::from_lookup(&lookup)?;
+        let nextcloud_timeout = nextcloud_timeout(&lookup)?;
         Ok(Config {
             base,
             index_path,
             webhook_secret,
             docserver,
+            nextcloud_timeout,
         })
+    }
+}
+
+fn nextcloud_timeout(lookup: &impl Fn(&str) -> Option<String>) -> Result<Duration, Error> {
+    let Some(raw) = var(lookup, "MCP_NEXTCLOUD_TIMEOUT_SECS") else {
+        return Ok(DEFAULT_NEXTCLOUD_TIMEOUT);
+    };
+    match raw.parse::<u64>() {
+        Ok(n) if (1..=600).contains(&n) => Ok(Duration::from_secs(n)),
+        _ => Err(Error::Config(format!(
+            "MCP_NEXTCLOUD_TIMEOUT_SECS={raw:?} must be a whole number of seconds from 1 to 600"
+        ))),
     }
 }
 
@@ -169,6 +191,18 @@ mod tests {
         assert_eq!(c.index_path, PathBuf::from("./data/index.db"));
         assert_eq!(c.webhook_secret, None);
         assert!(c.docserver.is_none(), "no document server: files_convert is not offered");
+        assert_eq!(c.nextcloud_timeout, DEFAULT_NEXTCLOUD_TIMEOUT);
+    }
+
+    #[test]
+    fn the_nextcloud_timeout() {
+        let nc = ("NC_URL", "http://x");
+        let c = load(&[nc, ("MCP_NEXTCLOUD_TIMEOUT_SECS", "3")]).unwrap();
+        assert_eq!(c.nextcloud_timeout, Duration::from_secs(3));
+        for bad in ["0", "601", "1.5", "soon"] {
+            let e = load(&[nc, ("MCP_NEXTCLOUD_TIMEOUT_SECS", bad)]).unwrap_err().to_string();
+            assert!(e.contains("MCP_NEXTCLOUD_TIMEOUT_SECS"), "{bad}: {e}");
+        }
     }
 
     #[test]

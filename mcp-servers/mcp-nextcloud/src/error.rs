@@ -82,6 +82,16 @@ impl Error {
         }
     }
 
+    /// What a failure to hear the answer to a write that must not happen twice becomes
+    /// (see `Session::send_once`): it may have happened, so it is unconfirmed, not retryable.
+    pub fn answer_lost(what: &str, e: &Error) -> Self {
+        let cause = e.to_string();
+        let cause = cause.trim_end_matches("; try again later");
+        Error::Unconfirmed(format!(
+            "{what}: the answer from Nextcloud was lost ({cause}), so it may have happened; look before trying again"
+        ))
+    }
+
     /// Shorthand for bad input.
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::InvalidArgument(message.into())

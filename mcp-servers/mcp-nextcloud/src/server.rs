@@ -44,7 +44,7 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(config: Config) -> Result<Self, Error> {
-        let nextcloud = Arc::new(Nextcloud::new(config.base.nc_url.clone())?);
+        let nextcloud = Arc::new(Nextcloud::new(config.base.nc_url.clone(), config.nextcloud_timeout)?);
         let index = Index::open(&config.index_path).map_err(|e| {
             Error::Config(format!(
                 "cannot open the document index MCP_INDEX_PATH={}: {e}",

@@ -107,6 +107,9 @@ fn malformed() -> Error {
 /// the `<propstat>` being collected (kept only when its `<status>` is 2xx).
 #[derive(Default)]
 struct Multistatus {
+    /// The Clark name of the document's first element: only `{DAV:}multistatus` is an answer
+    /// (a 207 whose body is HTML, text or empty is no listing, not an empty one; issue 32).
+    root: Option<String>,
     /// Clark names of the open elements, outermost first.
     stack: Vec<String>,
     entries: Vec<Entry>,
@@ -129,6 +132,9 @@ impl Multistatus {
 
     /// An element starts.
     fn open(&mut self, name: String) {
+        if self.root.is_none() {
+            self.root = Some(name.clone());
+        }
         if name == clark(DAV, "propstat") {
             self.propstat.clear();
             self.propstat_types.clear();
@@ -182,9 +188,10 @@ impl Multistatus {
         }
     }
 
-    /// The entries read, or an error when the document ended inside an element.
+    /// The entries read, or an error when the document ended inside an element or was not a
+    /// multistatus at all.
     fn finish(self) -> Result<Vec<Entry>, Error> {
-        if self.stack.is_empty() {
+        if self.stack.is_empty() && self.root.as_deref() == Some(clark(DAV, "multistatus").as_str()) {
             Ok(self.entries)
         } else {
             Err(malformed())
@@ -275,6 +282,19 @@ mod tests {
   <D:propstat><D:prop><oc:size/></D:prop><D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>
  </D:response>
 </d:multistatus>"#;
+
+    #[test]
+    fn only_a_multistatus_is_an_answer() {
+        // A 207 whose body is not a multistatus is unreadable, never an empty listing.
+        for body in ["", "Service Unavailable", "<html><body>Maintenance</body></html>", "{\"ok\":true}"] {
+            assert!(parse_multistatus(body).is_err(), "{body:?} was read as a listing");
+        }
+        assert_eq!(parse_multistatus(r#"<d:multistatus xmlns:d="DAV:"/>"#).unwrap(), Vec::new());
+        // Cut anywhere inside, it is unreadable too.
+        for cut in [10, SAMPLE.len() / 2, SAMPLE.len() - 5] {
+            assert!(parse_multistatus(&SAMPLE[..cut]).is_err(), "cut at {cut}");
+        }
+    }
 
     #[test]
     fn reads_entries_whatever_the_prefixes() {

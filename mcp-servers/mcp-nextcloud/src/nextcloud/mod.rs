@@ -41,11 +41,16 @@ pub struct Nextcloud {
 }
 
 impl Nextcloud {
-    /// A client for the Nextcloud at `base`.
-    pub fn new(base: Url) -> Result<Self, Error> {
+    /// A client for the Nextcloud at `base`; one request (answer body included) may take at
+    /// most `timeout` (`MCP_NEXTCLOUD_TIMEOUT_SECS`).
+    ///
+    /// Retries: reqwest's default policy resends only what the server provably never
+    /// processed (HTTP/2 REFUSED_STREAM and GOAWAY), and hyper a request whose pooled
+    /// connection closed before it was written; nothing else is ever sent twice (issue 32).
+    pub fn new(base: Url, timeout: Duration) -> Result<Self, Error> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(60))
+            .timeout(timeout)
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_max_idle_per_host(64)
             // Redirects could carry the bearer to another origin; Nextcloud's APIs do not need them.
@@ -200,6 +205,39 @@ impl Session<'_> {
         Ok(response)
     }
 
+    /// Sends a request that must not take effect twice (a create, a move) and whose effect
+    /// is not read back before its answer is used. Once it may have reached Nextcloud, a lost
+    /// or unreadable answer says nothing about whether it happened: such a failure (a transport
+    /// error, or a 500/502/504 that may come after the work was done) is [`Error::Unconfirmed`],
+    /// wire kind `conflict`, never `retryable`, so nobody is told to simply try again and
+    /// double it (issue 32). Nothing here is ever resent. A connection that was never made is
+    /// reported the same way: over-cautious, never wrong.
+    pub async fn send_once(&self, request: RequestBuilder, what: &str) -> Result<Response, Error> {
+        let response = self
+            .nc
+            .send_as(self.caller.bearer(), Some(self.uid()), request, what)
+            .await
+            .map_err(|e| Error::answer_lost(what, &e))?;
+        let status = response.status();
+        match Error::from_status(status, what) {
+            None => Ok(response),
+            Some(e) if matches!(status.as_u16(), 500 | 502 | 504) => Err(Error::answer_lost(what, &e)),
+            Some(e) => {
+                tracing::debug!(%status, what, "nextcloud refused");
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Session::send_once`], then the JSON answer; an answer that cannot be read is lost too.
+    pub async fn send_json_once<T: serde::de::DeserializeOwned>(&self, request: RequestBuilder, what: &str) -> Result<T, Error> {
+        let response = self.send_once(request, what).await?;
+        let bytes = read_bounded(response, MAX_BODY_BYTES, what)
+            .await
+            .map_err(|e| Error::answer_lost(what, &e))?;
+        serde_json::from_slice(&bytes).map_err(|_| Error::answer_lost(what, &Error::Retryable("the answer was unreadable".into())))
+    }
+
     /// Sends and reads the body as text (bounded).
     pub async fn send_text(&self, request: RequestBuilder, what: &str) -> Result<String, Error> {
         let response = self.send(request, what).await?;
@@ -210,7 +248,10 @@ impl Session<'_> {
     /// Sends a DAV request and parses the 207 multistatus.
     pub async fn multistatus(&self, request: RequestBuilder, what: &str) -> Result<Vec<dav::Entry>, Error> {
         let text = self.send_text(request, what).await?;
-        dav::parse_multistatus(&text)
+        dav::parse_multistatus(&text).map_err(|e| match e {
+            Error::Retryable(m) => Error::Retryable(format!("{what}: {m}")),
+            other => other,
+        })
     }
 
     /// Sends and parses a JSON body into `T`.

@@ -202,7 +202,9 @@ impl Tools {
             .header(http::header::CONTENT_TYPE, "text/calendar; charset=utf-8")
             .header(http::header::IF_NONE_MATCH, "*")
             .body(ics);
-        s.send(request, "creating the event").await?;
+        // Each call makes a new UID, so sending it again would make a second event: a lost
+        // answer is unconfirmed, never retryable (issue 32).
+        s.send_once(request, "creating the event").await?;
         let href = format!("{calendar}/{object}");
         // Read the event back: its UID, title and times as Nextcloud holds them now.
         let did = format!("Nextcloud accepted creating the event [{href}]");

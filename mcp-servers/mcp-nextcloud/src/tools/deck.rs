@@ -135,7 +135,8 @@ impl Tools {
         }
         let url = deck_url(s, ["boards", b.as_str(), "stacks", st.as_str(), "cards"]);
         let card: RawCard = s
-            .send_json(s.ocs_request(http::Method::POST, url).json(&body), "creating the card")
+            // Each POST creates another card: a lost answer is unconfirmed, never retryable.
+            .send_json_once(s.ocs_request(http::Method::POST, url).json(&body), "creating the card")
             .await?;
         // Read the card back: the answer to the POST is what Deck meant to store; the card as
         // Deck holds it now is what the user is told about.

@@ -328,7 +328,8 @@ search to a folder. The index fills as people search, so the answer says how muc
             .request(method("MOVE"), s.files_url(&from))
             .header("Destination", s.files_url(&to).as_str())
             .header("Overwrite", if overwrite { "T" } else { "F" });
-        let response = match s.send(request, "moving").await {
+        // MOVE is not idempotent: a lost answer is unconfirmed, never retryable (issue 32).
+        let response = match s.send_once(request, "moving").await {
             Err(Error::Conflict(_)) if !overwrite => {
                 return Err(Error::Conflict(format!(
                     "'{}' already exists or its folder is missing; pass overwrite: true to replace it",

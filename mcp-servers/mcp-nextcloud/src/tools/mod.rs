@@ -172,7 +172,11 @@ mod tests {
     use super::*;
 
     fn tools() -> Tools {
-        let nc = Nextcloud::new(url::Url::parse("http://127.0.0.1:9/").unwrap()).unwrap();
+        let nc = Nextcloud::new(
+            url::Url::parse("http://127.0.0.1:9/").unwrap(),
+            crate::config::DEFAULT_NEXTCLOUD_TIMEOUT,
+        )
+        .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let docserver = crate::config::DocServerConfig {
             url: url::Url::parse("http://127.0.0.1:9/").unwrap(),
@@ -187,7 +191,11 @@ mod tests {
 
     #[test]
     fn files_convert_is_offered_only_with_a_document_server() {
-        let nc = Nextcloud::new(url::Url::parse("http://127.0.0.1:9/").unwrap()).unwrap();
+        let nc = Nextcloud::new(
+            url::Url::parse("http://127.0.0.1:9/").unwrap(),
+            crate::config::DEFAULT_NEXTCLOUD_TIMEOUT,
+        )
+        .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let without = Tools::new(Arc::new(nc), Index::open(&dir.path().join("index.db")).unwrap(), None);
         assert!(without.definition("files_convert").is_none());
