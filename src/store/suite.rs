@@ -791,7 +791,9 @@ async fn concurrent_saves_are_answered_each_by_their_own_outcome(s: &Stores, oth
         other.leases.seize_user(&user_id("gina"), &other.instance, ttl).await.unwrap();
     }
     let ordered = key("gina", "ordered");
-    let (messages, fresh): (Vec<_>, Vec<_>) = (0..40).map(|i| (user(&format!("f{i}"), &format!("fresh {i}")), key("gina", &format!("f{i}")))).unzip();
+    let (messages, fresh): (Vec<_>, Vec<_>) = (0..40)
+        .map(|i| (user(&format!("f{i}"), &format!("fresh {i}")), key("gina", &format!("f{i}"))))
+        .unzip();
     let (o1, o2, o3) = (user("o1", "one"), user("o2", "two"), user("o3", "three"));
     let (refused_msg, lost_msg) = (user("b2", "for sales"), user("l2", "too late"));
     let mut saves: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Error>> + Send + '_>>> = Vec::new();
@@ -804,7 +806,11 @@ async fn concurrent_saves_are_answered_each_by_their_own_outcome(s: &Stores, oth
         saves.push(Box::pin(s.chat.save_message(&ordered, m, None)));
     }
     let answers = futures::future::join_all(saves).await;
-    assert!(matches!(&answers[0], Err(Error::AssistantBound(b)) if b == "hr"), "{:?}", answers[0]);
+    assert!(
+        matches!(&answers[0], Err(Error::AssistantBound(b)) if b == "hr"),
+        "{:?}",
+        answers[0]
+    );
     if other.is_some() {
         assert!(matches!(answers[1], Err(Error::OwnedElsewhere { .. })), "{:?}", answers[1]);
     } else {
@@ -814,11 +820,20 @@ async fn concurrent_saves_are_answered_each_by_their_own_outcome(s: &Stores, oth
         assert!(a.is_ok(), "save {i}: {a:?}");
     }
     let texts = |c: super::chat::Conversation| c.messages.iter().map(UiMessage::text).collect::<Vec<_>>();
-    assert_eq!(texts(s.chat.load(&bound).await.unwrap().unwrap()), ["for hr"], "the refused save wrote nothing");
+    assert_eq!(
+        texts(s.chat.load(&bound).await.unwrap().unwrap()),
+        ["for hr"],
+        "the refused save wrote nothing"
+    );
     let lost_texts = texts(s.chat.load(&lost).await.unwrap().unwrap());
     assert_eq!(lost_texts.len(), if other.is_some() { 1 } else { 2 }, "{lost_texts:?}");
     for (i, k) in fresh.iter().enumerate() {
-        let c = s.chat.load(k).await.unwrap().unwrap_or_else(|| panic!("conversation f{i} was committed"));
+        let c = s
+            .chat
+            .load(k)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("conversation f{i} was committed"));
         assert_eq!(texts(c), [format!("fresh {i}")]);
         assert_eq!(s.chat.assistant_of(k).await.unwrap(), Some(Some("default".into())));
     }

@@ -8,9 +8,7 @@ use super::lease::check_fence;
 use super::now_ms;
 use crate::compaction::Summary;
 use crate::error::Error;
-use crate::store::chat::{
-    ChatStore, Conversation, ConversationSummary, PendingApproval, Save, stored_origin, stored_role,
-};
+use crate::store::chat::{ChatStore, Conversation, ConversationSummary, PendingApproval, Save, stored_origin, stored_role};
 use crate::store::key::{ConversationKey, UserId};
 use crate::ui_stream::UiMessage;
 

@@ -112,9 +112,10 @@ enum Unwritten {
     Failed(Error),
 }
 
-async fn commit_batch(pool: &Pool, instance: &str, batch: Vec<Job>) {
-    if batch.len() == 1 {
-        let job = batch.into_iter().next().expect("one job");
+async fn commit_batch(pool: &Pool, instance: &str, mut batch: Vec<Job>) {
+    if batch.len() == 1
+        && let Some(job) = batch.pop()
+    {
         let answer = write_alone(pool, instance, &job.write).await;
         let _ = job.done.send(answer);
         return;
@@ -161,7 +162,10 @@ async fn together(pool: &Pool, instance: &str, batch: &[Job]) -> Result<Vec<Resu
         let broken = tx.client().is_closed();
         drop(tx); // rolls back
         if broken {
-            let cause = answers.into_iter().find_map(Result::err).expect("a failed save");
+            let cause = answers
+                .into_iter()
+                .find_map(Result::err)
+                .unwrap_or_else(|| Error::Internal("the connection to the database broke".into()));
             return Err(Unwritten::Failed(cause));
         }
         return Err(Unwritten::Retry);
@@ -196,7 +200,10 @@ async fn apply_all(tx: &Transaction<'_>, instance: &str, batch: &[Job]) -> Vec<R
     for (i, answer) in done.into_iter().flatten() {
         answers[i] = Some(answer);
     }
-    answers.into_iter().map(|a| a.expect("every save answered")).collect()
+    answers
+        .into_iter()
+        .map(|a| a.unwrap_or_else(|| Err(Error::Internal("a chat save was not run".into()))))
+        .collect()
 }
 
 /// One save in its own transaction.

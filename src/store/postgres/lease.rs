@@ -97,16 +97,21 @@ impl LeaseStore for PgLeases {
         // a previous owner's write in progress (writers hold the row FOR KEY SHARE, the fence).
         tx.execute(
             &tx.prepare_cached(
-            "INSERT INTO conversation_leases (uid, conversation_id, owner, expires_at)
+                "INSERT INTO conversation_leases (uid, conversation_id, owner, expires_at)
              VALUES ($1, $2, $3, now() + make_interval(secs => $4))
-             ON CONFLICT (uid, conversation_id) DO NOTHING").await?,
+             ON CONFLICT (uid, conversation_id) DO NOTHING",
+            )
+            .await?,
             &[&uid, &cid, &owner, &ttl_secs(ttl)],
         )
         .await?;
         let row = tx
             .query_one(
-                &tx.prepare_cached("SELECT owner, EXTRACT(EPOCH FROM (expires_at - now()))::FLOAT8, turn_message_id, turn_request_id
-                 FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 FOR UPDATE").await?,
+                &tx.prepare_cached(
+                    "SELECT owner, EXTRACT(EPOCH FROM (expires_at - now()))::FLOAT8, turn_message_id, turn_request_id
+                 FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 FOR UPDATE",
+                )
+                .await?,
                 &[&uid, &cid],
             )
             .await?;
@@ -124,8 +129,11 @@ impl LeaseStore for PgLeases {
             _ => None,
         };
         tx.execute(
-            &tx.prepare_cached("UPDATE conversation_leases SET owner = $3, expires_at = now() + make_interval(secs => $4)
-             WHERE uid = $1 AND conversation_id = $2").await?,
+            &tx.prepare_cached(
+                "UPDATE conversation_leases SET owner = $3, expires_at = now() + make_interval(secs => $4)
+             WHERE uid = $1 AND conversation_id = $2",
+            )
+            .await?,
             &[&uid, &cid, &owner, &ttl_secs(ttl)],
         )
         .await?;
