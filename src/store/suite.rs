@@ -796,7 +796,7 @@ async fn concurrent_saves_are_answered_each_by_their_own_outcome(s: &Stores, oth
         .unzip();
     let (o1, o2, o3) = (user("o1", "one"), user("o2", "two"), user("o3", "three"));
     let (refused_msg, lost_msg) = (user("b2", "for sales"), user("l2", "too late"));
-    let mut saves: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Error>> + Send + '_>>> = Vec::new();
+    let mut saves: Vec<futures::future::BoxFuture<'_, Result<(), Error>>> = Vec::new();
     saves.push(Box::pin(s.chat.save_user_message(&bound, &refused_msg, "sales")));
     saves.push(Box::pin(s.chat.save_message(&lost, &lost_msg, None)));
     for (k, m) in fresh.iter().zip(&messages) {

@@ -285,7 +285,8 @@ mod tests {
         assert!(args(&["--concurrency", "20001"]).is_err());
         assert!(args(&["--duration", "0"]).is_err());
         assert!(args(&["--open-streams", "10", "--model-url", "http://127.0.0.1:9/v1"]).is_ok());
-        assert!(args(&["--open-streams", "20001", "--model-url", "http://127.0.0.1:9/v1"]).is_err());
+        assert!(args(&["--open-streams", "100000", "--model-url", "http://127.0.0.1:9/v1"]).is_ok());
+        assert!(args(&["--open-streams", "100001", "--model-url", "http://127.0.0.1:9/v1"]).is_err());
     }
 
     #[test]
