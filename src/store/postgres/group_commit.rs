@@ -171,6 +171,7 @@ async fn together(pool: &Pool, instance: &str, batch: &[Job]) -> Result<Vec<Resu
         if broken {
             let cause = answers
                 .into_iter()
+                .filter(|a| !refused(a))
                 .find_map(Result::err)
                 .unwrap_or_else(|| Error::Internal("the connection to the database broke".into()));
             return Err(Unwritten::Failed(cause));
