@@ -773,12 +773,80 @@ async fn an_erasure_orders_after_a_fact_write_under_way(s: &Stores, backend: &Ba
     pool.close();
 }
 
+/// Many saves at once (PostgreSQL commits them in groups, store::postgres::group_commit):
+/// each is answered by its own outcome. A save refused by its conversation's assistant, or
+/// (with `other`, PostgreSQL) by the fence of a conversation another instance took, writes
+/// nothing and takes nothing from the others; every other one is there afterwards, and saves
+/// of one conversation queued together keep their order.
+async fn concurrent_saves_are_answered_each_by_their_own_outcome(s: &Stores, other: Option<&Stores>) {
+    use crate::error::Error;
+    // Another user's: the seizure below takes every conversation of gina's that exists.
+    let bound = key("hana", "bound");
+    s.chat.save_user_message(&bound, &user("b1", "for hr"), "hr").await.unwrap();
+    let lost = key("gina", "lost");
+    s.chat.save_message(&lost, &user("l1", "mine"), None).await.unwrap();
+    if let Some(other) = other {
+        let ttl = std::time::Duration::from_secs(30);
+        s.leases.acquire(&lost, &s.instance, ttl).await.unwrap();
+        other.leases.seize_user(&user_id("gina"), &other.instance, ttl).await.unwrap();
+    }
+    let ordered = key("gina", "ordered");
+    let (messages, fresh): (Vec<_>, Vec<_>) = (0..40)
+        .map(|i| (user(&format!("f{i}"), &format!("fresh {i}")), key("gina", &format!("f{i}"))))
+        .unzip();
+    let (o1, o2, o3) = (user("o1", "one"), user("o2", "two"), user("o3", "three"));
+    let (refused_msg, lost_msg) = (user("b2", "for sales"), user("l2", "too late"));
+    let mut saves: Vec<futures::future::BoxFuture<'_, Result<(), Error>>> = Vec::new();
+    saves.push(Box::pin(s.chat.save_user_message(&bound, &refused_msg, "sales")));
+    saves.push(Box::pin(s.chat.save_message(&lost, &lost_msg, None)));
+    for (k, m) in fresh.iter().zip(&messages) {
+        saves.push(Box::pin(s.chat.save_user_message(k, m, "default")));
+    }
+    for m in [&o1, &o2, &o3] {
+        saves.push(Box::pin(s.chat.save_message(&ordered, m, None)));
+    }
+    let answers = futures::future::join_all(saves).await;
+    assert!(
+        matches!(&answers[0], Err(Error::AssistantBound(b)) if b == "hr"),
+        "{:?}",
+        answers[0]
+    );
+    if other.is_some() {
+        assert!(matches!(answers[1], Err(Error::OwnedElsewhere { .. })), "{:?}", answers[1]);
+    } else {
+        assert!(answers[1].is_ok(), "{:?}", answers[1]);
+    }
+    for (i, a) in answers[2..].iter().enumerate() {
+        assert!(a.is_ok(), "save {i}: {a:?}");
+    }
+    let texts = |c: super::chat::Conversation| c.messages.iter().map(UiMessage::text).collect::<Vec<_>>();
+    assert_eq!(
+        texts(s.chat.load(&bound).await.unwrap().unwrap()),
+        ["for hr"],
+        "the refused save wrote nothing"
+    );
+    let lost_texts = texts(s.chat.load(&lost).await.unwrap().unwrap());
+    assert_eq!(lost_texts.len(), if other.is_some() { 1 } else { 2 }, "{lost_texts:?}");
+    for (i, k) in fresh.iter().enumerate() {
+        let c = s
+            .chat
+            .load(k)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("conversation f{i} was committed"));
+        assert_eq!(texts(c), [format!("fresh {i}")]);
+        assert_eq!(s.chat.assistant_of(k).await.unwrap(), Some(Some("default".into())));
+    }
+    assert_eq!(texts(s.chat.load(&ordered).await.unwrap().unwrap()), ["one", "two", "three"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn suite_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let backend = Backend::Sqlite(dir.path().to_path_buf());
     let stores = Stores::open(&backend, no_turns()).await.unwrap();
     run_suite(&stores).await;
+    concurrent_saves_are_answered_each_by_their_own_outcome(&stores, None).await;
     a_turn_left_in_flight_is_found_after_a_restart(stores, &backend).await;
 }
 
@@ -795,6 +863,7 @@ async fn suite_on_postgres() {
     leases_have_one_owner_and_expire(&stores, &other).await;
     a_lost_conversation_is_fenced(&stores, &other).await;
     a_lost_conversations_facts_are_fenced(&stores, &other).await;
+    concurrent_saves_are_answered_each_by_their_own_outcome(&stores, Some(&other)).await;
     replay_records_accept_once_across_instances(&stores, &other, &cluster).await;
     an_erasure_orders_after_a_fact_write_under_way(&stores, &backend).await;
     other.close().await;

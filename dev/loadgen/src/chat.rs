@@ -17,9 +17,23 @@ use crate::sign;
 #[derive(Clone)]
 pub struct Target {
     pub client: reqwest::Client,
+    /// Clients bound to further loopback source addresses (`--source-addresses`); empty when
+    /// `client` carries everything.
+    pub spread: std::sync::Arc<[reqwest::Client]>,
     pub url: String,
     pub proxy_secret: String,
     pub signing_secret: String,
+}
+
+impl Target {
+    /// The target for the `n`th stream: its client taken in turn from the spread ones.
+    pub fn nth(&self, n: usize) -> Target {
+        let mut t = self.clone();
+        if !self.spread.is_empty() {
+            t.client = self.spread[n % self.spread.len()].clone();
+        }
+        t
+    }
 }
 
 /// Timings of one successful response, from just before the request was sent.

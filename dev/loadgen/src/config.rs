@@ -12,7 +12,13 @@ use clap::Parser;
 use crate::error::Error;
 
 pub const MAX_CONCURRENCY: usize = 20_000;
-pub const MAX_OPEN_STREAMS: usize = 20_000;
+pub const MAX_OPEN_STREAMS: usize = 100_000;
+/// Connections one loopback source address carries before loadgen adds another: well under
+/// the 28,232 ports of Linux's default `ip_local_port_range` (32768–60999), since ports in
+/// TIME_WAIT from earlier runs count too.
+pub const CONNECTIONS_PER_SOURCE: usize = 16_000;
+/// Most source addresses (127.0.0.2 …): 100,000 streams need 7.
+pub const MAX_SOURCE_ADDRESSES: usize = 64;
 pub const MAX_TURNS: u64 = 10_000_000;
 pub const MAX_DURATION_SECS: u64 = 3_600;
 
@@ -58,6 +64,12 @@ pub struct Args {
     /// Open-streams mode: at most this many streams being opened at once.
     #[arg(long, default_value_t = 256)]
     pub open_rate: usize,
+    /// Spread the connections to the orchestrator over this many loopback source addresses,
+    /// 127.0.0.2, 127.0.0.3, … (each address has its own ephemeral ports, so past about 28,000
+    /// connections one address runs out of them). 0: as many as the run's connections need
+    /// (one per 16,000), and none (the kernel's choice, 127.0.0.1) when one address is enough.
+    #[arg(long, default_value_t = 0)]
+    pub source_addresses: usize,
     /// Fairness mode: this many light users, one turn at a time each, first alone and then
     /// next to one user running --flood turns at once.
     #[arg(long)]
@@ -110,6 +122,8 @@ pub struct Config {
     pub json: bool,
     /// Soak mode: (name, directory) whose sizes are reported.
     pub size_dirs: Vec<(String, std::path::PathBuf)>,
+    /// Loopback source addresses the connections are spread over (empty: the kernel picks).
+    pub sources: Vec<std::net::Ipv4Addr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,7 +206,14 @@ impl Args {
                 }
             }
         };
+        let connections = match mode {
+            Mode::Turns => self.concurrency,
+            Mode::OpenStreams { count, .. } => count,
+            Mode::Fairness { light, flood } => light + flood,
+        };
+        let sources = source_addresses(self.source_addresses, connections, &url)?;
         Ok(Config {
+            sources,
             url,
             proxy_secret: self.proxy_secret,
             signing_secret: self.signing_secret,
@@ -209,6 +230,32 @@ impl Args {
             size_dirs,
         })
     }
+}
+
+/// The source addresses for `connections` connections to `url`: `asked` of them (0: enough
+/// for the count), 127.0.0.2 upwards; none when one address is enough and none were asked for.
+fn source_addresses(asked: usize, connections: usize, url: &str) -> Result<Vec<std::net::Ipv4Addr>, Error> {
+    in_range("--source-addresses", asked as u64, 0, MAX_SOURCE_ADDRESSES as u64)?;
+    let n = match asked {
+        0 => connections.div_ceil(CONNECTIONS_PER_SOURCE),
+        n => n,
+    };
+    if asked == 0 && n <= 1 {
+        return Ok(Vec::new());
+    }
+    if n > MAX_SOURCE_ADDRESSES {
+        return Err(Error::Config(format!(
+            "{connections} connections need more than {MAX_SOURCE_ADDRESSES} source addresses"
+        )));
+    }
+    // A socket bound to 127.0.0.x reaches IPv4 loopback only.
+    let host = url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_string));
+    if !matches!(host.as_deref().map(str::parse::<std::net::Ipv4Addr>), Some(Ok(ip)) if ip.is_loopback()) {
+        return Err(Error::Config(
+            "spreading over source addresses needs an IPv4 loopback --url (127.0.0.1)".into(),
+        ));
+    }
+    Ok((0..n).map(|i| std::net::Ipv4Addr::new(127, 0, 0, 2 + i as u8)).collect())
 }
 
 fn in_range(flag: &str, value: u64, min: u64, max: u64) -> Result<(), Error> {
@@ -277,7 +324,8 @@ mod tests {
         assert!(args(&["--concurrency", "20001"]).is_err());
         assert!(args(&["--duration", "0"]).is_err());
         assert!(args(&["--open-streams", "10", "--model-url", "http://127.0.0.1:9/v1"]).is_ok());
-        assert!(args(&["--open-streams", "20001", "--model-url", "http://127.0.0.1:9/v1"]).is_err());
+        assert!(args(&["--open-streams", "100000", "--model-url", "http://127.0.0.1:9/v1"]).is_ok());
+        assert!(args(&["--open-streams", "100001", "--model-url", "http://127.0.0.1:9/v1"]).is_err());
     }
 
     #[test]
@@ -308,5 +356,18 @@ mod tests {
         assert!(args(&["--open-streams", "10"]).is_err());
         let c = args(&["--open-streams", "10", "--model-url", "http://127.0.0.1:9/v1/"]).unwrap();
         assert_eq!(c.model_root.as_deref(), Some("http://127.0.0.1:9"));
+    }
+
+    #[test]
+    fn connections_are_spread_over_enough_source_addresses() {
+        let url = "http://127.0.0.1:8700";
+        assert!(source_addresses(0, 10_000, url).unwrap().is_empty(), "one address is enough");
+        let spread = source_addresses(0, 100_000, url).unwrap();
+        assert_eq!(spread.len(), 7);
+        assert_eq!(spread[0], std::net::Ipv4Addr::new(127, 0, 0, 2));
+        assert_eq!(spread[6], std::net::Ipv4Addr::new(127, 0, 0, 8));
+        assert_eq!(source_addresses(3, 10, url).unwrap().len(), 3, "asked for");
+        assert!(source_addresses(2, 10, "http://[::1]:8700").is_err());
+        assert!(source_addresses(65, 10, url).is_err());
     }
 }

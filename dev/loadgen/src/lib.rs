@@ -24,11 +24,17 @@ pub use error::Error;
 
 /// The HTTP client for all load: HTTP/1.1 like the PHP app, never through a proxy (the
 /// targets are loopback), a pool as large as the load.
-pub fn client(pool: usize, request_timeout: Option<std::time::Duration>) -> Result<reqwest::Client, Error> {
+/// `source`: the local address its connections are bound to (`None`: the kernel's choice).
+pub fn client(
+    pool: usize,
+    request_timeout: Option<std::time::Duration>,
+    source: Option<std::net::Ipv4Addr>,
+) -> Result<reqwest::Client, Error> {
     let mut b = reqwest::Client::builder()
         .no_proxy()
         .http1_only()
         .pool_max_idle_per_host(pool)
+        .local_address(source.map(std::net::IpAddr::V4))
         .connect_timeout(std::time::Duration::from_secs(10));
     if let Some(t) = request_timeout {
         b = b.timeout(t);

@@ -30,8 +30,19 @@ async fn main() -> anyhow::Result<()> {
         Mode::OpenStreams { count, .. } => count,
         Mode::Fairness { light, flood } => light + flood,
     };
+    // One client per source address (a reqwest client binds all its connections to one);
+    // streams are dealt out over them in turn.
+    let spread = cfg
+        .sources
+        .iter()
+        .map(|ip| loadgen::client(pool.div_ceil(cfg.sources.len()), timeout, Some(*ip)))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !spread.is_empty() {
+        eprintln!("connections spread over {} source addresses, 127.0.0.2 upwards", spread.len());
+    }
     let target = Target {
-        client: loadgen::client(pool, timeout)?,
+        client: loadgen::client(pool, timeout, None)?,
+        spread: spread.into(),
         url: cfg.url.clone(),
         proxy_secret: cfg.proxy_secret.clone(),
         signing_secret: cfg.signing_secret.clone(),

@@ -65,7 +65,7 @@ pub async fn run(
     let mut tasks = JoinSet::new();
     let ramp_start = Instant::now();
     for i in 0..count {
-        let (target, opened, finished, gate, stop) = (target.clone(), opened.clone(), finished.clone(), gate.clone(), stop.clone());
+        let (target, opened, finished, gate, stop) = (target.nth(i), opened.clone(), finished.clone(), gate.clone(), stop.clone());
         let uid = format!("{}-{}", cfg.uid, i % cfg.concurrency.max(1));
         let (conversation, message, text) = (
             format!("hold{run_id}-{i}"),

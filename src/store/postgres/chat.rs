@@ -3,14 +3,12 @@
 use deadpool_postgres::Pool;
 use tokio_postgres::Row;
 
+use super::group_commit::{GroupCommit, Write};
 use super::lease::check_fence;
 use super::now_ms;
 use crate::compaction::Summary;
 use crate::error::Error;
-use crate::origin::Origin;
-use crate::store::chat::{
-    ChatStore, Conversation, ConversationSummary, PendingApproval, Save, refused_binding, stored_origin, stored_role, title_from,
-};
+use crate::store::chat::{ChatStore, Conversation, ConversationSummary, PendingApproval, Save, stored_origin, stored_role};
 use crate::store::key::{ConversationKey, UserId};
 use crate::ui_stream::UiMessage;
 
@@ -27,11 +25,15 @@ pub struct PgChat {
     pool: Pool,
     /// This instance's lease owner id: the fence every write checks (store::lease).
     instance: String,
+    /// The writer tasks that commit saves in groups.
+    writes: GroupCommit,
 }
 
 impl PgChat {
+    /// Starts the group commit's writer tasks: call inside the tokio runtime.
     pub fn new(pool: Pool, instance: String) -> PgChat {
-        PgChat { pool, instance }
+        let writes = GroupCommit::start(pool.clone(), instance.clone());
+        PgChat { pool, instance, writes }
     }
 }
 
@@ -39,88 +41,16 @@ impl PgChat {
 impl ChatStore for PgChat {
     async fn save(&self, key: &ConversationKey, message: &UiMessage, save: Save) -> Result<(), Error> {
         let json = serde_json::to_string(message).map_err(|e| Error::Internal(e.to_string()))?;
-        let (uid, cid) = (key.uid(), key.id());
-        let title = save.title_hint.as_deref().map(title_from).unwrap_or_default();
-        let now = now_ms();
-        let assistant = save.user_assistant.as_deref();
-        let origin = save.user_origin.map(Origin::as_str);
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
-        check_fence(&tx, key, &self.instance, "chat write").await?;
-        if let Some(wanted) = assistant {
-            // The binding is set once; the row lock keeps a concurrent first message honest.
-            let bound = tx
-                .query_opt(
-                    "SELECT assistant FROM conversations WHERE uid = $1 AND id = $2 FOR UPDATE",
-                    &[&uid, &cid],
-                )
-                .await?
-                .map(|r| r.try_get::<_, Option<String>>(0))
-                .transpose()?
-                .flatten();
-            if let Some(bound) = refused_binding(bound, wanted) {
-                return Err(Error::AssistantBound(bound));
-            }
-        }
-        tx.execute(
-            "INSERT INTO conversations (uid, id, title, assistant, origin, created_at, updated_at) VALUES ($1, $2, $3, $4, $6, $5, $5)
-             ON CONFLICT (uid, id) DO UPDATE SET updated_at = excluded.updated_at,
-               title = CASE WHEN conversations.title = '' THEN excluded.title ELSE conversations.title END",
-            &[&uid, &cid, &title, &assistant, &now, &origin],
-        )
-        .await?;
-        tx.execute(
-            "INSERT INTO messages (uid, conversation_id, id, role, message, created_at) VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (uid, conversation_id, id) DO UPDATE SET message = excluded.message",
-            &[&uid, &cid, &message.id, &stored_role(message.role), &json, &now],
-        )
-        .await?;
-        if assistant.is_some() {
-            tx.execute(
-                "DELETE FROM pending_approvals WHERE uid = $1 AND conversation_id = $2",
-                &[&uid, &cid],
-            )
-            .await?;
-        }
-        if let Some(turn) = &save.starts_turn {
-            // The marker lives in this instance's lease row (store::postgres::lease).
-            tx.execute(
-                super::lease::RECORD_TURN,
-                &[&uid, &cid, &self.instance, &turn.message_id, &turn.request_id],
-            )
-            .await?;
-        }
-        if save.ends_turn {
-            // The marker lives in this instance's lease row (store::postgres::lease), held
-            // FOR KEY SHARE by the fence above.
-            tx.execute(
-                "UPDATE conversation_leases SET turn_message_id = NULL, turn_request_id = NULL
-                 WHERE uid = $1 AND conversation_id = $2 AND owner = $3 AND turn_message_id = $4",
-                &[&uid, &cid, &self.instance, &message.id],
-            )
-            .await?;
-        }
-        for a in &save.approvals {
-            tx.execute(
-                "INSERT INTO pending_approvals (approval_id, uid, conversation_id, message_id, tool_call_id, server, tool, arguments, arguments_sha256, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                &[
-                    &a.approval_id,
-                    &uid,
-                    &cid,
-                    &a.message_id,
-                    &a.tool_call_id,
-                    &a.server,
-                    &a.tool,
-                    &a.arguments.to_string(),
-                    &a.arguments_sha256,
-                    &now,
-                ],
-            )
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(())
+        // Committed with the saves of other turns queued at the same moment (group_commit).
+        self.writes
+            .save(Write {
+                key: key.clone(),
+                message_id: message.id.clone(),
+                role: stored_role(message.role),
+                json,
+                save,
+            })
+            .await
     }
 
     async fn assistant_of(&self, key: &ConversationKey) -> Result<Option<Option<String>>, Error> {
@@ -212,9 +142,12 @@ impl ChatStore for PgChat {
 
     async fn load(&self, key: &ConversationKey) -> Result<Option<Conversation>, Error> {
         let client = self.pool.get().await?;
+        // Read by every conversation an actor starts: prepared once per connection.
         let Some(head) = client
             .query_opt(
-                "SELECT title, assistant, origin FROM conversations WHERE uid = $1 AND id = $2",
+                &client
+                    .prepare_cached("SELECT title, assistant, origin FROM conversations WHERE uid = $1 AND id = $2")
+                    .await?,
                 &[&key.uid(), &key.id()],
             )
             .await?
@@ -223,7 +156,9 @@ impl ChatStore for PgChat {
         };
         let rows = client
             .query(
-                "SELECT message FROM messages WHERE uid = $1 AND conversation_id = $2 ORDER BY seq",
+                &client
+                    .prepare_cached("SELECT message FROM messages WHERE uid = $1 AND conversation_id = $2 ORDER BY seq")
+                    .await?,
                 &[&key.uid(), &key.id()],
             )
             .await?;

@@ -66,12 +66,11 @@ pub(super) async fn check_fence(
     instance: &str,
     write: &str,
 ) -> Result<(), Error> {
-    let owner = tx
-        .query_opt(
-            "SELECT owner FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 FOR KEY SHARE",
-            &[&key.uid(), &key.id()],
-        )
+    // Prepared once per connection: the fence runs in every chat save.
+    let fence = tx
+        .prepare_cached("SELECT owner FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 FOR KEY SHARE")
         .await?;
+    let owner = tx.query_opt(&fence, &[&key.uid(), &key.id()]).await?;
     match owner.map(|r| r.try_get::<_, String>(0)).transpose()? {
         Some(owner) if owner != instance => {
             tracing::warn!("a {write} into a conversation this instance no longer owns was refused");
@@ -92,20 +91,27 @@ impl LeaseStore for PgLeases {
         let (uid, cid) = (key.uid(), key.id());
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
+        // Prepared once per connection: a lease is taken by every conversation a turn starts.
         tx.batch_execute(NO_FLUSH).await?;
         // A row to lock: created (already ours) when there is none. FOR UPDATE also waits for
         // a previous owner's write in progress (writers hold the row FOR KEY SHARE, the fence).
         tx.execute(
-            "INSERT INTO conversation_leases (uid, conversation_id, owner, expires_at)
+            &tx.prepare_cached(
+                "INSERT INTO conversation_leases (uid, conversation_id, owner, expires_at)
              VALUES ($1, $2, $3, now() + make_interval(secs => $4))
              ON CONFLICT (uid, conversation_id) DO NOTHING",
+            )
+            .await?,
             &[&uid, &cid, &owner, &ttl_secs(ttl)],
         )
         .await?;
         let row = tx
             .query_one(
-                "SELECT owner, EXTRACT(EPOCH FROM (expires_at - now()))::FLOAT8, turn_message_id, turn_request_id
+                &tx.prepare_cached(
+                    "SELECT owner, EXTRACT(EPOCH FROM (expires_at - now()))::FLOAT8, turn_message_id, turn_request_id
                  FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 FOR UPDATE",
+                )
+                .await?,
                 &[&uid, &cid],
             )
             .await?;
@@ -123,8 +129,11 @@ impl LeaseStore for PgLeases {
             _ => None,
         };
         tx.execute(
-            "UPDATE conversation_leases SET owner = $3, expires_at = now() + make_interval(secs => $4)
+            &tx.prepare_cached(
+                "UPDATE conversation_leases SET owner = $3, expires_at = now() + make_interval(secs => $4)
              WHERE uid = $1 AND conversation_id = $2",
+            )
+            .await?,
             &[&uid, &cid, &owner, &ttl_secs(ttl)],
         )
         .await?;

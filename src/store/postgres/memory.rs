@@ -36,15 +36,12 @@ impl PgMemory {
 #[async_trait::async_trait]
 impl MemoryStore for PgMemory {
     async fn list(&self, uid: &UserId) -> Result<Vec<Fact>, Error> {
-        let rows = self
-            .pool
-            .get()
-            .await?
-            .query(
-                "SELECT id, text, created_at, source_conversation FROM facts WHERE uid = $1 ORDER BY id",
-                &[&uid.as_str()],
-            )
+        // Read by every turn: prepared once per connection.
+        let client = self.pool.get().await?;
+        let statement = client
+            .prepare_cached("SELECT id, text, created_at, source_conversation FROM facts WHERE uid = $1 ORDER BY id")
             .await?;
+        let rows = client.query(&statement, &[&uid.as_str()]).await?;
         rows.iter()
             .map(|r| {
                 Ok(Fact {

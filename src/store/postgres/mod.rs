@@ -5,6 +5,7 @@
 //! - [`connect`]: the connection pool (deadpool over tokio-postgres) and the migrations.
 //! - [`chat`], [`audit`], [`memory`]: the same operations as the SQLite files, with the same
 //!   tables, columns and stored strings.
+//! - [`group_commit`]: chat saves of many turns in one transaction, one WAL flush for all.
 //! - [`lease`]: who runs which conversation; [`replay`]: G1's replay records, shared.
 //!
 //! The connection is plain (a unix socket or a private network) unless `TAMEBI_DATABASE_URL`
@@ -22,6 +23,7 @@
 
 pub mod audit;
 pub mod chat;
+mod group_commit;
 pub mod lease;
 pub mod memory;
 pub mod registry;
@@ -294,14 +296,28 @@ const NO_FLUSH: &str = "SET LOCAL synchronous_commit TO OFF";
 
 /// Runs one statement in its own transaction without waiting for the flush; the number of
 /// rows it changed.
+///
+/// One round trip: the statement is prepared once per connection, and BEGIN, the setting, the
+/// statement and COMMIT are sent together (tokio-postgres pipelines requests issued at once,
+/// and sends all four on the first poll, so a caller that goes away cannot leave the
+/// connection inside the transaction). A failed statement aborts the transaction, whose COMMIT
+/// then rolls it back; the statement's error is returned.
 async fn unflushed(pool: &Pool, sql: &str, params: &[&(dyn tokio_postgres::types::ToSql + Sync)]) -> Result<u64, Error> {
-    let mut client = pool.get().await?;
-    let tx = client.transaction().await?;
-    tx.batch_execute(NO_FLUSH).await?;
-    let n = tx.execute(sql, params).await?;
-    tx.commit().await?;
+    let client = pool.get().await?;
+    let statement = client.prepare_cached(sql).await?;
+    let (begun, n, committed) = tokio::join!(
+        client.batch_execute(UNFLUSHED_BEGIN),
+        client.execute(&statement, params),
+        client.batch_execute("COMMIT"),
+    );
+    begun?;
+    let n = n?;
+    committed?;
     Ok(n)
 }
+
+/// [`unflushed`]'s transaction start: [`NO_FLUSH`] in the same message as BEGIN.
+const UNFLUSHED_BEGIN: &str = "BEGIN; SET LOCAL synchronous_commit TO OFF";
 
 /// A chore due at most once per period (unix seconds), claimed by one caller at a time.
 struct Every {
