@@ -207,7 +207,7 @@ impl Args {
             }
         };
         let connections = match mode {
-            Mode::Turns => self.concurrency,
+            Mode::Turns | Mode::Soak { .. } => self.concurrency,
             Mode::OpenStreams { count, .. } => count,
             Mode::Fairness { light, flood } => light + flood,
         };
