@@ -50,6 +50,7 @@ const AUDIENCES: { text: string; pages: Page[] }[] = [
       { file: 'dev-standin', text: 'The Nextcloud stand-in' },
       { file: 'mail-bridge-api', text: 'Mail bridge API' },
       { file: 'scripted-model', text: 'The scripted model' },
+      { file: 'testing', text: 'Testing: fuzzing' },
     ],
   },
 ];

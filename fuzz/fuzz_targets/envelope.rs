@@ -81,7 +81,7 @@ fn reference(s: &str) -> Option<(char, usize)> {
         h if h.starts_with(['x', 'X']) => (&h[1..], 16, 2),
         d => (d, 10, 1),
     };
-    let len = digits.bytes().take_while(|b| (b as char).is_digit(radix)).count();
+    let len = digits.bytes().take_while(|b| char::from(*b).is_digit(radix)).count();
     if len == 0 || len > 8 {
         return None;
     }
