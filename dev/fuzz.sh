@@ -58,7 +58,7 @@ while [ $# -gt 0 ]; do
     -t) seconds=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
     --list) echo "$TARGETS" | awk 'NF { printf "%-16s %-32s -timeout=%s -rss_limit_mb=%s\n", $1, $2, $3, $4 }'; exit 0 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) echo "dev/fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) wanted+=("$1"); shift ;;
   esac
