@@ -40,7 +40,8 @@ struct ChatRequest {
 }
 
 /// What one valid chat request asks for.
-struct Parsed {
+#[doc(hidden)]
+pub struct Parsed {
     id: String,
     input: TurnInput,
     assistant: Option<String>,
@@ -229,7 +230,9 @@ pub async fn stop(
 const STOP_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Validates the request and extracts what this turn acts on.
-fn parse(body: &[u8]) -> Result<Parsed, Error> {
+/// Reads a chat request body. Public for the `chat_request` fuzz target (issue #32) only.
+#[doc(hidden)]
+pub fn parse(body: &[u8]) -> Result<Parsed, Error> {
     let req: ChatRequest = serde_json::from_slice(body).map_err(|e| Error::BadRequest(format!("chat body: {e}")))?;
     if !valid_conversation_id(&req.id) {
         return Err(Error::BadRequest("conversation id must be 1-64 characters of [A-Za-z0-9_-]".into()));

@@ -413,6 +413,19 @@ struct FunctionDelta {
     arguments: Option<String>,
 }
 
+/// A provider's SSE response body, in whatever pieces the network delivers it, as
+/// [`ModelEvent`]s: the decoding of a real call ([`events_of`], then [`parse`]) without the
+/// HTTP client. Public for the `model_stream` fuzz target (issue #32) only.
+#[doc(hidden)]
+pub fn events_of_body<S, B, E>(body: S) -> impl Stream<Item = Result<ModelEvent, ModelError>> + Send
+where
+    S: Stream<Item = Result<B, E>> + Send + Unpin + 'static,
+    B: AsRef<[u8]> + Send,
+    E: std::fmt::Display + Send,
+{
+    parse(body.eventsource(), tracing::Span::none())
+}
+
 /// Turns provider SSE events into [`ModelEvent`]s. Token usage and the finish reason are also
 /// recorded on `span` (the call's span).
 ///

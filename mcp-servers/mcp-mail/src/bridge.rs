@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use http::HeaderMap;
+use http::{HeaderMap, StatusCode};
 use reqwest::Method;
 use rmcp::schemars;
 use serde::de::DeserializeOwned;
@@ -283,26 +283,53 @@ impl Bridge {
         let response = request.send().await.map_err(transport)?;
         let status = response.status();
         let bytes = response.bytes().await.map_err(transport)?;
-        let reason = bridge_error(&bytes);
-        let failed = match effect {
-            Effect::Repeatable => Error::from_status(status, reason.message.as_deref()),
-            Effect::Sends => Error::from_send_status(status, reason.error.as_deref(), reason.message.as_deref()),
-        };
-        if let Some(e) = failed {
-            if matches!(e, Error::Retryable(_) | Error::OutcomeUnknown) {
-                tracing::warn!(status = i64::from(status.as_u16()), kind = ?e.kind(), "the mail bridge failed");
-            }
-            return Err(e);
-        }
-        serde_json::from_slice::<Envelope<T>>(&bytes).map(|e| e.ocs.data).map_err(|e| {
-            tracing::warn!(error = %e, "the mail bridge answered outside its contract");
-            match effect {
-                // A 2xx to a send that cannot be read: it most likely went out, but who knows.
-                Effect::Sends => Error::OutcomeUnknown,
-                Effect::Repeatable => Error::Retryable("the mail bridge gave an unreadable answer".into()),
-            }
-        })
+        answer(status, &bytes, effect)
     }
+}
+
+/// Reads one bridge answer: its status (with the bridge's own error code and reason) and then
+/// its OCS envelope, as a `T`.
+fn answer<T: DeserializeOwned>(status: StatusCode, bytes: &[u8], effect: Effect) -> Result<T, Error> {
+    let reason = bridge_error(bytes);
+    let failed = match effect {
+        Effect::Repeatable => Error::from_status(status, reason.message.as_deref()),
+        Effect::Sends => Error::from_send_status(status, reason.error.as_deref(), reason.message.as_deref()),
+    };
+    if let Some(e) = failed {
+        if matches!(e, Error::Retryable(_) | Error::OutcomeUnknown) {
+            tracing::warn!(status = i64::from(status.as_u16()), kind = ?e.kind(), "the mail bridge failed");
+        }
+        return Err(e);
+    }
+    serde_json::from_slice::<Envelope<T>>(bytes).map(|e| e.ocs.data).map_err(|e| {
+        tracing::warn!(error = %e, "the mail bridge answered outside its contract");
+        match effect {
+            // A 2xx to a send that cannot be read: it most likely went out, but who knows.
+            Effect::Sends => Error::OutcomeUnknown,
+            Effect::Repeatable => Error::Retryable("the mail bridge gave an unreadable answer".into()),
+        }
+    })
+}
+
+/// Every answer mcp-mail reads from the bridge, for one status and body: each call's reading
+/// of it (`accounts`, `mailboxes`, `messages`, `message` with its body as the model reads it,
+/// `send`, `drafts`). Public for the `bridge_json` fuzz target (issue #32) only.
+#[doc(hidden)]
+pub fn read_every_answer(status: u16, body: &[u8]) -> Vec<(&'static str, Result<(), Error>)> {
+    let Ok(status) = StatusCode::from_u16(status) else {
+        return Vec::new();
+    };
+    let message = answer::<Message>(status, body, Effect::Repeatable).map(|m| {
+        let _ = crate::text::plain(&m.body);
+    });
+    vec![
+        ("accounts", answer::<Accounts>(status, body, Effect::Repeatable).map(drop)),
+        ("mailboxes", answer::<Mailboxes>(status, body, Effect::Repeatable).map(drop)),
+        ("messages", answer::<Messages>(status, body, Effect::Repeatable).map(drop)),
+        ("message", message),
+        ("send", answer::<Stored>(status, body, Effect::Sends).map(drop)),
+        ("drafts", answer::<Stored>(status, body, Effect::Repeatable).map(drop)),
+    ]
 }
 
 /// The bridge's own error code and reason in an error envelope, where it gave them.

@@ -47,7 +47,9 @@ impl DavFile {
 
     /// A file row from a multistatus entry; folders and hrefs outside the caller's
     /// files are skipped. A file without a numeric id cannot be matched and is skipped.
-    fn from_entry(prefix: &[String], e: &dav::Entry) -> Option<DavFile> {
+    /// Public for the `dav_multistatus` fuzz target (issue #32) only.
+    #[doc(hidden)]
+    pub fn from_entry(prefix: &[String], e: &dav::Entry) -> Option<DavFile> {
         if e.is_collection() {
             return None;
         }

@@ -148,9 +148,17 @@ pub fn href_segments(href: &str) -> Vec<String> {
 }
 
 /// The segments of `href` after `prefix` (decoded), or `None` when it is not under it.
+///
+/// An href whose segments below the prefix are `.` or `..`, or hold a `/` once decoded
+/// (`%2F`), is not under it either: a lying server could otherwise name a row
+/// `a/../../bob/x.txt`, a path outside the folder that was listed (found by the
+/// `dav_multistatus` fuzz target). An absolute URL has its dot segments resolved by the URL
+/// parser before this check; a bare path keeps them, so the check is what refuses them.
 pub fn strip_prefix(href: &str, prefix: &[String]) -> Option<Vec<String>> {
     let segs = href_segments(href);
-    segs.starts_with(prefix).then(|| segs[prefix.len()..].to_vec())
+    let rest = segs.strip_prefix(prefix)?;
+    let plain = |s: &String| s != "." && s != ".." && !s.contains('/');
+    rest.iter().all(plain).then(|| rest.to_vec())
 }
 
 /// The decoded path segments of `url` (for building prefixes to strip).
@@ -209,5 +217,16 @@ mod tests {
         let rest = strip_prefix(url.path(), &prefix).unwrap();
         assert_eq!(rest.join("/"), "R&D/a b/100%?#.txt");
         assert!(strip_prefix("/remote.php/dav/files/bob/x", &prefix).is_none());
+        // Dot segments and encoded slashes below the prefix name no row (fuzz finding).
+        for lying in [
+            "/sub/remote.php/dav/files/alice/a/../../bob/x.txt",
+            "/sub/remote.php/dav/files/alice/./x.txt",
+            "/sub/remote.php/dav/files/alice/%2e%2e/bob/x.txt",
+            "/sub/remote.php/dav/files/alice/a%2F..%2F..%2Fbob/x.txt",
+        ] {
+            assert!(strip_prefix(lying, &prefix).is_none(), "{lying}");
+        }
+        let plain = strip_prefix("/sub/remote.php/dav/files/alice/a/x..txt", &prefix).unwrap();
+        assert_eq!(plain.join("/"), "a/x..txt");
     }
 }

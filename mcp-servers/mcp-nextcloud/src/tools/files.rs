@@ -434,7 +434,9 @@ pub struct MoveResult {
 }
 
 /// Turns one DAV entry into a row, or `None` when its href is outside the caller's files.
-fn entry(prefix: &[String], e: &dav::Entry) -> Option<FileEntry> {
+/// Public for the `dav_multistatus` fuzz target (issue #32) only.
+#[doc(hidden)]
+pub fn entry(prefix: &[String], e: &dav::Entry) -> Option<FileEntry> {
     let rel = paths::strip_prefix(&e.href, prefix)?;
     let is_dir = e.is_collection();
     let name = e
