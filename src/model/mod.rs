@@ -423,7 +423,7 @@ where
     B: AsRef<[u8]> + Send,
     E: std::fmt::Display + Send,
 {
-    parse(body.eventsource(), tracing::Span::none())
+    parse(body.eventsource(), tracing::Span::none(), None)
 }
 
 /// Turns provider SSE events into [`ModelEvent`]s. Token usage and the finish reason are also
