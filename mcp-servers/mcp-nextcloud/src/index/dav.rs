@@ -54,6 +54,11 @@ impl DavFile {
             return None;
         }
         let rel = paths::strip_prefix(&e.href, prefix)?;
+        // The root of the person's files is a folder whatever its resourcetype claims: an
+        // answer that calls it a file names no file (found by the `dav_multistatus` target).
+        if rel.is_empty() {
+            return None;
+        }
         Some(DavFile {
             file_id: e.prop(dav::OC, "fileid")?.parse().ok()?,
             etag: e.prop(dav::DAV, "getetag").unwrap_or("").trim_matches('"').to_string(),
@@ -163,5 +168,7 @@ mod tests {
         assert!(DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/bob/x/", &[(dav::OC, "fileid", "1")], true)).is_none());
         assert!(DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/alice/x", &[(dav::OC, "fileid", "1")], false)).is_none());
         assert!(DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/bob/x", &[], false)).is_none());
+        // The root answered as a file (a mis-cased `collecTion`): no file with an empty path.
+        assert!(DavFile::from_entry(&prefix, &entry("/remote.php/dav/files/bob/", &[(dav::OC, "fileid", "1")], false)).is_none());
     }
 }
