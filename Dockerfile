@@ -56,6 +56,7 @@ COPY dev/loadgen/Cargo.toml dev/loadgen/
 COPY dev/scripted-model/Cargo.toml dev/scripted-model/
 COPY dev/test-harness/Cargo.toml dev/test-harness/
 COPY dev/probe-mcp/Cargo.toml dev/probe-mcp/
+COPY dev/fault-proxy/Cargo.toml dev/fault-proxy/
 COPY crates/telemetry-otlp/Cargo.toml crates/telemetry-otlp/
 COPY crates/mcp-resource-server/Cargo.toml crates/mcp-resource-server/
 COPY crates/g1-signing/Cargo.toml crates/g1-signing/
@@ -63,7 +64,7 @@ COPY crates/g1-signing/Cargo.toml crates/g1-signing/
 # until Cargo.toml or Cargo.lock change. The crate list is every workspace member (checked by
 # deploy/ci/check_deploy.py, which also runs this stage's stubbing and loads the result).
 COPY deploy/docker/stub-workspace /usr/local/bin/stub-workspace
-RUN stub-workspace . mcp-servers/mcp-nextcloud mcp-servers/mcp-mail dev/loadgen dev/scripted-model dev/test-harness dev/probe-mcp crates/telemetry-otlp crates/mcp-resource-server crates/g1-signing \
+RUN stub-workspace . mcp-servers/mcp-nextcloud mcp-servers/mcp-mail dev/loadgen dev/scripted-model dev/test-harness dev/probe-mcp dev/fault-proxy crates/telemetry-otlp crates/mcp-resource-server crates/g1-signing \
     && cargo build --workspace --bins \
     && rm -rf src benches tests mcp-servers dev crates
 COPY . .

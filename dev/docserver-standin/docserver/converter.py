@@ -88,14 +88,22 @@ def convert(source: bytes, filetype: str, outputtype: str, out_dir: Path) -> tup
         profile = work / "profile"
         cmd = ["soffice", f"-env:UserInstallation=file://{profile}", "--headless", "--norestore",
                "--convert-to", filters[kind], "--outdir", str(work / "out"), str(src)]
-        try:
-            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=CONVERT_TIMEOUT,
-                           check=False, env={"PATH": "/usr/bin:/bin", "HOME": str(work)})
-        except subprocess.TimeoutExpired as e:
-            raise ConvertError(-2, "the conversion timed out") from e
         produced = work / "out" / f"input.{ext}"
-        if not produced.is_file() or produced.stat().st_size == 0:
-            raise ConvertError(-3, "LibreOffice produced nothing")
+        deadline = time.monotonic() + CONVERT_TIMEOUT
+        # A fresh profile: under load LibreOffice has been seen to set it up and exit without
+        # converting (once in a CI run). A second start, with the profile now made, converts
+        # what can be converted; a damaged file fails both times. One retry only.
+        for _ in range(2):
+            try:
+                done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      timeout=max(deadline - time.monotonic(), 1), check=False,
+                                      env={"PATH": "/usr/bin:/bin", "HOME": str(work)})
+            except subprocess.TimeoutExpired as e:
+                raise ConvertError(-2, "the conversion timed out") from e
+            if produced.is_file() and produced.stat().st_size > 0:
+                break
+        else:
+            raise ConvertError(-3, f"LibreOffice produced nothing (exit status {done.returncode})")
         out_dir.mkdir(parents=True, exist_ok=True)
         final = out_dir / f"output.{ext}"
         shutil.move(str(produced), final)
