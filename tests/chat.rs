@@ -692,22 +692,11 @@ async fn a_turn_nobody_reads_is_stopped_after_the_grace_and_its_partial_answer_k
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert!(!in_flight, "the stopped turn still counts as running");
-    let answer = &conv["messages"][1];
-    let parts = answer["parts"].as_array().unwrap();
-    let text: String = parts
-        .iter()
-        .filter(|p| p["type"] == "text")
-        .map(|p| p["text"].as_str().unwrap())
-        .collect();
-    assert!(!text.is_empty() && text.len() < story.len(), "a partial answer: {answer}");
-    assert!(story.starts_with(&text), "{text:?}");
-    assert!(parts.iter().all(|p| p["type"] != "text" || p["state"] == "done"), "{answer}");
-    let stopped = parts.last().unwrap();
-    assert_eq!(stopped["type"], "data-interrupted", "{answer}");
-    assert_eq!(stopped["data"]["requestId"], "req-orphan");
-    assert_eq!(
-        stopped["data"]["message"],
-        "This reply was stopped: it was no longer being read (the page was closed or lost its connection). Send your message again to continue. (request id: req-orphan)"
+    assert_cut_short(
+        &conv["messages"][1],
+        &story,
+        "req-orphan",
+        "This reply was stopped: it was no longer being read (the page was closed or lost its connection). Send your message again to continue.",
     );
     // The conversation goes on: the next message gets its turn.
     model.add_rules(json!([{"match": "again", "steps": [{"text": "Here again."}]}]));
@@ -877,22 +866,11 @@ async fn stop_ends_the_turn_at_once_keeps_its_partial_answer_and_frees_the_conve
     assert_eq!(text_of(&parts_of(r).await), "Here again.");
     // The partial answer is stored, closed, with the part that says who stopped it.
     let conv: Value = orch.get_json(&c, "/v1/conversations/halt", "alice").await;
-    let answer = &conv["messages"][1];
-    let stored = answer["parts"].as_array().unwrap();
-    let text: String = stored
-        .iter()
-        .filter(|p| p["type"] == "text")
-        .map(|p| p["text"].as_str().unwrap())
-        .collect();
-    assert!(!text.is_empty() && text.len() < story.len(), "a partial answer: {answer}");
-    assert!(story.starts_with(&text), "{text:?}");
-    assert!(stored.iter().all(|p| p["type"] != "text" || p["state"] == "done"), "{answer}");
-    let stopped = stored.last().unwrap();
-    assert_eq!(stopped["type"], "data-interrupted", "{answer}");
-    assert_eq!(stopped["data"]["requestId"], "req-stop");
-    assert_eq!(
-        stopped["data"]["message"],
-        "You stopped this reply. Send your message again to continue. (request id: req-stop)"
+    assert_cut_short(
+        &conv["messages"][1],
+        story,
+        "req-stop",
+        "You stopped this reply. Send your message again to continue.",
     );
     assert_eq!(conv["messages"][3]["parts"][1]["text"], "Here again.", "{conv}");
 }
@@ -918,4 +896,22 @@ async fn stop_without_a_running_turn_is_204_and_another_users_conversation_404()
         orch.chat(&c, "alice", "done", "m2", "again").await.last().map(String::as_str),
         Some("[DONE]")
     );
+}
+
+/// A stored answer that was stopped mid-reply: its text is a non-empty beginning of `story`,
+/// closed, and its last part is the `data-interrupted` part with `request_id` and `message`.
+fn assert_cut_short(answer: &Value, story: &str, request_id: &str, message: &str) {
+    let parts = answer["parts"].as_array().unwrap();
+    let text: String = parts
+        .iter()
+        .filter(|p| p["type"] == "text")
+        .map(|p| p["text"].as_str().unwrap())
+        .collect();
+    assert!(!text.is_empty() && text.len() < story.len(), "a partial answer: {answer}");
+    assert!(story.starts_with(&text), "{text:?}");
+    assert!(parts.iter().all(|p| p["type"] != "text" || p["state"] == "done"), "{answer}");
+    let stopped = parts.last().unwrap();
+    assert_eq!(stopped["type"], "data-interrupted", "{answer}");
+    assert_eq!(stopped["data"]["requestId"], request_id);
+    assert_eq!(stopped["data"]["message"], format!("{message} (request id: {request_id})"));
 }
