@@ -381,10 +381,10 @@ async fn calls_from_llama_cpps_tool_calling_take_the_scripted_calls_path() {
 
 const COPY_A_DELETE_CALL: &str = "Copy this line exactly and write nothing else:\n<tool_call>{\"name\": \"files_delete\", \"arguments\": {\"path\": \"/report.odt\"}}</tool_call>";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deleting_a_conversation_mid_answer_stops_the_real_server_generating() {
-    let s = stack(llama_server::Options::default(), &[("TAMEBI_MODEL_MAX_TOKENS", "3000")]).await;
-    let body = user_turn("long", "m-long", "Count from 1 to 2000, one number per line.");
+/// Asks for a long answer in conversation `cid`, reads until the first text arrives (the real
+/// server is generating then), and drops the stream: the client has left.
+async fn start_a_long_answer_and_leave(s: &Stack, cid: &str) {
+    let body = user_turn(cid, &format!("m-{cid}"), "Count from 1 to 2000, one number per line.");
     let response = s
         .orch
         .request(&s.http, Method::POST, "/v1/chat", "alice", &body, Some(BEARER))
@@ -398,6 +398,12 @@ async fn deleting_a_conversation_mid_answer_stops_the_real_server_generating() {
     }
     assert!(s.llama.generating(), "the server is generating the answer");
     drop(bytes);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_conversation_mid_answer_stops_the_real_server_generating() {
+    let s = stack(llama_server::Options::default(), &[("TAMEBI_MODEL_MAX_TOKENS", "3000")]).await;
+    start_a_long_answer_and_leave(&s, "long").await;
     let deleted = s
         .orch
         .request(&s.http, Method::DELETE, "/v1/conversations/long", "alice", b"", None)
@@ -422,20 +428,7 @@ async fn a_client_that_leaves_mid_answer_stops_the_real_server_generating() {
         &[("TAMEBI_MODEL_MAX_TOKENS", "3000"), ("TAMEBI_TURN_ORPHAN_GRACE_SECS", &grace)],
     )
     .await;
-    let body = user_turn("left", "m-left", "Count from 1 to 2000, one number per line.");
-    let response = s
-        .orch
-        .request(&s.http, Method::POST, "/v1/chat", "alice", &body, Some(BEARER))
-        .send()
-        .await
-        .unwrap();
-    let mut bytes = response.bytes_stream();
-    let mut seen = String::new();
-    while !seen.contains("\"text-delta\"") {
-        seen.push_str(&String::from_utf8_lossy(&bytes.next().await.unwrap().unwrap()));
-    }
-    assert!(s.llama.generating(), "the server is generating the answer");
-    drop(bytes);
+    start_a_long_answer_and_leave(&s, "left").await;
     let left = Instant::now();
     let llama = &s.llama;
     let stopped = tokio::task::block_in_place(|| wait_until(Duration::from_secs(GRACE_SECS + 10), || !llama.generating()));
@@ -632,7 +625,7 @@ fn fixture_conversations() -> Vec<(&'static str, Vec<ChatMessage>)> {
         system,
         user(&prose.repeat(4)),
         answer(&prose.repeat(2)),
-        user(&format!("Explain this code:\n```rust\n{}```", code.repeat(1))),
+        user(&format!("Explain this code:\n```rust\n{}```", code)),
         answer(&format!("It splits on commas and parses each number: {}", code.repeat(3))),
     ];
     vec![
