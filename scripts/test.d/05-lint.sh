@@ -7,4 +7,6 @@ set -euo pipefail
 cd "$TAMEBI_ROOT"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --features tamebi/fault-injection -- -D warnings
+# `--all-targets` skips a test declared `test = false` (real_model, run by 15-real-model.sh).
+cargo clippy --features tamebi/fault-injection --test real_model -- -D warnings
 echo "lint: rustfmt and clippy clean"
