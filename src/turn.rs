@@ -536,12 +536,10 @@ impl TurnState {
         let mut calls = StepCalls::default();
         let model_error = TurnError::ModelStream;
         loop {
-            // The halt first: a model that always has the next delta ready must not keep a
-            // Stop waiting until its answer ends (polling it is a token check and a timer's).
             let event = tokio::select! {
                 biased;
-                why = &mut halted => return Err(why),
                 e = stream.next() => e,
+                why = &mut halted => return Err(why),
             };
             let Some(event) = event else { break };
             match event.map_err(model_error)? {
