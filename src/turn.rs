@@ -536,10 +536,12 @@ impl TurnState {
         let mut calls = StepCalls::default();
         let model_error = TurnError::ModelStream;
         loop {
+            // The halt first: a model that always has the next delta ready must not keep a
+            // Stop waiting until its answer ends (polling it is a token check and a timer's).
             let event = tokio::select! {
                 biased;
-                e = stream.next() => e,
                 why = &mut halted => return Err(why),
+                e = stream.next() => e,
             };
             let Some(event) = event else { break };
             match event.map_err(model_error)? {
