@@ -137,20 +137,28 @@ async fn a_300_turn_conversation_stays_in_budget_summarises_once_per_event_and_s
         .find(|p| p["type"] == "dynamic-tool")
         .unwrap()["output"]["content"][0]["text"];
     assert_eq!(first_result.as_str().unwrap().len(), document.len());
-    let last_turn = requests.iter().rev().find(|r| !is_summary_call(r)).unwrap();
-    let stubs = last_turn["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| {
-            m["role"] == "tool"
-                && m["content"]
-                    .as_str()
-                    .unwrap()
-                    .contains("Result cleared to save context: files_read")
-        })
-        .count();
-    assert!(stubs >= 1, "older results are stubs naming the tool");
+    // Older results became stubs naming the tool. Not asked of the very last request: right
+    // after a summary there may be no older result left to clear (seen in about one run of 15).
+    let stubs = |r: &Value| {
+        r["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| {
+                m["role"] == "tool"
+                    && m["content"]
+                        .as_str()
+                        .unwrap()
+                        .contains("Result cleared to save context: files_read")
+            })
+            .count()
+    };
+    let with_stubs = requests.iter().filter(|r| !is_summary_call(r) && stubs(r) >= 1).count();
+    eprintln!("{with_stubs} of {} requests carry stubs", requests.len());
+    assert!(
+        with_stubs >= 100,
+        "older results are stubs naming the tool in only {with_stubs} requests"
+    );
 
     // A restart: the conversation actor revives with its summary from chat.db.
     eprintln!("checks after {} ms", started.elapsed().as_millis());
