@@ -89,6 +89,12 @@ pub struct Args {
     /// Soak mode: seconds between two figure lines.
     #[arg(long, default_value_t = 60)]
     pub report_secs: u64,
+    /// Soak mode: seconds at the start left out of the memory and descriptor slopes (default:
+    /// the first --report-secs window). Resident state is bounded by time, not by count (a
+    /// conversation's actor stays until idle for TAMEBI_IDLE_SECS), so read the slope after
+    /// that time: e.g. 600 with the default idle time of 300 s.
+    #[arg(long)]
+    pub warm_up_secs: Option<u64>,
     /// Soak mode: a directory whose total size is reported, as NAME=PATH (repeatable), e.g.
     /// `sqlite=/tmp/data` or `postgres=/tmp/pg`.
     #[arg(long = "size-dir", value_name = "NAME=PATH")]
@@ -129,7 +135,7 @@ pub struct Config {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Turns,
-    Soak { report_every: Duration },
+    Soak { report_every: Duration, warm_up: Duration },
     OpenStreams { count: usize, hold: Duration, open_rate: usize },
     Fairness { light: usize, flood: usize },
 }
@@ -174,11 +180,20 @@ impl Args {
         let mode = match self.open_streams {
             None if self.soak => {
                 in_range("--report-secs", self.report_secs, 1, MAX_DURATION_SECS)?;
+                let warm_up = self.warm_up_secs.unwrap_or(self.report_secs);
+                in_range("--warm-up-secs", warm_up, 0, MAX_DURATION_SECS)?;
+                if self.warm_up_secs.is_some() && warm_up + 2 * self.report_secs > self.duration {
+                    return Err(Error::Config(format!(
+                        "--warm-up-secs {warm_up} leaves fewer than two --report-secs windows of the --duration {} s for the slopes",
+                        self.duration
+                    )));
+                }
                 if model_root.is_none() {
                     return Err(Error::Config("--soak needs --model-url (it scripts the model's replies)".into()));
                 }
                 Mode::Soak {
                     report_every: Duration::from_secs(self.report_secs),
+                    warm_up: Duration::from_secs(warm_up),
                 }
             }
             None if self.fairness => {
@@ -343,8 +358,33 @@ mod tests {
         assert_eq!(
             c.mode,
             Mode::Soak {
-                report_every: Duration::from_secs(60)
+                report_every: Duration::from_secs(60),
+                warm_up: Duration::from_secs(60)
             }
+        );
+        let long = args(&[
+            "--soak",
+            "--model-url",
+            "http://127.0.0.1:9/v1",
+            "--duration",
+            "1800",
+            "--warm-up-secs",
+            "600",
+        ])
+        .unwrap();
+        assert!(matches!(long.mode, Mode::Soak { warm_up, .. } if warm_up == Duration::from_secs(600)));
+        // The slopes need two windows after the warm-up.
+        assert!(
+            args(&[
+                "--soak",
+                "--model-url",
+                "http://127.0.0.1:9/v1",
+                "--duration",
+                "600",
+                "--warm-up-secs",
+                "500"
+            ])
+            .is_err()
         );
         assert_eq!(c.size_dirs, vec![("sqlite".to_string(), std::path::PathBuf::from("/tmp/d"))]);
         assert!(args(&["--soak", "--model-url", "http://127.0.0.1:9/v1", "--size-dir", "nope"]).is_err());

@@ -55,8 +55,8 @@ async fn main() -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string(&report)?);
             }
         }
-        Mode::Soak { report_every } => {
-            let report = loadgen::soak::run(&cfg, target, &run_id, report_every).await?;
+        Mode::Soak { report_every, warm_up } => {
+            let report = loadgen::soak::run(&cfg, target, &run_id, report_every, warm_up).await?;
             loadgen::soak::print(&report);
             if cfg.json {
                 println!("{}", serde_json::to_string(&report)?);

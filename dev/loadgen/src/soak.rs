@@ -11,7 +11,10 @@
 //! soak` installs them); the replies are scripted here on the scripted model.
 //!
 //! It measures and never retries. At the end it states the slope of memory and descriptors
-//! per minute over the windows after the first (the warm-up).
+//! per minute over the windows after the warm-up (`--warm-up-secs`, by default the first
+//! window): what the orchestrator keeps resident is bounded by time (a conversation's actor
+//! until it has been idle for `TAMEBI_IDLE_SECS`), so memory fills for that long before it
+//! can level off, and a slope read from the start would count the filling as growth.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,11 +86,13 @@ pub struct SoakReport {
     pub approvals: u64,
     pub samples: Vec<Sample>,
     /// Least-squares slope over the samples after the first, per minute.
+    /// Seconds at the start left out of the slopes.
+    pub warm_up_s: u64,
     pub rss_kib_per_min: Option<f64>,
     pub fds_per_min: Option<f64>,
 }
 
-pub async fn run(cfg: &Config, target: Target, run_id: &str, report_every: Duration) -> Result<SoakReport, Error> {
+pub async fn run(cfg: &Config, target: Target, run_id: &str, report_every: Duration, warm_up: Duration) -> Result<SoakReport, Error> {
     let root = cfg
         .model_root
         .clone()
@@ -141,8 +146,9 @@ pub async fn run(cfg: &Config, target: Target, run_id: &str, report_every: Durat
         turn: Percentiles::of(&total.total),
         compactions: seen.compactions.load(Ordering::Relaxed),
         approvals: seen.approvals.load(Ordering::Relaxed),
-        rss_kib_per_min: slope(&samples, |s| s.rss_kib),
-        fds_per_min: slope(&samples, |s| s.open_fds),
+        warm_up_s: warm_up.as_secs(),
+        rss_kib_per_min: slope(&samples, warm_up, |s| s.rss_kib),
+        fds_per_min: slope(&samples, warm_up, |s| s.open_fds),
         samples,
     })
 }
@@ -310,11 +316,11 @@ fn dir_size(dir: &Path) -> u64 {
         .sum()
 }
 
-/// Least-squares slope of `value` per minute over the samples after the first (the warm-up).
-fn slope(samples: &[Sample], value: impl Fn(&Sample) -> Option<u64>) -> Option<f64> {
+/// Least-squares slope of `value` per minute over the samples taken after `warm_up`.
+fn slope(samples: &[Sample], warm_up: Duration, value: impl Fn(&Sample) -> Option<u64>) -> Option<f64> {
     let points: Vec<(f64, f64)> = samples
         .iter()
-        .skip(1)
+        .filter(|s| s.at_s > warm_up.as_secs())
         .filter_map(|s| Some((s.at_s as f64 / 60.0, value(s)? as f64)))
         .collect();
     if points.len() < 2 {
@@ -367,7 +373,11 @@ pub fn print(r: &SoakReport) {
     println!("compactions            {}", r.compactions);
     println!("approvals answered     {}", r.approvals);
     let per_min = |v: Option<f64>, unit: &str| v.map_or("- (fewer than 3 samples)".into(), |v| format!("{v:+.1} {unit}/min"));
-    println!("RSS slope after warm-up {}", per_min(r.rss_kib_per_min, "KiB"));
+    println!(
+        "RSS slope after warm-up {}  (samples after {} s)",
+        per_min(r.rss_kib_per_min, "KiB"),
+        r.warm_up_s
+    );
     println!("fds slope after warm-up {}", per_min(r.fds_per_min, "fds"));
 }
 
@@ -391,10 +401,15 @@ mod tests {
     fn the_slope_skips_the_warm_up() {
         // A big first minute (warm-up), then +5 KiB a minute.
         let samples = [at(1, 90_000), at(2, 1_000), at(3, 1_005), at(4, 1_010)];
-        let s = slope(&samples, |s| s.rss_kib).unwrap();
+        let minute = Duration::from_secs(60);
+        let s = slope(&samples, minute, |s| s.rss_kib).unwrap();
         assert!((s - 5.0).abs() < 1e-9, "{s}");
-        assert_eq!(slope(&samples, |s| s.open_fds), Some(0.0));
-        assert_eq!(slope(&samples[..2], |s| s.rss_kib), None);
+        assert_eq!(slope(&samples, minute, |s| s.open_fds), Some(0.0));
+        assert_eq!(slope(&samples[..2], minute, |s| s.rss_kib), None);
+        // A longer warm-up leaves out more: two minutes leave two samples, still a slope.
+        let s = slope(&samples, 2 * minute, |s| s.rss_kib).unwrap();
+        assert!((s - 5.0).abs() < 1e-9, "{s}");
+        assert_eq!(slope(&samples, 3 * minute, |s| s.rss_kib), None);
     }
 
     #[test]
