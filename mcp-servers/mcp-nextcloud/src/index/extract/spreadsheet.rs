@@ -11,7 +11,11 @@
 //! Bounded work on hostile input: calamine reads archive members without a cap, so the
 //! archive is checked first ([`super::office::check_archive`]); XLSX sheets are streamed cell
 //! by cell and reading stops at the bound; ODS sheets are dense in memory, so their filled
-//! area is measured from `content.xml` before calamine expands it. This module never fetches.
+//! area is measured from `content.xml` before calamine expands it. That same first pass refuses
+//! a `content.xml` that ends inside an element (calamine 0.38 loops for ever on one: its table
+//! and annotation readers never stop at the end of input, found by the `extract_office` fuzz
+//! target) and one whose `<text:s text:c=…>` declare more spaces than [`MAX_ODS_SPACES`] (calamine
+//! writes each of them before we can cut the cell). This module never fetches.
 
 use std::collections::BTreeMap;
 use std::io::Cursor;
@@ -31,6 +35,9 @@ pub const MAX_SHEET_COLS: u32 = 40;
 const MAX_CELL_CHARS: usize = 400;
 /// Largest ODS sheet area (rows × columns up to the last filled cell) calamine may expand.
 const MAX_ODS_AREA: u64 = 2_000_000;
+/// Most spaces the `<text:s text:c=…>` of one ODS document may declare in total: far more than
+/// a real sheet holds, and calamine writes each into its cell's text before we cut it.
+const MAX_ODS_SPACES: u64 = 1_000_000;
 
 /// Which part of a spreadsheet to show: every sheet from its first row (the default, and
 /// what the index reads), or one sheet from a given row on (to read past a cut).
@@ -85,9 +92,7 @@ pub(super) fn xlsx(bytes: &[u8], window: &SheetWindow) -> Result<Extracted, Extr
 pub(super) fn ods(bytes: &[u8], window: &SheetWindow) -> Result<Extracted, ExtractError> {
     check_archive(bytes)?;
     let content = read_part(&mut open_zip(bytes)?, "content.xml")?.ok_or_else(|| ExtractError::Malformed("no content.xml".into()))?;
-    if ods_largest_area(&content)? > MAX_ODS_AREA {
-        return Err(ExtractError::TooLarge);
-    }
+    check_ods_content(&content)?;
     drop(content);
     let mut book: Ods<_> = Ods::new(Cursor::new(bytes)).map_err(malformed)?;
     let mut out = Tables::new(window);
@@ -371,27 +376,70 @@ fn data_text(v: &Data) -> String {
     }
 }
 
-/// The largest sheet area in an ODS `content.xml`: rows up to the last row with a filled
-/// cell, times columns up to the last filled cell of the widest row, counting
-/// `number-rows-repeated` and `number-columns-repeated` (a few bytes of XML can declare
-/// billions of cells; LibreOffice itself writes a million empty trailing rows, which do not
-/// count because they hold nothing).
-fn ods_largest_area(xml: &str) -> Result<u64, ExtractError> {
+/// What calamine is about to read, checked before it reads it: the content must close every
+/// element it opens, and it must declare neither a sheet area over [`MAX_ODS_AREA`] nor more
+/// than [`MAX_ODS_SPACES`] spaces.
+fn check_ods_content(xml: &str) -> Result<(), ExtractError> {
+    let measured = measure_ods(xml)?;
+    if measured.open_at_end > 0 {
+        return Err(ExtractError::Malformed(format!(
+            "content.xml ends inside {} unclosed element(s)",
+            measured.open_at_end
+        )));
+    }
+    if measured.largest_area > MAX_ODS_AREA || measured.declared_spaces > MAX_ODS_SPACES {
+        return Err(ExtractError::TooLarge);
+    }
+    Ok(())
+}
+
+/// One pass over an ODS `content.xml` (see [`measure_ods`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct OdsMeasure {
+    /// The largest sheet area: rows up to the last row with a filled cell, times columns up to
+    /// the last filled cell of the widest row.
+    largest_area: u64,
+    /// The spaces all `<text:s text:c=…>` declare together (one for each without a count).
+    declared_spaces: u64,
+    /// Elements still open when the input ended (0 for a complete document).
+    open_at_end: u64,
+}
+
+/// Measures an ODS `content.xml`. The area counts `number-rows-repeated` and
+/// `number-columns-repeated` (a few bytes of XML can declare billions of cells; LibreOffice
+/// itself writes a million empty trailing rows, which do not count because they hold nothing).
+fn measure_ods(xml: &str) -> Result<OdsMeasure, ExtractError> {
     const MAX_ROWS: u64 = 1_048_576;
     const MAX_COLS: u64 = 16_384;
     let repeat = |e: &quick_xml::events::BytesStart<'_>, name: &str, max: u64| {
         attr(e, name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(1).clamp(1, max)
     };
     let mut reader = XmlReader::from_str(xml);
-    let (mut largest, mut rows, mut height, mut width) = (0u64, 0u64, 0u64, 0u64);
+    let mut measured = OdsMeasure::default();
+    let (mut rows, mut height, mut width) = (0u64, 0u64, 0u64);
     // Per row: its repeat count, the columns seen so far and up to the last filled cell.
     let (mut row_repeat, mut col, mut filled_to) = (1u64, 0u64, 0u64);
     // The cell being read: its repeat count, and whether it holds anything.
     let mut cell: Option<(u64, bool)> = None;
     loop {
-        match reader.read_event().map_err(xml_err)? {
+        let event = reader.read_event().map_err(xml_err)?;
+        match &event {
+            Event::Start(_) => measured.open_at_end += 1,
+            Event::End(_) => measured.open_at_end = measured.open_at_end.saturating_sub(1),
+            _ => {}
+        }
+        match event {
+            Event::Start(e) | Event::Empty(e) if e.local_name().as_ref() == "s" => {
+                // calamine reads the count as a number of any size; one it cannot parse fails
+                // there, so only a parsed count adds here.
+                let spaces = attr(&e, "c").map_or(Some(1), |v| v.parse::<u64>().ok()).unwrap_or(0);
+                measured.declared_spaces = measured.declared_spaces.saturating_add(spaces);
+                if let Some(c) = cell.as_mut() {
+                    c.1 = true;
+                }
+            }
             Event::Start(e) | Event::Empty(e) if e.local_name().as_ref() == "table" => {
-                largest = largest.max(height.saturating_mul(width));
+                measured.largest_area = measured.largest_area.max(height.saturating_mul(width));
                 (rows, height, width) = (0, 0, 0);
             }
             Event::Start(e) if e.local_name().as_ref() == "table-row" => {
@@ -430,5 +478,6 @@ fn ods_largest_area(xml: &str) -> Result<u64, ExtractError> {
             _ => {}
         }
     }
-    Ok(largest.max(height.saturating_mul(width)))
+    measured.largest_area = measured.largest_area.max(height.saturating_mul(width));
+    Ok(measured)
 }
