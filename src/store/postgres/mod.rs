@@ -203,6 +203,7 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
     (3, "replay_and_fencing", include_str!("migrations/0003_replay_and_fencing.sql")),
     (4, "conversation_origin", include_str!("migrations/0004_conversation_origin.sql")),
     (5, "registry", include_str!("migrations/0005_registry.sql")),
+    (6, "registry_version", include_str!("migrations/0006_registry_version.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations across instances ("tamebi" in ASCII).
