@@ -1,17 +1,21 @@
-//! One statement for the soft-state writes of many requests (issue #33, P9): replay records
-//! and lease renewals that arrive while the previous statement runs are sent together, as one
-//! transaction that does not wait for the WAL flush ([`super::unflushed_query`]).
+//! One statement for the small requests of many turns (issue #33, P9): the replay records and
+//! lease renewals (soft-state writes, one transaction that does not wait for the WAL flush:
+//! [`super::unflushed_query`]) and the facts reads that arrive while the previous statement
+//! runs are sent together.
 //!
 //! A request used to cost its own transaction (and its own trip through a PostgreSQL backend
 //! that shares the machine's cores); under load one statement now answers dozens.
 //!
 //! What it must never do:
+//! - answer a request with a statement that started before the request was queued (a read
+//!   must see every write acknowledged before it asked: the writer takes only what is queued
+//!   when it starts a statement);
 //! - answer a request before the statement holding it has committed, or answer it with
-//!   another request's outcome: the statement returns which rows it wrote, and each request
-//!   is answered from those rows;
-//! - retry a statement that failed: every request of it gets the error (a renewal or a replay
-//!   check that fails is already handled by its caller: a renewal is tried again at the next
-//!   interval, a replay check refuses the request, G1 fails closed);
+//!   another request's outcome: the statement returns the rows it wrote or read, and each
+//!   request is answered from those rows;
+//! - retry a statement that failed: every request of it gets the error, which its caller
+//!   already handles (a renewal is tried again at the next interval, a replay check refuses
+//!   the request: G1 fails closed, a turn goes on without its facts and logs it);
 //! - be used for a write that must survive a PostgreSQL crash: nothing here waits for the flush.
 
 use std::future::Future;
