@@ -204,7 +204,7 @@ impl Registry {
                 .collect(),
         };
         for (name, body) in snapshot.shared.entries(EntryKind::Server) {
-            let server = match serde_json::from_str::<ServerSpec>(&body)
+            let server = match serde_json::from_str::<ServerSpec>(body)
                 .map_err(|e| e.to_string())
                 .and_then(|s| s.to_server())
             {

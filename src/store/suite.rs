@@ -673,7 +673,12 @@ async fn registry_snapshots_follow_every_write(s: &Stores, other: &Stores, clust
     let alice = user_id("snap-alice");
     let servers = |snapshot: &super::registry::Snapshot| snapshot.shared.servers.clone();
     assert!(servers(&other.registry.snapshot(Some(&alice)).await.unwrap()).is_empty());
-    assert!(s.registry.put_entry(EntryKind::Server, "s1", "{\"v\":1}", Put::Create).await.unwrap());
+    assert!(
+        s.registry
+            .put_entry(EntryKind::Server, "s1", "{\"v\":1}", Put::Create)
+            .await
+            .unwrap()
+    );
     assert_eq!(
         servers(&other.registry.snapshot(None).await.unwrap()),
         [("s1".to_string(), "{\"v\":1}".to_string())],
@@ -681,7 +686,11 @@ async fn registry_snapshots_follow_every_write(s: &Stores, other: &Stores, clust
     );
     s.registry.create_personal(&alice, "snap-1", "{}").await.unwrap();
     let own = other.registry.snapshot(Some(&alice)).await.unwrap().own;
-    assert_eq!(own.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["snap-1"], "the owner's rows too");
+    assert_eq!(
+        own.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["snap-1"],
+        "the owner's rows too"
+    );
     cluster
         .psql("suite", "UPDATE registry_entries SET body = '{\"v\":\"sql\"}' WHERE name = 's1'")
         .unwrap();

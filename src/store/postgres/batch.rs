@@ -114,7 +114,10 @@ mod tests {
 
         let (txs, rxs): (Vec<_>, Vec<_>) = (0..2).map(|_| oneshot::channel::<Result<u8, Error>>()).unzip();
         answer_all(txs, Ok(vec![1]));
-        assert!(rxs.into_iter().all(|mut rx| rx.try_recv().unwrap().is_err()), "a short answer is nobody's");
+        assert!(
+            rxs.into_iter().all(|mut rx| rx.try_recv().unwrap().is_err()),
+            "a short answer is nobody's"
+        );
 
         let (txs, rxs): (Vec<_>, Vec<_>) = (0..2).map(|_| oneshot::channel::<Result<u8, Error>>()).unzip();
         answer_all(txs, Err(Error::Internal("down".into())));

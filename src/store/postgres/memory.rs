@@ -46,9 +46,7 @@ impl PgMemory {
 async fn list_all(pool: Pool, batch: Vec<String>) -> Result<Vec<Vec<Fact>>, Error> {
     let client = pool.get().await?;
     let statement = client
-        .prepare_cached(
-            "SELECT uid, id, text, created_at, source_conversation FROM facts WHERE uid = ANY($1) ORDER BY uid, id",
-        )
+        .prepare_cached("SELECT uid, id, text, created_at, source_conversation FROM facts WHERE uid = ANY($1) ORDER BY uid, id")
         .await?;
     let rows = client.query(&statement, &[&batch]).await?;
     let mut by_uid: std::collections::HashMap<String, Vec<Fact>> = std::collections::HashMap::new();

@@ -41,7 +41,7 @@ impl PgReplay {
 /// in the same order and never deadlock.
 async fn insert_all(pool: Pool, batch: Vec<([u8; 32], i64)>) -> Result<Vec<bool>, Error> {
     let mut sent: Vec<&([u8; 32], i64)> = batch.iter().collect();
-    sent.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    sent.sort_unstable_by_key(|a| a.0);
     sent.dedup_by(|a, b| a.0 == b.0);
     let digests: Vec<&[u8]> = sent.iter().map(|(d, _)| d.as_slice()).collect();
     let expiries: Vec<i64> = sent.iter().map(|(_, e)| *e).collect();
