@@ -1,5 +1,5 @@
-//! One statement for the small requests of many turns (issue #33, P9): the replay records and
-//! lease renewals (soft-state writes, one transaction that does not wait for the WAL flush:
+//! One statement for the small requests of many turns (issue #33, P9): the replay records (a
+//! soft-state write, one transaction that does not wait for the WAL flush:
 //! [`super::unflushed_query`]) and the facts reads that arrive while the previous statement
 //! runs are sent together.
 //!
@@ -14,8 +14,8 @@
 //!   another request's outcome: the statement returns the rows it wrote or read, and each
 //!   request is answered from those rows;
 //! - retry a statement that failed: every request of it gets the error, which its caller
-//!   already handles (a renewal is tried again at the next interval, a replay check refuses
-//!   the request: G1 fails closed, a turn goes on without its facts and logs it);
+//!   already handles (a replay check refuses the request: G1 fails closed; a turn goes on
+//!   without its facts and logs it);
 //! - be used for a write that must survive a PostgreSQL crash: nothing here waits for the flush.
 
 use std::future::Future;

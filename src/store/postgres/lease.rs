@@ -3,8 +3,7 @@
 use deadpool_postgres::Pool;
 use std::time::Duration;
 
-use super::batch::Batched;
-use super::{Every, NO_FLUSH, unflushed, unflushed_query};
+use super::{Every, NO_FLUSH, unflushed};
 use crate::error::Error;
 use crate::store::key::{ConversationKey, UserId};
 use crate::store::lease::{Acquired, InterruptedTurn, LeaseStore};
@@ -12,22 +11,11 @@ use crate::store::lease::{Acquired, InterruptedTurn, LeaseStore};
 pub struct PgLeases {
     pool: Pool,
     prune: Every,
-    /// Renewals arriving together, sent as one statement ([`renew_all`]).
-    renewals: Batched<Renewal, bool>,
-}
-
-/// One renewal: the conversation, the owner renewing, the lease's time.
-struct Renewal {
-    uid: String,
-    conversation: String,
-    owner: String,
-    ttl_secs: f64,
 }
 
 impl PgLeases {
     pub fn new(pool: Pool) -> PgLeases {
         PgLeases {
-            renewals: Batched::start(pool.clone(), renew_all),
             pool,
             prune: Every::new(PRUNE_EVERY_SECS),
         }
@@ -92,50 +80,6 @@ pub(super) async fn check_fence(
     }
 }
 
-/// Renews one lease on its own: its row only, waiting for a chat save that holds it.
-const RENEW_ONE: &str = "UPDATE conversation_leases SET expires_at = now() + make_interval(secs => $4)
-     WHERE uid = $1 AND conversation_id = $2 AND owner = $3";
-
-/// Renews every lease of `batch` that its owner still holds, in one statement; for each,
-/// whether it was renewed.
-///
-/// The statement skips rows another transaction has locked for writing (a batch of chat saves
-/// writing a turn marker): waiting for them while holding the others could deadlock with that
-/// batch, which may then wait for one of ours. A row the statement did not return is renewed
-/// again alone ([`RENEW_ONE`], which waits for its lock), so a skipped renewal is late by one
-/// commit, never lost, and a lease taken by another owner is still answered false.
-async fn renew_all(pool: Pool, batch: Vec<Renewal>) -> Result<Vec<bool>, Error> {
-    let column = |f: fn(&Renewal) -> &str| batch.iter().map(f).collect::<Vec<&str>>();
-    let (uids, conversations, owners) = (column(|r| &r.uid), column(|r| &r.conversation), column(|r| &r.owner));
-    let ttls: Vec<f64> = batch.iter().map(|r| r.ttl_secs).collect();
-    let rows = unflushed_query(
-        &pool,
-        "WITH wanted AS (
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[]) AS w(uid, conversation_id, owner, ttl)
-         ), locked AS (
-             SELECT l.uid, l.conversation_id, w.ttl FROM conversation_leases l
-             JOIN wanted w ON l.uid = w.uid AND l.conversation_id = w.conversation_id AND l.owner = w.owner
-             FOR NO KEY UPDATE OF l SKIP LOCKED
-         )
-         UPDATE conversation_leases l SET expires_at = now() + make_interval(secs => locked.ttl)
-         FROM locked WHERE l.uid = locked.uid AND l.conversation_id = locked.conversation_id
-         RETURNING l.uid, l.conversation_id",
-        &[&uids, &conversations, &owners, &ttls],
-    )
-    .await?;
-    let mut renewed = std::collections::HashSet::with_capacity(rows.len());
-    for row in &rows {
-        renewed.insert((row.try_get::<_, String>(0)?, row.try_get::<_, String>(1)?));
-    }
-    let mut answers = Vec::with_capacity(batch.len());
-    for r in &batch {
-        let done = renewed.contains(&(r.uid.clone(), r.conversation.clone()))
-            || unflushed(&pool, RENEW_ONE, &[&r.uid, &r.conversation, &r.owner, &r.ttl_secs]).await? == 1;
-        answers.push(done);
-    }
-    Ok(answers)
-}
-
 fn ttl_secs(ttl: Duration) -> f64 {
     ttl.as_secs_f64()
 }
@@ -198,13 +142,14 @@ impl LeaseStore for PgLeases {
     }
 
     async fn renew(&self, key: &ConversationKey, owner: &str, ttl: Duration) -> Result<bool, Error> {
-        let renewal = Renewal {
-            uid: key.uid().to_string(),
-            conversation: key.id().to_string(),
-            owner: owner.to_string(),
-            ttl_secs: ttl_secs(ttl),
-        };
-        self.renewals.call(renewal).await
+        let n = unflushed(
+            &self.pool,
+            "UPDATE conversation_leases SET expires_at = now() + make_interval(secs => $4)
+             WHERE uid = $1 AND conversation_id = $2 AND owner = $3",
+            &[&key.uid(), &key.id(), &owner, &ttl_secs(ttl)],
+        )
+        .await?;
+        Ok(n == 1)
     }
 
     async fn turn_started(&self, key: &ConversationKey, owner: &str, turn: &InterruptedTurn) -> Result<(), Error> {

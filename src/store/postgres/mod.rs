@@ -6,7 +6,7 @@
 //! - [`chat`], [`audit`], [`memory`]: the same operations as the SQLite files, with the same
 //!   tables, columns and stored strings.
 //! - [`group_commit`]: chat saves of many turns in one transaction, one WAL flush for all.
-//! - [`batch`]: replay records and lease renewals of many requests in one statement.
+//! - [`batch`]: the replay records and the facts reads of many requests in one statement each.
 //! - [`lease`]: who runs which conversation; [`replay`]: G1's replay records, shared.
 //!
 //! The connection is plain (a unix socket or a private network) unless `TAMEBI_DATABASE_URL`
