@@ -491,6 +491,11 @@ async fn leases_have_one_owner_and_expire(s: &Stores, other: &Stores) {
     };
     l.turn_started(&k, a, &turn).await.unwrap();
     assert!(l.renew(&k, a, short).await.unwrap());
+    assert!(l.confirm(&k, a, short).await.unwrap(), "confirmed while it has time left");
+    assert!(
+        !l.confirm(&k, b, long).await.unwrap(),
+        "never for an instance that does not hold it"
+    );
     let mut partial = UiMessage::new("asst1".into(), Role::Assistant);
     partial.parts.push(UiPart::Text {
         text: "Half a rep".into(),
@@ -503,6 +508,8 @@ async fn leases_have_one_owner_and_expire(s: &Stores, other: &Stores) {
     };
     assert_eq!(found, turn);
     assert!(!l.renew(&k, a, short).await.unwrap(), "a learns it lost the lease");
+    assert!(!l.confirm(&k, a, short).await.unwrap(), "and a confirmation says so too");
+    assert!(l.confirm(&k, b, long).await.unwrap());
     l.release(&k, a).await.unwrap();
     assert!(
         matches!(l.acquire(&k, a, short).await.unwrap(), Acquired::HeldElsewhere { .. }),
