@@ -61,28 +61,34 @@ impl Rows {
 struct TokenReads {
     /// Reads started so far; a read's number is this count once it started.
     started: AtomicU64,
-    /// The last read's number and token; held while a read runs, so callers queue behind it.
-    last: tokio::sync::Mutex<Option<(u64, String)>>,
+    /// The last read's number and outcome; held while a read runs, so callers queue behind it.
+    last: tokio::sync::Mutex<Option<(u64, Result<String, String>)>>,
 }
 
 impl TokenReads {
     async fn current(&self, pool: &Pool) -> Result<String, Error> {
         let arrived = self.started.load(Ordering::SeqCst);
         let mut last = self.last.lock().await;
-        if let Some((n, token)) = last.as_ref()
+        if let Some((n, outcome)) = last.as_ref()
             && *n > arrived
         {
             // Started (its number was taken) after this caller arrived: it sees every write
-            // acknowledged before then.
-            return Ok(token.clone());
+            // acknowledged before then. A failure is shared too, so callers queued behind a
+            // database that does not answer are not each made to wait for it in turn.
+            return outcome
+                .clone()
+                .map_err(|e| Error::Internal(format!("the registry token could not be read: {e}")));
         }
         let n = self.started.fetch_add(1, Ordering::SeqCst) + 1;
-        *last = None;
+        let read = Self::read(pool).await;
+        *last = Some((n, read.as_ref().map(String::clone).map_err(ToString::to_string)));
+        read
+    }
+
+    async fn read(pool: &Pool) -> Result<String, Error> {
         let client = pool.get().await?;
         let statement = client.prepare_cached("SELECT token::text FROM registry_version").await?;
-        let token: String = client.query_one(&statement, &[]).await?.try_get(0)?;
-        *last = Some((n, token.clone()));
-        Ok(token)
+        Ok(client.query_one(&statement, &[]).await?.try_get(0)?)
     }
 }
 
