@@ -26,7 +26,7 @@ use crate::auth::identity::Groups;
 use crate::config::{Config, McpServer, ServerAuth};
 use crate::error::Error;
 use crate::store::key::UserId;
-use crate::store::registry::{EntryKind, POLICY_ROW, PersonalRow, RegistryStore};
+use crate::store::registry::{EntryKind, POLICY_ROW, PersonalRow, RegistryStore, Snapshot};
 use crate::types::{LOCAL_SERVER, ModelRole};
 
 const MAX_LABEL_CHARS: usize = 64;
@@ -177,9 +177,20 @@ impl Registry {
         &self.store
     }
 
+    /// The registry's rows as they are now, with `uid`'s own assistants when given: what one
+    /// request reads (PostgreSQL: one small query while nothing changed, `store::registry`).
+    pub async fn snapshot(&self, uid: Option<&UserId>) -> Result<Snapshot, Error> {
+        self.store.snapshot(uid).await
+    }
+
     /// Every server: the environment's first (read-only), then the admin's. A name both define
     /// is the environment's when they agree on its credential, and nobody's when they do not.
     pub async fn servers(&self) -> Result<ServerSet, Error> {
+        Ok(self.servers_in(&self.snapshot(None).await?))
+    }
+
+    /// [`Registry::servers`] as of `snapshot`.
+    pub fn servers_in(&self, snapshot: &Snapshot) -> ServerSet {
         let mut set = ServerSet {
             active: self.env_servers.clone(),
             entries: self
@@ -192,8 +203,8 @@ impl Registry {
                 })
                 .collect(),
         };
-        for (name, body) in self.store.entries(EntryKind::Server).await? {
-            let server = match serde_json::from_str::<ServerSpec>(&body)
+        for (name, body) in snapshot.shared.entries(EntryKind::Server) {
+            let server = match serde_json::from_str::<ServerSpec>(body)
                 .map_err(|e| e.to_string())
                 .and_then(|s| s.to_server())
             {
@@ -208,7 +219,7 @@ impl Registry {
                     // G1: fail closed. Which credential the server gets is not guessed.
                     tracing::error!(server = %name, "TAMEBI_MCP_SERVERS and the admin page disagree about this server's auth; it is not used");
                     set.active.remove(at);
-                    for e in set.entries.iter_mut().filter(|e| e.spec.name == name) {
+                    for e in set.entries.iter_mut().filter(|e| e.spec.name == *name) {
                         e.conflict = true;
                     }
                     set.entries.push(ServerEntry {
@@ -219,7 +230,7 @@ impl Registry {
                 }
                 // The same credential: the environment's entry stands (it is read-only).
                 Some(_) => {}
-                None if set.entries.iter().any(|e| e.spec.name == name && e.conflict) => {}
+                None if set.entries.iter().any(|e| e.spec.name == *name && e.conflict) => {}
                 None => {
                     set.entries.push(ServerEntry {
                         spec: spec_of(&server),
@@ -230,7 +241,7 @@ impl Registry {
                 }
             }
         }
-        Ok(set)
+        set
     }
 
     fn known<'a>(&'a self, servers: &'a [String]) -> Known<'a> {
@@ -285,17 +296,21 @@ impl Registry {
 
     /// The operator's assistants: the file's (or the built-in default), then the admin's.
     pub async fn operator_assistants(&self) -> Result<Vec<Arc<Assistant>>, Error> {
+        Ok(self.operator_assistants_in(&self.snapshot(None).await?))
+    }
+
+    fn operator_assistants_in(&self, snapshot: &Snapshot) -> Vec<Arc<Assistant>> {
         let mut list: Vec<Arc<Assistant>> = match &self.file {
             Some(file) => file.all().to_vec(),
             None => Assistants::default().all().to_vec(),
         };
-        for (name, body) in self.store.entries(EntryKind::Assistant).await? {
-            if list.iter().any(|a| a.name == name) {
+        for (name, body) in snapshot.shared.entries(EntryKind::Assistant) {
+            if list.iter().any(|a| a.name == *name) {
                 continue;
             }
             // Stored only after validation; its servers may have gone since, which only means
             // its patterns match nothing there: read back without the server check.
-            let read = serde_json::from_str::<AssistantSpec>(&body)
+            let read = serde_json::from_str::<AssistantSpec>(body)
                 .map_err(|e| e.to_string())
                 .and_then(|spec| {
                     let literal: Vec<String> = spec
@@ -310,39 +325,51 @@ impl Registry {
                 Err(why) => tracing::error!(assistant = %name, why = %why, "a registered assistant no longer validates; not offered"),
             }
         }
-        Ok(list)
+        list
     }
 
     pub async fn policy(&self) -> Result<Policy, Error> {
-        let rows = self.store.entries(EntryKind::Policy).await?;
-        Ok(rows
-            .into_iter()
+        Ok(Self::policy_in(&self.snapshot(None).await?))
+    }
+
+    /// [`Registry::policy`] as of `snapshot`.
+    pub fn policy_in(snapshot: &Snapshot) -> Policy {
+        snapshot
+            .shared
+            .entries(EntryKind::Policy)
+            .iter()
             .find(|(n, _)| n == POLICY_ROW)
-            .and_then(|(_, body)| serde_json::from_str(&body).ok())
-            .unwrap_or_default())
+            .and_then(|(_, body)| serde_json::from_str(body).ok())
+            .unwrap_or_default()
     }
 
     /// What `caller` may pick and use now: the operator's assistants, their own, and those
     /// approved for a group the app signed them into on this request.
     pub async fn for_caller(&self, caller: &Caller, groups: &Groups) -> Result<Assistants, Error> {
-        let mut list = self.operator_assistants().await?;
-        let policy = self.policy().await?;
+        let snapshot = self.snapshot(Some(&UserId::of(caller))).await?;
+        Ok(self.for_caller_in(&snapshot, caller, groups))
+    }
+
+    /// [`Registry::for_caller`] as of `snapshot`, taken with the caller's uid (their own
+    /// assistants are in it).
+    pub fn for_caller_in(&self, snapshot: &Snapshot, caller: &Caller, groups: &Groups) -> Assistants {
+        let mut list = self.operator_assistants_in(snapshot);
+        let policy = Self::policy_in(snapshot);
         let ceiling = patterns(&policy.personal_tools).unwrap_or_default();
-        let uid = UserId::of(caller);
-        let own = self.store.personal_of(&uid).await?;
-        let shared = self
-            .store
-            .proposed()
-            .await?
-            .into_iter()
+        let shared = snapshot
+            .shared
+            .proposed
+            .iter()
             .filter(|r| r.uid != caller.uid && r.shared() && r.share_group.as_ref().is_some_and(|g| groups.0.contains(g)));
-        for row in own.iter().cloned().chain(shared) {
-            match personal_assistant(&row, &ceiling) {
+        // Only the caller's own rows: a snapshot taken for someone else offers them nothing.
+        let own = snapshot.own.iter().filter(|r| r.uid == caller.uid);
+        for row in own.chain(shared) {
+            match personal_assistant(row, &ceiling) {
                 Some(a) => list.push(Arc::new(a)),
                 None => tracing::error!(id = %row.id, "a stored personal assistant does not parse; not offered"),
             }
         }
-        Ok(Assistants::from_list(list))
+        Assistants::from_list(list)
     }
 
     /// Checks a person's assistant: its fields, and every pattern within the admin's ceiling.

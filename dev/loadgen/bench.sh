@@ -15,6 +15,11 @@
 #   BENCH_PG=1         the orchestrator on a throwaway PostgreSQL (dev/test-harness/pg-throwaway.sh)
 #   BENCH_INSTANCES=2  two orchestrators on that PostgreSQL behind HAProxy (deploy/haproxy/haproxy.cfg);
 #                      loadgen's --pid (memory figures) is the first instance
+#   BENCH_CPU=1        after the run, the CPU seconds the orchestrator(s) and PostgreSQL's processes
+#                      used since they started (to divide by the turns loadgen reports)
+#   BENCH_PG_STATS=1   after the run, PostgreSQL's own counts: transactions committed (xact_commit
+#                      of database tamebi) and statements/rows per table (pg_stat_user_tables),
+#                      to divide by the turns loadgen reports
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 cd "$TAMEBI_ROOT"
@@ -128,6 +133,27 @@ case "$mode" in
   *) echo "unknown mode $mode (turns|streams|fairness|proxy|soak)" >&2; exit 2 ;;
 esac
 echo "--- orchestrator log (last lines)"; tail -n 5 "$work/orchestrator.log"
+if [ -n "${BENCH_CPU:-}" ]; then
+  # utime + stime (fields 14 and 15 of /proc/PID/stat, in clock ticks) of each process, and of
+  # the waited-for children of the postmaster (cutime + cstime: backends that already exited).
+  ticks() { awk '{ s += $14 + $15 + (c ? $16 + $17 : 0) } END { print s + 0 }' c="${2:-0}" $1 2>/dev/null || echo 0; }
+  hz=$(getconf CLK_TCK)
+  orch_files=(); for p in $(pgrep -f "^$bin/tamebi" || true); do orch_files+=("/proc/$p/stat"); done
+  echo "--- CPU seconds used"
+  echo "orchestrator(s)  $(echo "scale=2; $(ticks "${orch_files[*]}") / $hz" | bc)"
+  if [ -n "$pgdir" ]; then
+    postmaster=$(head -n 1 "$pgdir/data/postmaster.pid")
+    pg_files=("/proc/$postmaster/stat"); for p in $(pgrep -P "$postmaster" || true); do pg_files+=("/proc/$p/stat"); done
+    echo "postgresql       $(echo "scale=2; ($(ticks "${pg_files[*]:1}") + $(ticks "${pg_files[0]}" 1)) / $hz" | bc)"
+  fi
+fi
+if [ -n "${BENCH_PG_STATS:-}" ] && [ -n "$pgdir" ]; then
+  echo "--- PostgreSQL statistics (database tamebi)"
+  sleep 11   # an idle backend reports its last counters within 10 s (PGSTAT_IDLE_INTERVAL)
+  psql -X "$TAMEBI_DATABASE_URL" -c "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = 'tamebi'" \
+    -c "SELECT relname, seq_scan + coalesce(idx_scan, 0) AS scans, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_del AS del
+        FROM pg_stat_user_tables ORDER BY relname"
+fi
 if [ -n "${BENCH_OTLP:-}" ]; then
   kill "$orch_pid" 2>/dev/null && wait "$orch_pid" 2>/dev/null || true   # SIGTERM flushes the last spans
   kill "$otlp_pid" 2>/dev/null && wait "$otlp_pid" 2>/dev/null || true

@@ -379,7 +379,7 @@ impl ConversationActor {
         // this conversation since the last renewal; the write fence would refuse the commit,
         // but only after the cached history went to the model. So the lease is confirmed
         // before anything cached is used: an erased conversation never leaves this process.
-        if self.services.ownership.leases.expires() && state.history.is_some() && !self.renew_lease(state).await {
+        if self.services.ownership.leases.expires() && state.history.is_some() && !self.confirm_lease(state).await {
             state.history = None;
             state.summary = None;
             state.bindings.remove(&state.key);
@@ -618,17 +618,33 @@ impl ConversationActor {
         // Bounded: a database that hangs must not hold this actor past the lease's time while
         // its turn keeps running (the pool bounds only getting a connection, not a query).
         let renewed = tokio::time::timeout(own.renew_every(), own.leases.renew(&state.key, &own.owner, own.ttl)).await;
-        match renewed {
-            Ok(Ok(true)) => {
-                state.lease_renewed = std::time::Instant::now();
-                true
-            }
-            Ok(Ok(false)) => false,
+        if matches!(renewed, Ok(Ok(true))) {
+            state.lease_renewed = std::time::Instant::now();
+        }
+        self.still_held(state, renewed)
+    }
+
+    /// Confirms the lease before a turn uses the cached history ([`crate::store::lease::LeaseStore::confirm`]: a
+    /// read while the lease has time left). It does not count as a renewal: the time since
+    /// the last one still decides how long a failing database is tolerated.
+    async fn confirm_lease(&self, state: &mut State) -> bool {
+        let own = &self.services.ownership;
+        let confirmed = tokio::time::timeout(own.renew_every(), own.leases.confirm(&state.key, &own.owner, own.ttl)).await;
+        self.still_held(state, confirmed)
+    }
+
+    /// Whether the lease is still this instance's after a renewal or a confirmation: lost when
+    /// the database says so, or when it could not answer for so long that another instance
+    /// may have taken it.
+    fn still_held(&self, state: &State, answer: Result<Result<bool, Error>, tokio::time::error::Elapsed>) -> bool {
+        match answer {
+            Ok(Ok(held)) => held,
             failed => {
                 match failed {
                     Ok(Err(e)) => tracing::warn!(error = %e, "could not renew a conversation lease"),
                     _ => tracing::warn!("renewing a conversation lease timed out"),
                 }
+                let own = &self.services.ownership;
                 state.lease_renewed.elapsed() < own.ttl - own.renew_every()
             }
         }

@@ -66,10 +66,17 @@ pub async fn post_chat(
     let services = &state.services;
     // The registry as it is now (issue #30): servers added or removed anywhere start or stop
     // here before this turn lists tools, and the assistant is what the caller may use now.
-    super::registry::sync_servers(&state).await.map_err(|e| e.with_request(&rid))?;
-    let (assistants, policy) = futures::future::try_join(services.registry.for_caller(&caller, &groups), services.registry.policy())
+    // One snapshot for all three (PostgreSQL: a single small query while nothing changed).
+    let registry = &services.registry;
+    let snapshot = registry
+        .snapshot(Some(&crate::store::key::UserId::of(&caller)))
         .await
         .map_err(|e| e.with_request(&rid))?;
+    super::registry::sync_servers_to(&state, registry.servers_in(&snapshot).active)
+        .await
+        .map_err(|e| e.with_request(&rid))?;
+    let assistants = registry.for_caller_in(&snapshot, &caller, &groups);
+    let policy = crate::registry::Registry::policy_in(&snapshot);
     let resolved = super::assistants::resolve_cached(
         &assistants,
         services.store.as_ref(),

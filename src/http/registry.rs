@@ -30,8 +30,13 @@ use crate::store::registry::{Approval, EntryKind, POLICY_ROW, PersonalRow, Put};
 /// Makes this instance's tool-server actors those of the registry's active servers (a no-op
 /// when they already are). Called before a turn lists tools and after every server change.
 pub async fn sync_servers(state: &AppState) -> Result<(), Error> {
+    let set = state.services.registry.servers().await?;
+    sync_servers_to(state, set.active).await
+}
+
+/// [`sync_servers`] to the active servers of a snapshot the caller already holds.
+pub async fn sync_servers_to(state: &AppState, desired: Vec<crate::config::McpServer>) -> Result<(), Error> {
     let services = &state.services;
-    let desired = services.registry.servers().await?.active;
     let mut sorted = desired.clone();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
     if sorted == services.tool_servers.configs() {

@@ -61,6 +61,14 @@ pub trait LeaseStore: Send + Sync {
     /// Extends a lease this owner still holds; false when it was lost (expired and taken).
     async fn renew(&self, key: &ConversationKey, owner: &str, ttl: Duration) -> Result<bool, Error>;
 
+    /// Whether this owner holds the lease now, asked before a turn uses what the instance
+    /// cached: true when it does with at least a third of `ttl` left (the periodic renewals
+    /// keep it so), else whatever a renewal says. PostgreSQL answers the usual case with a read
+    /// (issue #33, P9: no write, no transaction of its own); by default it is a renewal.
+    async fn confirm(&self, key: &ConversationKey, owner: &str, ttl: Duration) -> Result<bool, Error> {
+        self.renew(key, owner, ttl).await
+    }
+
     /// Records the turn in flight (cleared by `turn_ended`). A turn started by a user message
     /// records it in that message's transaction instead, and its final message's commit clears
     /// it (`store::chat::Save::{starts_turn, ends_turn}`).

@@ -80,9 +80,58 @@ pub enum Approval {
     Stale,
 }
 
+/// The rows every request shares: admin entries by kind, and the personal assistants
+/// proposed to a group.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SharedRows {
+    pub servers: Vec<(String, String)>,
+    pub assistants: Vec<(String, String)>,
+    pub policy: Vec<(String, String)>,
+    pub proposed: Vec<PersonalRow>,
+}
+
+impl SharedRows {
+    /// The entries of `kind`, by name.
+    pub fn entries(&self, kind: EntryKind) -> &[(String, String)] {
+        match kind {
+            EntryKind::Server => &self.servers,
+            EntryKind::Assistant => &self.assistants,
+            EntryKind::Policy => &self.policy,
+        }
+    }
+}
+
+/// What one request reads of the registry: the shared rows and the caller's own assistants,
+/// each at least as new as every write acknowledged before the request asked for it.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub shared: std::sync::Arc<SharedRows>,
+    /// The personal assistants of the uid asked for (none when no uid was given).
+    pub own: std::sync::Arc<Vec<PersonalRow>>,
+}
+
 /// The registry's operations, whatever the database.
 #[async_trait::async_trait]
 pub trait RegistryStore: Send + Sync {
+    /// Every row a request reads, in one call: the shared rows, and `uid`'s own assistants.
+    /// Reads them all by default (SQLite: in-process); PostgreSQL answers from a per-instance
+    /// copy checked against the database's registry token (store::postgres::registry).
+    async fn snapshot(&self, uid: Option<&UserId>) -> Result<Snapshot, Error> {
+        let shared = SharedRows {
+            servers: self.entries(EntryKind::Server).await?,
+            assistants: self.entries(EntryKind::Assistant).await?,
+            policy: self.entries(EntryKind::Policy).await?,
+            proposed: self.proposed().await?,
+        };
+        let own = match uid {
+            Some(uid) => self.personal_of(uid).await?,
+            None => Vec::new(),
+        };
+        Ok(Snapshot {
+            shared: std::sync::Arc::new(shared),
+            own: std::sync::Arc::new(own),
+        })
+    }
     /// Every entry of `kind`: (name, JSON), by name.
     async fn entries(&self, kind: EntryKind) -> Result<Vec<(String, String)>, Error>;
     /// Writes one entry; false when `mode` refused (see [`Put`]).

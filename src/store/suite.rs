@@ -105,6 +105,12 @@ async fn registry_rows_and_approvals_per_version(s: &Stores) {
     assert!(!r.personal("u-1").await.unwrap().unwrap().shared(), "a new group is a new proposal");
     r.create_personal(&alice, "u-2", "{}").await.unwrap();
     assert_eq!(r.personal_of(&alice).await.unwrap().len(), 2);
+    let snapshot = r.snapshot(Some(&alice)).await.unwrap();
+    assert_eq!(
+        (snapshot.own.len(), snapshot.shared.proposed.len(), snapshot.shared.servers.len()),
+        (2, 1, 0),
+        "a snapshot holds the same rows"
+    );
     assert!(r.personal_of(&bob).await.unwrap().is_empty());
     assert!(!r.delete_personal(&bob, "u-2").await.unwrap());
     assert_eq!(r.erase_user(&alice).await.unwrap(), 2);
@@ -485,6 +491,11 @@ async fn leases_have_one_owner_and_expire(s: &Stores, other: &Stores) {
     };
     l.turn_started(&k, a, &turn).await.unwrap();
     assert!(l.renew(&k, a, short).await.unwrap());
+    assert!(l.confirm(&k, a, short).await.unwrap(), "confirmed while it has time left");
+    assert!(
+        !l.confirm(&k, b, long).await.unwrap(),
+        "never for an instance that does not hold it"
+    );
     let mut partial = UiMessage::new("asst1".into(), Role::Assistant);
     partial.parts.push(UiPart::Text {
         text: "Half a rep".into(),
@@ -497,6 +508,8 @@ async fn leases_have_one_owner_and_expire(s: &Stores, other: &Stores) {
     };
     assert_eq!(found, turn);
     assert!(!l.renew(&k, a, short).await.unwrap(), "a learns it lost the lease");
+    assert!(!l.confirm(&k, a, short).await.unwrap(), "and a confirmation says so too");
+    assert!(l.confirm(&k, b, long).await.unwrap());
     l.release(&k, a).await.unwrap();
     assert!(
         matches!(l.acquire(&k, a, short).await.unwrap(), Acquired::HeldElsewhere { .. }),
@@ -659,6 +672,55 @@ async fn a_lost_conversations_facts_are_fenced(s: &Stores, other: &Stores) {
 
 /// G1's replay records shared by two instances: of any number of uses of one nonce, on
 /// either instance and at once, exactly one is the first.
+/// Each instance keeps a copy of the registry (store::postgres::registry), and still a write
+/// acknowledged on one instance is in every snapshot the other takes afterwards: through the
+/// code, through plain SQL that bypasses it, and for requests reading at the same moment.
+async fn registry_snapshots_follow_every_write(s: &Stores, other: &Stores, cluster: &test_harness::postgres::PgCluster) {
+    use super::registry::{EntryKind, Put};
+    let alice = user_id("snap-alice");
+    let servers = |snapshot: &super::registry::Snapshot| snapshot.shared.servers.clone();
+    assert!(servers(&other.registry.snapshot(Some(&alice)).await.unwrap()).is_empty());
+    assert!(
+        s.registry
+            .put_entry(EntryKind::Server, "s1", "{\"v\":1}", Put::Create)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        servers(&other.registry.snapshot(None).await.unwrap()),
+        [("s1".to_string(), "{\"v\":1}".to_string())],
+        "seen by the next snapshot of the other instance"
+    );
+    s.registry.create_personal(&alice, "snap-1", "{}").await.unwrap();
+    let own = other.registry.snapshot(Some(&alice)).await.unwrap().own;
+    assert_eq!(
+        own.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["snap-1"],
+        "the owner's rows too"
+    );
+    cluster
+        .psql("suite", "UPDATE registry_entries SET body = '{\"v\":\"sql\"}' WHERE name = 's1'")
+        .unwrap();
+    assert_eq!(
+        servers(&other.registry.snapshot(None).await.unwrap())[0].1,
+        "{\"v\":\"sql\"}",
+        "a write that bypasses tamebi"
+    );
+    // Snapshots taken together share token reads; none may be answered by one older than it.
+    for round in 0..20 {
+        let body = format!("{{\"v\":{round}}}");
+        assert!(s.registry.put_entry(EntryKind::Server, "s1", &body, Put::Replace).await.unwrap());
+        let taken = futures::future::join_all((0..8).map(|_| other.registry.snapshot(None))).await;
+        for snapshot in taken {
+            assert_eq!(servers(&snapshot.unwrap())[0].1, body, "round {round}");
+        }
+    }
+    assert!(s.registry.delete_entry(EntryKind::Server, "s1").await.unwrap());
+    assert_eq!(s.registry.erase_user(&alice).await.unwrap(), 1);
+    let after = other.registry.snapshot(Some(&alice)).await.unwrap();
+    assert!(after.shared.servers.is_empty() && after.own.is_empty());
+}
+
 async fn replay_records_accept_once_across_instances(s: &Stores, other: &Stores, cluster: &test_harness::postgres::PgCluster) {
     let (mine, theirs) = (s.replay.clone().unwrap(), other.replay.clone().unwrap());
     let now = chrono::Utc::now().timestamp();
@@ -865,11 +927,12 @@ async fn suite_on_postgres() {
     a_lost_conversations_facts_are_fenced(&stores, &other).await;
     concurrent_saves_are_answered_each_by_their_own_outcome(&stores, Some(&other)).await;
     replay_records_accept_once_across_instances(&stores, &other, &cluster).await;
+    registry_snapshots_follow_every_write(&stores, &other, &cluster).await;
     an_erasure_orders_after_a_fact_write_under_way(&stores, &backend).await;
     other.close().await;
     stores.close().await;
     // Migrations are applied once: opening again finds them all and changes nothing.
     let again = Stores::open(&backend, no_turns()).await.unwrap();
-    assert_eq!(cluster.psql("suite", "SELECT count(*) FROM schema_migrations").unwrap(), "5");
+    assert_eq!(cluster.psql("suite", "SELECT count(*) FROM schema_migrations").unwrap(), "6");
     again.close().await;
 }

@@ -152,6 +152,26 @@ impl LeaseStore for PgLeases {
         Ok(n == 1)
     }
 
+    async fn confirm(&self, key: &ConversationKey, owner: &str, ttl: Duration) -> Result<bool, Error> {
+        let live = {
+            let client = self.pool.get().await?;
+            // Prepared once per connection: asked before every turn of a running conversation.
+            let statement = client
+                .prepare_cached(
+                    "SELECT 1 FROM conversation_leases WHERE uid = $1 AND conversation_id = $2 AND owner = $3
+                     AND expires_at > now() + make_interval(secs => $4)",
+                )
+                .await?;
+            client
+                .query_opt(&statement, &[&key.uid(), &key.id(), &owner, &(ttl_secs(ttl) / 3.0)])
+                .await?
+        };
+        match live {
+            Some(_) => Ok(true),
+            None => self.renew(key, owner, ttl).await,
+        }
+    }
+
     async fn turn_started(&self, key: &ConversationKey, owner: &str, turn: &InterruptedTurn) -> Result<(), Error> {
         unflushed(
             &self.pool,

@@ -6,7 +6,9 @@
 //! other instance (an owner check, not a generation: see `lease::check_fence`).
 
 use deadpool_postgres::Pool;
+use std::sync::Arc;
 
+use super::batch::Batched;
 use super::chat::vacuum;
 use super::lease::check_fence;
 use super::now_ms;
@@ -25,33 +27,45 @@ pub struct PgMemory {
     pool: Pool,
     /// This instance's lease owner id: the fence a turn's fact write checks (store::lease).
     instance: String,
+    /// Every turn reads its user's facts: the reads of turns starting together are one query.
+    lists: Arc<Batched<String, Vec<Fact>>>,
 }
 
 impl PgMemory {
     pub fn new(pool: Pool, instance: String) -> PgMemory {
-        PgMemory { pool, instance }
+        PgMemory {
+            lists: Arc::new(Batched::start(pool.clone(), list_all)),
+            pool,
+            instance,
+        }
     }
+}
+
+/// The facts of every uid of `batch`, by id, read by one statement that started after each of
+/// them asked (so each sees every write acknowledged before it asked).
+async fn list_all(pool: Pool, batch: Vec<String>) -> Result<Vec<Vec<Fact>>, Error> {
+    let client = pool.get().await?;
+    let statement = client
+        .prepare_cached("SELECT uid, id, text, created_at, source_conversation FROM facts WHERE uid = ANY($1) ORDER BY uid, id")
+        .await?;
+    let rows = client.query(&statement, &[&batch]).await?;
+    let mut by_uid: std::collections::HashMap<String, Vec<Fact>> = std::collections::HashMap::new();
+    for r in &rows {
+        by_uid.entry(r.try_get(0)?).or_default().push(Fact {
+            id: r.try_get(1)?,
+            text: r.try_get(2)?,
+            created_at: r.try_get(3)?,
+            source_conversation: r.try_get(4)?,
+        });
+    }
+    // A uid asked for twice in one batch gets the same facts both times.
+    Ok(batch.iter().map(|uid| by_uid.get(uid).cloned().unwrap_or_default()).collect())
 }
 
 #[async_trait::async_trait]
 impl MemoryStore for PgMemory {
     async fn list(&self, uid: &UserId) -> Result<Vec<Fact>, Error> {
-        // Read by every turn: prepared once per connection.
-        let client = self.pool.get().await?;
-        let statement = client
-            .prepare_cached("SELECT id, text, created_at, source_conversation FROM facts WHERE uid = $1 ORDER BY id")
-            .await?;
-        let rows = client.query(&statement, &[&uid.as_str()]).await?;
-        rows.iter()
-            .map(|r| {
-                Ok(Fact {
-                    id: r.try_get(0)?,
-                    text: r.try_get(1)?,
-                    created_at: r.try_get(2)?,
-                    source_conversation: r.try_get(3)?,
-                })
-            })
-            .collect()
+        self.lists.call(uid.as_str().to_string()).await
     }
 
     async fn write(&self, uid: &UserId, text: &str, source_conversation: Option<&ConversationKey>) -> Result<Fact, Error> {

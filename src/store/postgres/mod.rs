@@ -6,6 +6,7 @@
 //! - [`chat`], [`audit`], [`memory`]: the same operations as the SQLite files, with the same
 //!   tables, columns and stored strings.
 //! - [`group_commit`]: chat saves of many turns in one transaction, one WAL flush for all.
+//! - [`batch`]: the replay records and the facts reads of many requests in one statement each.
 //! - [`lease`]: who runs which conversation; [`replay`]: G1's replay records, shared.
 //!
 //! The connection is plain (a unix socket or a private network) unless `TAMEBI_DATABASE_URL`
@@ -22,6 +23,7 @@
 //! what a user may do; it stores what the turn and the person did.
 
 pub mod audit;
+mod batch;
 pub mod chat;
 mod group_commit;
 pub mod lease;
@@ -203,6 +205,7 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
     (3, "replay_and_fencing", include_str!("migrations/0003_replay_and_fencing.sql")),
     (4, "conversation_origin", include_str!("migrations/0004_conversation_origin.sql")),
     (5, "registry", include_str!("migrations/0005_registry.sql")),
+    (6, "registry_version", include_str!("migrations/0006_registry_version.sql")),
 ];
 
 /// Key of the advisory lock that serialises migrations across instances ("tamebi" in ASCII).
@@ -314,6 +317,25 @@ async fn unflushed(pool: &Pool, sql: &str, params: &[&(dyn tokio_postgres::types
     let n = n?;
     committed?;
     Ok(n)
+}
+
+/// [`unflushed`] for a statement that returns rows (`RETURNING`): the rows it wrote.
+async fn unflushed_query(
+    pool: &Pool,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Result<Vec<tokio_postgres::Row>, Error> {
+    let client = pool.get().await?;
+    let statement = client.prepare_cached(sql).await?;
+    let (begun, rows, committed) = tokio::join!(
+        client.batch_execute(UNFLUSHED_BEGIN),
+        client.query(&statement, params),
+        client.batch_execute("COMMIT"),
+    );
+    begun?;
+    let rows = rows?;
+    committed?;
+    Ok(rows)
 }
 
 /// [`unflushed`]'s transaction start: [`NO_FLUSH`] in the same message as BEGIN.

@@ -1,21 +1,171 @@
 //! The registry in PostgreSQL: the operations of [`RegistryStore`] over the tables of
 //! migration 0005, shared by every instance (a change is seen by the next request anywhere).
+//!
+//! Every turn reads the registry; each instance keeps a copy of the rows (issue #33, P9) so a
+//! request costs one small query instead of six. The copy is tagged with the registry token
+//! it was read under (migration 0006: a trigger changes the token in the transaction of every
+//! write to either table), and a [`RegistryStore::snapshot`] first reads the token, then serves
+//! the copy only if its tag is that token. What it must never do: serve rows older than a
+//! write acknowledged before the request asked. Hence the token read is never skipped (a
+//! notification such as LISTEN/NOTIFY arrives some time after the commit, so it cannot promise
+//! that), the rows are always read after the token they are tagged with (so a copy is at least
+//! as new as its tag), and a read shared by concurrent requests ([`TokenReads`]) is only ever
+//! one that started after the request arrived. A failed read drops the whole copy: after a
+//! restarted or replaced database, rows are read again (the random token already makes an
+//! older copy unusable; this leaves nothing to reason about).
 
 use deadpool_postgres::Pool;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::chat::vacuum;
 use super::now_ms;
 use crate::error::Error;
 use crate::store::key::UserId;
-use crate::store::registry::{Approval, EntryKind, PersonalRow, Put, RegistryStore};
+use crate::store::registry::{Approval, EntryKind, PersonalRow, Put, RegistryStore, SharedRows, Snapshot};
+
+/// Most users whose own assistants the copy keeps; past it the per-user part starts over.
+const MAX_CACHED_USERS: usize = 10_000;
 
 pub struct PgRegistry {
     pool: Pool,
+    tokens: TokenReads,
+    copy: Mutex<Rows>,
+}
+
+/// The rows read under one registry token.
+#[derive(Default)]
+struct Rows {
+    token: Option<String>,
+    shared: Option<Arc<SharedRows>>,
+    own: HashMap<String, Arc<Vec<PersonalRow>>>,
+}
+
+impl Rows {
+    /// Makes the copy `token`'s, emptied if it was another's.
+    fn tagged(&mut self, token: &str) -> &mut Rows {
+        if self.token.as_deref() != Some(token) {
+            *self = Rows {
+                token: Some(token.to_string()),
+                ..Rows::default()
+            };
+        }
+        self
+    }
+}
+
+/// The registry token, read once for every request that arrived before the read started:
+/// under load, one query answers many turns, and none is answered by a read older than it.
+#[derive(Default)]
+struct TokenReads {
+    /// Reads started so far; a read's number is this count once it started.
+    started: AtomicU64,
+    /// The last read's number and outcome; held while a read runs, so callers queue behind it.
+    last: tokio::sync::Mutex<Option<(u64, Result<String, String>)>>,
+}
+
+impl TokenReads {
+    async fn current(&self, pool: &Pool) -> Result<String, Error> {
+        let arrived = self.started.load(Ordering::SeqCst);
+        let mut last = self.last.lock().await;
+        if let Some((n, outcome)) = last.as_ref()
+            && *n > arrived
+        {
+            // Started (its number was taken) after this caller arrived: it sees every write
+            // acknowledged before then. A failure is shared too, so callers queued behind a
+            // database that does not answer are not each made to wait for it in turn.
+            return outcome
+                .clone()
+                .map_err(|e| Error::Internal(format!("the registry token could not be read: {e}")));
+        }
+        let n = self.started.fetch_add(1, Ordering::SeqCst) + 1;
+        let read = Self::read(pool).await;
+        *last = Some((n, read.as_ref().map(String::clone).map_err(ToString::to_string)));
+        read
+    }
+
+    async fn read(pool: &Pool) -> Result<String, Error> {
+        let client = pool.get().await?;
+        let statement = client.prepare_cached("SELECT token::text FROM registry_version").await?;
+        Ok(client.query_one(&statement, &[]).await?.try_get(0)?)
+    }
 }
 
 impl PgRegistry {
     pub fn new(pool: Pool) -> PgRegistry {
-        PgRegistry { pool }
+        PgRegistry {
+            pool,
+            tokens: TokenReads::default(),
+            copy: Mutex::new(Rows::default()),
+        }
+    }
+
+    fn copy(&self) -> std::sync::MutexGuard<'_, Rows> {
+        // A panic elsewhere while holding it leaves nothing half-written that matters: the
+        // copy is only ever replaced whole or extended.
+        self.copy.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// [`RegistryStore::snapshot`] once the token is known: the copy's rows if tagged with it,
+    /// else read now (after the token) and kept under it.
+    async fn snapshot_at(&self, token: &str, uid: Option<&UserId>) -> Result<Snapshot, Error> {
+        let (shared, own) = {
+            let mut copy = self.copy();
+            let copy = copy.tagged(token);
+            (copy.shared.clone(), uid.and_then(|u| copy.own.get(u.as_str()).cloned()))
+        };
+        let shared = match shared {
+            Some(shared) => shared,
+            None => {
+                let shared = Arc::new(self.read_shared().await?);
+                self.copy().tagged(token).shared = Some(shared.clone());
+                shared
+            }
+        };
+        let own = match (uid, own) {
+            (_, Some(own)) => own,
+            (None, None) => Arc::default(),
+            (Some(uid), None) => {
+                let own = Arc::new(self.personal_of(uid).await?);
+                let mut copy = self.copy();
+                let copy = copy.tagged(token);
+                if copy.own.len() >= MAX_CACHED_USERS {
+                    copy.own.clear();
+                }
+                copy.own.insert(uid.as_str().to_string(), own.clone());
+                own
+            }
+        };
+        Ok(Snapshot { shared, own })
+    }
+
+    /// Every admin entry and every proposed assistant, on one connection (pipelined).
+    async fn read_shared(&self) -> Result<SharedRows, Error> {
+        let client = self.pool.get().await?;
+        let entries = client.prepare_cached("SELECT kind, name, body FROM registry_entries ORDER BY kind, name");
+        let proposed = client.prepare_cached(
+            "SELECT id, uid, body, share_group, version, approved_version, updated_at FROM personal_assistants \
+             WHERE share_group IS NOT NULL ORDER BY id",
+        );
+        let (entries, proposed) = tokio::try_join!(entries, proposed)?;
+        let (entries, proposed) = tokio::try_join!(client.query(&entries, &[]), client.query(&proposed, &[]))?;
+        let mut shared = SharedRows {
+            proposed: proposed.iter().map(personal_row).collect::<Result<_, _>>()?,
+            ..SharedRows::default()
+        };
+        for r in &entries {
+            let (kind, name, body): (String, String, String) = (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
+            let list = match kind.as_str() {
+                "server" => &mut shared.servers,
+                "assistant" => &mut shared.assistants,
+                "policy" => &mut shared.policy,
+                // Written by a newer version of tamebi: nothing this one knows how to use.
+                _ => continue,
+            };
+            list.push((name, body));
+        }
+        Ok(shared)
     }
 
     async fn personal_where(&self, clause: &str, arg: &str) -> Result<Vec<PersonalRow>, Error> {
@@ -31,24 +181,35 @@ impl PgRegistry {
                 &[&arg],
             )
             .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(PersonalRow {
-                    id: r.try_get(0)?,
-                    uid: r.try_get(1)?,
-                    body: r.try_get(2)?,
-                    share_group: r.try_get(3)?,
-                    version: r.try_get(4)?,
-                    approved_version: r.try_get(5)?,
-                    updated_at: r.try_get(6)?,
-                })
-            })
-            .collect()
+        rows.iter().map(personal_row).collect()
     }
+}
+
+fn personal_row(r: &tokio_postgres::Row) -> Result<PersonalRow, Error> {
+    Ok(PersonalRow {
+        id: r.try_get(0)?,
+        uid: r.try_get(1)?,
+        body: r.try_get(2)?,
+        share_group: r.try_get(3)?,
+        version: r.try_get(4)?,
+        approved_version: r.try_get(5)?,
+        updated_at: r.try_get(6)?,
+    })
 }
 
 #[async_trait::async_trait]
 impl RegistryStore for PgRegistry {
+    async fn snapshot(&self, uid: Option<&UserId>) -> Result<Snapshot, Error> {
+        let taken = match self.tokens.current(&self.pool).await {
+            Ok(token) => self.snapshot_at(&token, uid).await,
+            Err(e) => Err(e),
+        };
+        if taken.is_err() {
+            *self.copy() = Rows::default();
+        }
+        taken
+    }
+
     async fn entries(&self, kind: EntryKind) -> Result<Vec<(String, String)>, Error> {
         let rows = self
             .pool

@@ -2,7 +2,8 @@
 
 use deadpool_postgres::Pool;
 
-use super::{Every, unflushed};
+use super::batch::Batched;
+use super::{Every, unflushed, unflushed_query};
 use crate::error::Error;
 use crate::store::replay::SeenRequests;
 
@@ -16,15 +17,47 @@ const PRUNE_EVERY_SECS: i64 = 30;
 pub struct PgReplay {
     pool: Pool,
     prune: Every,
+    /// The records of requests arriving together, inserted by one statement.
+    inserts: Batched<([u8; 32], i64), bool>,
 }
 
 impl PgReplay {
     pub fn new(pool: Pool) -> PgReplay {
         PgReplay {
+            inserts: Batched::start(pool.clone(), insert_all),
             pool,
             prune: Every::new(PRUNE_EVERY_SECS),
         }
     }
+}
+
+/// Inserts every record of `batch` in one statement; for each, whether it was the first.
+///
+/// The primary key decides: of two instances inserting the same digest, the second waits for
+/// the first to commit and then inserts nothing. A record is never replaced, even once expired
+/// (an expired signature is refused by the skew check anyway). The statement returns the
+/// digests it inserted; a digest twice in one batch is sent once, and only its first request
+/// is told "first". Digests are sent sorted, so two instances' statements lock shared digests
+/// in the same order and never deadlock.
+async fn insert_all(pool: Pool, batch: Vec<([u8; 32], i64)>) -> Result<Vec<bool>, Error> {
+    let mut sent: Vec<&([u8; 32], i64)> = batch.iter().collect();
+    sent.sort_unstable_by_key(|a| a.0);
+    sent.dedup_by(|a, b| a.0 == b.0);
+    let digests: Vec<&[u8]> = sent.iter().map(|(d, _)| d.as_slice()).collect();
+    let expiries: Vec<i64> = sent.iter().map(|(_, e)| *e).collect();
+    let rows = unflushed_query(
+        &pool,
+        "INSERT INTO replay_nonces (digest, expires_at) SELECT * FROM unnest($1::bytea[], $2::bigint[])
+         ON CONFLICT (digest) DO NOTHING RETURNING digest",
+        &[&digests, &expiries],
+    )
+    .await?;
+    let mut inserted = std::collections::HashSet::with_capacity(rows.len());
+    for row in &rows {
+        inserted.insert(row.try_get::<_, Vec<u8>>(0)?);
+    }
+    // The first request of each inserted digest takes it; a later one of the same is a replay.
+    Ok(batch.iter().map(|(digest, _)| inserted.remove(digest.as_slice())).collect())
 }
 
 #[async_trait::async_trait]
@@ -43,17 +76,9 @@ impl SeenRequests for PgReplay {
                 Err(e) => tracing::warn!(error = %e, "could not prune expired replay records"),
             }
         }
-        // The primary key decides: of two instances inserting the same digest, the second
-        // waits for the first to commit and then inserts nothing. A record is never replaced,
-        // even once expired (an expired signature is refused by the skew check anyway).
-        // Not waiting for the WAL flush: a PostgreSQL crash may forget the last accepted
-        // requests, exactly as a restarted single instance forgets its in-memory ones.
-        let inserted = unflushed(
-            &self.pool,
-            "INSERT INTO replay_nonces (digest, expires_at) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING",
-            &[&digest.as_slice(), &expires_at],
-        )
-        .await?;
-        Ok(inserted == 1)
+        // Batched with the requests arriving at the same moment ([`insert_all`]). Not waiting
+        // for the WAL flush: a PostgreSQL crash may forget the last accepted requests, exactly
+        // as a restarted single instance forgets its in-memory ones.
+        self.inserts.call((*digest, expires_at)).await
     }
 }
