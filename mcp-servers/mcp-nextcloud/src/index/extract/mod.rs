@@ -260,6 +260,15 @@ pub fn extract_window(format: Format, bytes: &[u8], window: &SheetWindow) -> Res
     Ok(out.finish())
 }
 
+/// Runs a third-party reader (pdf-extract, calamine) so that a panic inside it on a malformed
+/// file is a failed extraction of that file, not a crash of the server: a bad upload must be
+/// recorded, never take everyone's tools down. Our own code is not run through this, so a
+/// panic of ours still surfaces (in tests and in the fuzz targets).
+pub(super) fn contained<T>(reader: &str, read: impl FnOnce() -> Result<T, ExtractError>) -> Result<T, ExtractError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read))
+        .unwrap_or_else(|_| Err(ExtractError::Malformed(format!("the {reader} reader gave up on this file"))))
+}
+
 /// Text files as text: lossy UTF-8, without a byte-order mark. A NUL in the first KiB
 /// is a reliable sign of a binary file mislabelled as text.
 fn as_text(bytes: &[u8]) -> Result<String, ExtractError> {

@@ -8,6 +8,9 @@
 //! columns; beyond that a "cut" note says where the sheet continues and how to read it
 //! ([`SheetWindow`]: `files_read {path, sheet, row}`).
 //!
+//! calamine panics on some malformed files (an overflow in a cell reference, with overflow
+//! checks on): each read runs [`contained`], so that is a failed extraction.
+//!
 //! Bounded work on hostile input: calamine reads archive members without a cap, so the
 //! archive is checked first ([`super::office::check_archive`]); XLSX sheets are streamed cell
 //! by cell and reading stops at the bound; ODS sheets are dense in memory, so their filled
@@ -25,7 +28,7 @@ use quick_xml::Reader as XmlReader;
 use quick_xml::events::Event;
 
 use super::office::{attr, check_archive, open_zip, read_part, xml_err};
-use super::{ExtractError, Extracted, Heading};
+use super::{ExtractError, Extracted, Heading, contained};
 
 /// Filled rows shown per sheet.
 pub const MAX_SHEET_ROWS: usize = 1000;
@@ -63,6 +66,11 @@ impl SheetWindow {
 /// XLSX and XLSM (the same archive; macros are never run or shown).
 pub(super) fn xlsx(bytes: &[u8], window: &SheetWindow) -> Result<Extracted, ExtractError> {
     check_archive(bytes)?;
+    contained("spreadsheet", || read_xlsx(bytes, window))
+}
+
+/// calamine's part of [`xlsx`], run [`contained`].
+fn read_xlsx(bytes: &[u8], window: &SheetWindow) -> Result<Extracted, ExtractError> {
     let mut book = Xlsx::new(Cursor::new(bytes)).map_err(malformed)?;
     let mut out = Tables::new(window);
     for name in book.sheet_names() {
@@ -94,6 +102,11 @@ pub(super) fn ods(bytes: &[u8], window: &SheetWindow) -> Result<Extracted, Extra
     let content = read_part(&mut open_zip(bytes)?, "content.xml")?.ok_or_else(|| ExtractError::Malformed("no content.xml".into()))?;
     check_ods_content(&content)?;
     drop(content);
+    contained("spreadsheet", || read_ods(bytes, window))
+}
+
+/// calamine's part of [`ods`], run [`contained`] once the content is checked.
+fn read_ods(bytes: &[u8], window: &SheetWindow) -> Result<Extracted, ExtractError> {
     let mut book: Ods<_> = Ods::new(Cursor::new(bytes)).map_err(malformed)?;
     let mut out = Tables::new(window);
     for name in book.sheet_names() {

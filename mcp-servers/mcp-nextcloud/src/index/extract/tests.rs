@@ -400,6 +400,33 @@ fn ods_space_counts_cannot_declare_a_billion_spaces() {
 }
 
 #[test]
+fn a_pdf_page_that_is_its_own_parent_is_refused_not_read_for_ever() {
+    // Found by the extract_pdf fuzz target: the page's resources cannot be found, so
+    // pdf-extract looks for them up the page tree, which loops back to the page.
+    let bytes = include_bytes!("../../../fuzz/seeds/extract_pdf/page-is-its-own-parent.pdf").to_vec();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(extract(Format::Pdf, &bytes)));
+    let err = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("came back")
+        .expect_err("refused");
+    assert!(matches!(err, ExtractError::Malformed(ref m) if m.contains("loops back")), "{err}");
+}
+
+#[test]
+fn a_panic_inside_the_spreadsheet_reader_is_a_failed_extraction() {
+    // Found by the extract_office fuzz target: calamine multiplies a row number of 37 digits
+    // without a check (a panic with overflow checks, as in tests and the fuzz build).
+    let sheet = br#"<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="9999999999999999999999999999999999991"><c r="A1" t="inlineStr"><is><t>x</t></is></c></row></sheetData></worksheet>"#;
+    match extract(Format::Xlsx, &xlsx_of(sheet)) {
+        // Where calamine does not panic (overflow checks off), any answer but a panic will do.
+        Ok(_) => {}
+        Err(ExtractError::Malformed(_)) => {}
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
 fn zip_bombs_fail_as_too_large_in_every_office_reader() {
     // Members that inflate one MiB past the part cap (testdata/office/src/make-bomb.py).
     let bomb = fixture("bomb.zip");
