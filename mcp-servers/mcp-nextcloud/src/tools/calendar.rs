@@ -460,7 +460,9 @@ pub fn occurrences(
             "{href}: the recurrence has more than {MAX_OCCURRENCES} occurrences; later ones may be missing"
         ));
     }
-    for ev in &expanded.events {
+    // calcard's limit is not exact (a recurrence's extra dates come on top: the icalendar fuzz
+    // target saw 5,002), so the bound is held here.
+    for ev in expanded.events.iter().take(MAX_OCCURRENCES) {
         let Some(comp) = ical.component_by_id(ev.comp_id) else { continue };
         if comp.component_type != ICalendarComponentType::VEvent {
             continue;
@@ -614,6 +616,26 @@ mod tests {
 
     fn t(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn occurrences_stay_within_their_bound_when_the_expansion_overshoots() {
+        // Found by the icalendar fuzz target: a daily rule beside overriding instances came
+        // back from calcard with 5,002 occurrences for a limit of 5,000.
+        let seed = include_bytes!("../../fuzz/seeds/icalendar/occurrences-over-the-bound.ics.bin");
+        let text = std::str::from_utf8(&seed[1..]).unwrap();
+        let (mut out, mut warn) = (Vec::new(), Vec::new());
+        occurrences(
+            text,
+            "personal",
+            "personal/a.ics",
+            t("2000-01-01T00:00:00Z"),
+            t("2040-01-01T00:00:00Z"),
+            &mut out,
+            &mut warn,
+        );
+        assert_eq!(out.len(), MAX_OCCURRENCES);
+        assert!(warn.iter().any(|w| w.contains("more than 5000 occurrences")), "{warn:?}");
     }
 
     #[test]
