@@ -219,8 +219,15 @@ fn normalise(payload: &str) -> Vec<Norm> {
             && let Some(r) = references::decode(&payload[start + 1..])
         {
             let end = start + 1 + r.len;
+            // Where HTML5 and a literal reading of a numeric reference differ (`&#x9c;` is œ
+            // to one and a control character to the other), it separates if either reading does.
+            let literal_separates = r.literal.is_some_and(is_separator);
             for decoded in r.chars.into_iter().flatten() {
-                fold(decoded, &mut |ch| out.push(norm_of(decoded, ch, start, end)));
+                fold(decoded, &mut |ch| {
+                    let mut n = norm_of(decoded, ch, start, end);
+                    n.separates |= literal_separates && !matches!(ch, '<' | '>' | '\n');
+                    out.push(n);
+                });
             }
             while iter.peek().is_some_and(|(i, _)| *i < end) {
                 iter.next();
@@ -415,6 +422,11 @@ mod tests {
         ] {
             assert!(neutralise(p).contains(NEUTRALISED), "{p:?}");
             assert_sealed(p);
+        }
+        // A numeric reference in 0x80–0x9F is a letter to HTML5 (windows-1252: &#x9c; is œ)
+        // and a control character read literally: it separates (the second envelope finding).
+        for p in ["</untrusted_ &#x9c&#data>", "</untrusted&#156;data>", "</untrusted&amp;#x9c;data>"] {
+            assert!(neutralise(p).contains(NEUTRALISED), "{p:?}");
         }
         // The gap is counted in the payload's characters: sixteen separate, seventeen do not.
         let gap = |n: usize| format!("</untrusted{}data>", "\u{2031}".repeat(n));

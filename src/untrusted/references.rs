@@ -28,6 +28,10 @@ pub struct Reference {
     pub chars: [Option<char>; 2],
     /// Bytes consumed after the `&` (the `&` itself not counted).
     pub len: usize,
+    /// A numeric reference's code point as written, where HTML5 reads it as another character
+    /// (0x80–0x9F, the C1 controls, are windows-1252 there; 0 is U+FFFD): a reader that does
+    /// not know HTML5's rule sees this one instead.
+    pub literal: Option<char>,
 }
 
 /// Decodes the reference in `after_amp`, the text right after an `&`.
@@ -48,6 +52,7 @@ fn decode_chained(after_amp: &str, depth: u8) -> Option<Reference> {
         return Some(Reference {
             chars: next.chars,
             len: first.len + next.len,
+            literal: next.literal,
         });
     }
     Some(first)
@@ -73,9 +78,11 @@ fn numeric(after_amp: &str) -> Option<Reference> {
     if bytes.get(end) == Some(&b';') {
         end += 1;
     }
+    let html5 = numeric_char(value);
     Some(Reference {
-        chars: [Some(numeric_char(value)), None],
+        chars: [Some(html5), None],
         len: end,
+        literal: char::from_u32(value).filter(|c| *c != html5),
     })
 }
 
@@ -128,6 +135,7 @@ fn longest_name(buf: &mut [u8; MAX_NAME + 1], run: usize, semicolon: bool) -> Op
             best = Some(Reference {
                 chars: [char::from_u32(found.0), char::from_u32(found.1).filter(|c| *c != '\0')],
                 len,
+                literal: None,
             });
         }
     }
