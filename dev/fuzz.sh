@@ -117,7 +117,8 @@ while read -r name dir timeout rss; do
     corpus=$out/corpus/$name
     mkdir -p "$corpus"
   fi
-  log=$out/$name.log
+  # A smoke keeps its own logs, so that it never writes over a campaign's that is running.
+  if [ $smoke -eq 1 ]; then log=$out/smoke-$name.log; else log=$out/$name.log; fi
   echo "== fuzzing $name for ${seconds}s (-timeout=$timeout -rss_limit_mb=$rss)"
   # New inputs go into the first folder (the corpus); the seeds are read only.
   "$bin" "$corpus" "$seeds" \
