@@ -209,30 +209,59 @@ impl SqliteRegistry {
     }
 
     async fn personal_where(&self, clause: &'static str, arg: String) -> Result<Vec<PersonalRow>, Error> {
-        self.db
-            .read(move |c| {
-                let mut stmt = c.prepare(&format!(
-                    "SELECT {PERSONAL_COLUMNS} FROM personal_assistants WHERE {clause} ORDER BY id"
-                ))?;
-                let rows = stmt.query_map([arg], personal_row)?.collect::<Result<Vec<_>, _>>()?;
-                Ok(rows)
-            })
-            .await
+        self.db.read(move |c| personal_rows(c, clause, &arg)).await
     }
 }
 
+/// The statements below are read on every request, so they are prepared once per connection
+/// (`prepare_cached`) rather than parsed again each time.
+fn personal_rows(c: &rusqlite::Connection, clause: &'static str, arg: &str) -> Result<Vec<PersonalRow>, Error> {
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {PERSONAL_COLUMNS} FROM personal_assistants WHERE {clause} ORDER BY id"
+    ))?;
+    let rows = stmt.query_map([arg], personal_row)?.collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+fn entry_rows(c: &rusqlite::Connection, kind: EntryKind) -> Result<Vec<(String, String)>, Error> {
+    let mut stmt = c.prepare_cached("SELECT name, body FROM registry_entries WHERE kind = ?1 ORDER BY name")?;
+    let rows = stmt
+        .query_map([kind.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// [`RegistryStore::proposed`]'s clause (the `?1 = ?1` takes the one argument every clause has).
+const PROPOSED: &str = "share_group IS NOT NULL AND ?1 = ?1";
+
 #[async_trait::async_trait]
 impl RegistryStore for SqliteRegistry {
-    async fn entries(&self, kind: EntryKind) -> Result<Vec<(String, String)>, Error> {
+    /// One trip to the reader connection for every row a request reads (a thread hop each
+    /// would cost more than the reads: they sit on every turn's path).
+    async fn snapshot(&self, uid: Option<&UserId>) -> Result<Snapshot, Error> {
+        let uid = uid.map(|u| u.as_str().to_string());
         self.db
             .read(move |c| {
-                let mut stmt = c.prepare("SELECT name, body FROM registry_entries WHERE kind = ?1 ORDER BY name")?;
-                let rows = stmt
-                    .query_map([kind.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(rows)
+                let shared = SharedRows {
+                    servers: entry_rows(c, EntryKind::Server)?,
+                    assistants: entry_rows(c, EntryKind::Assistant)?,
+                    policy: entry_rows(c, EntryKind::Policy)?,
+                    proposed: personal_rows(c, PROPOSED, "")?,
+                };
+                let own = match uid {
+                    Some(uid) => personal_rows(c, "uid = ?1", &uid)?,
+                    None => Vec::new(),
+                };
+                Ok(Snapshot {
+                    shared: std::sync::Arc::new(shared),
+                    own: std::sync::Arc::new(own),
+                })
             })
             .await
+    }
+
+    async fn entries(&self, kind: EntryKind) -> Result<Vec<(String, String)>, Error> {
+        self.db.read(move |c| entry_rows(c, kind)).await
     }
 
     async fn put_entry(&self, kind: EntryKind, name: &str, body: &str, mode: Put) -> Result<bool, Error> {
@@ -274,7 +303,7 @@ impl RegistryStore for SqliteRegistry {
     }
 
     async fn proposed(&self) -> Result<Vec<PersonalRow>, Error> {
-        self.personal_where("share_group IS NOT NULL AND ?1 = ?1", String::new()).await
+        self.personal_where(PROPOSED, String::new()).await
     }
 
     async fn personal(&self, id: &str) -> Result<Option<PersonalRow>, Error> {
