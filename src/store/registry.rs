@@ -110,12 +110,136 @@ pub struct Snapshot {
     pub own: std::sync::Arc<Vec<PersonalRow>>,
 }
 
+/// Most users whose own assistants a [`RegistryCopy`] keeps; past it the per-user part starts over.
+const MAX_CACHED_USERS: usize = 10_000;
+
+/// What a [`RegistryCopy`] lacks for one request, for its database to read.
+pub struct Missing {
+    /// The shared rows.
+    pub shared: bool,
+    /// This user's own assistants.
+    pub own: Option<UserId>,
+}
+
+/// What the database read for a [`Missing`]: the parts asked for, `None` for the others.
+#[derive(Default)]
+pub struct Found {
+    pub shared: Option<SharedRows>,
+    pub own: Option<Vec<PersonalRow>>,
+}
+
+/// An instance's copy of the registry's rows, tagged with the registry version they were read
+/// under (PostgreSQL: the token its triggers change in every write's transaction; SQLite: a
+/// count every acknowledged write raises first). Every turn reads the registry, and the rows
+/// change only when someone edits them, so a request whose version matches the tag costs a
+/// lock and two reference counts instead of a trip to the database.
+///
+/// What it must never do: serve rows older than a write acknowledged before the request
+/// asked. That rests on its callers taking the version before anything is read and passing
+/// it here: rows are then always read after the version they are tagged with, so a copy is at
+/// least as new as its tag, and a write acknowledged later has a version of its own.
+pub struct RegistryCopy<T> {
+    rows: std::sync::Mutex<CopiedRows<T>>,
+}
+
+struct CopiedRows<T> {
+    tag: Option<T>,
+    shared: Option<std::sync::Arc<SharedRows>>,
+    own: std::collections::HashMap<String, std::sync::Arc<Vec<PersonalRow>>>,
+}
+
+impl<T> Default for RegistryCopy<T> {
+    fn default() -> Self {
+        RegistryCopy {
+            rows: std::sync::Mutex::new(CopiedRows {
+                tag: None,
+                shared: None,
+                own: std::collections::HashMap::new(),
+            }),
+        }
+    }
+}
+
+impl<T: PartialEq + Clone> RegistryCopy<T> {
+    /// The registry as of version `tag`: the copy's rows where they were read under it, the
+    /// rest read by `read` now (after `tag` was taken) and kept under it.
+    pub async fn snapshot<F, Fut>(&self, tag: &T, uid: Option<&UserId>, read: F) -> Result<Snapshot, Error>
+    where
+        F: FnOnce(Missing) -> Fut,
+        Fut: std::future::Future<Output = Result<Found, Error>>,
+    {
+        let (shared, own) = {
+            let rows = self.tagged(tag);
+            (rows.shared.clone(), uid.and_then(|u| rows.own.get(u.as_str()).cloned()))
+        };
+        let missing = Missing {
+            shared: shared.is_none(),
+            own: uid.filter(|_| own.is_none()).cloned(),
+        };
+        if !missing.shared && missing.own.is_none() {
+            return Ok(Snapshot {
+                shared: shared.unwrap_or_default(),
+                own: own.unwrap_or_default(),
+            });
+        }
+        let found = read(missing).await?;
+        let mut rows = self.tagged(tag);
+        let shared = match (shared, found.shared) {
+            (Some(shared), _) => shared,
+            (None, read) => {
+                let shared = std::sync::Arc::new(read.unwrap_or_default());
+                rows.shared = Some(shared.clone());
+                shared
+            }
+        };
+        let own = match (uid, own, found.own) {
+            (_, Some(own), _) => own,
+            (Some(uid), None, Some(read)) => {
+                let own = std::sync::Arc::new(read);
+                if rows.own.len() >= MAX_CACHED_USERS {
+                    rows.own.clear();
+                }
+                rows.own.insert(uid.as_str().to_string(), own.clone());
+                own
+            }
+            _ => std::sync::Arc::default(),
+        };
+        Ok(Snapshot { shared, own })
+    }
+
+    /// Forgets every row (a failed read: nothing is left to reason about).
+    pub fn clear(&self) {
+        let mut rows = self.lock();
+        rows.tag = None;
+        rows.shared = None;
+        rows.own.clear();
+    }
+
+    /// The copy, made `tag`'s (emptied if it was another's).
+    fn tagged(&self, tag: &T) -> std::sync::MutexGuard<'_, CopiedRows<T>> {
+        let mut rows = self.lock();
+        if rows.tag.as_ref() != Some(tag) {
+            rows.tag = Some(tag.clone());
+            rows.shared = None;
+            rows.own.clear();
+        }
+        rows
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CopiedRows<T>> {
+        // A panic elsewhere while holding it leaves nothing half-written that matters: the
+        // copy is only ever replaced whole or extended.
+        self.rows.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// The registry's operations, whatever the database.
 #[async_trait::async_trait]
 pub trait RegistryStore: Send + Sync {
     /// Every row a request reads, in one call: the shared rows, and `uid`'s own assistants.
-    /// Reads them all by default (SQLite: in-process); PostgreSQL answers from a per-instance
-    /// copy checked against the database's registry token (store::postgres::registry).
+    /// Reads them all by default; both databases answer from the instance's [`RegistryCopy`]
+    /// instead, checked against a registry version (SQLite: a count in memory, PostgreSQL:
+    /// the database's registry token, store::postgres::registry).
     async fn snapshot(&self, uid: Option<&UserId>) -> Result<Snapshot, Error> {
         let shared = SharedRows {
             servers: self.entries(EntryKind::Server).await?,
@@ -181,9 +305,18 @@ CREATE TABLE IF NOT EXISTS personal_assistants (
 CREATE INDEX IF NOT EXISTS personal_assistants_uid ON personal_assistants (uid);
 "#;
 
-/// The registry in chat.db.
+/// The registry in chat.db, with the instance's copy of its rows.
+///
+/// SQLite means one orchestrator process, and every write to these tables is one of this
+/// type's, so the copy's version is a count in memory: each write raises it once its
+/// transaction has ended and before its caller is answered ([`super::db::Db::write_then`]), and a
+/// snapshot takes it before looking at the copy. A request therefore never sees rows older
+/// than a write acknowledged before it asked, and while nothing changes it never leaves the
+/// async worker (issue #33, P1b: the read was a thread hop and five statements per turn).
 pub struct SqliteRegistry {
     db: super::db::Db,
+    version: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    copy: RegistryCopy<u64>,
 }
 
 const PERSONAL_COLUMNS: &str = "id, uid, body, share_group, version, approved_version, updated_at";
@@ -205,7 +338,27 @@ impl SqliteRegistry {
     pub async fn open(chat: &super::chat::SqliteChat) -> Result<SqliteRegistry, Error> {
         let db = chat.db();
         db.write(|c| Ok(c.execute_batch(SQLITE_SCHEMA)?)).await?;
-        Ok(SqliteRegistry { db })
+        Ok(SqliteRegistry {
+            db,
+            version: std::sync::Arc::default(),
+            copy: RegistryCopy::default(),
+        })
+    }
+
+    /// A write to the registry's tables; answered only after the version has moved on, so no
+    /// request arriving after the answer can be served a copy read before the write.
+    async fn write<T, F>(&self, f: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&rusqlite::Connection) -> Result<T, Error> + Send + 'static,
+    {
+        let version = self.version.clone();
+        // Raised whether or not the transaction committed: a copy is only ever dropped for
+        // nothing, never kept past a change.
+        let moved_on = move || {
+            version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        };
+        self.db.write_then(f, moved_on).await
     }
 
     async fn personal_where(&self, clause: &'static str, arg: String) -> Result<Vec<PersonalRow>, Error> {
@@ -236,28 +389,34 @@ const PROPOSED: &str = "share_group IS NOT NULL AND ?1 = ?1";
 
 #[async_trait::async_trait]
 impl RegistryStore for SqliteRegistry {
-    /// One trip to the reader connection for every row a request reads (a thread hop each
-    /// would cost more than the reads: they sit on every turn's path).
+    /// From the copy while the version is unchanged; otherwise what is missing in one trip to
+    /// the reader connection (a thread hop per table would cost more than the reads).
     async fn snapshot(&self, uid: Option<&UserId>) -> Result<Snapshot, Error> {
-        let uid = uid.map(|u| u.as_str().to_string());
-        self.db
-            .read(move |c| {
-                let shared = SharedRows {
-                    servers: entry_rows(c, EntryKind::Server)?,
-                    assistants: entry_rows(c, EntryKind::Assistant)?,
-                    policy: entry_rows(c, EntryKind::Policy)?,
-                    proposed: personal_rows(c, PROPOSED, "")?,
+        let version = self.version.load(std::sync::atomic::Ordering::SeqCst);
+        let read = |missing: Missing| {
+            self.db.read(move |c| {
+                let shared = if missing.shared {
+                    Some(SharedRows {
+                        servers: entry_rows(c, EntryKind::Server)?,
+                        assistants: entry_rows(c, EntryKind::Assistant)?,
+                        policy: entry_rows(c, EntryKind::Policy)?,
+                        proposed: personal_rows(c, PROPOSED, "")?,
+                    })
+                } else {
+                    None
                 };
-                let own = match uid {
-                    Some(uid) => personal_rows(c, "uid = ?1", &uid)?,
-                    None => Vec::new(),
+                let own = match missing.own {
+                    Some(uid) => Some(personal_rows(c, "uid = ?1", uid.as_str())?),
+                    None => None,
                 };
-                Ok(Snapshot {
-                    shared: std::sync::Arc::new(shared),
-                    own: std::sync::Arc::new(own),
-                })
+                Ok(Found { shared, own })
             })
-            .await
+        };
+        let taken = self.copy.snapshot(&version, uid, read).await;
+        if taken.is_err() {
+            self.copy.clear();
+        }
+        taken
     }
 
     async fn entries(&self, kind: EntryKind) -> Result<Vec<(String, String)>, Error> {
@@ -266,7 +425,7 @@ impl RegistryStore for SqliteRegistry {
 
     async fn put_entry(&self, kind: EntryKind, name: &str, body: &str, mode: Put) -> Result<bool, Error> {
         let (name, body) = (name.to_string(), body.to_string());
-        self.db
+        self
             .write(move |c| {
                 let exists: bool = c.query_row(
                     "SELECT EXISTS (SELECT 1 FROM registry_entries WHERE kind = ?1 AND name = ?2)",
@@ -288,7 +447,7 @@ impl RegistryStore for SqliteRegistry {
 
     async fn delete_entry(&self, kind: EntryKind, name: &str) -> Result<bool, Error> {
         let name = name.to_string();
-        self.db
+        self
             .write(move |c| {
                 Ok(c.execute(
                     "DELETE FROM registry_entries WHERE kind = ?1 AND name = ?2",
@@ -312,7 +471,7 @@ impl RegistryStore for SqliteRegistry {
 
     async fn create_personal(&self, uid: &UserId, id: &str, body: &str) -> Result<(), Error> {
         let (uid, id, body) = (uid.as_str().to_string(), id.to_string(), body.to_string());
-        self.db
+        self
             .write(move |c| {
                 c.execute(
                     "INSERT INTO personal_assistants (id, uid, body, version, updated_at) VALUES (?1, ?2, ?3, 1, ?4)",
@@ -325,7 +484,7 @@ impl RegistryStore for SqliteRegistry {
 
     async fn update_personal(&self, uid: &UserId, id: &str, body: &str) -> Result<bool, Error> {
         let (uid, id, body) = (uid.as_str().to_string(), id.to_string(), body.to_string());
-        self.db
+        self
             .write(move |c| {
                 Ok(c.execute(
                     "UPDATE personal_assistants SET body = ?3, version = version + 1, updated_at = ?4 WHERE uid = ?1 AND id = ?2",
@@ -337,7 +496,7 @@ impl RegistryStore for SqliteRegistry {
 
     async fn share_personal(&self, uid: &UserId, id: &str, group: Option<&str>) -> Result<bool, Error> {
         let (uid, id, group) = (uid.as_str().to_string(), id.to_string(), group.map(str::to_string));
-        self.db
+        self
             .write(move |c| {
                 // A new group is a new proposal: whatever was approved for the old one is not.
                 Ok(c.execute(
@@ -351,7 +510,7 @@ impl RegistryStore for SqliteRegistry {
 
     async fn delete_personal(&self, uid: &UserId, id: &str) -> Result<bool, Error> {
         let (uid, id) = (uid.as_str().to_string(), id.to_string());
-        self.db
+        self
             .write(move |c| {
                 Ok(c.execute(
                     "DELETE FROM personal_assistants WHERE uid = ?1 AND id = ?2",
@@ -363,7 +522,7 @@ impl RegistryStore for SqliteRegistry {
 
     async fn approve(&self, id: &str, version: i64) -> Result<Approval, Error> {
         let id = id.to_string();
-        self.db
+        self
             .write(move |c| {
                 let found: Option<(i64, Option<String>)> = rusqlite::OptionalExtension::optional(c.query_row(
                     "SELECT version, share_group FROM personal_assistants WHERE id = ?1",
@@ -388,7 +547,6 @@ impl RegistryStore for SqliteRegistry {
     async fn erase_user(&self, uid: &UserId) -> Result<usize, Error> {
         let uid = uid.as_str().to_string();
         let n = self
-            .db
             .write(move |c| Ok(c.execute("DELETE FROM personal_assistants WHERE uid = ?1", [uid])?))
             .await?;
         // As chat.db's own erasure does: nothing of the deleted text stays in the WAL.

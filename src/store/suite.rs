@@ -56,6 +56,7 @@ async fn run_suite(s: &Stores) {
     concurrent_fact_writes_respect_the_limit(s).await;
     a_final_message_ends_its_turns_record(s).await;
     registry_rows_and_approvals_per_version(s).await;
+    a_snapshot_follows_every_acknowledged_write(s).await;
 }
 
 /// The registry (issue #30): admin entries by kind and name with create/replace semantics;
@@ -115,6 +116,48 @@ async fn registry_rows_and_approvals_per_version(s: &Stores) {
     assert!(!r.delete_personal(&bob, "u-2").await.unwrap());
     assert_eq!(r.erase_user(&alice).await.unwrap(), 2);
     assert!(r.personal("u-1").await.unwrap().is_none() && r.proposed().await.unwrap().is_empty());
+}
+
+/// The instance's copy of the registry (store::registry::RegistryCopy) is never older than a
+/// write acknowledged before the snapshot asked: after each kind of write, and while other
+/// requests keep taking snapshots of their own (one of them may read rows just before a
+/// write commits; its copy must not be served afterwards).
+async fn a_snapshot_follows_every_acknowledged_write(s: &Stores) {
+    use super::registry::{EntryKind, Put};
+    let r = &s.registry;
+    let (alice, bob) = (user_id("copy-alice"), user_id("copy-bob"));
+    let servers = |snapshot: &super::registry::Snapshot| snapshot.shared.servers.clone();
+    let own_bodies = |snapshot: &super::registry::Snapshot| snapshot.own.iter().map(|p| p.body.clone()).collect::<Vec<_>>();
+    assert!(servers(&r.snapshot(Some(&alice)).await.unwrap()).is_empty(), "the copy is filled");
+    assert!(r.put_entry(EntryKind::Server, "c1", "{\"v\":1}", Put::Create).await.unwrap());
+    assert_eq!(servers(&r.snapshot(Some(&alice)).await.unwrap()).len(), 1, "a created entry");
+    assert!(r.put_entry(EntryKind::Policy, "policy", "{\"v\":1}", Put::Upsert).await.unwrap());
+    assert_eq!(r.snapshot(None).await.unwrap().shared.policy.len(), 1, "the policy");
+    r.create_personal(&alice, "copy-1", "{\"v\":1}").await.unwrap();
+    assert_eq!(own_bodies(&r.snapshot(Some(&alice)).await.unwrap()), ["{\"v\":1}"], "a new own assistant");
+    assert!(r.snapshot(Some(&bob)).await.unwrap().own.is_empty(), "only its owner's");
+    assert!(r.update_personal(&alice, "copy-1", "{\"v\":2}").await.unwrap());
+    assert_eq!(own_bodies(&r.snapshot(Some(&alice)).await.unwrap()), ["{\"v\":2}"], "an owner's edit");
+    assert!(r.share_personal(&alice, "copy-1", Some("team")).await.unwrap());
+    assert_eq!(r.snapshot(Some(&bob)).await.unwrap().shared.proposed.len(), 1, "a proposal");
+    assert_eq!(r.approve("copy-1", 2).await.unwrap(), super::registry::Approval::Approved);
+    assert!(r.snapshot(Some(&bob)).await.unwrap().shared.proposed[0].shared(), "an approval");
+    for round in 2..40 {
+        let body = format!("{{\"v\":{round}}}");
+        let readers: Vec<_> = (0..4).map(|_| r.snapshot(Some(&alice))).collect();
+        let (written, _) = tokio::join!(
+            r.put_entry(EntryKind::Server, "c1", &body, Put::Replace),
+            futures::future::join_all(readers)
+        );
+        assert!(written.unwrap());
+        assert_eq!(servers(&r.snapshot(Some(&alice)).await.unwrap())[0].1, body, "round {round}");
+    }
+    assert!(r.delete_entry(EntryKind::Server, "c1").await.unwrap());
+    assert!(servers(&r.snapshot(None).await.unwrap()).is_empty(), "a deleted entry");
+    assert!(r.delete_entry(EntryKind::Policy, "policy").await.unwrap());
+    assert_eq!(r.erase_user(&alice).await.unwrap(), 1);
+    let after = r.snapshot(Some(&alice)).await.unwrap();
+    assert!(after.own.is_empty() && after.shared.proposed.is_empty(), "an erasure");
 }
 
 /// A turn's user message starts the turn's record in the same commit, and its final message

@@ -1,8 +1,8 @@
 //! The registry in PostgreSQL: the operations of [`RegistryStore`] over the tables of
 //! migration 0005, shared by every instance (a change is seen by the next request anywhere).
 //!
-//! Every turn reads the registry; each instance keeps a copy of the rows (issue #33, P9) so a
-//! request costs one small query instead of six. The copy is tagged with the registry token
+//! Every turn reads the registry; each instance keeps a copy of the rows ([`RegistryCopy`],
+//! issue #33, P9) so a request costs one small query instead of six. The copy is tagged with the registry token
 //! it was read under (migration 0006: a trigger changes the token in the transaction of every
 //! write to either table), and a [`RegistryStore::snapshot`] first reads the token, then serves
 //! the copy only if its tag is that token. What it must never do: serve rows older than a
@@ -15,44 +15,20 @@
 //! older copy unusable; this leaves nothing to reason about).
 
 use deadpool_postgres::Pool;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use super::chat::vacuum;
 use super::now_ms;
 use crate::error::Error;
 use crate::store::key::UserId;
-use crate::store::registry::{Approval, EntryKind, PersonalRow, Put, RegistryStore, SharedRows, Snapshot};
-
-/// Most users whose own assistants the copy keeps; past it the per-user part starts over.
-const MAX_CACHED_USERS: usize = 10_000;
+use crate::store::registry::{
+    Approval, EntryKind, Found, Missing, PersonalRow, Put, RegistryCopy, RegistryStore, SharedRows, Snapshot,
+};
 
 pub struct PgRegistry {
     pool: Pool,
     tokens: TokenReads,
-    copy: Mutex<Rows>,
-}
-
-/// The rows read under one registry token.
-#[derive(Default)]
-struct Rows {
-    token: Option<String>,
-    shared: Option<Arc<SharedRows>>,
-    own: HashMap<String, Arc<Vec<PersonalRow>>>,
-}
-
-impl Rows {
-    /// Makes the copy `token`'s, emptied if it was another's.
-    fn tagged(&mut self, token: &str) -> &mut Rows {
-        if self.token.as_deref() != Some(token) {
-            *self = Rows {
-                token: Some(token.to_string()),
-                ..Rows::default()
-            };
-        }
-        self
-    }
+    copy: RegistryCopy<String>,
 }
 
 /// The registry token, read once for every request that arrived before the read started:
@@ -97,47 +73,25 @@ impl PgRegistry {
         PgRegistry {
             pool,
             tokens: TokenReads::default(),
-            copy: Mutex::new(Rows::default()),
+            copy: RegistryCopy::default(),
         }
     }
 
-    fn copy(&self) -> std::sync::MutexGuard<'_, Rows> {
-        // A panic elsewhere while holding it leaves nothing half-written that matters: the
-        // copy is only ever replaced whole or extended.
-        self.copy.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// [`RegistryStore::snapshot`] once the token is known: the copy's rows if tagged with it,
-    /// else read now (after the token) and kept under it.
+    /// else what is missing read now (after the token) and kept under it.
     async fn snapshot_at(&self, token: &str, uid: Option<&UserId>) -> Result<Snapshot, Error> {
-        let (shared, own) = {
-            let mut copy = self.copy();
-            let copy = copy.tagged(token);
-            (copy.shared.clone(), uid.and_then(|u| copy.own.get(u.as_str()).cloned()))
+        let read = |missing: Missing| async move {
+            let shared = match missing.shared {
+                true => Some(self.read_shared().await?),
+                false => None,
+            };
+            let own = match &missing.own {
+                Some(uid) => Some(self.personal_of(uid).await?),
+                None => None,
+            };
+            Ok(Found { shared, own })
         };
-        let shared = match shared {
-            Some(shared) => shared,
-            None => {
-                let shared = Arc::new(self.read_shared().await?);
-                self.copy().tagged(token).shared = Some(shared.clone());
-                shared
-            }
-        };
-        let own = match (uid, own) {
-            (_, Some(own)) => own,
-            (None, None) => Arc::default(),
-            (Some(uid), None) => {
-                let own = Arc::new(self.personal_of(uid).await?);
-                let mut copy = self.copy();
-                let copy = copy.tagged(token);
-                if copy.own.len() >= MAX_CACHED_USERS {
-                    copy.own.clear();
-                }
-                copy.own.insert(uid.as_str().to_string(), own.clone());
-                own
-            }
-        };
-        Ok(Snapshot { shared, own })
+        self.copy.snapshot(&token.to_string(), uid, read).await
     }
 
     /// Every admin entry and every proposed assistant, on one connection (pipelined).
@@ -205,7 +159,7 @@ impl RegistryStore for PgRegistry {
             Err(e) => Err(e),
         };
         if taken.is_err() {
-            *self.copy() = Rows::default();
+            self.copy.clear();
         }
         taken
     }
