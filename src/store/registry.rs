@@ -425,36 +425,34 @@ impl RegistryStore for SqliteRegistry {
 
     async fn put_entry(&self, kind: EntryKind, name: &str, body: &str, mode: Put) -> Result<bool, Error> {
         let (name, body) = (name.to_string(), body.to_string());
-        self
-            .write(move |c| {
-                let exists: bool = c.query_row(
-                    "SELECT EXISTS (SELECT 1 FROM registry_entries WHERE kind = ?1 AND name = ?2)",
-                    rusqlite::params![kind.as_str(), name],
-                    |r| r.get(0),
-                )?;
-                if (mode == Put::Create && exists) || (mode == Put::Replace && !exists) {
-                    return Ok(false);
-                }
-                c.execute(
-                    "INSERT INTO registry_entries (kind, name, body, updated_at) VALUES (?1, ?2, ?3, ?4)
+        self.write(move |c| {
+            let exists: bool = c.query_row(
+                "SELECT EXISTS (SELECT 1 FROM registry_entries WHERE kind = ?1 AND name = ?2)",
+                rusqlite::params![kind.as_str(), name],
+                |r| r.get(0),
+            )?;
+            if (mode == Put::Create && exists) || (mode == Put::Replace && !exists) {
+                return Ok(false);
+            }
+            c.execute(
+                "INSERT INTO registry_entries (kind, name, body, updated_at) VALUES (?1, ?2, ?3, ?4)
                      ON CONFLICT (kind, name) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
-                    rusqlite::params![kind.as_str(), name, body, now_ms()],
-                )?;
-                Ok(true)
-            })
-            .await
+                rusqlite::params![kind.as_str(), name, body, now_ms()],
+            )?;
+            Ok(true)
+        })
+        .await
     }
 
     async fn delete_entry(&self, kind: EntryKind, name: &str) -> Result<bool, Error> {
         let name = name.to_string();
-        self
-            .write(move |c| {
-                Ok(c.execute(
-                    "DELETE FROM registry_entries WHERE kind = ?1 AND name = ?2",
-                    rusqlite::params![kind.as_str(), name],
-                )? > 0)
-            })
-            .await
+        self.write(move |c| {
+            Ok(c.execute(
+                "DELETE FROM registry_entries WHERE kind = ?1 AND name = ?2",
+                rusqlite::params![kind.as_str(), name],
+            )? > 0)
+        })
+        .await
     }
 
     async fn personal_of(&self, uid: &UserId) -> Result<Vec<PersonalRow>, Error> {
@@ -471,77 +469,72 @@ impl RegistryStore for SqliteRegistry {
 
     async fn create_personal(&self, uid: &UserId, id: &str, body: &str) -> Result<(), Error> {
         let (uid, id, body) = (uid.as_str().to_string(), id.to_string(), body.to_string());
-        self
-            .write(move |c| {
-                c.execute(
-                    "INSERT INTO personal_assistants (id, uid, body, version, updated_at) VALUES (?1, ?2, ?3, 1, ?4)",
-                    rusqlite::params![id, uid, body, now_ms()],
-                )?;
-                Ok(())
-            })
-            .await
+        self.write(move |c| {
+            c.execute(
+                "INSERT INTO personal_assistants (id, uid, body, version, updated_at) VALUES (?1, ?2, ?3, 1, ?4)",
+                rusqlite::params![id, uid, body, now_ms()],
+            )?;
+            Ok(())
+        })
+        .await
     }
 
     async fn update_personal(&self, uid: &UserId, id: &str, body: &str) -> Result<bool, Error> {
         let (uid, id, body) = (uid.as_str().to_string(), id.to_string(), body.to_string());
-        self
-            .write(move |c| {
-                Ok(c.execute(
-                    "UPDATE personal_assistants SET body = ?3, version = version + 1, updated_at = ?4 WHERE uid = ?1 AND id = ?2",
-                    rusqlite::params![uid, id, body, now_ms()],
-                )? > 0)
-            })
-            .await
+        self.write(move |c| {
+            Ok(c.execute(
+                "UPDATE personal_assistants SET body = ?3, version = version + 1, updated_at = ?4 WHERE uid = ?1 AND id = ?2",
+                rusqlite::params![uid, id, body, now_ms()],
+            )? > 0)
+        })
+        .await
     }
 
     async fn share_personal(&self, uid: &UserId, id: &str, group: Option<&str>) -> Result<bool, Error> {
         let (uid, id, group) = (uid.as_str().to_string(), id.to_string(), group.map(str::to_string));
-        self
-            .write(move |c| {
-                // A new group is a new proposal: whatever was approved for the old one is not.
-                Ok(c.execute(
-                    "UPDATE personal_assistants SET share_group = ?3, approved_version = NULL, updated_at = ?4
+        self.write(move |c| {
+            // A new group is a new proposal: whatever was approved for the old one is not.
+            Ok(c.execute(
+                "UPDATE personal_assistants SET share_group = ?3, approved_version = NULL, updated_at = ?4
                      WHERE uid = ?1 AND id = ?2",
-                    rusqlite::params![uid, id, group, now_ms()],
-                )? > 0)
-            })
-            .await
+                rusqlite::params![uid, id, group, now_ms()],
+            )? > 0)
+        })
+        .await
     }
 
     async fn delete_personal(&self, uid: &UserId, id: &str) -> Result<bool, Error> {
         let (uid, id) = (uid.as_str().to_string(), id.to_string());
-        self
-            .write(move |c| {
-                Ok(c.execute(
-                    "DELETE FROM personal_assistants WHERE uid = ?1 AND id = ?2",
-                    rusqlite::params![uid, id],
-                )? > 0)
-            })
-            .await
+        self.write(move |c| {
+            Ok(c.execute(
+                "DELETE FROM personal_assistants WHERE uid = ?1 AND id = ?2",
+                rusqlite::params![uid, id],
+            )? > 0)
+        })
+        .await
     }
 
     async fn approve(&self, id: &str, version: i64) -> Result<Approval, Error> {
         let id = id.to_string();
-        self
-            .write(move |c| {
-                let found: Option<(i64, Option<String>)> = rusqlite::OptionalExtension::optional(c.query_row(
-                    "SELECT version, share_group FROM personal_assistants WHERE id = ?1",
-                    [&id],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                ))?;
-                Ok(match found {
-                    None | Some((_, None)) => Approval::NotFound,
-                    Some((current, _)) if current != version => Approval::Stale,
-                    Some(_) => {
-                        c.execute(
-                            "UPDATE personal_assistants SET approved_version = ?2 WHERE id = ?1",
-                            rusqlite::params![id, version],
-                        )?;
-                        Approval::Approved
-                    }
-                })
+        self.write(move |c| {
+            let found: Option<(i64, Option<String>)> = rusqlite::OptionalExtension::optional(c.query_row(
+                "SELECT version, share_group FROM personal_assistants WHERE id = ?1",
+                [&id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            ))?;
+            Ok(match found {
+                None | Some((_, None)) => Approval::NotFound,
+                Some((current, _)) if current != version => Approval::Stale,
+                Some(_) => {
+                    c.execute(
+                        "UPDATE personal_assistants SET approved_version = ?2 WHERE id = ?1",
+                        rusqlite::params![id, version],
+                    )?;
+                    Approval::Approved
+                }
             })
-            .await
+        })
+        .await
     }
 
     async fn erase_user(&self, uid: &UserId) -> Result<usize, Error> {

@@ -134,10 +134,18 @@ async fn a_snapshot_follows_every_acknowledged_write(s: &Stores) {
     assert!(r.put_entry(EntryKind::Policy, "policy", "{\"v\":1}", Put::Upsert).await.unwrap());
     assert_eq!(r.snapshot(None).await.unwrap().shared.policy.len(), 1, "the policy");
     r.create_personal(&alice, "copy-1", "{\"v\":1}").await.unwrap();
-    assert_eq!(own_bodies(&r.snapshot(Some(&alice)).await.unwrap()), ["{\"v\":1}"], "a new own assistant");
+    assert_eq!(
+        own_bodies(&r.snapshot(Some(&alice)).await.unwrap()),
+        ["{\"v\":1}"],
+        "a new own assistant"
+    );
     assert!(r.snapshot(Some(&bob)).await.unwrap().own.is_empty(), "only its owner's");
     assert!(r.update_personal(&alice, "copy-1", "{\"v\":2}").await.unwrap());
-    assert_eq!(own_bodies(&r.snapshot(Some(&alice)).await.unwrap()), ["{\"v\":2}"], "an owner's edit");
+    assert_eq!(
+        own_bodies(&r.snapshot(Some(&alice)).await.unwrap()),
+        ["{\"v\":2}"],
+        "an owner's edit"
+    );
     assert!(r.share_personal(&alice, "copy-1", Some("team")).await.unwrap());
     assert_eq!(r.snapshot(Some(&bob)).await.unwrap().shared.proposed.len(), 1, "a proposal");
     assert_eq!(r.approve("copy-1", 2).await.unwrap(), super::registry::Approval::Approved);

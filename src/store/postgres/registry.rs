@@ -21,9 +21,7 @@ use super::chat::vacuum;
 use super::now_ms;
 use crate::error::Error;
 use crate::store::key::UserId;
-use crate::store::registry::{
-    Approval, EntryKind, Found, Missing, PersonalRow, Put, RegistryCopy, RegistryStore, SharedRows, Snapshot,
-};
+use crate::store::registry::{Approval, EntryKind, Found, Missing, PersonalRow, Put, RegistryCopy, RegistryStore, SharedRows, Snapshot};
 
 pub struct PgRegistry {
     pool: Pool,
