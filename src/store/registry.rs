@@ -2,7 +2,8 @@
 //! page, the admin's policy for personal assistants, and the personal assistants people build
 //! (issue #30). Both implementations keep them where every instance sees them: SQLite in
 //! chat.db (a personal assistant is its owner's data and goes with `erase_user`), PostgreSQL
-//! in the tables of migration 0004.
+//! in the tables of migration 0004. Each instance answers a request from its own copy of the
+//! rows ([`RegistryCopy`]) while the registry's version says nothing changed.
 //!
 //! This module stores and returns JSON documents; it never validates them (`registry` does,
 //! before anything is written) and it never decides who may see what: a shared assistant is

@@ -2,10 +2,10 @@
 //! migration 0005, shared by every instance (a change is seen by the next request anywhere).
 //!
 //! Every turn reads the registry; each instance keeps a copy of the rows ([`RegistryCopy`],
-//! issue #33, P9) so a request costs one small query instead of six. The copy is tagged with the registry token
-//! it was read under (migration 0006: a trigger changes the token in the transaction of every
-//! write to either table), and a [`RegistryStore::snapshot`] first reads the token, then serves
-//! the copy only if its tag is that token. What it must never do: serve rows older than a
+//! issue #33, P9) so a request costs one small query instead of six. The copy is tagged with
+//! the registry token it was read under (migration 0006: a trigger changes the token in the
+//! transaction of every write to either table), and a [`RegistryStore::snapshot`] first reads
+//! the token, then serves the copy only if its tag is that token. What it must never do: serve rows older than a
 //! write acknowledged before the request asked. Hence the token read is never skipped (a
 //! notification such as LISTEN/NOTIFY arrives some time after the commit, so it cannot promise
 //! that), the rows are always read after the token they are tagged with (so a copy is at least
@@ -77,7 +77,7 @@ impl PgRegistry {
 
     /// [`RegistryStore::snapshot`] once the token is known: the copy's rows if tagged with it,
     /// else what is missing read now (after the token) and kept under it.
-    async fn snapshot_at(&self, token: &str, uid: Option<&UserId>) -> Result<Snapshot, Error> {
+    async fn snapshot_at(&self, token: String, uid: Option<&UserId>) -> Result<Snapshot, Error> {
         let read = |missing: Missing| async move {
             let shared = match missing.shared {
                 true => Some(self.read_shared().await?),
@@ -89,7 +89,7 @@ impl PgRegistry {
             };
             Ok(Found { shared, own })
         };
-        self.copy.snapshot(&token.to_string(), uid, read).await
+        self.copy.snapshot(&token, uid, read).await
     }
 
     /// Every admin entry and every proposed assistant, on one connection (pipelined).
@@ -153,7 +153,7 @@ fn personal_row(r: &tokio_postgres::Row) -> Result<PersonalRow, Error> {
 impl RegistryStore for PgRegistry {
     async fn snapshot(&self, uid: Option<&UserId>) -> Result<Snapshot, Error> {
         let taken = match self.tokens.current(&self.pool).await {
-            Ok(token) => self.snapshot_at(&token, uid).await,
+            Ok(token) => self.snapshot_at(token, uid).await,
             Err(e) => Err(e),
         };
         if taken.is_err() {
